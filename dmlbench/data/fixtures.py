@@ -1,0 +1,179 @@
+"""Tiny synthetic datasets written in each real dataset's exact distribution format.
+
+The archives have the publishers' file names, folder layout and list formats (`.mat` included),
+so the real acquisition and parsing code runs on them. Image content depends on the class through
+three continuous factors (hue, stripe angle, stripe frequency), so a network learns an embedding
+that also separates the unseen test classes. `fixture.json` records the split statistics the
+fixture was built with; the manifest check compares against it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+import zipfile
+from colorsys import hsv_to_rgb
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from dmlbench.data.manifest import SplitStats
+
+GOLDEN = 0.6180339887
+
+
+def class_image(class_index: int, rng: np.random.Generator, size: tuple[int, int]) -> Image.Image:
+    """An image of class `class_index`: coloured stripes whose hue, angle and frequency identify it."""
+    height, width = size
+    hue = (class_index * GOLDEN) % 1.0
+    angle = np.pi * ((class_index * 0.382 + 0.1) % 1.0)
+    frequency = 2.0 + (class_index * 7 % 5)
+    y, x = np.mgrid[0:height, 0:width] / max(height, width)
+    phase = rng.uniform(0, 2 * np.pi)
+    wave = 0.5 + 0.5 * np.sin(2 * np.pi * frequency * (x * np.cos(angle) + y * np.sin(angle)) + phase)
+    colour = np.array(hsv_to_rgb((hue + rng.normal(0, 0.02)) % 1.0, 0.8, 0.9))
+    pixels = wave[..., None] * colour + (1 - wave[..., None]) * 0.15
+    pixels = pixels + rng.normal(0, 0.06, size=pixels.shape)
+    return Image.fromarray((np.clip(pixels, 0, 1) * 255).astype(np.uint8))
+
+
+def _jpeg(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG", quality=90)
+    return buffer.getvalue()
+
+
+def _image_size(rng: np.random.Generator, base: int) -> tuple[int, int]:
+    return int(base + rng.integers(0, base // 2)), int(base + rng.integers(0, base // 2))
+
+
+def _add_bytes(archive: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    archive.addfile(info, io.BytesIO(data))
+
+
+def _stats(labels: list[int], splits: list[str]) -> SplitStats:
+    images: dict[str, int] = {}
+    classes: dict[str, set] = {}
+    for label, split in zip(labels, splits):
+        images[split] = images.get(split, 0) + 1
+        classes.setdefault(split, set()).add(label)
+    return SplitStats(images, {k: len(v) for k, v in classes.items()})
+
+
+def write_cub(folder: Path, n_classes: int, per_class: int, rng, image_size: int) -> SplitStats:
+    lines, labels, boxes, split_cls, names = [], [], [], [], []
+    with tarfile.open(folder / "CUB_200_2011.tgz", "w:gz") as archive:
+        image_id = 0
+        for c in range(1, n_classes + 1):
+            class_dir = f"{c:03d}.Fixture_Bird_{c}"
+            names.append(f"{c} {class_dir}")
+            for k in range(per_class):
+                image_id += 1
+                rel = f"{class_dir}/Fixture_Bird_{c}_{k:04d}_{image_id}.jpg"
+                image = class_image(c, rng, _image_size(rng, image_size))
+                _add_bytes(archive, f"CUB_200_2011/images/{rel}", _jpeg(image))
+                lines.append(f"{image_id} {rel}")
+                labels.append(f"{image_id} {c}")
+                boxes.append(f"{image_id} 1.0 1.0 {image.width - 2}.0 {image.height - 2}.0")
+                split_cls.append(f"{image_id} {int(k % 2 == 0)}")
+        for name, rows in (("images.txt", lines), ("image_class_labels.txt", labels),
+                           ("bounding_boxes.txt", boxes), ("train_test_split.txt", split_cls),
+                           ("classes.txt", names)):
+            _add_bytes(archive, f"CUB_200_2011/{name}", ("\n".join(rows) + "\n").encode())
+    classes = [c for c in range(1, n_classes + 1) for _ in range(per_class)]
+    return _stats(classes, ["train" if c <= n_classes // 2 else "test" for c in classes])
+
+
+def write_cars(folder: Path, n_classes: int, per_class: int, rng, image_size: int) -> SplitStats:
+    from scipy.io import savemat
+
+    records = []
+    with tarfile.open(folder / "car_ims.tgz", "w:gz") as archive:
+        for c in range(1, n_classes + 1):
+            for k in range(per_class):
+                rel = f"car_ims/{len(records) + 1:06d}.jpg"
+                image = class_image(1000 + c, rng, _image_size(rng, image_size))
+                _add_bytes(archive, rel, _jpeg(image))
+                records.append((rel, 1, 1, image.width - 1, image.height - 1, c, k % 2))
+    fields = ["relative_im_path", "bbox_x1", "bbox_y1", "bbox_x2", "bbox_y2", "class", "test"]
+    annotations = np.array(records, dtype=[(f, object) for f in fields])
+    class_names = np.array([f"Fixture Car {c}" for c in range(1, n_classes + 1)], dtype=object)
+    savemat(folder / "cars_annos.mat", {"annotations": annotations[None, :],
+                                        "class_names": class_names[None, :]})
+    classes = [r[5] for r in records]
+    return _stats(classes, ["train" if c <= n_classes // 2 else "test" for c in classes])
+
+
+SOP_SUPER = ["bicycle", "cabinet", "chair", "coffee_maker", "fan", "kettle", "lamp", "mug",
+             "sofa", "stapler", "table", "toaster"]
+
+
+def write_sop(folder: Path, n_classes: int, per_class: int, rng, image_size: int) -> SplitStats:
+    header = "image_id class_id super_class_id path"
+    rows = {"train": [header], "test": [header], "info": [header]}
+    labels, splits = [], []
+    image_id = 0
+    with zipfile.ZipFile(folder / "Stanford_Online_Products.zip", "w") as archive:
+        for c in range(1, n_classes + 1):
+            split = "train" if c <= n_classes // 2 else "test"
+            super_id = (c - 1) % len(SOP_SUPER) + 1
+            for k in range(per_class):
+                image_id += 1
+                rel = f"{SOP_SUPER[super_id - 1]}_final/{100000000000 + c}_{k}.JPG"
+                image = class_image(2000 + c, rng, _image_size(rng, image_size))
+                archive.writestr(f"Stanford_Online_Products/{rel}", _jpeg(image))
+                line = f"{image_id} {c} {super_id} {rel}"
+                rows[split].append(line)
+                rows["info"].append(line)
+                labels.append(c)
+                splits.append(split)
+        for split, name in (("train", "Ebay_train.txt"), ("test", "Ebay_test.txt"),
+                            ("info", "Ebay_info.txt")):
+            archive.writestr(f"Stanford_Online_Products/{name}", "\n".join(rows[split]) + "\n")
+    return _stats(labels, splits)
+
+
+INSHOP_CATEGORIES = ["MEN/Denim", "MEN/Tees_Tanks", "WOMEN/Dresses", "WOMEN/Blouses_Shirts"]
+
+
+def write_inshop(folder: Path, n_classes: int, per_class: int, rng, image_size: int) -> SplitStats:
+    entries = []
+    with zipfile.ZipFile(folder / "img.zip", "w") as archive:
+        for item in range(1, n_classes + 1):
+            category = INSHOP_CATEGORIES[item % len(INSHOP_CATEGORIES)]
+            for k in range(per_class):
+                rel = f"img/{category}/id_{item:08d}/{k + 1:02d}_{k % 4 + 1}_front.jpg"
+                image = class_image(3000 + item, rng, _image_size(rng, image_size))
+                archive.writestr(rel, _jpeg(image))
+                if item <= n_classes // 2:
+                    status = "train"
+                else:
+                    status = "query" if k % 2 == 0 else "gallery"
+                entries.append((rel, item, status))
+    lines = [str(len(entries)), "image_name item_id evaluation_status"]
+    lines += [f"{rel:<60} id_{item:08d}   {status}" for rel, item, status in entries]
+    (folder / "list_eval_partition.txt").write_text("\n".join(lines) + "\n")
+    return _stats([e[1] for e in entries], [e[2] for e in entries])
+
+
+WRITERS = {"cub": write_cub, "cars": write_cars, "sop": write_sop, "inshop": write_inshop}
+
+
+def write(dataset: str, folder: Path, n_classes: int = 16, per_class: int = 8, seed: int = 0,
+          image_size: int = 48) -> SplitStats:
+    """Write the fixture archives of `dataset` into `folder` and return their split statistics."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if n_classes < 4 or n_classes % 2 or per_class < 2:
+        raise ValueError("fixtures need an even number of classes ≥ 4 and ≥ 2 images per class")
+    stats = WRITERS[dataset](folder, n_classes, per_class, np.random.default_rng(seed), image_size)
+    (folder / "fixture.json").write_text(json.dumps(stats.to_dict(), indent=2) + "\n")
+    return stats
+
+
+def read_stats(folder: Path) -> SplitStats:
+    data = json.loads((folder / "fixture.json").read_text())
+    return SplitStats(data["images"], data["classes"])

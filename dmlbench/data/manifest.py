@@ -1,0 +1,91 @@
+"""The one table format of every dataset, and the checks of the standard zero-shot splits.
+
+A manifest is a CSV with columns `path` (relative to the manifest's folder), `label` (the
+dataset's own class id), `split` (train/test, or train/query/gallery) and `super` (super-category,
+empty where the dataset has none).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from dmlbench.errors import DatasetError
+from dmlbench.io import atomic_path
+
+COLUMNS = ["path", "label", "split", "super"]
+SPLITS = {"train", "test", "query", "gallery"}
+
+
+@dataclass(frozen=True)
+class SplitStats:
+    """Image and class counts per split that a dataset must have."""
+
+    images: dict[str, int]
+    classes: dict[str, int]
+
+    @classmethod
+    def of(cls, manifest: pd.DataFrame) -> "SplitStats":
+        groups = manifest.groupby("split")
+        return cls(images={k: int(v) for k, v in groups.size().items()},
+                   classes={k: int(v) for k, v in groups["label"].nunique().items()})
+
+    def to_dict(self) -> dict:
+        return {"images": self.images, "classes": self.classes}
+
+
+def check(manifest: pd.DataFrame, expected: SplitStats, name: str) -> None:
+    """Stop with the differences named when the splits are not the expected ones or overlap."""
+    problems = []
+    missing = set(COLUMNS) - set(manifest.columns)
+    if missing:
+        raise DatasetError(f"{name}: manifest lacks columns {sorted(missing)}")
+    bad = set(manifest["split"]) - SPLITS
+    if bad:
+        problems.append(f"unknown split names {sorted(bad)}")
+    found = SplitStats.of(manifest)
+    for what in ("images", "classes"):
+        want, got = getattr(expected, what), getattr(found, what)
+        for split in sorted(set(want) | set(got)):
+            if want.get(split) != got.get(split):
+                problems.append(f"{split} {what}: expected {want.get(split)}, found {got.get(split)}")
+    train = set(manifest.loc[manifest["split"] == "train", "label"])
+    evaluation = set(manifest.loc[manifest["split"] != "train", "label"])
+    shared = train & evaluation
+    if shared:
+        problems.append(f"{len(shared)} classes are in both train and test, e.g. {sorted(shared)[:5]}")
+    if manifest["path"].duplicated().any():
+        dup = manifest.loc[manifest["path"].duplicated(), "path"].iloc[0]
+        problems.append(f"duplicate image paths, e.g. {dup}")
+    if problems:
+        raise DatasetError(
+            f"{name}: the split does not match the standard protocol: " + "; ".join(problems)
+            + ". Check that the dataset files are complete and unmodified."
+        )
+
+
+def write(manifest: pd.DataFrame, path: Path) -> None:
+    with atomic_path(path) as tmp:
+        manifest[COLUMNS].to_csv(tmp, index=False)
+
+
+def read(path: Path) -> pd.DataFrame:
+    path = Path(path)
+    if not path.exists():
+        raise DatasetError(f"manifest {path} does not exist: run `python -m dmlbench prepare` first")
+    frame = pd.read_csv(path, dtype={"path": str, "split": str, "super": str}, keep_default_na=False)
+    missing = set(COLUMNS) - set(frame.columns)
+    if missing:
+        raise DatasetError(f"manifest {path} lacks columns {sorted(missing)}")
+    return frame
+
+
+def half_split(frame: pd.DataFrame) -> pd.DataFrame:
+    """Zero-shot split used by CUB and Cars: the first half of the class ids train, the rest test."""
+    classes = sorted(frame["label"].unique())
+    first_test = classes[len(classes) // 2]
+    frame = frame.copy()
+    frame["split"] = ["train" if label < first_test else "test" for label in frame["label"]]
+    return frame

@@ -1,0 +1,94 @@
+"""The data step: acquire a dataset (download, user files or fixture), parse it, check it, write its manifest.
+
+Layout under the data root: `downloads/<dataset>/` holds the publishers' files (shared by every
+preset), `<source>/<dataset>/raw/` the extracted files and `<source>/<dataset>/manifest.csv` the
+table every later stage reads. `source` is `real` or `fixture`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from dmlbench.data import acquire, datasets, digits, fixtures, manifest
+from dmlbench.errors import DatasetError
+from dmlbench.io import atomic_dir
+
+
+def prepare(dataset: str, source: str, root: Path, output: Path, user_path: str | None = None,
+            allow_download: bool = True, fixture_size: dict | None = None) -> pd.DataFrame:
+    """Build and check the manifest of `dataset`, writing it to `output` only when every check passes."""
+    spec = datasets.get(dataset)
+    root = Path(root)
+    output = Path(output)
+    folder = output.parent
+    expected = spec.expected
+    if dataset == "digits":
+        raw = folder / "raw"
+        with atomic_dir(raw) as tmp:
+            digits.write(tmp)
+        table = spec.parse(raw)
+    elif source == "fixture":
+        archives = folder / "archives"
+        with atomic_dir(archives) as tmp:
+            fixtures.write(dataset, tmp, **(fixture_size or {}))
+        expected = fixtures.read_stats(archives)
+        files = [archives / f.filename for f in spec.files]
+        table = spec.parse(acquire.extract(files, folder / "raw"))
+    elif source == "real":
+        table = _real(spec, root, folder, user_path, allow_download)
+    else:
+        raise DatasetError(f"unknown data source {source!r}: use 'real' or 'fixture'")
+    table = _anchor_paths(table, table.attrs.get("base", folder / "raw"), folder)
+    manifest.check(table, expected, f"{spec.title} ({source})")
+    _check_images_exist(table, folder, spec.title)
+    manifest.write(table, output)
+    _summary(table, spec.title, output)
+    return table
+
+
+def _real(spec, root: Path, folder: Path, user_path: str | None, allow_download: bool):
+    if user_path:
+        given = Path(user_path).expanduser()
+        if not given.exists():
+            raise DatasetError(f"data.paths.{spec.name} = {given} does not exist")
+        if all((given / f.filename).exists() for f in spec.files):
+            files = acquire.fetch_all(spec.files, given, spec.manual, allow_download=False)
+        else:
+            table = spec.parse(given)
+            table.attrs["base"] = given
+            return table
+    else:
+        files = acquire.fetch_all(spec.files, root / "downloads" / spec.name, spec.manual,
+                                  allow_download)
+    return spec.parse(acquire.extract(files, folder / "raw"))
+
+
+def _anchor_paths(table: pd.DataFrame, base: Path, folder: Path) -> pd.DataFrame:
+    """Make image paths relative to the manifest's folder (absolute when the data lives elsewhere)."""
+    base = Path(base)
+    try:
+        prefix = base.resolve().relative_to(folder.resolve())
+    except ValueError:
+        prefix = base.resolve()
+    table = table.copy()
+    table["path"] = [str(prefix / p) for p in table["path"]]
+    return table
+
+
+def _check_images_exist(table: pd.DataFrame, folder: Path, title: str) -> None:
+    missing = [p for p in table["path"] if not (folder / p).exists()]
+    if missing:
+        raise DatasetError(
+            f"{title}: {len(missing)} images listed in the annotation files are missing, e.g. "
+            f"{folder / missing[0]}. The extracted dataset is incomplete: remove it and rerun."
+        )
+
+
+def _summary(table: pd.DataFrame, title: str, output: Path) -> None:
+    stats = manifest.SplitStats.of(table)
+    parts = ", ".join(f"{k}: {stats.images[k]} images / {stats.classes[k]} classes"
+                      for k in sorted(stats.images))
+    print(f"{title}: {parts} → {output}", file=sys.stderr)

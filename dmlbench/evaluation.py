@@ -1,0 +1,112 @@
+"""Embeddings → Recall@K, NMI, pairwise F1, MAP@R and R-Precision.
+
+Similarity is cosine (inner product of L2-normalised embeddings). The nearest-neighbour search is
+exact (faiss flat index, queries processed in chunks) and runs once per call, with as many
+neighbours as the largest K or the largest class needs; k-means runs once for NMI and F1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.metrics import normalized_mutual_info_score
+
+from dmlbench import search
+
+QUERY_CHUNK = 4096
+
+
+def retrieval_metrics(
+    embeddings: np.ndarray,
+    labels: np.ndarray,
+    ks=(1, 2, 4, 8),
+    query_embeddings: np.ndarray | None = None,
+    query_labels: np.ndarray | None = None,
+    clustering: bool = True,
+    seed: int = 0,
+) -> dict[str, float]:
+    """Metrics of one evaluation, keyed `recall@K`, `map@r`, `r_precision`, `nmi`, `f1`.
+
+    Without query arrays every item queries all others (itself excluded). With them, the queries
+    search `embeddings` as the gallery (In-Shop protocol); clustering then runs on the gallery.
+    Recall values are fractions in [0, 1].
+    """
+    gallery = _normalise(embeddings)
+    gallery_labels = np.asarray(labels)
+    self_retrieval = query_embeddings is None
+    queries = gallery if self_retrieval else _normalise(query_embeddings)
+    q_labels = gallery_labels if self_retrieval else np.asarray(query_labels)
+    _check_inputs(gallery, gallery_labels, queries, q_labels)
+
+    relevant = _relevant_counts(q_labels, gallery_labels, self_retrieval)
+    depth = min(max(max(ks), int(relevant.max())), len(gallery) - int(self_retrieval))
+    neighbours = search.knn(queries, gallery, depth, exclude_self=self_retrieval, chunk=QUERY_CHUNK)
+    hits = gallery_labels[neighbours] == q_labels[:, None]
+
+    metrics = {f"recall@{k}": float(hits[:, :k].any(axis=1).mean()) for k in ks}
+    metrics.update(_map_at_r(hits, relevant))
+    if clustering:
+        n_clusters = len(np.unique(gallery_labels))
+        assignment = search.kmeans(gallery, n_clusters, seed=seed)
+        metrics["nmi"] = float(normalized_mutual_info_score(gallery_labels, assignment))
+        metrics["f1"] = pairwise_f1(gallery_labels, assignment)
+    return metrics
+
+
+def pairwise_f1(labels: np.ndarray, clusters: np.ndarray) -> float:
+    """F1 of the pairs put together: precision over pairs in one cluster, recall over same-class pairs."""
+    _, label_ids = np.unique(labels, return_inverse=True)
+    _, cluster_ids = np.unique(clusters, return_inverse=True)
+    table = np.zeros((cluster_ids.max() + 1, label_ids.max() + 1), dtype=np.int64)
+    np.add.at(table, (cluster_ids, label_ids), 1)
+    together = _pairs(table).sum()
+    same_cluster = _pairs(table.sum(axis=1)).sum()
+    same_class = _pairs(table.sum(axis=0)).sum()
+    if together == 0:
+        return 0.0
+    precision, recall = together / same_cluster, together / same_class
+    return float(2 * precision * recall / (precision + recall))
+
+
+def _pairs(counts: np.ndarray) -> np.ndarray:
+    return counts * (counts - 1) // 2
+
+
+def _map_at_r(hits: np.ndarray, relevant: np.ndarray) -> dict[str, float]:
+    """MAP@R and R-Precision (Musgrave et al. 2020); R = number of relevant gallery items."""
+    rank = np.arange(1, hits.shape[1] + 1)
+    within_r = rank[None, :] <= relevant[:, None]
+    hits_r = hits & within_r
+    precision_at_i = np.cumsum(hits_r, axis=1) / rank[None, :]
+    r = np.maximum(relevant, 1)
+    map_r = (precision_at_i * hits_r).sum(axis=1) / r
+    r_precision = hits_r.sum(axis=1) / r
+    valid = relevant > 0
+    return {"map@r": float(map_r[valid].mean()), "r_precision": float(r_precision[valid].mean())}
+
+
+def _relevant_counts(q_labels, gallery_labels, self_retrieval: bool) -> np.ndarray:
+    classes, counts = np.unique(gallery_labels, return_counts=True)
+    index = np.searchsorted(classes, q_labels)
+    index = np.clip(index, 0, len(classes) - 1)
+    found = classes[index] == q_labels
+    relevant = np.where(found, counts[index], 0)
+    return relevant - 1 if self_retrieval else relevant
+
+
+def _normalise(x) -> np.ndarray:
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.maximum(norms, 1e-12)
+
+
+def _check_inputs(gallery, gallery_labels, queries, q_labels) -> None:
+    if gallery.ndim != 2 or len(gallery) != len(gallery_labels):
+        raise ValueError(
+            f"embeddings {gallery.shape} and labels {gallery_labels.shape} do not match"
+        )
+    if len(queries) != len(q_labels):
+        raise ValueError(f"query embeddings {queries.shape} and labels {q_labels.shape} do not match")
+    if queries.shape[1] != gallery.shape[1]:
+        raise ValueError("query and gallery embeddings have different dimensions")
+    if not np.isfinite(gallery).all() or not np.isfinite(queries).all():
+        raise ValueError("embeddings contain NaN or infinity: the model diverged")

@@ -1,0 +1,31 @@
+"""Base class of the losses that are functions of the batch similarity matrix."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from dmlbench.pairs import PairBatch
+from dmlbench.registry import Registry
+
+LOSSES = Registry("loss")
+
+
+class PairLoss(nn.Module):
+    """A loss written once against `PairBatch` (S and the masks), as the unified view suggests."""
+
+    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor, miner=None) -> torch.Tensor:
+        batch = PairBatch.from_embeddings(embeddings, labels)
+        if miner is not None:
+            batch = miner(batch)
+        return self.compute(batch)
+
+    def compute(self, batch: PairBatch) -> torch.Tensor:
+        raise NotImplementedError
+
+
+def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of `values` where `mask` holds; 0 (still attached to the graph) when nothing does."""
+    count = mask.sum()
+    total = (values * mask).sum()
+    return total / count.clamp(min=1)

@@ -1,0 +1,44 @@
+"""The batch view every pair-based method works on: cosine similarities and pair masks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclass(frozen=True)
+class PairBatch:
+    """Similarities S (B×B) of L2-normalised embeddings and the pairs a loss may use.
+
+    `pos` and `neg` are boolean B×B masks (row = anchor). `triplets`, when a triplet miner
+    has run, holds index tensors (anchor, positive, negative) and takes precedence over the masks.
+    """
+
+    sim: torch.Tensor
+    pos: torch.Tensor
+    neg: torch.Tensor
+    triplets: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+
+    @classmethod
+    def from_embeddings(cls, embeddings: torch.Tensor, labels: torch.Tensor) -> "PairBatch":
+        x = F.normalize(embeddings, dim=1)
+        return cls.from_similarity(x @ x.T, labels)
+
+    @classmethod
+    def from_similarity(cls, sim: torch.Tensor, labels: torch.Tensor) -> "PairBatch":
+        same = labels[:, None] == labels[None, :]
+        eye = torch.eye(len(labels), dtype=torch.bool, device=labels.device)
+        return cls(sim=sim, pos=same & ~eye, neg=~same)
+
+    def with_pairs(self, pos: torch.Tensor, neg: torch.Tensor) -> "PairBatch":
+        return replace(self, pos=pos, neg=neg)
+
+    def with_triplets(self, anchors, positives, negatives) -> "PairBatch":
+        return replace(self, triplets=(anchors, positives, negatives))
+
+    def all_triplets(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Every (a, p, n) with p a positive and n a negative of anchor a."""
+        valid = self.pos[:, :, None] & self.neg[:, None, :]
+        return tuple(valid.nonzero(as_tuple=True))

@@ -1,0 +1,21 @@
+# dmlbench workflow: datasets → training → evaluation → tables, figures and the HTML report.
+# Wiring only; every step is `python -m dmlbench <step>` (see dmlbench/cli.py).
+#   snakemake --cores all --resources gpu=8             # full preset (papers' settings)
+#   snakemake --cores 2 --config preset=demo            # fixtures + digits on CPU
+from dmlbench.plan import Plan
+
+PLAN = Plan.load("workflow/config", config)
+PRESET = PLAN.name
+
+include: "workflow/rules/common.smk"
+
+GPU_SLOTS = gpu_count(workflow.global_resources)
+include: "workflow/rules/data.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        f"reports/{PRESET}/index.html",

@@ -1,0 +1,3 @@
+from dmlbench.cli import main
+
+main()

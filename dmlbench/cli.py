@@ -1,0 +1,153 @@
+"""Command line: `python -m dmlbench <step> …`, one subcommand per workflow step.
+
+Every step can be run by hand; the Snakemake rules call exactly these commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from dmlbench.errors import DmlbenchError
+
+CONFIG_DIR = "workflow/config"
+
+
+def _spec(text: str) -> dict:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise DmlbenchError(f"--spec is not valid JSON: {error}") from None
+
+
+def cmd_prepare(args) -> None:
+    from dmlbench.data.prepare import prepare
+
+    spec = _spec(args.spec)
+    prepare(spec["dataset"], spec["source"], Path(spec["root"]), Path(args.output),
+            user_path=spec.get("path"), allow_download=spec.get("download", True),
+            fixture_size=spec.get("fixture"))
+
+
+def cmd_cache(args) -> None:
+    from dmlbench.data import cache
+
+    cache.build(Path(args.manifest), Path(args.output), args.size)
+
+
+def _run_config(args) -> dict:
+    if args.spec:
+        return _spec(args.spec)
+    from dmlbench.plan import Plan
+
+    plan = Plan.load(args.config_dir, {"preset": args.preset})
+    return plan.resolve(plan.find_run(args.experiment, args.dataset, args.method, args.seed))
+
+
+def cmd_train(args) -> None:
+    from dmlbench import train
+
+    cfg = _run_config(args)
+    train.train(cfg, Path(args.run_dir), log=train.log_stderr)
+
+
+def cmd_evaluate(args) -> None:
+    from dmlbench import evaluate_run
+
+    evaluate_run.evaluate(Path(args.run_dir), Path(args.output))
+
+
+def cmd_aggregate(args) -> None:
+    from dmlbench.report import aggregate
+
+    aggregate.aggregate(_spec(args.spec), [Path(p) for p in args.metrics], Path(args.output_dir))
+
+
+def cmd_report(args) -> None:
+    from dmlbench.report import index
+
+    index.write(args.preset, [Path(p) for p in args.experiments], Path(args.output))
+
+
+def cmd_plan(args) -> None:
+    from dmlbench.plan import Plan
+
+    plan = Plan.load(args.config_dir, {"preset": args.preset})
+    for run in plan.runs():
+        print(run.path(plan.name))
+
+
+def cmd_gpu_slot(args) -> None:
+    from dmlbench.gpu_slots import run_on_free_device
+
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        raise DmlbenchError("gpu-slot needs a command after --")
+    sys.exit(run_on_free_device(command, args.slots, Path(args.lock_dir)))
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="dmlbench", description=__doc__)
+    sub = p.add_subparsers(dest="step", required=True)
+
+    s = sub.add_parser("prepare", help="acquire, parse and check a dataset; write its manifest")
+    s.add_argument("--spec", required=True, help="JSON: dataset, source, root, path, download, fixture")
+    s.add_argument("--output", required=True)
+    s.set_defaults(func=cmd_prepare)
+
+    s = sub.add_parser("cache", help="pre-resize the images of a manifest")
+    s.add_argument("--manifest", required=True)
+    s.add_argument("--size", type=int, required=True, help="shorter side in pixels")
+    s.add_argument("--output", required=True)
+    s.set_defaults(func=cmd_cache)
+
+    s = sub.add_parser("train", help="train one run (resumes from its last checkpoint)")
+    s.add_argument("--run-dir", required=True)
+    s.add_argument("--spec", help="resolved run config as JSON (what the workflow passes)")
+    s.add_argument("--config-dir", default=CONFIG_DIR)
+    s.add_argument("--preset", default="full")
+    s.add_argument("--experiment")
+    s.add_argument("--dataset")
+    s.add_argument("--method")
+    s.add_argument("--seed", type=int, default=0)
+    s.set_defaults(func=cmd_train)
+
+    s = sub.add_parser("evaluate", help="embed the test split of a trained run and compute metrics")
+    s.add_argument("--run-dir", required=True)
+    s.add_argument("--output", required=True)
+    s.set_defaults(func=cmd_evaluate)
+
+    s = sub.add_parser("aggregate", help="one experiment's runs → tables (CSV, Markdown) and figures")
+    s.add_argument("--spec", required=True)
+    s.add_argument("--metrics", nargs="+", required=True)
+    s.add_argument("--output-dir", required=True)
+    s.set_defaults(func=cmd_aggregate)
+
+    s = sub.add_parser("report", help="write the HTML index of a preset's experiments")
+    s.add_argument("--preset", required=True)
+    s.add_argument("--experiments", nargs="+", required=True, help="experiment report folders")
+    s.add_argument("--output", required=True)
+    s.set_defaults(func=cmd_report)
+
+    s = sub.add_parser("plan", help="list the run folders a preset expands into")
+    s.add_argument("--config-dir", default=CONFIG_DIR)
+    s.add_argument("--preset", default="full")
+    s.set_defaults(func=cmd_plan)
+
+    s = sub.add_parser("gpu-slot", help="run a command on a device no other such command holds")
+    s.add_argument("--slots", type=int, required=True, help="number of devices (0: leave as is)")
+    s.add_argument("--lock-dir", default=".dmlbench/gpu-locks")
+    s.add_argument("command", nargs=argparse.REMAINDER)
+    s.set_defaults(func=cmd_gpu_slot)
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parser().parse_args(argv)
+    try:
+        args.func(args)
+    except DmlbenchError as error:
+        print(f"dmlbench {args.step}: error: {error}", file=sys.stderr)
+        sys.exit(1)

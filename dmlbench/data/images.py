@@ -1,0 +1,41 @@
+"""Image datasets over a manifest, with the papers' train and test transforms."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import torch
+from PIL import Image
+from torchvision import transforms
+
+
+class ManifestImages(torch.utils.data.Dataset):
+    """Images of one split of a manifest; returns (image tensor, label)."""
+
+    def __init__(self, table: pd.DataFrame, base: Path, transform):
+        self.paths = [Path(base) / p for p in table["path"]]
+        self.labels = table["label"].to_numpy()
+        self.transform = transform
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, index: int):
+        with Image.open(self.paths[index]) as image:
+            return self.transform(image.convert("RGB")), int(self.labels[index])
+
+
+def train_transform(cfg: dict):
+    """Resize to resize×resize, random crop (with optional padding), optional horizontal flip."""
+    steps = [transforms.Resize((cfg["resize"], cfg["resize"])),
+             transforms.RandomCrop(cfg["crop"], padding=cfg["padding"] or None)]
+    if cfg["flip"]:
+        steps.append(transforms.RandomHorizontalFlip())
+    return transforms.Compose(steps + [transforms.ToTensor()])
+
+
+def test_transform(cfg: dict):
+    """Resize to resize×resize and take the centre crop."""
+    return transforms.Compose([transforms.Resize((cfg["resize"], cfg["resize"])),
+                               transforms.CenterCrop(cfg["crop"]), transforms.ToTensor()])

@@ -1,0 +1,38 @@
+"""What a run ran on: versions, device, host, code revision."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+
+import torch
+
+
+def pick_device(requested: str) -> torch.device:
+    if requested == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(requested)
+
+
+def describe(device: torch.device) -> dict:
+    import faiss
+    import numpy
+    import torchvision
+
+    info = {
+        "python": sys.version.split()[0], "torch": torch.__version__,
+        "torchvision": torchvision.__version__, "faiss": faiss.__version__,
+        "numpy": numpy.__version__, "platform": platform.platform(), "host": platform.node(),
+        "device": str(device), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID"), "torch_threads": torch.get_num_threads(),
+    }
+    if device.type == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(device)
+    try:
+        info["git_commit"] = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
+                                            text=True, timeout=5).stdout.strip() or None
+    except OSError:
+        info["git_commit"] = None
+    return info

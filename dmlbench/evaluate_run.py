@@ -1,0 +1,34 @@
+"""The evaluation step of one run: final model → test-split metrics (`metrics.json`)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from dmlbench import environment, models, train
+from dmlbench.data import manifest
+from dmlbench.errors import DmlbenchError
+from dmlbench.io import write_json
+
+
+def evaluate(run_dir: Path, output: Path) -> dict:
+    model_path = run_dir / "model.pt"
+    if not model_path.exists():
+        raise DmlbenchError(f"{model_path} does not exist: train the run first")
+    state = torch.load(model_path, map_location="cpu", weights_only=True)
+    cfg = state["config"]
+    device = environment.pick_device(cfg["device"])
+    model = models.build(dict(cfg["model"], pretrained=False)).to(device)
+    model.load_state_dict(state["model"])
+    table = manifest.read(Path(cfg["data"]["manifest"]))
+    started = time.perf_counter()
+    metrics = train.evaluate_model(model, table, Path(cfg["data"]["manifest"]).parent, cfg, device)
+    result = {"run": cfg["run"], "metrics": metrics,
+              "seconds": round(time.perf_counter() - started, 3), "device": str(device)}
+    write_json(output, result)
+    shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
+    print(f"{run_dir}: {shown}", file=sys.stderr)
+    return result

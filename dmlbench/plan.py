@@ -1,0 +1,222 @@
+"""From a preset and the experiment catalogue to the list of runs and each run's resolved config.
+
+The catalogue lives in `workflow/config/`: `defaults.yaml` (every training setting),
+`methods.yaml`, `experiments/<paper>.yaml` (ids from REPRODUCTION.md) and `presets/<name>.yaml`.
+A run's settings are merged in this order: defaults < experiment `train` < experiment
+`per_dataset[dataset]` < method `train` < preset `overrides`.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from dmlbench.data.datasets import DATASETS
+from dmlbench.errors import ConfigError
+
+EXPERIMENT_KEYS = {"title", "paper", "datasets", "methods", "seeds", "train", "per_dataset",
+                   "table", "reported"}
+METHOD_KEYS = {"label", "paper", "loss", "miner", "sampler", "train"}
+
+
+@dataclass(frozen=True, order=True)
+class Run:
+    experiment: str
+    dataset: str
+    method: str
+    seed: int
+
+    def path(self, preset: str) -> str:
+        return f"results/{preset}/{self.experiment}/{self.dataset}/{self.method}/seed{self.seed}"
+
+
+def _load_yaml(path: Path) -> dict:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path} is not valid YAML: {error}") from None
+    except FileNotFoundError:
+        raise ConfigError(f"{path} does not exist") from None
+    return data or {}
+
+
+def deep_merge(base: dict, update: dict) -> dict:
+    out = copy.deepcopy(base)
+    for key, value in (update or {}).items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def check_keys(update: dict, reference: dict, where: str) -> None:
+    """Every key of `update` must exist in `reference` (recursively); name the first that does not."""
+    for key, value in (update or {}).items():
+        if key not in reference:
+            close = difflib.get_close_matches(str(key), list(reference), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"{where}: unknown setting {key!r}{hint}; known: {', '.join(reference)}")
+        if isinstance(value, dict) and isinstance(reference[key], dict):
+            check_keys(value, reference[key], f"{where}.{key}")
+
+
+class Plan:
+    """The preset, the catalogue, the runs they expand into, and each run's resolved config."""
+
+    def __init__(self, config_dir: Path, preset: dict):
+        self.config_dir = Path(config_dir)
+        self.preset = preset
+        self.name = preset["preset"]
+        self.defaults = _load_yaml(self.config_dir / "defaults.yaml")
+        self.methods = _load_yaml(self.config_dir / "methods.yaml")
+        self.experiments = self._load_experiments()
+        self._check_catalogue()
+        self._check_preset()
+
+    @classmethod
+    def load(cls, config_dir: str | Path, config: dict | None = None) -> "Plan":
+        """Load preset `config["preset"]` (default `full`), merge `config` over it, validate."""
+        config = dict(config or {})
+        config_dir = Path(config_dir)
+        name = config.get("preset", "full")
+        preset_file = config_dir / "presets" / f"{name}.yaml"
+        if not preset_file.exists():
+            known = sorted(p.stem for p in (config_dir / "presets").glob("*.yaml"))
+            raise ConfigError(f"unknown preset {name!r}; known: {', '.join(known)}")
+        preset = deep_merge(_load_yaml(preset_file), config)
+        preset["preset"] = name
+        schema = _load_yaml(config_dir / "schema.yaml")
+        try:
+            jsonschema.validate(preset, schema)
+        except jsonschema.ValidationError as error:
+            where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+            raise ConfigError(f"config of preset {name!r}, key {where}: {error.message}") from None
+        return cls(config_dir, preset)
+
+    def _load_experiments(self) -> dict:
+        experiments: dict = {}
+        for path in sorted((self.config_dir / "experiments").glob("*.yaml")):
+            for key, value in _load_yaml(path).items():
+                if key in experiments:
+                    raise ConfigError(f"experiment {key!r} is defined twice ({path})")
+                experiments[key] = value
+        return experiments
+
+    def _check_catalogue(self) -> None:
+        for key, exp in self.experiments.items():
+            where = f"experiment {key}"
+            unknown = set(exp) - EXPERIMENT_KEYS
+            if unknown:
+                raise ConfigError(f"{where}: unknown keys {sorted(unknown)}")
+            for dataset in exp["datasets"]:
+                if dataset not in DATASETS:
+                    raise ConfigError(f"{where}: unknown dataset {dataset!r}; known: {', '.join(DATASETS)}")
+            for method in exp["methods"]:
+                self._method(method, where)
+            check_keys(exp.get("train"), self.defaults, f"{where}.train")
+            for dataset, settings in (exp.get("per_dataset") or {}).items():
+                check_keys(settings, self.defaults, f"{where}.per_dataset.{dataset}")
+        for name, method in self.methods.items():
+            unknown = set(method) - METHOD_KEYS
+            if unknown:
+                raise ConfigError(f"method {name}: unknown keys {sorted(unknown)}")
+            check_keys(method.get("train"), self.defaults, f"method {name}.train")
+
+    def _method(self, name: str, where: str) -> dict:
+        if name not in self.methods:
+            close = difflib.get_close_matches(name, list(self.methods), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"{where}: unknown method {name!r}{hint}; known: {', '.join(self.methods)}")
+        return self.methods[name]
+
+    def _check_preset(self) -> None:
+        chosen = self.preset["experiments"]
+        if chosen != "all":
+            for key in chosen:
+                if key not in self.experiments:
+                    close = difflib.get_close_matches(key, list(self.experiments), n=1)
+                    hint = f" (did you mean {close[0]!r}?)" if close else ""
+                    raise ConfigError(f"preset {self.name}: unknown experiment id {key!r}{hint}; "
+                                      f"known: {', '.join(sorted(self.experiments))}")
+        check_keys(self.preset["overrides"], self.defaults, f"preset {self.name}.overrides")
+
+    # --- expansion -------------------------------------------------------------------------
+
+    @property
+    def experiment_ids(self) -> list[str]:
+        chosen = self.preset["experiments"]
+        return sorted(self.experiments) if chosen == "all" else list(chosen)
+
+    def datasets_of(self, experiment: str) -> list[str]:
+        datasets = self.experiments[experiment]["datasets"]
+        restrict = self.preset["datasets"]
+        return [d for d in datasets if restrict is None or d in restrict]
+
+    def runs(self, experiment: str | None = None) -> list[Run]:
+        out = []
+        for key in [experiment] if experiment else self.experiment_ids:
+            exp = self.experiments[key]
+            seeds = self.preset["seeds"] or exp.get("seeds") or [0]
+            for dataset in self.datasets_of(key):
+                for method in exp["methods"]:
+                    out += [Run(key, dataset, method, seed) for seed in seeds]
+        return out
+
+    @property
+    def datasets(self) -> list[str]:
+        return sorted({run.dataset for run in self.runs()})
+
+    # --- paths and per-step specs ----------------------------------------------------------
+
+    @property
+    def data_dir(self) -> str:
+        return f"{self.preset['data']['root']}/{self.preset['data']['source']}"
+
+    def manifest(self, dataset: str) -> str:
+        """The manifest training reads: the cached one when the preset has an image cache."""
+        size = self.preset["data"]["cache"]
+        if size:
+            return f"{self.data_dir}/{dataset}/cache{size}/manifest.csv"
+        return f"{self.data_dir}/{dataset}/manifest.csv"
+
+    def prepare_spec(self, dataset: str) -> dict:
+        data = self.preset["data"]
+        return {"dataset": dataset, "source": data["source"], "root": data["root"],
+                "path": data["paths"].get(dataset), "download": data["download"],
+                "fixture": data.get("fixture")}
+
+    def resolve(self, run: Run) -> dict:
+        """The complete settings of one run, as training reads them."""
+        exp = self.experiments[run.experiment]
+        method = self._method(run.method, f"experiment {run.experiment}")
+        cfg = deep_merge(self.defaults, exp.get("train"))
+        cfg = deep_merge(cfg, (exp.get("per_dataset") or {}).get(run.dataset))
+        cfg = deep_merge(cfg, method.get("train"))
+        cfg = deep_merge(cfg, self.preset["overrides"])
+        cfg["method"] = {"name": run.method, "loss": method["loss"], "miner": method.get("miner"),
+                         "sampler": method.get("sampler", "m_per_class")}
+        cfg["seed"] = run.seed
+        cfg["run"] = {"preset": self.name, "experiment": run.experiment, "dataset": run.dataset,
+                      "method": run.method, "seed": run.seed}
+        cfg["data"] = {"manifest": self.manifest(run.dataset)}
+        return cfg
+
+    def aggregate_spec(self, experiment: str) -> dict:
+        exp = self.experiments[experiment]
+        return {"experiment": experiment, "title": exp.get("title", experiment),
+                "paper": exp.get("paper"), "table": exp.get("table", {}),
+                "reported": exp.get("reported", {}),
+                "method_labels": {m: self.methods[m].get("label", m) for m in exp["methods"]},
+                "datasets": self.datasets_of(experiment)}
+
+    def find_run(self, experiment: str, dataset: str, method: str, seed: int) -> Run:
+        run = Run(experiment, dataset, method, int(seed))
+        if run not in self.runs(experiment if experiment in self.experiments else None):
+            raise ConfigError(f"preset {self.name} has no run {run}")
+        return run

@@ -1,0 +1,1 @@
+"""Aggregation of runs into the papers' tables and figures, and the HTML index."""

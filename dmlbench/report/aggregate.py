@@ -1,0 +1,87 @@
+"""One experiment's runs → `runs.csv`, `table.csv`, `table.md` and figures.
+
+Numbers are percentages, as the papers print them: mean ± std over seeds (n given), the paper's
+number beside it where the paper reports one, and the difference (ours − paper).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from dmlbench.io import atomic_path
+from dmlbench.report import figures
+
+
+def collect(metric_files: list[Path]) -> pd.DataFrame:
+    """One row per run: its keys and every metric, in %."""
+    rows = []
+    for path in metric_files:
+        data = json.loads(Path(path).read_text())
+        row = {k: data["run"][k] for k in ("experiment", "dataset", "method", "seed")}
+        row.update({k: 100.0 * v for k, v in data["metrics"].items()})
+        rows.append(row)
+    return pd.DataFrame(rows).sort_values(["dataset", "method", "seed"]).reset_index(drop=True)
+
+
+def summarise(runs: pd.DataFrame, metrics: list[str], reported: dict) -> pd.DataFrame:
+    """Mean, std and n per dataset × method × metric, with the paper's number and the difference."""
+    rows = []
+    for (dataset, method), group in runs.groupby(["dataset", "method"], sort=True):
+        for metric in metrics:
+            if metric not in group:
+                continue
+            values = group[metric].dropna()
+            paper = reported.get(method, {}).get(dataset, {}).get(metric)
+            mean = float(values.mean())
+            rows.append({"dataset": dataset, "method": method, "metric": metric, "mean": mean,
+                         "std": float(values.std(ddof=1)) if len(values) > 1 else 0.0,
+                         "n": int(len(values)), "paper": paper,
+                         "difference": None if paper is None else mean - paper})
+    return pd.DataFrame(rows)
+
+
+def markdown(summary: pd.DataFrame, spec: dict) -> str:
+    """One Markdown table per dataset: rows = methods, columns = metrics, as the paper prints them."""
+    labels = spec["method_labels"]
+    lines = [f"# {spec['experiment']}: {spec['title']}", ""]
+    if spec.get("paper"):
+        lines += [f"Paper: `{spec['paper']}`. Cells: ours (mean ± std over n seeds) / paper / "
+                  f"difference, in %. Last-epoch model.", ""]
+    else:
+        lines += ["The suite's own experiment (no paper numbers). Cells: mean ± std over n seeds, "
+                  "in %. Last-epoch model.", ""]
+    for dataset, block in summary.groupby("dataset", sort=False):
+        metrics = list(dict.fromkeys(block["metric"]))
+        lines += [f"## {dataset}", "", "| method | " + " | ".join(metrics) + " |",
+                  "|---|" + "---|" * len(metrics)]
+        for method, rows in block.groupby("method", sort=False):
+            cells = {r.metric: _cell(r) for r in rows.itertuples()}
+            lines.append(f"| {labels.get(method, method)} | "
+                         + " | ".join(cells.get(m, "") for m in metrics) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _cell(row) -> str:
+    text = f"{row.mean:.2f} ± {row.std:.2f} (n={row.n})"
+    if row.paper is not None and not pd.isna(row.paper):
+        text += f" / {row.paper:.2f} / {row.difference:+.2f}"
+    return text
+
+
+def aggregate(spec: dict, metric_files: list[Path], output_dir: Path) -> None:
+    output_dir.mkdir(parents=True, exist_ok=True)
+    runs = collect(metric_files)
+    metrics = spec["table"].get("metrics") or [c for c in runs.columns if "@" in c]
+    summary = summarise(runs, metrics, spec.get("reported") or {})
+    for name, frame in (("runs.csv", runs), ("table.csv", summary)):
+        with atomic_path(output_dir / name) as tmp:
+            frame.to_csv(tmp, index=False)
+    with atomic_path(output_dir / "table.md") as tmp:
+        tmp.write_text(markdown(summary, spec))
+    figures.recall_curves(summary, spec, output_dir / "recall_at_k.png")
+    figures.learning_curves([Path(p).parent for p in metric_files], spec,
+                            output_dir / "learning_curves.png")

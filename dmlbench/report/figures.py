@@ -1,0 +1,80 @@
+"""Figures of an experiment: Recall@K per dataset (paper values overlaid) and learning curves."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from dmlbench.io import atomic_path  # noqa: E402
+
+
+def _save(fig, path: Path) -> None:
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+
+
+def _axes(n: int, title: str):
+    fig, axes = plt.subplots(1, max(n, 1), figsize=(4.2 * max(n, 1), 3.4), squeeze=False)
+    fig.suptitle(title, fontsize=10)
+    return fig, axes[0]
+
+
+def recall_curves(summary: pd.DataFrame, spec: dict, path: Path) -> None:
+    """Recall@K against K (log scale) per dataset; ours as lines with ±std bands, paper as crosses."""
+    recall = summary[summary["metric"].str.startswith("recall@")].copy()
+    recall["k"] = recall["metric"].str.removeprefix("recall@").astype(int)
+    datasets = list(dict.fromkeys(recall["dataset"]))
+    fig, axes = _axes(len(datasets), f"{spec['experiment']}: Recall@K")
+    for ax, dataset in zip(axes, datasets):
+        for method, rows in recall[recall["dataset"] == dataset].groupby("method"):
+            rows = rows.sort_values("k")
+            label = spec["method_labels"].get(method, method)
+            line, = ax.plot(rows["k"], rows["mean"], marker="o", label=label)
+            ax.fill_between(rows["k"], rows["mean"] - rows["std"], rows["mean"] + rows["std"],
+                            color=line.get_color(), alpha=0.2)
+            paper = rows.dropna(subset=["paper"])
+            if len(paper):
+                ax.plot(paper["k"], paper["paper"], "x", color=line.get_color(), markersize=8,
+                        label=f"{label} (paper)")
+        ax.set_xscale("log", base=2)
+        ax.set_title(dataset)
+        ax.set_xlabel("K")
+        ax.set_ylabel("Recall@K (%)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    _save(fig, path)
+
+
+def learning_curves(run_dirs: list[Path], spec: dict, path: Path) -> None:
+    """Training loss (and Recall@1 where recorded) per epoch, one line per run."""
+    rows = []
+    for run_dir in run_dirs:
+        config = json.loads((run_dir / "config.json").read_text())["run"]
+        for line in (run_dir / "epochs.jsonl").read_text().splitlines():
+            rows.append({**config, **json.loads(line)})
+    history = pd.DataFrame(rows)
+    datasets = list(dict.fromkeys(history["dataset"]))
+    fig, axes = _axes(len(datasets), f"{spec['experiment']}: training loss (solid), Recall@1 (dashed)")
+    for ax, dataset in zip(axes, datasets):
+        twin = ax.twinx() if "recall@1" in history else None
+        for (method, seed), run in history[history["dataset"] == dataset].groupby(["method", "seed"]):
+            label = f"{spec['method_labels'].get(method, method)} s{seed}"
+            line, = ax.plot(run["epoch"], run["loss"], label=label)
+            if twin is not None:
+                evaluated = run.dropna(subset=["recall@1"])
+                twin.plot(evaluated["epoch"], 100 * evaluated["recall@1"], "--",
+                          color=line.get_color())
+        ax.set_title(dataset)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("loss")
+        if twin is not None:
+            twin.set_ylabel("Recall@1 (%)")
+        ax.legend(fontsize=7)
+    _save(fig, path)

@@ -1,0 +1,83 @@
+"""Batch samplers by name. Each yields lists of dataset indices, one list per batch, and is
+deterministic given its `torch.Generator`."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from dmlbench.errors import ConfigError
+from dmlbench.registry import Registry
+
+SAMPLERS = Registry("sampler")
+
+
+@SAMPLERS.register("m_per_class")
+class MPerClassBatches:
+    """Batches of `batch_size / per_class` distinct classes × `per_class` images each.
+
+    Classes are drawn uniformly without replacement within a batch; images of a class without
+    replacement, topped up with replacement when the class has fewer than `per_class` images.
+    One epoch = `batches` batches (default: number of images // batch size).
+    """
+
+    def __init__(self, labels, batch_size: int, per_class: int, generator: torch.Generator,
+                 batches: int | None = None):
+        if batch_size % per_class:
+            raise ConfigError(f"batch.size {batch_size} is not a multiple of batch.per_class {per_class}")
+        labels = np.asarray(labels)
+        classes, inverse = np.unique(labels, return_inverse=True)
+        self.members = [np.flatnonzero(inverse == c) for c in range(len(classes))]
+        self.classes_per_batch = batch_size // per_class
+        if self.classes_per_batch > len(classes):
+            raise ConfigError(
+                f"a batch of {batch_size} with {per_class} images per class needs "
+                f"{self.classes_per_batch} classes but the training split has {len(classes)}"
+            )
+        self.per_class, self.generator = per_class, generator
+        self.batches = batches or max(1, len(labels) // batch_size)
+
+    def __len__(self) -> int:
+        return self.batches
+
+    def __iter__(self):
+        for _ in range(self.batches):
+            chosen = torch.randperm(len(self.members), generator=self.generator)[: self.classes_per_batch]
+            batch = []
+            for c in chosen.tolist():
+                pool = self.members[c]
+                order = torch.randperm(len(pool), generator=self.generator).numpy()
+                if len(pool) < self.per_class:
+                    extra = torch.randint(len(pool), (self.per_class - len(pool),),
+                                          generator=self.generator).numpy()
+                    order = np.concatenate([order, extra])
+                batch.extend(pool[order[: self.per_class]].tolist())
+            yield batch
+
+
+@SAMPLERS.register("shuffle")
+class ShuffledBatches:
+    """Plain shuffling: a random permutation cut into batches of `batch_size` (last partial dropped)."""
+
+    def __init__(self, labels, batch_size: int, generator: torch.Generator,
+                 per_class: int | None = None, batches: int | None = None):
+        self.n, self.batch_size, self.generator = len(labels), batch_size, generator
+        self.batches = batches or max(1, self.n // batch_size)
+
+    def __len__(self) -> int:
+        return self.batches
+
+    def __iter__(self):
+        produced = 0
+        while produced < self.batches:
+            order = torch.randperm(self.n, generator=self.generator).tolist()
+            for start in range(0, self.n - self.batch_size + 1, self.batch_size):
+                if produced == self.batches:
+                    return
+                yield order[start:start + self.batch_size]
+                produced += 1
+
+
+def build(name: str, labels, batch_size: int, per_class: int, generator, batches=None):
+    return SAMPLERS.build(name, labels=labels, batch_size=batch_size, per_class=per_class,
+                          generator=generator, batches=batches)

@@ -1,0 +1,178 @@
+"""The training loop of one run: checkpoint after every epoch, resume, per-epoch metrics.
+
+Run folder layout: `config.json` (resolved config), `checkpoint.pt` (last finished epoch),
+`epochs.jsonl` (one line of metrics per finished epoch), `env.json`, and `model.pt` when done.
+Every epoch starts by seeding from (seed, epoch), so a resumed run continues exactly as an
+uninterrupted one would (on CPU; cuDNN may differ in the last bits on GPU).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from dmlbench import environment, evaluation, models, samplers
+from dmlbench.data import images, manifest
+from dmlbench.io import atomic_path, write_json
+from dmlbench.method import Criterion
+
+
+def seed_epoch(seed: int, epoch: int) -> torch.Generator:
+    """Seed torch/numpy globally for this epoch and return the sampler's generator."""
+    torch.manual_seed(seed * 100_003 + epoch)
+    np.random.seed((seed * 100_003 + epoch) % 2**32)
+    return torch.Generator().manual_seed(seed * 1_000_003 + epoch)
+
+
+def build_optimizer(model, cfg: dict):
+    groups = model.parameter_groups(cfg["lr"], cfg["head_lr_mult"])
+    if cfg["name"] == "adam":
+        return torch.optim.Adam(groups, lr=cfg["lr"], betas=tuple(cfg["betas"]),
+                                weight_decay=cfg["weight_decay"])
+    return torch.optim.SGD(groups, lr=cfg["lr"], momentum=cfg["momentum"],
+                           weight_decay=cfg["weight_decay"])
+
+
+def split_loader(table, base, split: str, cfg: dict, device):
+    subset = table[table["split"] == split]
+    data = images.ManifestImages(subset, base, images.test_transform(cfg["input"]))
+    return torch.utils.data.DataLoader(data, batch_size=cfg["eval"]["batch_size"], shuffle=False,
+                                       num_workers=cfg["loader"]["workers"],
+                                       pin_memory=device.type == "cuda")
+
+
+@torch.no_grad()
+def embed(model, loader, device) -> tuple[np.ndarray, np.ndarray]:
+    model.eval()
+    out, labels = [], []
+    for batch, y in loader:
+        out.append(model(batch.to(device)).float().cpu())
+        labels.append(y)
+    return torch.cat(out).numpy(), torch.cat(labels).numpy()
+
+
+def evaluate_model(model, table, base, cfg: dict, device, clustering: bool = True) -> dict:
+    """Metrics of `model` on the test split (query vs gallery where the manifest has them)."""
+    if (table["split"] == "query").any():
+        gallery, gallery_labels = embed(model, split_loader(table, base, "gallery", cfg, device), device)
+        queries, query_labels = embed(model, split_loader(table, base, "query", cfg, device), device)
+        return evaluation.retrieval_metrics(gallery, gallery_labels, cfg["eval"]["ks"], queries,
+                                            query_labels, clustering=clustering)
+    test, labels = embed(model, split_loader(table, base, "test", cfg, device), device)
+    return evaluation.retrieval_metrics(test, labels, cfg["eval"]["ks"], clustering=clustering)
+
+
+def train(cfg: dict, run_dir: Path, log=print) -> Path:
+    """Train the run described by the resolved config `cfg` in `run_dir`; return the final model path."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_json(run_dir / "config.json", cfg)
+    device = environment.pick_device(cfg["device"])
+    write_json(run_dir / "env.json", environment.describe(device))
+
+    table = manifest.read(Path(cfg["data"]["manifest"]))
+    base = Path(cfg["data"]["manifest"]).parent
+    train_table = table[table["split"] == "train"]
+    data = images.ManifestImages(train_table, base, images.train_transform(cfg["input"]))
+
+    torch.manual_seed(cfg["seed"])
+    model = models.build(cfg["model"]).to(device)
+    model.train()
+    criterion = Criterion(cfg["method"]).to(device)
+    optimizer = build_optimizer(model, cfg["optimizer"])
+    scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, cfg["schedule"]["milestones"],
+                                                     cfg["schedule"]["gamma"])
+    start = _resume(run_dir, model, optimizer, scheduler, log)
+    history = _read_history(run_dir, start)
+
+    for epoch in range(start, cfg["epochs"]):
+        generator = seed_epoch(cfg["seed"], epoch)
+        sampler = samplers.build(cfg["method"]["sampler"], data.labels, cfg["batch"]["size"],
+                                 cfg["batch"]["per_class"], generator, cfg["batches_per_epoch"])
+        loader = torch.utils.data.DataLoader(data, batch_sampler=sampler,
+                                             num_workers=cfg["loader"]["workers"],
+                                             pin_memory=device.type == "cuda", generator=generator)
+        row = _train_epoch(model, criterion, optimizer, loader, device, epoch, cfg["epochs"], log)
+        scheduler.step()
+        every = cfg["eval"]["every"]
+        if every and ((epoch + 1) % every == 0 or epoch + 1 == cfg["epochs"]):
+            row.update(evaluate_model(model, table, base, cfg, device, clustering=False))
+            model.train()
+        history.append(row)
+        _write_history(run_dir, history)
+        _save_checkpoint(run_dir, model, optimizer, scheduler, epoch + 1)
+        log(_format_row(row, cfg["epochs"]))
+
+    final = run_dir / "model.pt"
+    with atomic_path(final) as tmp:
+        torch.save({"model": model.state_dict(), "config": cfg}, tmp)
+    return final
+
+
+def _train_epoch(model, criterion, optimizer, loader, device, epoch, epochs, log) -> dict:
+    started = time.perf_counter()
+    total, steps, skipped = 0.0, 0, 0
+    for step, (batch, labels) in enumerate(loader, 1):
+        embeddings = model(batch.to(device, non_blocking=True))
+        loss = criterion(embeddings, labels.to(device))
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"epoch {epoch + 1}, step {step}: loss is {loss.item()}; "
+                                     f"lower the learning rate")
+        optimizer.zero_grad(set_to_none=True)
+        if loss.requires_grad and loss.grad_fn is not None:
+            loss.backward()
+            optimizer.step()
+        else:
+            skipped += 1
+        total += loss.item()
+        steps += 1
+        if step % 50 == 0:
+            log(f"  epoch {epoch + 1}/{epochs} step {step}/{len(loader)} loss {total / steps:.4f}")
+    return {"epoch": epoch + 1, "loss": total / max(steps, 1), "steps": steps,
+            "skipped_steps": skipped, "seconds": round(time.perf_counter() - started, 3),
+            "lr": optimizer.param_groups[0]["lr"]}
+
+
+def _format_row(row: dict, epochs: int) -> str:
+    extra = "".join(f" {k} {v:.4f}" for k, v in row.items() if k.startswith("recall@1"))
+    return f"epoch {row['epoch']}/{epochs} loss {row['loss']:.4f}{extra} ({row['seconds']:.1f} s)"
+
+
+def _save_checkpoint(run_dir, model, optimizer, scheduler, epochs_done: int) -> None:
+    with atomic_path(run_dir / "checkpoint.pt") as tmp:
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(), "epochs_done": epochs_done}, tmp)
+
+
+def _resume(run_dir, model, optimizer, scheduler, log) -> int:
+    path = run_dir / "checkpoint.pt"
+    if not path.exists():
+        return 0
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    log(f"resuming {run_dir} after epoch {state['epochs_done']}")
+    return state["epochs_done"]
+
+
+def _read_history(run_dir, epochs_done: int) -> list[dict]:
+    path = run_dir / "epochs.jsonl"
+    if not path.exists():
+        return []
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [r for r in rows if r["epoch"] <= epochs_done]
+
+
+def _write_history(run_dir, rows: list[dict]) -> None:
+    with atomic_path(run_dir / "epochs.jsonl") as tmp:
+        tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def log_stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

@@ -1,0 +1,15 @@
+rule evaluate:
+    input:
+        f"{RUN_DIR}/model.pt",
+    output:
+        f"{RUN_DIR}/metrics.json",
+    params:
+        run_dir=RUN_DIR,
+        slot=gpu_slot(),
+    resources:
+        gpu=1,
+    log:
+        f"{RUN_DIR}/evaluate.log",
+    shell:
+        "{params.slot} python -m dmlbench evaluate --run-dir {params.run_dir} --output {output}"
+        " 2> >(tee {log} >&2)"

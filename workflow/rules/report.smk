@@ -1,0 +1,29 @@
+rule aggregate:
+    input:
+        experiment_metrics,
+    output:
+        table=f"reports/{{preset}}/{{experiment}}/table.csv",
+        markdown=f"reports/{{preset}}/{{experiment}}/table.md",
+        runs=f"reports/{{preset}}/{{experiment}}/runs.csv",
+        recall=report(f"reports/{{preset}}/{{experiment}}/recall_at_k.png",
+                      caption="../report/recall.rst", category="{experiment}"),
+        curves=report(f"reports/{{preset}}/{{experiment}}/learning_curves.png",
+                      caption="../report/curves.rst", category="{experiment}"),
+    params:
+        spec=lambda w: json.dumps(PLAN.aggregate_spec(w.experiment)),
+        folder=f"reports/{{preset}}/{{experiment}}",
+    shell:
+        "python -m dmlbench aggregate --spec {params.spec:q} --metrics {input}"
+        " --output-dir {params.folder}"
+
+
+rule report:
+    input:
+        expand(f"reports/{PRESET}/{{experiment}}/table.csv", experiment=PLAN.experiment_ids),
+    output:
+        f"reports/{PRESET}/index.html",
+    params:
+        folders=expand(f"reports/{PRESET}/{{experiment}}", experiment=PLAN.experiment_ids),
+    shell:
+        "python -m dmlbench report --preset {PRESET} --experiments {params.folders}"
+        " --output {output}"

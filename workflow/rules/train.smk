@@ -1,0 +1,16 @@
+rule train:
+    input:
+        manifest=lambda w: PLAN.manifest(w.dataset),
+    output:
+        f"{RUN_DIR}/model.pt",
+    params:
+        spec=run_spec,
+        run_dir=RUN_DIR,
+        slot=gpu_slot(),
+    resources:
+        gpu=1,
+    log:
+        f"{RUN_DIR}/train.log",
+    shell:
+        "{params.slot} python -m dmlbench train --spec {params.spec:q} --run-dir {params.run_dir}"
+        " 2> >(tee -a {log} >&2)"

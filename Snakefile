@@ -2,9 +2,11 @@
 # Wiring only; every step is `python -m dmlbench <step>` (see dmlbench/cli.py).
 #   snakemake --cores all --resources gpu=8             # full preset (papers' settings)
 #   snakemake --cores 2 --config preset=demo            # fixtures + digits on CPU
+from pathlib import Path
+
 from dmlbench.plan import Plan
 
-PLAN = Plan.load("workflow/config", config)
+PLAN = Plan.load(Path(workflow.basedir) / "workflow" / "config", config)
 PRESET = PLAN.name
 
 include: "workflow/rules/common.smk"

@@ -23,12 +23,14 @@ def retrieval_metrics(
     query_labels: np.ndarray | None = None,
     clustering: bool = True,
     seed: int = 0,
+    kmeans_restarts: int = 1,
 ) -> dict[str, float]:
     """Metrics of one evaluation, keyed `recall@K`, `map@r`, `r_precision`, `nmi`, `f1`.
 
     Without query arrays every item queries all others (itself excluded). With them, the queries
     search `embeddings` as the gallery (In-Shop protocol); clustering then runs on the gallery.
-    Recall values are fractions in [0, 1].
+    Recall values are fractions in [0, 1]. k-means (k = number of classes) keeps the best of
+    `kmeans_restarts` runs.
     """
     gallery = _normalise(embeddings)
     gallery_labels = np.asarray(labels)
@@ -46,7 +48,7 @@ def retrieval_metrics(
     metrics.update(_map_at_r(hits, relevant))
     if clustering:
         n_clusters = len(np.unique(gallery_labels))
-        assignment = search.kmeans(gallery, n_clusters, seed=seed)
+        assignment = search.kmeans(gallery, n_clusters, seed=seed, restarts=kmeans_restarts)
         metrics["nmi"] = float(normalized_mutual_info_score(gallery_labels, assignment))
         metrics["f1"] = pairwise_f1(gallery_labels, assignment)
     return metrics

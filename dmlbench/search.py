@@ -44,10 +44,13 @@ def _drop_self(found: np.ndarray, own: np.ndarray) -> np.ndarray:
     return found[~is_self].reshape(len(found), found.shape[1] - 1)
 
 
-def kmeans(x: np.ndarray, n_clusters: int, seed: int = 0, iterations: int = 20) -> np.ndarray:
-    """Cluster assignment of each row by faiss k-means (cosine data: inner-product assignment)."""
+def kmeans(x: np.ndarray, n_clusters: int, seed: int = 0, iterations: int = 20,
+           restarts: int = 1) -> np.ndarray:
+    """Cluster assignment of each row by faiss k-means (spherical: cosine data); with `restarts` > 1
+    the run with the best objective is kept."""
     n_clusters = min(n_clusters, len(x))
-    km = faiss.Kmeans(x.shape[1], n_clusters, niter=iterations, seed=seed, gpu=_use_gpu(),
+    km = faiss.Kmeans(x.shape[1], n_clusters, niter=iterations, nredo=restarts, seed=seed,
+                      gpu=_use_gpu(),
                       spherical=True, min_points_per_centroid=1, max_points_per_centroid=10**7,
                       verbose=False)
     km.train(x)

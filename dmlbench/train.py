@@ -62,9 +62,11 @@ def evaluate_model(model, table, base, cfg: dict, device, clustering: bool = Tru
         gallery, gallery_labels = embed(model, split_loader(table, base, "gallery", cfg, device), device)
         queries, query_labels = embed(model, split_loader(table, base, "query", cfg, device), device)
         return evaluation.retrieval_metrics(gallery, gallery_labels, cfg["eval"]["ks"], queries,
-                                            query_labels, clustering=clustering)
+                                            query_labels, clustering=clustering,
+                                            kmeans_restarts=cfg["eval"]["kmeans_restarts"])
     test, labels = embed(model, split_loader(table, base, "test", cfg, device), device)
-    return evaluation.retrieval_metrics(test, labels, cfg["eval"]["ks"], clustering=clustering)
+    return evaluation.retrieval_metrics(test, labels, cfg["eval"]["ks"], clustering=clustering,
+                                        kmeans_restarts=cfg["eval"]["kmeans_restarts"])
 
 
 def train(cfg: dict, run_dir: Path, log=print) -> Path:

@@ -28,14 +28,16 @@ def class_image(class_index: int, rng: np.random.Generator, size: tuple[int, int
     """An image of class `class_index`: coloured stripes whose hue, angle and frequency identify it."""
     height, width = size
     hue = (class_index * GOLDEN) % 1.0
-    angle = np.pi * ((class_index * 0.382 + 0.1) % 1.0)
-    frequency = 2.0 + (class_index * 7 % 5)
+    angle = np.pi * ((class_index * 0.382 + 0.1) % 1.0) + rng.normal(0, 0.15)
+    frequency = 2.0 + (class_index * 7 % 5) + rng.normal(0, 0.3)
     y, x = np.mgrid[0:height, 0:width] / max(height, width)
     phase = rng.uniform(0, 2 * np.pi)
     wave = 0.5 + 0.5 * np.sin(2 * np.pi * frequency * (x * np.cos(angle) + y * np.sin(angle)) + phase)
-    colour = np.array(hsv_to_rgb((hue + rng.normal(0, 0.02)) % 1.0, 0.8, 0.9))
-    pixels = wave[..., None] * colour + (1 - wave[..., None]) * 0.15
-    pixels = pixels + rng.normal(0, 0.06, size=pixels.shape)
+    colour = np.array(hsv_to_rgb((hue + rng.normal(0, 0.04)) % 1.0, rng.uniform(0.5, 0.9),
+                                 rng.uniform(0.6, 1.0)))
+    background = rng.uniform(0.0, 0.4, size=3)
+    pixels = wave[..., None] * colour + (1 - wave[..., None]) * background
+    pixels = pixels + rng.normal(0, 0.15, size=pixels.shape)
     return Image.fromarray((np.clip(pixels, 0, 1) * 255).astype(np.uint8))
 
 

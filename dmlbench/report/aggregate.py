@@ -37,7 +37,7 @@ def summarise(runs: pd.DataFrame, metrics: list[str], reported: dict) -> pd.Data
             paper = reported.get(method, {}).get(dataset, {}).get(metric)
             mean = float(values.mean())
             rows.append({"dataset": dataset, "method": method, "metric": metric, "mean": mean,
-                         "std": float(values.std(ddof=1)) if len(values) > 1 else 0.0,
+                         "std": float(values.std(ddof=1)) if len(values) > 1 else float("nan"),
                          "n": int(len(values)), "paper": paper,
                          "difference": None if paper is None else mean - paper})
     return pd.DataFrame(rows)
@@ -66,7 +66,7 @@ def markdown(summary: pd.DataFrame, spec: dict) -> str:
 
 
 def _cell(row) -> str:
-    text = f"{row.mean:.2f} ± {row.std:.2f} (n={row.n})"
+    text = f"{row.mean:.2f}" + ("" if pd.isna(row.std) else f" ± {row.std:.2f}") + f" (n={row.n})"
     if row.paper is not None and not pd.isna(row.paper):
         text += f" / {row.paper:.2f} / {row.difference:+.2f}"
     return text

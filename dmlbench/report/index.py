@@ -31,7 +31,8 @@ def _table_html(folder: Path) -> str:
     for dataset, block in summary.groupby("dataset", sort=False):
         def cell(rows):
             r = rows.iloc[0]
-            text = f"{r['mean']:.2f} ± {r['std']:.2f} (n={int(r['n'])})"
+            spread = "" if pd.isna(r["std"]) else f" ± {r['std']:.2f}"
+            text = f"{r['mean']:.2f}{spread} (n={int(r['n'])})"
             if not pd.isna(r["paper"]):
                 text += f" | paper {r['paper']:.2f} | Δ {r['difference']:+.2f}"
             return text

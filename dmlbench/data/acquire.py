@@ -130,8 +130,9 @@ def extract(files: list[Path], dest: Path) -> Path:
                     shutil.copy2(path, tmp / path.name)
             except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as error:
                 path.unlink(missing_ok=True)
+                reason = " ".join(str(error).split())
                 raise DatasetError(
-                    f"{path} is not a readable archive ({error}); it has been removed. Rerun to "
+                    f"{path} is not a readable archive ({reason}); it has been removed. Rerun to "
                     f"fetch it again, or place an intact copy there."
                 ) from None
     return dest

@@ -90,9 +90,18 @@ def write_cub(folder: Path, n_classes: int, per_class: int, rng, image_size: int
     return _stats(classes, ["train" if c <= n_classes // 2 else "test" for c in classes])
 
 
-def write_cars(folder: Path, n_classes: int, per_class: int, rng, image_size: int) -> SplitStats:
+def write_cars_annos(path: Path, records: list[tuple], class_names: list[str]) -> None:
+    """A `cars_annos.mat` as the publisher's: struct array `annotations` with fields
+    relative_im_path, bbox_x1, bbox_y1, bbox_x2, bbox_y2, class, test; cell array `class_names`."""
     from scipy.io import savemat
 
+    fields = ["relative_im_path", "bbox_x1", "bbox_y1", "bbox_x2", "bbox_y2", "class", "test"]
+    annotations = np.array(records, dtype=[(f, object) for f in fields])
+    names = np.array(class_names, dtype=object)
+    savemat(path, {"annotations": annotations[None, :], "class_names": names[None, :]})
+
+
+def write_cars(folder: Path, n_classes: int, per_class: int, rng, image_size: int) -> SplitStats:
     records = []
     with tarfile.open(folder / "car_ims.tgz", "w:gz") as archive:
         for c in range(1, n_classes + 1):
@@ -101,11 +110,8 @@ def write_cars(folder: Path, n_classes: int, per_class: int, rng, image_size: in
                 image = class_image(1000 + c, rng, _image_size(rng, image_size))
                 _add_bytes(archive, rel, _jpeg(image))
                 records.append((rel, 1, 1, image.width - 1, image.height - 1, c, k % 2))
-    fields = ["relative_im_path", "bbox_x1", "bbox_y1", "bbox_x2", "bbox_y2", "class", "test"]
-    annotations = np.array(records, dtype=[(f, object) for f in fields])
-    class_names = np.array([f"Fixture Car {c}" for c in range(1, n_classes + 1)], dtype=object)
-    savemat(folder / "cars_annos.mat", {"annotations": annotations[None, :],
-                                        "class_names": class_names[None, :]})
+    write_cars_annos(folder / "cars_annos.mat", records,
+                     [f"Fixture Car {c}" for c in range(1, n_classes + 1)])
     classes = [r[5] for r in records]
     return _stats(classes, ["train" if c <= n_classes // 2 else "test" for c in classes])
 

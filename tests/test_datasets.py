@@ -1,0 +1,100 @@
+"""Parsers and split checks on the real annotation lists and on the fixtures."""
+
+import shutil
+
+import pandas as pd
+import pytest
+
+from dmlbench.data import datasets, fixtures, manifest
+from dmlbench.data.prepare import prepare
+from dmlbench.errors import DatasetError
+
+
+def test_cub_real_lists_give_the_zero_shot_split(shared_datasets, tmp_path):
+    root = tmp_path / "cub"
+    shutil.copytree(shared_datasets / "CUB_200_2011", root / "CUB_200_2011")
+    table = datasets.parse_cub(root)
+    stats = manifest.SplitStats.of(table)
+    # REPRODUCTION.md: classes 1-100 / 5,864 images train, classes 101-200 / 5,924 images test
+    assert stats.images == {"train": 5864, "test": 5924}
+    assert stats.classes == {"train": 100, "test": 100}
+    assert set(table.loc[table.split == "train", "label"]) == set(range(1, 101))
+    manifest.check(table, datasets.get("cub").expected, "cub")
+    assert table["path"].iloc[0] == "CUB_200_2011/images/001.Black_footed_Albatross/Black_Footed_Albatross_0046_18.jpg"
+
+
+def test_cars_real_list_through_a_mat_file(shared_datasets, tmp_path):
+    rows = [line.split(",") for line in (shared_datasets / "Cars196" / "cars_annos.txt").read_text().split()]
+    records = [(path, 10, 10, 100, 100, int(label), int(test)) for path, label, test in rows]
+    fixtures.write_cars_annos(tmp_path / "cars_annos.mat", records, [f"c{i}" for i in range(196)])
+    table = datasets.parse_cars(tmp_path)
+    stats = manifest.SplitStats.of(table)
+    # REPRODUCTION.md: classes 1-98 / 8,054 images train, 99-196 / 8,131 test
+    assert stats.images == {"train": 8054, "test": 8131}
+    assert stats.classes == {"train": 98, "test": 98}
+    manifest.check(table, datasets.get("cars").expected, "cars")
+    # the `test` column (classification split) is not the metric-learning split
+    assert sum(int(t) for _, _, t in rows) == 8041
+
+
+def test_split_mismatch_names_the_difference(shared_datasets, tmp_path):
+    root = tmp_path / "cub"
+    shutil.copytree(shared_datasets / "CUB_200_2011", root / "CUB_200_2011")
+    table = datasets.parse_cub(root).iloc[:-3]
+    with pytest.raises(DatasetError, match="test images: expected 5924, found 5921"):
+        manifest.check(table, datasets.get("cub").expected, "cub")
+
+
+def test_overlapping_classes_are_refused():
+    table = pd.DataFrame({"path": ["a", "b", "c", "d"], "label": [1, 1, 2, 2],
+                          "split": ["train", "test", "test", "test"], "super": ""})
+    expected = manifest.SplitStats.of(table)
+    with pytest.raises(DatasetError, match="both train and test"):
+        manifest.check(table, expected, "toy")
+
+
+@pytest.mark.parametrize("name", ["cub", "cars", "sop", "inshop"])
+def test_fixture_goes_through_the_real_parser(name, tmp_path):
+    out = tmp_path / "fixture" / name / "manifest.csv"
+    table = prepare(name, "fixture", tmp_path, out, fixture_size={"n_classes": 6, "per_class": 4})
+    assert out.exists()
+    stats = manifest.SplitStats.of(manifest.read(out))
+    assert stats == fixtures.read_stats(out.parent / "archives")
+    assert (out.parent / table["path"].iloc[0]).exists()
+    if name in ("sop", "inshop"):
+        assert (table["super"] != "").all()
+    if name == "inshop":
+        assert set(table["split"]) == {"train", "query", "gallery"}
+
+
+def test_digits_split_by_class(tmp_path):
+    table = prepare("digits", "real", tmp_path, tmp_path / "real" / "digits" / "manifest.csv")
+    assert set(table.loc[table.split == "train", "label"]) == {0, 1, 2, 3, 4}
+    assert set(table.loc[table.split == "test", "label"]) == {5, 6, 7, 8, 9}
+
+
+def test_user_folder_of_extracted_files_is_used_in_place(tmp_path):
+    fixture = tmp_path / "fx" / "cub" / "manifest.csv"
+    prepare("cub", "fixture", tmp_path / "fx", fixture, fixture_size={"n_classes": 4, "per_class": 2})
+    extracted = fixture.parent / "raw"
+    out = tmp_path / "real" / "cub" / "manifest.csv"
+    with pytest.raises(DatasetError, match="expected 5864"):
+        prepare("cub", "real", tmp_path, out, user_path=str(extracted))
+    assert not out.exists()
+
+
+def test_cache_resizes_and_keeps_labels(tmp_path):
+    from PIL import Image
+
+    from dmlbench.data import cache
+
+    source = tmp_path / "fixture" / "cub" / "manifest.csv"
+    prepare("cub", "fixture", tmp_path, source, fixture_size={"n_classes": 4, "per_class": 3,
+                                                              "image_size": 64})
+    out = source.parent / "cache32" / "manifest.csv"
+    cache.build(source, out, 32)
+    original, cached = manifest.read(source), manifest.read(out)
+    assert list(original["label"]) == list(cached["label"])
+    for rel in cached["path"]:
+        with Image.open(out.parent / rel) as image:
+            assert min(image.size) == 32

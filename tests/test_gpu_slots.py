@@ -1,0 +1,54 @@
+"""Concurrent GPU jobs get distinct devices; SLURM's assignment is left alone."""
+
+import json
+import subprocess
+import sys
+
+from conftest import python_env
+
+RECORD = ("import json, os, sys, time; start = time.time(); time.sleep(0.8); "
+          "json.dump([os.environ.get('CUDA_VISIBLE_DEVICES'), start, time.time()], open(sys.argv[1], 'w'))")
+
+
+def launch(tmp_path, name, slots, env=None):
+    out = tmp_path / f"{name}.json"
+    command = [sys.executable, "-m", "dmlbench", "gpu-slot", "--slots", str(slots), "--lock-dir",
+               str(tmp_path / "locks"), "--", sys.executable, "-c", RECORD, str(out)]
+    return subprocess.Popen(command, env=env or python_env()), out
+
+
+def test_concurrent_jobs_never_share_a_device(tmp_path):
+    jobs = [launch(tmp_path, f"job{i}", slots=2) for i in range(5)]
+    for process, _ in jobs:
+        assert process.wait(timeout=60) == 0
+    records = [json.loads(out.read_text()) for _, out in jobs]
+    assert {device for device, _, _ in records} <= {"0", "1"}
+    for i, (dev_a, start_a, end_a) in enumerate(records):
+        for dev_b, start_b, end_b in records[i + 1:]:
+            overlap = start_a < end_b and start_b < end_a
+            assert not (overlap and dev_a == dev_b), records
+    # five jobs on two devices cannot all have run at once
+    starts = sorted(r[1] for r in records)
+    ends = sorted(r[2] for r in records)
+    assert starts[2] >= ends[0] - 0.05
+
+
+def test_slurm_assignment_is_kept(tmp_path):
+    env = dict(python_env(), SLURM_JOB_ID="123", CUDA_VISIBLE_DEVICES="5")
+    process, out = launch(tmp_path, "slurm", slots=8, env=env)
+    assert process.wait(timeout=60) == 0
+    assert json.loads(out.read_text())[0] == "5"
+
+
+def test_no_gpu_resource_leaves_the_environment(tmp_path):
+    env = python_env()
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    process, out = launch(tmp_path, "none", slots=0, env=env)
+    assert process.wait(timeout=60) == 0
+    assert json.loads(out.read_text())[0] is None
+
+
+def test_exit_code_of_the_job_is_passed_on(tmp_path):
+    command = [sys.executable, "-m", "dmlbench", "gpu-slot", "--slots", "1", "--lock-dir",
+               str(tmp_path), "--", sys.executable, "-c", "raise SystemExit(3)"]
+    assert subprocess.run(command, env=python_env()).returncode == 3

@@ -1,0 +1,110 @@
+"""Training: resume after a killed run, determinism, samplers."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from conftest import CONFIG_DIR, python_env
+from dmlbench import samplers
+from dmlbench.data.prepare import prepare
+from dmlbench.plan import Plan
+
+
+@pytest.fixture(scope="module")
+def run_config(tmp_path_factory):
+    root = tmp_path_factory.mktemp("data")
+    manifest = root / "fixture" / "cub" / "manifest.csv"
+    prepare("cub", "fixture", root, manifest, fixture_size={"n_classes": 8, "per_class": 6,
+                                                             "image_size": 40})
+    plan = Plan.load(CONFIG_DIR, {"preset": "smoke"})
+    cfg = plan.resolve(plan.find_run("suite.baselines", "cub", "ms", 0))
+    cfg["data"]["manifest"] = str(manifest)
+    cfg.update(epochs=6, batches_per_epoch=15)
+    return cfg
+
+
+def train_cmd(cfg, run_dir):
+    return [sys.executable, "-m", "dmlbench", "train", "--spec", json.dumps(cfg), "--run-dir", str(run_dir)]
+
+
+def evaluate(run_dir):
+    subprocess.run([sys.executable, "-m", "dmlbench", "evaluate", "--run-dir", str(run_dir),
+                    "--output", str(run_dir / "metrics.json")], check=True, env=python_env())
+    return json.loads((run_dir / "metrics.json").read_text())["metrics"]
+
+
+def epochs_done(run_dir):
+    path = run_dir / "epochs.jsonl"
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def test_resume_after_kill_gives_the_same_result(run_config, tmp_path):
+    whole = tmp_path / "whole"
+    subprocess.run(train_cmd(run_config, whole), check=True, env=python_env())
+
+    killed = tmp_path / "killed"
+    process = subprocess.Popen(train_cmd(run_config, killed), env=python_env())
+    deadline = time.monotonic() + 120
+    while epochs_done(killed) < 2 and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    done = epochs_done(killed)
+    assert 1 <= done < run_config["epochs"], "the kill should land mid-run"
+    assert not (killed / "model.pt").exists()
+
+    resumed = subprocess.run(train_cmd(run_config, killed), check=True, env=python_env(),
+                             capture_output=True, text=True)
+    assert f"after epoch {done}" in resumed.stderr
+    history = lambda d: [json.loads(line)["loss"] for line in (d / "epochs.jsonl").read_text().splitlines()]
+    assert history(killed) == history(whole)
+    assert evaluate(killed) == evaluate(whole)
+
+
+def test_same_seed_same_numbers_other_seed_differs(run_config, tmp_path):
+    from dmlbench.train import train
+
+    cfg = dict(run_config, epochs=1, batches_per_epoch=3)
+    logs = []
+    train(cfg, tmp_path / "a", log=logs.append)
+    train(cfg, tmp_path / "b", log=logs.append)
+    train(dict(cfg, seed=1), tmp_path / "c", log=logs.append)
+    loss = lambda d: json.loads((d / "epochs.jsonl").read_text())["loss"]
+    assert loss(tmp_path / "a") == loss(tmp_path / "b")
+    assert loss(tmp_path / "a") != loss(tmp_path / "c")
+
+
+def test_m_per_class_batches():
+    labels = torch.arange(10).repeat_interleave(7).tolist() + [10, 10]  # class 10 has 2 images
+    sampler = samplers.build("m_per_class", labels, batch_size=20, per_class=4,
+                             generator=torch.Generator().manual_seed(0), batches=50)
+    seen = set()
+    for batch in sampler:
+        assert len(batch) == 20
+        groups = [batch[i:i + 4] for i in range(0, 20, 4)]
+        classes = [{labels[j] for j in g} for g in groups]
+        assert all(len(c) == 1 for c in classes)
+        assert len({next(iter(c)) for c in classes}) == 5
+        for group, c in zip(groups, classes):
+            if c != {10}:
+                assert len(set(group)) == 4  # without replacement when the class is big enough
+        seen |= set(batch)
+    assert {10} <= {labels[i] for i in seen}
+    again = samplers.build("m_per_class", labels, batch_size=20, per_class=4,
+                           generator=torch.Generator().manual_seed(0), batches=50)
+    assert list(again) == list(samplers.build("m_per_class", labels, 20, 4,
+                                              torch.Generator().manual_seed(0), 50))
+
+
+def test_m_per_class_refuses_impossible_batches():
+    from dmlbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="needs 10 classes but the training split has 3"):
+        samplers.build("m_per_class", [0, 0, 1, 1, 2, 2], 20, 2, torch.Generator())
+    with pytest.raises(ConfigError, match="not a multiple"):
+        samplers.build("m_per_class", [0, 0, 1, 1], 5, 2, torch.Generator())

@@ -1,0 +1,71 @@
+"""The real Snakemake DAG: the smoke preset end to end, the full preset as a dry run, config errors."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import CONFIG_DIR, REPO, python_env
+from dmlbench.plan import Plan
+
+
+def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+               "--scheduler", "greedy", *args]
+    return subprocess.run(command, capture_output=True, text=True, env=python_env(), timeout=1800)
+
+
+def job_counts(output: str) -> dict[str, int]:
+    table = output[output.index("Job stats:"):]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
+
+
+def test_full_preset_dry_run_lists_every_job(tmp_path):
+    result = snakemake(tmp_path, "-n", "--cores", "all", "--resources", "gpu=8")
+    assert result.returncode == 0, result.stderr + result.stdout
+    counts = job_counts(result.stdout)
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    assert counts["prepare"] == len(plan.datasets) == 5
+    assert counts["train"] == counts["evaluate"] == len(plan.runs())
+    assert counts["aggregate"] == len(plan.experiment_ids)
+    assert not any(tmp_path.iterdir()) or {p.name for p in tmp_path.iterdir()} <= {".snakemake"}
+
+
+def test_config_typo_stops_before_any_job(tmp_path):
+    result = snakemake(tmp_path, "-n", "--cores", "1", "--config", "preset=smoke",
+                       "experiments=[suite.baseline]")
+    assert result.returncode != 0
+    assert "unknown experiment id 'suite.baseline' (did you mean 'suite.baselines'?)" in result.stderr + result.stdout
+    assert not (tmp_path / "results").exists() and not (tmp_path / "data").exists()
+
+
+@pytest.mark.slow
+def test_smoke_preset_end_to_end(tmp_path):
+    result = snakemake(tmp_path, "--cores", "2", "--config", "preset=smoke")
+    assert result.returncode == 0, result.stderr[-4000:]
+    plan = Plan.load(CONFIG_DIR, {"preset": "smoke"})
+    for run in plan.runs():
+        folder = tmp_path / run.path("smoke")
+        for name in ("config.json", "env.json", "epochs.jsonl", "metrics.json", "model.pt"):
+            assert (folder / name).exists(), folder / name
+        metrics = json.loads((folder / "metrics.json").read_text())["metrics"]
+        assert {"recall@1", "nmi", "f1", "map@r"} <= set(metrics)
+    table = pd.read_csv(tmp_path / "reports/smoke/suite.baselines/table.csv")
+    assert set(table["dataset"]) == {"cub", "cars", "sop", "inshop", "digits"}
+    assert set(table["method"]) == {"contrastive", "triplet_semihard", "ms"}
+    assert {"recall@1", "nmi", "f1", "map@r"} <= set(table["metric"])
+    runs = pd.read_csv(tmp_path / "reports/smoke/suite.baselines/runs.csv")
+    one = runs.iloc[0]
+    stored = json.loads((tmp_path / plan.find_run("suite.baselines", one["dataset"], one["method"], 0)
+                         .path("smoke") / "metrics.json").read_text())["metrics"]["recall@1"]
+    assert one["recall@1"] == pytest.approx(100 * stored)
+    html = (tmp_path / "reports/smoke/index.html").read_text()
+    for word in ("recall@1", "nmi", "f1", "map@r", "recall_at_k.png", "learning_curves.png"):
+        assert word in html
+    assert "smoke/index.html" in (tmp_path / "reports/index.html").read_text()
+    again = snakemake(tmp_path, "-n", "--cores", "2", "--config", "preset=smoke")
+    assert "Nothing to be done" in again.stdout + again.stderr

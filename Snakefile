@@ -9,9 +9,13 @@ from dmlbench.plan import Plan
 PLAN = Plan.load(Path(workflow.basedir) / "workflow" / "config", config)
 PRESET = PLAN.name
 
+# rules run `python -m dmlbench` from this checkout, installed or not
+shell.prefix(f"export PYTHONPATH='{workflow.basedir}':$PYTHONPATH; ")
+
 include: "workflow/rules/common.smk"
 
 GPU_SLOTS = gpu_count(workflow.global_resources)
+
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"

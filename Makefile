@@ -1,0 +1,28 @@
+# The README's two commands: `make demo` and `make test`. Both create .venv on first use.
+VENV ?= .venv
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+CORES ?= 2
+
+.PHONY: demo test smoke dry-run clean-demo
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV)/bin/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+demo: $(VENV)/.installed  ## fixtures of the four datasets + digits, every rule, on CPU
+	snakemake --cores $(CORES) --config preset=demo
+	@echo "Report: reports/demo/index.html"
+
+test: $(VENV)/.installed  ## unit tests + the smoke preset through the real Snakemake DAG
+	python -m pytest
+
+smoke: $(VENV)/.installed
+	snakemake --cores $(CORES) --config preset=smoke
+
+dry-run: $(VENV)/.installed  ## the full preset's jobs, as a GPU box would run them
+	snakemake -n --cores all --resources gpu=8
+
+clean-demo:
+	rm -rf results/demo results/smoke reports/demo reports/smoke data/fixture

@@ -44,6 +44,8 @@ def recall_curves(summary: pd.DataFrame, spec: dict, path: Path) -> None:
                 ax.plot(paper["k"], paper["paper"], "x", color=line.get_color(), markersize=8,
                         label=f"{label} (paper)")
         ax.set_xscale("log", base=2)
+        ks = sorted(recall.loc[recall["dataset"] == dataset, "k"].unique())
+        ax.set_xticks(ks, [str(k) for k in ks])
         ax.set_title(dataset)
         ax.set_xlabel("K")
         ax.set_ylabel("Recall@K (%)")
@@ -53,7 +55,7 @@ def recall_curves(summary: pd.DataFrame, spec: dict, path: Path) -> None:
 
 
 def learning_curves(run_dirs: list[Path], spec: dict, path: Path) -> None:
-    """Training loss (and Recall@1 where recorded) per epoch, one line per run."""
+    """Training loss per epoch (top row) and test Recall@1 where recorded (bottom row), per dataset."""
     rows = []
     for run_dir in run_dirs:
         config = json.loads((run_dir / "config.json").read_text())["run"]
@@ -61,20 +63,25 @@ def learning_curves(run_dirs: list[Path], spec: dict, path: Path) -> None:
             rows.append({**config, **json.loads(line)})
     history = pd.DataFrame(rows)
     datasets = list(dict.fromkeys(history["dataset"]))
-    fig, axes = _axes(len(datasets), f"{spec['experiment']}: training loss (solid), Recall@1 (dashed)")
-    for ax, dataset in zip(axes, datasets):
-        twin = ax.twinx() if "recall@1" in history else None
+    has_recall = "recall@1" in history and history["recall@1"].notna().any()
+    n_rows = 2 if has_recall else 1
+    fig, axes = plt.subplots(n_rows, len(datasets), figsize=(4.2 * len(datasets), 3.2 * n_rows),
+                             squeeze=False, sharex="col")
+    fig.suptitle(f"{spec['experiment']}: learning curves", fontsize=10)
+    for column, dataset in enumerate(datasets):
         for (method, seed), run in history[history["dataset"] == dataset].groupby(["method", "seed"]):
-            label = f"{spec['method_labels'].get(method, method)} s{seed}"
-            line, = ax.plot(run["epoch"], run["loss"], label=label)
-            if twin is not None:
+            label = f"{spec['method_labels'].get(method, method)} (seed {seed})"
+            axes[0, column].plot(run["epoch"], run["loss"], marker=".", label=label)
+            if has_recall:
                 evaluated = run.dropna(subset=["recall@1"])
-                twin.plot(evaluated["epoch"], 100 * evaluated["recall@1"], "--",
-                          color=line.get_color())
-        ax.set_title(dataset)
-        ax.set_xlabel("epoch")
-        ax.set_ylabel("loss")
-        if twin is not None:
-            twin.set_ylabel("Recall@1 (%)")
-        ax.legend(fontsize=7)
+                axes[1, column].plot(evaluated["epoch"], 100 * evaluated["recall@1"], marker="o",
+                                     label=label)
+        axes[0, column].set_title(dataset)
+        axes[0, column].set_ylabel("training loss")
+        axes[0, column].legend(fontsize=7)
+        if has_recall:
+            axes[1, column].set_ylabel("test Recall@1 (%)")
+        axes[-1, column].set_xlabel("epoch")
+        for ax in axes[:, column]:
+            ax.grid(alpha=0.3)
     _save(fig, path)

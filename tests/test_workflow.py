@@ -66,6 +66,8 @@ def test_smoke_preset_end_to_end(tmp_path):
     html = (tmp_path / "reports/smoke/index.html").read_text()
     for word in ("recall@1", "nmi", "f1", "map@r", "recall_at_k.png", "learning_curves.png"):
         assert word in html
-    assert "smoke/index.html" in (tmp_path / "reports/index.html").read_text()
+    landing = (tmp_path / "reports/index.html").read_text()
+    assert "smoke/index.html" in landing and "map@r" in landing
+    assert "smoke/suite.baselines/recall_at_k.png" in landing
     again = snakemake(tmp_path, "-n", "--cores", "2", "--config", "preset=smoke")
     assert "Nothing to be done" in again.stdout + again.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -43,27 +44,39 @@ def _table_html(folder: Path) -> str:
     return "".join(parts)
 
 
-def write(preset: str, experiment_dirs: list[Path], output: Path) -> None:
-    """Write the preset's report from the aggregated experiment folders, then the landing page."""
+def _preset_body(preset: str, experiment_dirs: list[Path], page_dir: Path) -> str:
+    """Tables, figures and data links of one preset's experiments, paths relative to `page_dir`."""
     body = [f"<p class='note'>Preset <b>{html.escape(preset)}</b>. Numbers in %, mean ± std over "
             f"n seeds, last-epoch models; paper numbers beside ours where the paper gives them.</p>"]
     for folder in sorted(experiment_dirs):
-        rel = folder.relative_to(output.parent) if folder.is_relative_to(output.parent) else folder
+        rel = Path(os.path.relpath(folder.resolve(), page_dir.resolve()))
         title = (folder / "table.md").read_text().splitlines()[0].lstrip("# ")
-        body.append(f"<h2 id='{html.escape(folder.name)}'>{html.escape(title)}</h2>")
+        body.append(f"<h2 id='{html.escape(preset)}-{html.escape(folder.name)}'>{html.escape(title)}</h2>")
         body.append(_table_html(folder))
         for image in sorted(folder.glob("*.png")):
             body.append(f"<img src='{rel / image.name}' alt='{html.escape(image.stem)}'>")
         body.append(f"<p class='note'>Data: <a href='{rel}/table.csv'>table.csv</a>, "
                     f"<a href='{rel}/runs.csv'>runs.csv</a>, <a href='{rel}/table.md'>table.md</a></p>")
+    return "".join(body)
+
+
+def write(preset: str, experiment_dirs: list[Path], output: Path) -> None:
+    """Write the preset's report from the aggregated experiment folders, then the landing page."""
     with atomic_path(output) as tmp:
-        tmp.write_text(_page(f"dmlbench report: {preset}", "".join(body)))
+        tmp.write_text(_page(f"dmlbench report: {preset}",
+                             _preset_body(preset, experiment_dirs, output.parent)))
     write_landing(output.parent.parent)
 
 
 def write_landing(reports_dir: Path) -> None:
-    """`reports/index.html`: links to every preset's report present."""
-    presets = sorted(p.parent.name for p in reports_dir.glob("*/index.html"))
-    items = "".join(f"<li><a href='{p}/index.html'>{html.escape(p)}</a></li>" for p in presets)
+    """`reports/index.html`: every preset's report present, one after the other."""
+    presets = sorted(p.parent for p in reports_dir.glob("*/index.html"))
+    links = "".join(f"<li><a href='#{p.name}'>{html.escape(p.name)}</a> "
+                    f"(<a href='{p.name}/index.html'>own page</a>)</li>" for p in presets)
+    sections = []
+    for folder in presets:
+        experiments = [d for d in folder.iterdir() if (d / "table.csv").exists()]
+        sections.append(f"<h1 id='{html.escape(folder.name)}'>Preset {html.escape(folder.name)}</h1>"
+                        + _preset_body(folder.name, experiments, reports_dir))
     with atomic_path(reports_dir / "index.html") as tmp:
-        tmp.write_text(_page("dmlbench reports", f"<ul>{items}</ul>"))
+        tmp.write_text(_page("dmlbench reports", f"<ul>{links}</ul>" + "".join(sections)))

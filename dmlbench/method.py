@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 from torch import nn
 
@@ -9,11 +11,21 @@ from dmlbench import losses, miners
 
 
 class Criterion(nn.Module):
-    """Calls the loss on a batch, through the miner when the method has one."""
+    """Calls the loss on a batch, through the miner when the method has one.
 
-    def __init__(self, method: dict):
+    Losses with class proxies or per-class parameters receive `num_classes` and `embedding_dim`
+    (when their constructor takes them and the method does not set them); labels must then be
+    0..num_classes-1.
+    """
+
+    def __init__(self, method: dict, num_classes: int | None = None, embedding_dim: int | None = None):
         super().__init__()
-        self.loss = losses.build(**method["loss"])
+        params = dict(method["loss"])
+        accepted = inspect.signature(losses.LOSSES.get(params["name"])).parameters
+        for key, value in (("num_classes", num_classes), ("embedding_dim", embedding_dim)):
+            if key in accepted and key not in params and value is not None:
+                params[key] = value
+        self.loss = losses.build(**params)
         self.miner = miners.build(**method["miner"]) if method.get("miner") else None
 
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

@@ -20,11 +20,12 @@ class PairBatch:
     pos: torch.Tensor
     neg: torch.Tensor
     triplets: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+    dim: int | None = None  # embedding size, when built from embeddings
 
     @classmethod
     def from_embeddings(cls, embeddings: torch.Tensor, labels: torch.Tensor) -> "PairBatch":
         x = F.normalize(embeddings, dim=1)
-        return cls.from_similarity(x @ x.T, labels)
+        return replace(cls.from_similarity(x @ x.T, labels), dim=embeddings.shape[1])
 
     @classmethod
     def from_similarity(cls, sim: torch.Tensor, labels: torch.Tensor) -> "PairBatch":
@@ -37,6 +38,22 @@ class PairBatch:
 
     def with_triplets(self, anchors, positives, negatives) -> "PairBatch":
         return replace(self, triplets=(anchors, positives, negatives))
+
+    def pair_masks(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(pos, neg) masks of the pairs a pair loss sees: those of the mined triplets when a
+        triplet miner ran, else the masks."""
+        if self.triplets is None:
+            return self.pos, self.neg
+        a, p, n = self.triplets
+        pos = torch.zeros_like(self.pos)
+        neg = torch.zeros_like(self.neg)
+        pos[a, p] = True
+        neg[a, n] = True
+        return pos, neg
+
+    def distances(self, eps: float = 1e-12) -> torch.Tensor:
+        """Euclidean distances of the L2-normalised embeddings: D = sqrt(2 - 2 S)."""
+        return torch.sqrt(torch.clamp(2.0 - 2.0 * self.sim, min=eps))
 
     def all_triplets(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Every (a, p, n) with p a positive and n a negative of anchor a."""

@@ -29,8 +29,13 @@ def seed_epoch(seed: int, epoch: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed * 1_000_003 + epoch)
 
 
-def build_optimizer(model, cfg: dict):
+def build_optimizer(model, criterion, cfg: dict):
+    """Adam or SGD over the trunk (lr), the embedding layer (lr × head_lr_mult) and the loss's own
+    parameters such as proxies (lr × loss_lr_mult)."""
     groups = model.parameter_groups(cfg["lr"], cfg["head_lr_mult"])
+    loss_params = [p for p in criterion.parameters() if p.requires_grad]
+    if loss_params:
+        groups.append({"params": loss_params, "lr": cfg["lr"] * cfg["loss_lr_mult"]})
     if cfg["name"] == "adam":
         return torch.optim.Adam(groups, lr=cfg["lr"], betas=tuple(cfg["betas"]),
                                 weight_decay=cfg["weight_decay"])
@@ -80,16 +85,20 @@ def train(cfg: dict, run_dir: Path, log=print) -> Path:
     table = manifest.read(Path(cfg["data"]["manifest"]))
     base = Path(cfg["data"]["manifest"]).parent
     train_table = table[table["split"] == "train"]
+    # training labels as 0..C-1 (proxy losses index their proxies by label)
+    class_ids = train_table["label"].rank(method="dense").astype(int) - 1
+    train_table = train_table.assign(label=class_ids)
     data = images.ManifestImages(train_table, base, images.train_transform(cfg["input"]))
 
     torch.manual_seed(cfg["seed"])
     model = models.build(cfg["model"]).to(device)
     model.train()
-    criterion = Criterion(cfg["method"]).to(device)
-    optimizer = build_optimizer(model, cfg["optimizer"])
+    criterion = Criterion(cfg["method"], num_classes=int(class_ids.max()) + 1,
+                          embedding_dim=cfg["model"]["embedding_dim"]).to(device)
+    optimizer = build_optimizer(model, criterion, cfg["optimizer"])
     scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, cfg["schedule"]["milestones"],
                                                      cfg["schedule"]["gamma"])
-    start = _resume(run_dir, model, optimizer, scheduler, log)
+    start = _resume(run_dir, model, criterion, optimizer, scheduler, log)
     history = _read_history(run_dir, start)
 
     for epoch in range(start, cfg["epochs"]):
@@ -107,7 +116,7 @@ def train(cfg: dict, run_dir: Path, log=print) -> Path:
             model.train()
         history.append(row)
         _write_history(run_dir, history)
-        _save_checkpoint(run_dir, model, optimizer, scheduler, epoch + 1)
+        _save_checkpoint(run_dir, model, criterion, optimizer, scheduler, epoch + 1)
         log(_format_row(row, cfg["epochs"]))
 
     final = run_dir / "model.pt"
@@ -145,18 +154,20 @@ def _format_row(row: dict, epochs: int) -> str:
     return f"epoch {row['epoch']}/{epochs} loss {row['loss']:.4f}{extra} ({row['seconds']:.1f} s)"
 
 
-def _save_checkpoint(run_dir, model, optimizer, scheduler, epochs_done: int) -> None:
+def _save_checkpoint(run_dir, model, criterion, optimizer, scheduler, epochs_done: int) -> None:
     with atomic_path(run_dir / "checkpoint.pt") as tmp:
-        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+        torch.save({"model": model.state_dict(), "criterion": criterion.state_dict(),
+                    "optimizer": optimizer.state_dict(),
                     "scheduler": scheduler.state_dict(), "epochs_done": epochs_done}, tmp)
 
 
-def _resume(run_dir, model, optimizer, scheduler, log) -> int:
+def _resume(run_dir, model, criterion, optimizer, scheduler, log) -> int:
     path = run_dir / "checkpoint.pt"
     if not path.exists():
         return 0
     state = torch.load(path, map_location="cpu", weights_only=True)
     model.load_state_dict(state["model"])
+    criterion.load_state_dict(state["criterion"])
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
     log(f"resuming {run_dir} after epoch {state['epochs_done']}")

@@ -5,10 +5,10 @@ normalised) or `loss(embeddings, labels, miner=miner)` to restrict the pairs/tri
 """
 
 from dmlbench.losses.base import LOSSES, PairLoss
-from dmlbench.losses import pair_losses  # noqa: F401  (registers the losses)
+from dmlbench.losses import distance_losses, pair_losses, proxy_losses, tuple_losses  # noqa: F401
 
 
-def build(name: str, **params) -> PairLoss:
+def build(name: str, **params):
     """Instantiate the loss registered as `name` with the paper-named parameters."""
     return LOSSES.build(name, **params)
 

@@ -29,3 +29,11 @@ def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     count = mask.sum()
     total = (values * mask).sum()
     return total / count.clamp(min=1)
+
+
+def masked_logsumexp(values: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Row-wise log Σ_{mask} exp(values) and which rows have any entry. Rows with none get a
+    placeholder value (to be discarded by the caller) whose gradient is finite, not NaN."""
+    empty = ~mask.any(dim=1, keepdim=True)
+    filled = values.masked_fill(~mask, float("-inf")).masked_fill(empty, 0.0)
+    return torch.logsumexp(filled, dim=1), ~empty.squeeze(1)

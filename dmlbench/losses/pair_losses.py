@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from dmlbench.losses.base import LOSSES, PairLoss, masked_mean
+from dmlbench.losses.base import LOSSES, PairLoss, masked_logsumexp, masked_mean
 from dmlbench.pairs import PairBatch
 
 
@@ -29,8 +29,9 @@ class ContrastiveLoss(PairLoss):
 
     def compute(self, batch: PairBatch) -> torch.Tensor:
         s = batch.sim
-        positive = masked_mean(1.0 - s, batch.pos)
-        negative = masked_mean(F.relu(s - self.margin), batch.neg)
+        pos, neg = batch.pair_masks()
+        positive = masked_mean(1.0 - s, pos)
+        negative = masked_mean(F.relu(s - self.margin), neg)
         return positive + negative
 
 
@@ -67,9 +68,106 @@ class MultiSimilarityLoss(PairLoss):
 
     def compute(self, batch: PairBatch) -> torch.Tensor:
         s = batch.sim
-        positive = _log1p_sum_exp(-self.alpha * (s - self.gamma), batch.pos) / self.alpha
-        negative = _log1p_sum_exp(self.beta * (s - self.gamma), batch.neg) / self.beta
+        pos, neg = batch.pair_masks()
+        positive = _log1p_sum_exp(-self.alpha * (s - self.gamma), pos) / self.alpha
+        negative = _log1p_sum_exp(self.beta * (s - self.gamma), neg) / self.beta
         return (positive + negative).mean()
+
+
+@LOSSES.register("binomial")
+class BinomialDevianceLoss(PairLoss):
+    """Binomial deviance (Yi et al.), ms eq. 12, summed over the anchors as the paper writes it:
+
+    L = Σ_i { 1/|P_i| Σ_{k∈P_i} log[1 + e^{α(γ - S_ik)}] + 1/|N_i| Σ_{k∈N_i} log[1 + e^{β(S_ik - γ)}] }
+
+    Pair weights (eqs. 13-14): w = (1/|P_i|) α σ(α(γ - S)) for positives, (1/|N_i|) β σ(β(S - γ))
+    for negatives. Defaults α = 2, β = 50, γ = 0.5 (ms section 6). `reduction="mean"` divides by m.
+    """
+
+    def __init__(self, alpha: float = 2.0, beta: float = 50.0, gamma: float = 0.5,
+                 reduction: str = "sum"):
+        super().__init__()
+        if reduction not in ("sum", "mean"):
+            raise ValueError(f"reduction must be 'sum' or 'mean', not {reduction!r}")
+        self.alpha, self.beta, self.gamma, self.reduction = alpha, beta, gamma, reduction
+
+    def compute(self, batch: PairBatch) -> torch.Tensor:
+        s = batch.sim
+        pos, neg = batch.pair_masks()
+        positive = _row_mean(F.softplus(self.alpha * (self.gamma - s)), pos)
+        negative = _row_mean(F.softplus(self.beta * (s - self.gamma)), neg)
+        total = (positive + negative).sum()
+        return total / len(s) if self.reduction == "mean" else total
+
+
+@LOSSES.register("lifted")
+class GeneralisedLiftedLoss(PairLoss):
+    """Generalised lifted structure loss (Hermans et al.), ms eq. 9, in similarity form:
+
+    L = 1/m Σ_i [ log Σ_{k∈P_i} e^{-S_ik} + log Σ_{k∈N_i} e^{λ + S_ik} ]_+
+
+    The printed eq. 9 has "- log Σ e^{λ - S}"; the weights the paper derives from it (eqs. 10-11,
+    w ∝ e^{S} for negatives) and Hermans et al.'s definition are those of the form above, which
+    is implemented. Anchors without positives or negatives contribute 0. Default λ = 1.
+    """
+
+    def __init__(self, margin: float = 1.0):
+        super().__init__()
+        self.margin = margin
+
+    def compute(self, batch: PairBatch) -> torch.Tensor:
+        s = batch.sim
+        pos, neg = batch.pair_masks()
+        positive, has_pos = masked_logsumexp(-s, pos)
+        negative, has_neg = masked_logsumexp(self.margin + s, neg)
+        valid = has_pos & has_neg
+        hinge = F.relu(torch.where(valid, positive + negative, torch.zeros_like(positive)))
+        return hinge.mean()
+
+
+@LOSSES.register("lifted_structure")
+class LiftedStructureLoss(PairLoss):
+    """Lifted structured embedding loss (Oh Song et al. 2016), on Euclidean distances D of the
+    normalised embeddings, over the unordered positive pairs P̂ of the batch:
+
+    J_ij = log( Σ_{k∈N_i} e^{α - D_ik} + Σ_{l∈N_j} e^{α - D_jl} ) + D_ij,
+    L = 1/(2|P̂|) Σ_{(i,j)∈P̂} [J_ij]_+²        default α (`margin`) = 1
+    """
+
+    def __init__(self, margin: float = 1.0):
+        super().__init__()
+        self.margin = margin
+
+    def compute(self, batch: PairBatch) -> torch.Tensor:
+        d = batch.distances()
+        pos, neg = batch.pair_masks()
+        upper = torch.triu(pos, diagonal=1)
+        i, j = upper.nonzero(as_tuple=True)
+        if len(i) == 0:
+            return batch.sim.sum() * 0.0
+        terms = self.margin - d
+        both, has_neg = masked_logsumexp(torch.cat([terms[i], terms[j]], dim=1),
+                                         torch.cat([neg[i], neg[j]], dim=1))
+        j_ij = torch.where(has_neg, both + d[i, j], torch.zeros_like(both))
+        return F.relu(j_ij).pow(2).sum() / (2 * len(i))
+
+
+@LOSSES.register("pair_sum")
+class PairSumLoss(PairLoss):
+    """Equal weights on every pair it sees (ms's "VTHM" ablation row, used with the VTHM miner):
+
+    L = 1/m Σ_i ( Σ_{k∈N_i} S_ik - Σ_{k∈P_i} S_ik ),   so w = 1 for every kept pair (Theorem 3.1).
+    """
+
+    def compute(self, batch: PairBatch) -> torch.Tensor:
+        s = batch.sim
+        pos, neg = batch.pair_masks()
+        return ((s * neg).sum() - (s * pos).sum()) / len(s)
+
+
+def _row_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Per-row mean of `values` over `mask` (0 for rows with nothing selected)."""
+    return (values * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)
 
 
 def _log1p_sum_exp(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -45,3 +45,53 @@ class MultiSimilarityMiner:
         neg = batch.neg & (s > hardest_pos - self.epsilon)
         pos = batch.pos & (s < hardest_neg + self.epsilon)
         return batch.with_pairs(pos, neg)
+
+
+@MINERS.register("hardest")
+class HardestMiner:
+    """Batch-hard mining (Hermans et al. 2017): per anchor, the least similar positive and the most
+    similar negative, one triplet per anchor (anchors lacking either are skipped)."""
+
+    @torch.no_grad()
+    def __call__(self, batch: PairBatch) -> PairBatch:
+        s = batch.sim.detach()
+        valid = batch.pos.any(dim=1) & batch.neg.any(dim=1)
+        hardest_pos = s.masked_fill(~batch.pos, float("inf")).argmin(dim=1)
+        hardest_neg = s.masked_fill(~batch.neg, float("-inf")).argmax(dim=1)
+        anchors = valid.nonzero(as_tuple=True)[0]
+        return batch.with_triplets(anchors, hardest_pos[anchors], hardest_neg[anchors])
+
+
+@MINERS.register("distance_weighted")
+class DistanceWeightedMiner:
+    """Distance-weighted sampling (Wu et al. 2017). For every positive pair (a, p), one negative n
+    drawn with probability ∝ 1/q(D_an), where q(d) ∝ d^{n-2} (1 - d²/4)^{(n-3)/2} is the density of
+    distances between uniform points on the unit sphere in n = embedding-size dimensions; D is
+    clipped below at `cutoff` (0.5) and negatives with D ≥ `nonzero_loss_cutoff` (1.4) get weight
+    0. An anchor whose negatives all have weight 0 draws uniformly among them. Uses torch's global
+    generator (seeded per epoch by training)."""
+
+    def __init__(self, cutoff: float = 0.5, nonzero_loss_cutoff: float = 1.4):
+        self.cutoff, self.nonzero_loss_cutoff = cutoff, nonzero_loss_cutoff
+
+    @torch.no_grad()
+    def __call__(self, batch: PairBatch) -> PairBatch:
+        if batch.dim is None:
+            raise ValueError("distance-weighted sampling needs the embedding size (build the "
+                             "batch with PairBatch.from_embeddings)")
+        n_dim = batch.dim
+        d = batch.distances().detach().clamp(min=self.cutoff)
+        log_q = (n_dim - 2) * torch.log(d) + (n_dim - 3) / 2 * torch.log(
+            torch.clamp(1.0 - d.pow(2) / 4.0, min=1e-8))
+        log_w = -log_q
+        allowed = batch.neg & (d < self.nonzero_loss_cutoff)
+        log_w = log_w.masked_fill(~allowed, float("-inf"))
+        weights = torch.exp(log_w - log_w.max(dim=1, keepdim=True).values.clamp(min=-1e30))
+        weights = torch.nan_to_num(weights, nan=0.0)
+        none_allowed = ~allowed.any(dim=1, keepdim=True)
+        weights = torch.where(none_allowed, batch.neg.to(weights.dtype), weights)
+        anchors, positives = batch.pos.nonzero(as_tuple=True)
+        has_neg = batch.neg[anchors].any(dim=1)
+        anchors, positives = anchors[has_neg], positives[has_neg]
+        negatives = torch.multinomial(weights[anchors], 1).squeeze(1)
+        return batch.with_triplets(anchors, positives, negatives)

@@ -1,0 +1,81 @@
+"""Losses on Euclidean distances of the L2-normalised embeddings (D = sqrt(2 - 2S), D² = 2 - 2S)."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from dmlbench.losses.base import LOSSES, PairLoss
+from dmlbench.pairs import PairBatch
+
+
+@LOSSES.register("contrastive_distance")
+class ContrastiveDistanceLoss(PairLoss):
+    """Contrastive loss of Hadsell et al. (2006), squared-distance form (used by profs):
+
+    L = mean over pairs ( y ½ D_ij² + (1 - y) ½ [m - D_ij]_+² ),  y = 1 for positive pairs.
+    Default margin m = 1.
+    """
+
+    def __init__(self, margin: float = 1.0):
+        super().__init__()
+        self.margin = margin
+
+    def compute(self, batch: PairBatch) -> torch.Tensor:
+        d = batch.distances()
+        pos, neg = batch.pair_masks()
+        terms = 0.5 * d.pow(2) * pos + 0.5 * F.relu(self.margin - d).pow(2) * neg
+        return terms.sum() / (pos | neg).sum().clamp(min=1)
+
+
+@LOSSES.register("triplet_distance")
+class TripletDistanceLoss(PairLoss):
+    """Triplet loss on squared distances (Schroff et al. 2015): mean over triplets of
+    [D_ap² - D_an² + m]_+. Default m = 0.2. Uses the miner's triplets, else every valid one."""
+
+    def __init__(self, margin: float = 0.2):
+        super().__init__()
+        self.margin = margin
+
+    def compute(self, batch: PairBatch) -> torch.Tensor:
+        a, p, n = batch.triplets if batch.triplets is not None else batch.all_triplets()
+        if len(a) == 0:
+            return batch.sim.sum() * 0.0
+        d2 = 2.0 - 2.0 * batch.sim
+        return F.relu(d2[a, p] - d2[a, n] + self.margin).mean()
+
+
+@LOSSES.register("margin")
+class MarginLoss(PairLoss):
+    """Margin loss of Wu et al. (2017), "Sampling matters in deep embedding learning":
+
+    L = Σ_pairs [α + y_ij (D_ij - β)]_+ / #(pairs with a positive term) + ν Σ β,
+    y = +1 positive, -1 negative. β is learnable (`learn_beta`), one per class when
+    `num_classes` is given, else one global β. Defaults α (`margin`) 0.2, β 1.2, ν 0. The
+    pairs are the miner's (distance-weighted sampling in the paper) or all pairs.
+    """
+
+    def __init__(self, margin: float = 0.2, beta: float = 1.2, nu: float = 0.0,
+                 learn_beta: bool = True, num_classes: int | None = None):
+        super().__init__()
+        self.margin, self.nu = margin, nu
+        shape = (num_classes,) if num_classes else (1,)
+        self.beta = nn.Parameter(torch.full(shape, float(beta)), requires_grad=learn_beta)
+        self.class_specific = bool(num_classes)
+        self._labels: torch.Tensor | None = None
+
+    def forward(self, embeddings, labels, miner=None):
+        self._labels = labels
+        return super().forward(embeddings, labels, miner)
+
+    def compute(self, batch: PairBatch) -> torch.Tensor:
+        d = batch.distances()
+        pos, neg = batch.pair_masks()
+        if self.class_specific:
+            beta = self.beta[self._labels][:, None]
+        else:
+            beta = self.beta
+        terms = F.relu(self.margin + (d - beta)) * pos + F.relu(self.margin - (d - beta)) * neg
+        active = (terms > 0).sum().clamp(min=1)
+        return terms.sum() / active + self.nu * self.beta.sum()

@@ -1,0 +1,301 @@
+"""The pair-loss family of the ms paper and its baselines, each against a brute-force loop."""
+
+import math
+
+import pytest
+import torch
+
+from dmlbench import losses, miners
+from dmlbench.pairs import PairBatch
+from test_losses import batch, check_against, cosine
+
+
+def pairs_of(labels, i):
+    n = len(labels)
+    pos = [j for j in range(n) if j != i and labels[j] == labels[i]]
+    neg = [j for j in range(n) if labels[j] != labels[i]]
+    return pos, neg
+
+
+def brute_binomial(e, y, alpha, beta, gamma):
+    s = cosine(e)
+    total = 0
+    for i in range(len(y)):
+        pos, neg = pairs_of(y, i)
+        total = total + sum(torch.log1p(torch.exp(alpha * (gamma - s[i, k]))) for k in pos) / len(pos)
+        total = total + sum(torch.log1p(torch.exp(beta * (s[i, k] - gamma))) for k in neg) / len(neg)
+    return total
+
+
+def brute_lifted(e, y, margin):
+    s = cosine(e)
+    total = 0
+    for i in range(len(y)):
+        pos, neg = pairs_of(y, i)
+        value = torch.log(sum(torch.exp(-s[i, k]) for k in pos)) + torch.log(sum(torch.exp(margin + s[i, k]) for k in neg))
+        total = total + torch.clamp(value, min=0)
+    return total / len(y)
+
+
+def brute_lifted_structure(e, y, margin):
+    s = cosine(e)
+
+    def d(i, j):
+        return torch.sqrt(2 - 2 * s[i, j])
+
+    total, count = 0, 0
+    n = len(y)
+    for i in range(n):
+        for j in range(i + 1, n):
+            if y[i] != y[j]:
+                continue
+            _, neg_i = pairs_of(y, i)
+            _, neg_j = pairs_of(y, j)
+            value = torch.log(sum(torch.exp(margin - d(i, k)) for k in neg_i) + sum(torch.exp(margin - d(j, l)) for l in neg_j)) + d(i, j)
+            total = total + torch.clamp(value, min=0) ** 2
+            count += 1
+    return total / (2 * count)
+
+
+def brute_pair_sum(e, y):
+    s = cosine(e)
+    total = 0
+    for i in range(len(y)):
+        pos, neg = pairs_of(y, i)
+        total = total + sum(s[i, k] for k in neg) - sum(s[i, k] for k in pos)
+    return total / len(y)
+
+
+def brute_contrastive_distance(e, y, margin):
+    s = cosine(e)
+    terms = []
+    for i in range(len(y)):
+        for j in range(len(y)):
+            if i == j:
+                continue
+            d = torch.sqrt(2 - 2 * s[i, j])
+            terms.append(0.5 * d ** 2 if y[i] == y[j] else 0.5 * torch.clamp(margin - d, min=0) ** 2)
+    return sum(terms) / len(terms)
+
+
+def brute_triplet_distance_hardest(e, y, margin):
+    s = cosine(e)
+    terms = []
+    for a in range(len(y)):
+        pos, neg = pairs_of(y, a)
+        p = min(pos, key=lambda k: s[a, k].item())
+        n = max(neg, key=lambda k: s[a, k].item())
+        terms.append(torch.clamp((2 - 2 * s[a, p]) - (2 - 2 * s[a, n]) + margin, min=0))
+    return sum(terms) / len(terms)
+
+
+def brute_margin(e, y, alpha, beta):
+    s = cosine(e)
+    terms = []
+    for i in range(len(y)):
+        for j in range(len(y)):
+            if i == j:
+                continue
+            d = torch.sqrt(2 - 2 * s[i, j])
+            sign = 1 if y[i] == y[j] else -1
+            terms.append(torch.clamp(alpha + sign * (d - beta[y[i]]), min=0))
+    active = sum(1 for t in terms if t.item() > 0)
+    return sum(terms) / max(active, 1)
+
+
+def brute_npair(e, y):
+    s = e @ e.T
+    terms = []
+    for a in range(len(y)):
+        pos, neg = pairs_of(y, a)
+        for p in pos:
+            terms.append(torch.log(1 + sum(torch.exp(s[a, n] - s[a, p]) for n in neg)))
+    return sum(terms) / len(terms)
+
+
+def brute_angular(e, y, degrees):
+    x = e / e.norm(dim=1, keepdim=True)
+    t2 = math.tan(math.radians(degrees)) ** 2
+    terms = []
+    for a in range(len(y)):
+        pos, neg = pairs_of(y, a)
+        for p in pos:
+            f = [4 * t2 * (x[a] + x[p]) @ x[n] - 2 * (1 + t2) * x[a] @ x[p] for n in neg]
+            terms.append(torch.log(1 + sum(torch.exp(v) for v in f)))
+    return sum(terms) / len(terms)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_binomial(seed):
+    check_against(losses.build("binomial", alpha=2.0, beta=50.0, gamma=0.5),
+                  lambda e, y: brute_binomial(e, y, 2.0, 50.0, 0.5), seed)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("margin", [0.0, 1.0])
+def test_generalised_lifted(seed, margin):
+    check_against(losses.build("lifted", margin=margin), lambda e, y: brute_lifted(e, y, margin), seed)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lifted_structure(seed):
+    check_against(losses.build("lifted_structure", margin=1.0),
+                  lambda e, y: brute_lifted_structure(e, y, 1.0), seed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_pair_sum_with_vthm(seed):
+    loss = losses.build("pair_sum")
+    check_against(loss, brute_pair_sum, seed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_contrastive_distance(seed):
+    check_against(losses.build("contrastive_distance", margin=1.0),
+                  lambda e, y: brute_contrastive_distance(e, y, 1.0), seed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_triplet_distance_with_batch_hard(seed):
+    loss, miner = losses.build("triplet_distance", margin=0.2), miners.build("hardest")
+    check_against(lambda e, y: loss(e, y, miner=miner),
+                  lambda e, y: brute_triplet_distance_hardest(e, y, 0.2), seed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_margin_loss_class_specific_beta(seed):
+    loss = losses.build("margin", margin=0.2, beta=1.2, num_classes=4).double()
+    with torch.no_grad():
+        loss.beta.copy_(torch.tensor([1.0, 1.1, 1.2, 1.3], dtype=torch.float64))
+    check_against(loss, lambda e, y: brute_margin(e, y, 0.2, [1.0, 1.1, 1.2, 1.3]), seed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_npair(seed):
+    loss = losses.build("npair", l2_reg=0.0)
+    check_against(loss, brute_npair, seed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_angular(seed):
+    check_against(losses.build("angular", alpha_degrees=40.0), lambda e, y: brute_angular(e, y, 40.0), seed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_proxy_nca(seed):
+    loss = losses.build("proxy_nca", num_classes=4, embedding_dim=8, scale=3.0).double()
+    proxies = loss.proxies.detach()
+
+    def brute(e, y):
+        x = e / e.norm(dim=1, keepdim=True)
+        p = proxies / proxies.norm(dim=1, keepdim=True)
+        total = 0
+        for i in range(len(y)):
+            d = [((x[i] - p[c]) ** 2).sum() for c in range(4)]
+            total = total - torch.log(torch.exp(-3.0 * d[y[i]]) / sum(torch.exp(-3.0 * d[c]) for c in range(4) if c != y[i]))
+        return total / len(y)
+
+    check_against(loss, brute, seed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_softtriple(seed):
+    loss = losses.build("softtriple", num_classes=4, embedding_dim=8, centres_per_class=3).double()
+    w = loss.centres.detach()
+    w = w / w.norm(dim=1, keepdim=True)
+
+    def brute(e, y):
+        x = e / e.norm(dim=1, keepdim=True)
+        total = 0
+        for i in range(len(y)):
+            scores = []
+            for c in range(4):
+                sims = torch.stack([x[i] @ w[c * 3 + k] for k in range(3)])
+                weights = torch.softmax(sims / 0.1, dim=0)
+                scores.append((weights * sims).sum())
+            own = torch.exp(20 * (scores[y[i]] - 0.01))
+            total = total - torch.log(own / (own + sum(torch.exp(20 * scores[c]) for c in range(4) if c != y[i])))
+        reg = 0
+        for c in range(4):
+            for k in range(3):
+                for k2 in range(k + 1, 3):
+                    reg = reg + torch.sqrt(2 + 1e-5 - 2 * w[c * 3 + k] @ w[c * 3 + k2])
+        return total / len(y) + 0.2 * reg / (4 * 3 * 2)
+
+    check_against(loss, brute, seed)
+
+
+def test_hardest_miner_picks_the_named_pairs():
+    labels = torch.tensor([0, 0, 0, 1, 1])
+    sim = torch.eye(5)
+    sim[0, 1:] = torch.tensor([0.9, 0.3, 0.35, 0.1])
+    mined = miners.build("hardest")(PairBatch.from_similarity(sim, labels))
+    a, p, n = mined.triplets
+    row = (a == 0).nonzero().item()
+    assert (p[row].item(), n[row].item()) == (2, 3)
+
+
+def test_distance_weighted_sampling_frequencies():
+    """Negatives are drawn with probability ∝ 1/q(d) (Wu et al.), checked by a chi-square test."""
+    from scipy.stats import chisquare
+
+    torch.manual_seed(0)
+    dim = 8
+    labels = torch.tensor([0, 0] + list(range(1, 7)))
+    e = torch.randn(8, dim, dtype=torch.float64)
+    batch = PairBatch.from_embeddings(e, labels)
+    miner = miners.build("distance_weighted", cutoff=0.5, nonzero_loss_cutoff=1.4)
+    d = batch.distances()[0].clamp(min=0.5)
+    q = d ** (dim - 2) * (1 - d ** 2 / 4) ** ((dim - 3) / 2)
+    allowed = batch.neg[0] & (batch.distances()[0] < 1.4)
+    expected = torch.where(allowed, 1 / q, torch.zeros_like(q))
+    if expected.sum() == 0:
+        pytest.skip("no negative under the cutoff for this draw")
+    expected = expected / expected.sum()
+    counts = torch.zeros(8)
+    for _ in range(4000):
+        a, p, n = miner(batch).triplets
+        counts[n[(a == 0).nonzero()[0]]] += 1
+    support = expected > 0
+    assert counts[~support].sum() == 0
+    stat = chisquare(counts[support].numpy(), 4000 * expected[support].numpy())
+    assert stat.pvalue > 0.001
+
+
+@pytest.mark.parametrize("name, params, miner", [
+    ("contrastive", {"margin": 0.5}, None),
+    ("triplet", {"margin": 0.1}, ("semihard", {"margin": 0.1})),
+    ("multi_similarity", {}, ("multi_similarity", {"epsilon": 0.1})),
+    ("binomial", {}, None),
+    ("lifted", {"margin": 1.0}, None),
+    ("lifted_structure", {}, None),
+    ("pair_sum", {}, ("multi_similarity", {"epsilon": 0.1})),
+    ("contrastive_distance", {}, None),
+    ("triplet_distance", {}, ("hardest", {})),
+    ("margin", {"num_classes": 4}, None),
+    ("angular", {}, None),
+    ("multi_similarity", {}, ("semihard", {"margin": 0.1})),
+])
+@pytest.mark.parametrize("seed", range(2))
+def test_theorem_3_1_weights_give_the_same_gradient(name, params, miner, seed):
+    """Σ w·S with w = ∂L/∂S held constant has the loss's gradient w.r.t. the embeddings, and the
+    weights are non-negative in the paper's sign convention (w = -∂L/∂S on positives)."""
+    e, y = batch(seed)
+    loss = losses.build(name, **params).double()
+    mine = miners.build(miner[0], **miner[1]) if miner else None
+    x = e.clone().requires_grad_(True)
+    direct = torch.autograd.grad(loss(x, y, miner=mine), x)[0]
+
+    x2 = e.clone().requires_grad_(True)
+    xn = x2 / x2.norm(dim=1, keepdim=True)
+    s = xn @ xn.T
+    s_leaf = s.detach().requires_grad_(True)
+    b = PairBatch.from_similarity(s_leaf, y)
+    if mine:
+        b = mine(b)
+    weights = torch.autograd.grad(loss.compute(b), s_leaf)[0]
+    surrogate = (weights.detach() * s).sum()
+    torch.testing.assert_close(torch.autograd.grad(surrogate, x2)[0], direct)
+    same = y[:, None] == y[None, :]
+    assert (weights[same & ~torch.eye(len(y), dtype=torch.bool)] <= 1e-12).all()
+    assert (weights[~same] >= -1e-12).all()

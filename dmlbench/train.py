@@ -1,7 +1,7 @@
 """The training loop of one run: checkpoint after every epoch, resume, per-epoch metrics.
 
-Run folder layout: `config.json` (resolved config), `checkpoint.pt` (last finished epoch),
-`epochs.jsonl` (one line of metrics per finished epoch), `env.json`, and `model.pt` when done.
+Run folder layout: `config.json` (resolved config), `checkpoint.pt` (state and metrics after the
+last finished epoch), `epochs.jsonl` (one line of metrics per finished epoch, written from it), `env.json`, and `model.pt` when done.
 Every epoch starts by seeding from (seed, epoch), so a resumed run continues exactly as an
 uninterrupted one would (on CPU; cuDNN may differ in the last bits on GPU).
 """
@@ -98,8 +98,7 @@ def train(cfg: dict, run_dir: Path, log=print) -> Path:
     optimizer = build_optimizer(model, criterion, cfg["optimizer"])
     scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, cfg["schedule"]["milestones"],
                                                      cfg["schedule"]["gamma"])
-    start = _resume(run_dir, model, criterion, optimizer, scheduler, log)
-    history = _read_history(run_dir, start)
+    start, history = _resume(run_dir, model, criterion, optimizer, scheduler, log)
 
     for epoch in range(start, cfg["epochs"]):
         generator = seed_epoch(cfg["seed"], epoch)
@@ -115,8 +114,8 @@ def train(cfg: dict, run_dir: Path, log=print) -> Path:
             row.update(evaluate_model(model, table, base, cfg, device, clustering=False))
             model.train()
         history.append(row)
+        _save_checkpoint(run_dir, model, criterion, optimizer, scheduler, history)
         _write_history(run_dir, history)
-        _save_checkpoint(run_dir, model, criterion, optimizer, scheduler, epoch + 1)
         log(_format_row(row, cfg["epochs"]))
 
     final = run_dir / "model.pt"
@@ -154,32 +153,25 @@ def _format_row(row: dict, epochs: int) -> str:
     return f"epoch {row['epoch']}/{epochs} loss {row['loss']:.4f}{extra} ({row['seconds']:.1f} s)"
 
 
-def _save_checkpoint(run_dir, model, criterion, optimizer, scheduler, epochs_done: int) -> None:
+def _save_checkpoint(run_dir, model, criterion, optimizer, scheduler, history: list[dict]) -> None:
+    """One atomic file with everything a resumed run needs, per-epoch metrics included."""
     with atomic_path(run_dir / "checkpoint.pt") as tmp:
         torch.save({"model": model.state_dict(), "criterion": criterion.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "scheduler": scheduler.state_dict(), "epochs_done": epochs_done}, tmp)
+                    "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                    "epochs_done": len(history), "history": json.dumps(history)}, tmp)
 
 
-def _resume(run_dir, model, criterion, optimizer, scheduler, log) -> int:
+def _resume(run_dir, model, criterion, optimizer, scheduler, log) -> tuple[int, list[dict]]:
     path = run_dir / "checkpoint.pt"
     if not path.exists():
-        return 0
+        return 0, []
     state = torch.load(path, map_location="cpu", weights_only=True)
     model.load_state_dict(state["model"])
     criterion.load_state_dict(state["criterion"])
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
     log(f"resuming {run_dir} after epoch {state['epochs_done']}")
-    return state["epochs_done"]
-
-
-def _read_history(run_dir, epochs_done: int) -> list[dict]:
-    path = run_dir / "epochs.jsonl"
-    if not path.exists():
-        return []
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return [r for r in rows if r["epoch"] <= epochs_done]
+    return state["epochs_done"], json.loads(state["history"])
 
 
 def _write_history(run_dir, rows: list[dict]) -> None:

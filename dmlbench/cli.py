@@ -65,6 +65,13 @@ def cmd_aggregate(args) -> None:
     aggregate.aggregate(_spec(args.spec), [Path(p) for p in args.metrics], Path(args.output_dir))
 
 
+def cmd_analyse(args) -> None:
+    from dmlbench.analysis import ANALYSES
+
+    spec = _spec(args.spec)
+    ANALYSES[spec["analysis"]](Path(args.output_dir), spec)
+
+
 def cmd_report(args) -> None:
     from dmlbench.report import index
 
@@ -124,6 +131,11 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--metrics", nargs="+", required=True)
     s.add_argument("--output-dir", required=True)
     s.set_defaults(func=cmd_aggregate)
+
+    s = sub.add_parser("analyse", help="compute a CPU-exact figure (kind: analysis experiments)")
+    s.add_argument("--spec", required=True)
+    s.add_argument("--output-dir", required=True)
+    s.set_defaults(func=cmd_analyse)
 
     s = sub.add_parser("report", help="write the HTML index of a preset's experiments")
     s.add_argument("--preset", required=True)

@@ -20,7 +20,8 @@ from dmlbench.data.datasets import DATASETS
 from dmlbench.errors import ConfigError
 
 EXPERIMENT_KEYS = {"title", "paper", "datasets", "methods", "seeds", "train", "per_dataset",
-                   "table", "reported"}
+                   "table", "reported", "quoted", "kind", "analysis"}
+ANALYSIS_KEYS = {"title", "paper", "kind", "analysis"}
 METHOD_KEYS = {"label", "paper", "loss", "miner", "sampler", "train"}
 
 
@@ -109,8 +110,16 @@ class Plan:
         return experiments
 
     def _check_catalogue(self) -> None:
+        from dmlbench.analysis import ANALYSES
+
         for key, exp in self.experiments.items():
             where = f"experiment {key}"
+            if self.is_analysis(key):
+                unknown = set(exp) - ANALYSIS_KEYS
+                if unknown or exp.get("analysis") not in ANALYSES:
+                    raise ConfigError(f"{where}: an analysis takes keys {sorted(ANALYSIS_KEYS)} and "
+                                      f"`analysis` one of {sorted(ANALYSES)}")
+                continue
             unknown = set(exp) - EXPERIMENT_KEYS
             if unknown:
                 raise ConfigError(f"{where}: unknown keys {sorted(unknown)}")
@@ -148,19 +157,35 @@ class Plan:
 
     # --- expansion -------------------------------------------------------------------------
 
+    def is_analysis(self, experiment: str) -> bool:
+        """CPU-exact experiments (`kind: analysis`) compute a figure from formulas, no training."""
+        return self.experiments[experiment].get("kind") == "analysis"
+
+    def report_marker(self, experiment: str) -> str:
+        """The file whose presence says the experiment's report folder is complete."""
+        name = "summary.md" if self.is_analysis(experiment) else "table.csv"
+        return f"reports/{self.name}/{experiment}/{name}"
+
+    def analysis_spec(self, experiment: str) -> dict:
+        exp = self.experiments[experiment]
+        return {"experiment": experiment, "title": exp.get("title", experiment),
+                "paper": exp.get("paper"), "analysis": exp["analysis"]}
+
     @property
     def experiment_ids(self) -> list[str]:
         chosen = self.preset["experiments"]
         return sorted(self.experiments) if chosen == "all" else list(chosen)
 
     def datasets_of(self, experiment: str) -> list[str]:
-        datasets = self.experiments[experiment]["datasets"]
+        datasets = self.experiments[experiment].get("datasets", [])
         restrict = self.preset["datasets"]
         return [d for d in datasets if restrict is None or d in restrict]
 
     def runs(self, experiment: str | None = None) -> list[Run]:
         out = []
         for key in [experiment] if experiment else self.experiment_ids:
+            if self.is_analysis(key):
+                continue
             exp = self.experiments[key]
             seeds = self.preset["seeds"] or exp.get("seeds") or [0]
             for dataset in self.datasets_of(key):
@@ -211,7 +236,7 @@ class Plan:
         exp = self.experiments[experiment]
         return {"experiment": experiment, "title": exp.get("title", experiment),
                 "paper": exp.get("paper"), "table": exp.get("table", {}),
-                "reported": exp.get("reported", {}),
+                "reported": exp.get("reported", {}), "quoted": exp.get("quoted", {}),
                 "method_labels": {m: self.methods[m].get("label", m) for m in exp["methods"]},
                 "datasets": self.datasets_of(experiment)}
 

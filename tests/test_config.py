@@ -44,7 +44,30 @@ def test_merge_order_defaults_experiment_dataset_preset():
     assert cfg["data"]["manifest"] == "data/fixture/sop/cache40/manifest.csv"
 
 
-def test_every_experiment_expands_into_runs():
+def test_every_experiment_expands_into_runs_or_is_an_analysis():
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     for experiment in plan.experiment_ids:
-        assert plan.runs(experiment), experiment
+        assert plan.is_analysis(experiment) != bool(plan.runs(experiment)), experiment
+
+
+def test_catalogue_ids_follow_reproduction_md():
+    """Experiment ids are REPRODUCTION.md's (paper.t<n> / .f<n> / .eq / .grad) or the suite's own."""
+    import re
+
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    for experiment in plan.experiment_ids:
+        assert re.fullmatch(r"(dro|ephn|fastap|ms|profs)\.(t\d|f\d|eq|grad)|suite\.\w+", experiment)
+
+
+def test_every_method_builds():
+    import torch
+
+    from dmlbench.method import Criterion
+
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    labels = torch.arange(4).repeat_interleave(4)
+    for name, method in plan.methods.items():
+        criterion = Criterion({"loss": method["loss"], "miner": method.get("miner")},
+                              num_classes=4, embedding_dim=8)
+        value = criterion(torch.randn(16, 8, requires_grad=True), labels)
+        assert torch.isfinite(value), name

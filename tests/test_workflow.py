@@ -66,6 +66,9 @@ def test_smoke_preset_end_to_end(tmp_path):
     html = (tmp_path / "reports/smoke/index.html").read_text()
     for word in ("recall@1", "nmi", "f1", "map@r", "recall_at_k.png", "learning_curves.png"):
         assert word in html
+    assert "ms.f1/figure.png" in html
+    weights = pd.read_csv(tmp_path / "reports/smoke/ms.f1/weights.csv")
+    assert set(weights["loss"]) == {"contrastive", "triplet", "lifted", "binomial"}
     landing = (tmp_path / "reports/index.html").read_text()
     assert "smoke/index.html" in landing and "map@r" in landing
     assert "smoke/suite.baselines/recall_at_k.png" in landing

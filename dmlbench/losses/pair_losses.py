@@ -94,8 +94,10 @@ class BinomialDevianceLoss(PairLoss):
     def compute(self, batch: PairBatch) -> torch.Tensor:
         s = batch.sim
         pos, neg = batch.pair_masks()
-        positive = _row_mean(F.softplus(self.alpha * (self.gamma - s)), pos)
-        negative = _row_mean(F.softplus(self.beta * (s - self.gamma)), neg)
+        # log(1 + e^x) as logaddexp(0, x): exact, where F.softplus turns linear above x = 20
+        zero = torch.zeros((), dtype=s.dtype, device=s.device)
+        positive = _row_mean(torch.logaddexp(zero, self.alpha * (self.gamma - s)), pos)
+        negative = _row_mean(torch.logaddexp(zero, self.beta * (s - self.gamma)), neg)
         total = (positive + negative).sum()
         return total / len(s) if self.reduction == "mean" else total
 

@@ -43,7 +43,15 @@ def summarise(runs: pd.DataFrame, metrics: list[str], reported: dict) -> pd.Data
     return pd.DataFrame(rows)
 
 
-def markdown(summary: pd.DataFrame, spec: dict) -> str:
+def quoted_rows(spec: dict) -> pd.DataFrame:
+    """Numbers the paper only quotes from the literature: shown as quoted, never as run."""
+    rows = [{"dataset": dataset, "method": method, "metric": metric, "value": value}
+            for method, per_dataset in (spec.get("quoted") or {}).items()
+            for dataset, metrics in per_dataset.items() for metric, value in metrics.items()]
+    return pd.DataFrame(rows, columns=["dataset", "method", "metric", "value"])
+
+
+def markdown(summary: pd.DataFrame, spec: dict, quoted: pd.DataFrame) -> str:
     """One Markdown table per dataset: rows = methods, columns = metrics, as the paper prints them."""
     labels = spec["method_labels"]
     lines = [f"# {spec['experiment']}: {spec['title']}", ""]
@@ -61,6 +69,10 @@ def markdown(summary: pd.DataFrame, spec: dict) -> str:
             cells = {r.metric: _cell(r) for r in rows.itertuples()}
             lines.append(f"| {labels.get(method, method)} | "
                          + " | ".join(cells.get(m, "") for m in metrics) + " |")
+        for method, rows in quoted[quoted["dataset"] == dataset].groupby("method", sort=False):
+            cells = {r.metric: f"{r.value:.2f}" for r in rows.itertuples()}
+            lines.append(f"| {method} (quoted by the paper, not run) | "
+                         + " | ".join(cells.get(m, "") for m in metrics) + " |")
         lines.append("")
     return "\n".join(lines)
 
@@ -77,11 +89,13 @@ def aggregate(spec: dict, metric_files: list[Path], output_dir: Path) -> None:
     runs = collect(metric_files)
     metrics = spec["table"].get("metrics") or [c for c in runs.columns if "@" in c]
     summary = summarise(runs, metrics, spec.get("reported") or {})
-    for name, frame in (("runs.csv", runs), ("table.csv", summary)):
+    quoted = quoted_rows(spec)
+    quoted = quoted[quoted["metric"].isin(metrics) & quoted["dataset"].isin(summary["dataset"])]
+    for name, frame in (("runs.csv", runs), ("table.csv", summary), ("quoted.csv", quoted)):
         with atomic_path(output_dir / name) as tmp:
             frame.to_csv(tmp, index=False)
     with atomic_path(output_dir / "table.md") as tmp:
-        tmp.write_text(markdown(summary, spec))
+        tmp.write_text(markdown(summary, spec, quoted))
     figures.recall_curves(summary, spec, output_dir / "recall_at_k.png")
     figures.learning_curves([Path(p).parent for p in metric_files], spec,
                             output_dir / "learning_curves.png")

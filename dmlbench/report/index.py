@@ -40,8 +40,24 @@ def _table_html(folder: Path) -> str:
 
         wide = block.groupby(["method", "metric"], sort=False).apply(cell).unstack("metric")
         wide = wide[list(dict.fromkeys(block["metric"]))]
+        quoted_file = folder / "quoted.csv"
+        if quoted_file.exists():
+            quoted = pd.read_csv(quoted_file)
+            quoted = quoted[quoted["dataset"] == dataset]
+            if len(quoted):
+                extra = quoted.pivot_table(index="method", columns="metric", values="value",
+                                           sort=False).map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
+                extra.index = [f"{m} (quoted by the paper, not run)" for m in extra.index]
+                wide = pd.concat([wide, extra.reindex(columns=wide.columns)]).fillna("")
         parts.append(f"<h3>{html.escape(dataset)}</h3>" + wide.to_html(escape=True))
     return "".join(parts)
+
+
+def _summary_html(lines: list[str]) -> str:
+    """The few Markdown forms summaries use: paragraphs and "- " bullet lists."""
+    items = [f"<li>{html.escape(line[2:])}</li>" for line in lines if line.startswith("- ")]
+    text = [f"<p>{html.escape(line)}</p>" for line in lines if line.strip() and not line.startswith("- ")]
+    return "".join(text) + (f"<ul>{''.join(items)}</ul>" if items else "")
 
 
 def _preset_body(preset: str, experiment_dirs: list[Path], page_dir: Path) -> str:
@@ -50,13 +66,19 @@ def _preset_body(preset: str, experiment_dirs: list[Path], page_dir: Path) -> st
             f"n seeds, last-epoch models; paper numbers beside ours where the paper gives them.</p>"]
     for folder in sorted(experiment_dirs):
         rel = Path(os.path.relpath(folder.resolve(), page_dir.resolve()))
-        title = (folder / "table.md").read_text().splitlines()[0].lstrip("# ")
+        text_file = folder / ("table.md" if (folder / "table.csv").exists() else "summary.md")
+        lines = text_file.read_text().splitlines()
+        title = lines[0].lstrip("# ")
         body.append(f"<h2 id='{html.escape(preset)}-{html.escape(folder.name)}'>{html.escape(title)}</h2>")
-        body.append(_table_html(folder))
+        if (folder / "table.csv").exists():
+            body.append(_table_html(folder))
+        else:
+            body.append(_summary_html(lines[1:]))
         for image in sorted(folder.glob("*.png")):
             body.append(f"<img src='{rel / image.name}' alt='{html.escape(image.stem)}'>")
-        body.append(f"<p class='note'>Data: <a href='{rel}/table.csv'>table.csv</a>, "
-                    f"<a href='{rel}/runs.csv'>runs.csv</a>, <a href='{rel}/table.md'>table.md</a></p>")
+        data = sorted(p.name for p in folder.iterdir() if p.suffix in (".csv", ".md"))
+        links = ", ".join(f"<a href='{rel / name}'>{html.escape(name)}</a>" for name in data)
+        body.append(f"<p class='note'>Data: {links}</p>")
     return "".join(body)
 
 
@@ -75,7 +97,8 @@ def write_landing(reports_dir: Path) -> None:
                     f"(<a href='{p.name}/index.html'>own page</a>)</li>" for p in presets)
     sections = []
     for folder in presets:
-        experiments = [d for d in folder.iterdir() if (d / "table.csv").exists()]
+        experiments = [d for d in folder.iterdir()
+                       if (d / "table.csv").exists() or (d / "summary.md").exists()]
         sections.append(f"<h1 id='{html.escape(folder.name)}'>Preset {html.escape(folder.name)}</h1>"
                         + _preset_body(folder.name, experiments, reports_dir))
     with atomic_path(reports_dir / "index.html") as tmp:

@@ -17,9 +17,21 @@ rule aggregate:
         " --output-dir {params.folder}"
 
 
+rule analyse:
+    output:
+        summary=f"reports/{{preset}}/{{experiment}}/summary.md",
+        figure=report(f"reports/{{preset}}/{{experiment}}/figure.png",
+                      caption="../report/analysis.rst", category="{experiment}"),
+    params:
+        spec=lambda w: json.dumps(PLAN.analysis_spec(w.experiment)),
+        folder=f"reports/{{preset}}/{{experiment}}",
+    shell:
+        "python -m dmlbench analyse --spec {params.spec:q} --output-dir {params.folder}"
+
+
 rule report:
     input:
-        expand(f"reports/{PRESET}/{{experiment}}/table.csv", experiment=PLAN.experiment_ids),
+        [PLAN.report_marker(experiment) for experiment in PLAN.experiment_ids],
     output:
         f"reports/{PRESET}/index.html",
     params:

@@ -31,7 +31,9 @@ def test_full_preset_dry_run_lists_every_job(tmp_path):
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     assert counts["prepare"] == len(plan.datasets) == 5
     assert counts["train"] == counts["evaluate"] == len(plan.runs())
-    assert counts["aggregate"] == len(plan.experiment_ids)
+    analyses = [e for e in plan.experiment_ids if plan.is_analysis(e)]
+    assert counts["aggregate"] == len(plan.experiment_ids) - len(analyses)
+    assert counts["analyse"] == len(analyses) >= 1
     assert not any(tmp_path.iterdir()) or {p.name for p in tmp_path.iterdir()} <= {".snakemake"}
 
 

@@ -104,12 +104,15 @@ def brute_margin(e, y, alpha, beta):
 
 
 def brute_npair(e, y):
-    s = e @ e.T
+    """Sohn's N-pair-mc: the first two images of each class are (x_i, x_i+)."""
+    firsts = {}
+    for index, label in enumerate(y.tolist()):
+        firsts.setdefault(label, []).append(index)
+    pairs = [(v[0], v[1]) for v in firsts.values() if len(v) >= 2]
     terms = []
-    for a in range(len(y)):
-        pos, neg = pairs_of(y, a)
-        for p in pos:
-            terms.append(torch.log(1 + sum(torch.exp(s[a, n] - s[a, p]) for n in neg)))
+    for i, (a, p) in enumerate(pairs):
+        others = [q for j, (_, q) in enumerate(pairs) if j != i]
+        terms.append(torch.log(1 + sum(torch.exp(e[a] @ e[q] - e[a] @ e[p]) for q in others)))
     return sum(terms) / len(terms)
 
 

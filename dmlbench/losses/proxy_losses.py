@@ -60,12 +60,12 @@ class SoftTripleLoss(nn.Module):
         w = F.normalize(self.centres, dim=1)
         sim = (x @ w.T).view(-1, self.C, self.K)
         soft = (F.softmax(sim / self.gamma, dim=2) * sim).sum(dim=2)
-        logits = self.la * (soft - self.margin * F.one_hot(labels, self.C))
+        logits = self.la * soft.scatter_add(1, labels[:, None], soft.new_full((len(labels), 1), -self.margin))
         loss = F.cross_entropy(logits, labels)
         if self.tau > 0 and self.K > 1:
-            gram = (w @ w.T).view(self.C, self.K, self.C, self.K)
-            within = gram[torch.arange(self.C), :, torch.arange(self.C), :]  # C × K × K
-            upper = torch.triu(torch.ones(self.K, self.K, dtype=torch.bool, device=x.device), 1)
-            reg = torch.sqrt(torch.clamp(2.0 + 1e-5 - 2.0 * within[:, upper], min=0)).sum()
-            loss = loss + self.tau * reg / (self.C * self.K * (self.K - 1))
+            per_class = w.view(self.C, self.K, -1)
+            within = per_class @ per_class.transpose(1, 2)  # C × K × K
+            upper = torch.triu(torch.ones(self.K, self.K, device=x.device), 1)
+            distance = torch.sqrt(torch.clamp(2.0 + 1e-5 - 2.0 * within, min=1e-8))
+            loss = loss + self.tau * (distance * upper).sum() / (self.C * self.K * (self.K - 1))
         return loss

@@ -20,13 +20,14 @@ def _softplus_logsumexp(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tenso
 
 @LOSSES.register("npair")
 class NPairLoss(PairLoss):
-    """Multi-class N-pair loss (Sohn 2016), for every (anchor a, positive p) of the batch:
+    """Multi-class N-pair loss (Sohn 2016). From a batch of N classes, the first two images of each
+    class form the pair (x_i, x_i⁺); the negatives of anchor i are the other pairs' x_j⁺:
 
-    L = mean_{(a,p)} log(1 + Σ_{n∈N_a} exp(S_an - S_ap)) + l2_reg · mean ‖f‖²
+    L = 1/N Σ_i log(1 + Σ_{j≠i} exp(f_iᵀ f_j⁺ - f_iᵀ f_i⁺)) + l2_reg · mean ‖f‖²
 
-    S are inner products of the embeddings as given (the suite's networks output unit vectors, so
-    these are cosines and the norm term is constant). With the paper's batches of N classes × 2
-    images each anchor has exactly one positive. Default l2_reg 0.002 (Sohn).
+    f are the embeddings as given (the suite's networks output unit vectors, so the norm term is
+    constant for them). Batches of N classes × 2 images (`batch.per_class: 2`) are the paper's.
+    Default l2_reg 0.002 (Sohn).
     """
 
     def __init__(self, l2_reg: float = 0.002):
@@ -34,18 +35,28 @@ class NPairLoss(PairLoss):
         self.l2_reg = l2_reg
 
     def forward(self, embeddings, labels, miner=None):
-        batch = PairBatch.from_similarity(embeddings @ embeddings.T, labels)
         if miner is not None:
-            batch = miner(batch)
-        return self.compute(batch) + self.l2_reg * embeddings.pow(2).sum(dim=1).mean()
+            raise ValueError("the N-pair loss builds its own tuples; it takes no miner")
+        anchors, positives = first_two_of_each_class(labels)
+        if len(anchors) < 2:
+            return embeddings.sum() * 0.0
+        logits = embeddings[anchors] @ embeddings[positives].T
+        target = torch.arange(len(anchors), device=embeddings.device)
+        return F.cross_entropy(logits, target) + self.l2_reg * embeddings.pow(2).sum(dim=1).mean()
 
-    def compute(self, batch: PairBatch) -> torch.Tensor:
-        pos, neg = batch.pair_masks()
-        a, p = pos.nonzero(as_tuple=True)
-        if len(a) == 0:
-            return batch.sim.sum() * 0.0
-        logits = batch.sim[a] - batch.sim[a, p][:, None]
-        return _softplus_logsumexp(logits, neg[a]).mean()
+
+def first_two_of_each_class(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Indices of the first and second image of every class that has two, in order of appearance."""
+    anchors, positives, seen = [], [], {}
+    for index, label in enumerate(labels.tolist()):
+        if label not in seen:
+            seen[label] = index
+        elif seen[label] is not None:
+            anchors.append(seen[label])
+            positives.append(index)
+            seen[label] = None
+    device = labels.device
+    return torch.tensor(anchors, device=device), torch.tensor(positives, device=device)
 
 
 @LOSSES.register("angular")

@@ -5,7 +5,7 @@ normalised) or `loss(embeddings, labels, miner=miner)` to restrict the pairs/tri
 """
 
 from dmlbench.losses.base import LOSSES, PairLoss
-from dmlbench.losses import distance_losses, pair_losses, proxy_losses, tuple_losses  # noqa: F401
+from dmlbench.losses import distance_losses, dro, pair_losses, proxy_losses, tuple_losses  # noqa: F401
 
 
 def build(name: str, **params):

@@ -20,17 +20,28 @@ from dmlbench.data.datasets import DATASETS
 from dmlbench.errors import ConfigError
 
 EXPERIMENT_KEYS = {"title", "paper", "datasets", "methods", "seeds", "train", "per_dataset",
-                   "table", "reported", "quoted", "kind", "analysis"}
+                   "table", "reported", "quoted", "kind", "analysis", "sweep", "plot"}
+SWEEP_KEYS = {"train", "loss"}
 ANALYSIS_KEYS = {"title", "paper", "kind", "analysis"}
 METHOD_KEYS = {"label", "paper", "loss", "miner", "sampler", "train"}
 
 
 @dataclass(frozen=True, order=True)
 class Run:
+    """One training run. `method` may carry a sweep variant: `dro_topk_m@B80`."""
+
     experiment: str
     dataset: str
     method: str
     seed: int
+
+    @property
+    def base_method(self) -> str:
+        return self.method.split("@")[0]
+
+    @property
+    def variant(self) -> str | None:
+        return self.method.split("@")[1] if "@" in self.method else None
 
     def path(self, preset: str) -> str:
         return f"results/{preset}/{self.experiment}/{self.dataset}/{self.method}/seed{self.seed}"
@@ -131,6 +142,10 @@ class Plan:
             check_keys(exp.get("train"), self.defaults, f"{where}.train")
             for dataset, settings in (exp.get("per_dataset") or {}).items():
                 check_keys(settings, self.defaults, f"{where}.per_dataset.{dataset}")
+            for label, entry in (exp.get("sweep") or {}).items():
+                if not set(entry) <= SWEEP_KEYS:
+                    raise ConfigError(f"{where}.sweep.{label}: keys must be among {sorted(SWEEP_KEYS)}")
+                check_keys(entry.get("train"), self.defaults, f"{where}.sweep.{label}.train")
         for name, method in self.methods.items():
             unknown = set(method) - METHOD_KEYS
             if unknown:
@@ -188,9 +203,12 @@ class Plan:
                 continue
             exp = self.experiments[key]
             seeds = self.preset["seeds"] or exp.get("seeds") or [0]
+            variants = list(exp.get("sweep") or {}) or [None]
             for dataset in self.datasets_of(key):
                 for method in exp["methods"]:
-                    out += [Run(key, dataset, method, seed) for seed in seeds]
+                    for variant in variants:
+                        name = f"{method}@{variant}" if variant else method
+                        out += [Run(key, dataset, name, seed) for seed in seeds]
         return out
 
     @property
@@ -219,12 +237,15 @@ class Plan:
     def resolve(self, run: Run) -> dict:
         """The complete settings of one run, as training reads them."""
         exp = self.experiments[run.experiment]
-        method = self._method(run.method, f"experiment {run.experiment}")
+        method = self._method(run.base_method, f"experiment {run.experiment}")
+        sweep = (exp.get("sweep") or {}).get(run.variant) or {}
         cfg = deep_merge(self.defaults, exp.get("train"))
         cfg = deep_merge(cfg, (exp.get("per_dataset") or {}).get(run.dataset))
+        cfg = deep_merge(cfg, sweep.get("train"))
         cfg = deep_merge(cfg, method.get("train"))
         cfg = deep_merge(cfg, self.preset["overrides"])
-        cfg["method"] = {"name": run.method, "loss": method["loss"], "miner": method.get("miner"),
+        cfg["method"] = {"name": run.method, "loss": deep_merge(method["loss"], sweep.get("loss")),
+                         "miner": method.get("miner"),
                          "sampler": method.get("sampler", "m_per_class")}
         cfg["seed"] = run.seed
         cfg["run"] = {"preset": self.name, "experiment": run.experiment, "dataset": run.dataset,
@@ -237,8 +258,13 @@ class Plan:
         return {"experiment": experiment, "title": exp.get("title", experiment),
                 "paper": exp.get("paper"), "table": exp.get("table", {}),
                 "reported": exp.get("reported", {}), "quoted": exp.get("quoted", {}),
-                "method_labels": {m: self.methods[m].get("label", m) for m in exp["methods"]},
+                "method_labels": {run.method: self._label(run) for run in self.runs(experiment)},
+                "plot": exp.get("plot"),
                 "datasets": self.datasets_of(experiment)}
+
+    def _label(self, run: Run) -> str:
+        label = self.methods[run.base_method].get("label", run.base_method)
+        return f"{label} ({run.variant})" if run.variant else label
 
     def find_run(self, experiment: str, dataset: str, method: str, seed: int) -> Run:
         run = Run(experiment, dataset, method, int(seed))

@@ -71,3 +71,22 @@ def test_every_method_builds():
                               num_classes=4, embedding_dim=8)
         value = criterion(torch.randn(16, 8, requires_grad=True), labels)
         assert torch.isfinite(value), name
+
+
+def test_every_full_run_resolves_to_a_buildable_criterion():
+    from dmlbench.method import Criterion
+
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    for run in plan.runs():
+        cfg = plan.resolve(run)
+        Criterion(cfg["method"], num_classes=4, embedding_dim=cfg["model"]["embedding_dim"])
+
+
+def test_sweeps_expand_into_variants():
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    runs = plan.runs("dro.f1")
+    assert {r.variant for r in runs} == {"B80", "B160", "B320", "B480", "B640"}
+    cfg = plan.resolve(plan.find_run("dro.f1", "inshop", "dro_topk_m@B320", 0))
+    assert cfg["batch"]["size"] == 320 and cfg["method"]["loss"]["k_per_anchor"] == 2.0
+    cfg = plan.resolve(plan.find_run("dro.f2", "inshop", "dro_topk_m@K960", 0))
+    assert cfg["method"]["loss"]["K"] == 960 and cfg["method"]["loss"]["k_per_anchor"] is None

@@ -95,3 +95,18 @@ class DistanceWeightedMiner:
         anchors, positives = anchors[has_neg], positives[has_neg]
         negatives = torch.multinomial(weights[anchors], 1).squeeze(1)
         return batch.with_triplets(anchors, positives, negatives)
+
+
+@MINERS.register("semihard_threshold")
+class SemiHardThresholdMiner:
+    """Semi-hard pair mining for pair losses (the dro paper's SH baseline): with no positive to
+    compare against, λ stands in for S_ap: negatives with λ - m < S < λ are kept, and every
+    positive pair. Defaults λ 0.5, m 0.2."""
+
+    def __init__(self, lam: float = 0.5, margin: float = 0.2):
+        self.lam, self.margin = lam, margin
+
+    @torch.no_grad()
+    def __call__(self, batch: PairBatch) -> PairBatch:
+        s = batch.sim.detach()
+        return batch.with_pairs(batch.pos, batch.neg & (s > self.lam - self.margin) & (s < self.lam))

@@ -97,5 +97,7 @@ def aggregate(spec: dict, metric_files: list[Path], output_dir: Path) -> None:
     with atomic_path(output_dir / "table.md") as tmp:
         tmp.write_text(markdown(summary, spec, quoted))
     figures.recall_curves(summary, spec, output_dir / "recall_at_k.png")
+    if spec.get("plot"):
+        figures.sweep_plot(summary, spec, output_dir / "sweep.png")
     figures.learning_curves([Path(p).parent for p in metric_files], spec,
                             output_dir / "learning_curves.png")

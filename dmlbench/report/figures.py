@@ -85,3 +85,26 @@ def learning_curves(run_dirs: list[Path], spec: dict, path: Path) -> None:
         for ax in axes[:, column]:
             ax.grid(alpha=0.3)
     _save(fig, path)
+
+
+def sweep_plot(summary: pd.DataFrame, spec: dict, path: Path) -> None:
+    """A metric against the swept setting (e.g. the pair ratio of each batch size), one line per
+    method, ±std bars, per dataset (dro Figures 1, 2, 5)."""
+    plot = spec["plot"]
+    rows = summary[summary["metric"] == plot["metric"]].copy()
+    rows["base"] = rows["method"].str.split("@").str[0]
+    rows["x"] = rows["method"].str.split("@").str[1].map(plot["x"])
+    datasets = list(dict.fromkeys(rows["dataset"]))
+    fig, axes = _axes(len(datasets), f"{spec['experiment']}: {plot['metric']} against {plot['x_label']}")
+    for ax, dataset in zip(axes, datasets):
+        for base, part in rows[rows["dataset"] == dataset].groupby("base", sort=False):
+            part = part.sort_values("x")
+            label = spec["method_labels"].get(part["method"].iloc[0], base).split(" (")[0]
+            ax.errorbar(part["x"], part["mean"], yerr=part["std"].fillna(0), marker="o",
+                        capsize=3, label=label)
+        ax.set_title(dataset)
+        ax.set_xlabel(plot["x_label"])
+        ax.set_ylabel(f"{plot['metric']} (%)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    _save(fig, path)

@@ -7,7 +7,7 @@ wildcard_constraints:
     preset=r"[A-Za-z0-9_-]+",
     experiment=r"[A-Za-z0-9_.-]+",
     dataset=r"[a-z]+",
-    method=r"[A-Za-z0-9_-]+",
+    method=r"[A-Za-z0-9_.@-]+",
     seed=r"\d+",
 
 

@@ -1,0 +1,62 @@
+"""Aggregation: mean ± std over seeds, paper numbers and differences, sweep figures."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from conftest import CONFIG_DIR
+from dmlbench.plan import Plan
+from dmlbench.report import aggregate, index
+
+
+def fake_run(root, run, metrics, epochs=2):
+    folder = root / run.path("full")
+    folder.mkdir(parents=True)
+    (folder / "metrics.json").write_text(json.dumps({"run": {
+        "experiment": run.experiment, "dataset": run.dataset, "method": run.method,
+        "seed": run.seed}, "metrics": metrics}))
+    (folder / "config.json").write_text(json.dumps({"run": {
+        "experiment": run.experiment, "dataset": run.dataset, "method": run.method, "seed": run.seed}}))
+    (folder / "epochs.jsonl").write_text("".join(json.dumps({"epoch": e + 1, "loss": 1.0 / (e + 1)}) + "\n"
+                                                 for e in range(epochs)))
+    return folder / "metrics.json"
+
+
+def test_seeds_aggregate_with_paper_numbers(tmp_path):
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    spec = plan.aggregate_spec("dro.f4")
+    files = []
+    values = {0: 0.60, 1: 0.62, 2: 0.64, 3: 0.66, 4: 0.68}
+    for run in plan.runs("dro.f4"):
+        files.append(fake_run(tmp_path, run, {"recall@1": values[run.seed], "recall@2": 0.7}))
+    aggregate.aggregate(spec, files, tmp_path / "out")
+    table = pd.read_csv(tmp_path / "out/table.csv")
+    row = table[(table.method == "dro_topk_b") & (table.metric == "recall@1")].iloc[0]
+    assert row["mean"] == pytest.approx(64.0)
+    assert row["std"] == pytest.approx(pd.Series([60, 62, 64, 66, 68]).std())
+    assert row["n"] == 5
+    assert row["paper"] == 67.9 and row["difference"] == pytest.approx(64.0 - 67.9)
+    assert "64.00 ± 3.16 (n=5) / 67.90 / -3.90" in (tmp_path / "out/table.md").read_text()
+
+
+def test_sweep_experiment_draws_its_figure(tmp_path):
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    files = [fake_run(tmp_path, run, {"recall@1": 0.5}) for run in plan.runs("dro.f1")]
+    out = tmp_path / "reports" / "full" / "dro.f1"
+    aggregate.aggregate(plan.aggregate_spec("dro.f1"), files, out)
+    assert (out / "sweep.png").stat().st_size > 0
+    table = pd.read_csv(out / "table.csv")
+    assert len(table) == 25 and set(table["method"].str.split("@").str[1]) == {"B80", "B160", "B320", "B480", "B640"}
+    index.write("full", [out], tmp_path / "reports" / "full" / "index.html")
+    assert "dro.f1/sweep.png" in (tmp_path / "reports" / "index.html").read_text()
+
+
+def test_quoted_rows_are_marked_as_quoted(tmp_path):
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    files = [fake_run(tmp_path, run, {f"recall@{k}": 0.5 for k in (1, 2, 4, 8, 16, 32)})
+             for run in plan.runs("ms.t2")]
+    aggregate.aggregate(plan.aggregate_spec("ms.t2"), files, tmp_path / "out")
+    text = (tmp_path / "out/table.md").read_text()
+    assert "| HDC (quoted by the paper, not run) | 53.60 |" in text
+    assert "50.00 (n=1) / 66.85 / -16.85" in text

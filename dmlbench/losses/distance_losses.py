@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from dmlbench.losses.base import LOSSES, PairLoss
+from dmlbench.losses.pair_losses import TripletLoss
 from dmlbench.pairs import PairBatch
 
 
@@ -30,20 +31,15 @@ class ContrastiveDistanceLoss(PairLoss):
 
 
 @LOSSES.register("triplet_distance")
-class TripletDistanceLoss(PairLoss):
+class TripletDistanceLoss(TripletLoss):
     """Triplet loss on squared distances (Schroff et al. 2015): mean over triplets of
-    [D_ap² - D_an² + m]_+. Default m = 0.2. Uses the miner's triplets, else every valid one."""
+    [D_ap² - D_an² + m]_+ = [2(S_an - S_ap) + m]_+. Default m = 0.2. Uses the miner's triplets,
+    else every valid one."""
+
+    scale = 2.0
 
     def __init__(self, margin: float = 0.2):
-        super().__init__()
-        self.margin = margin
-
-    def compute(self, batch: PairBatch) -> torch.Tensor:
-        a, p, n = batch.triplets if batch.triplets is not None else batch.all_triplets()
-        if len(a) == 0:
-            return batch.sim.sum() * 0.0
-        d2 = 2.0 - 2.0 * batch.sim
-        return F.relu(d2[a, p] - d2[a, n] + self.margin).mean()
+        super().__init__(margin)
 
 
 @LOSSES.register("margin")

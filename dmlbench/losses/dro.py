@@ -59,39 +59,43 @@ class DROLoss(PairLoss):
         return int(k) if k is not None else int(round(k_per_anchor * batch_size))
 
 
-@LOSSES.register("dro_topk")
-class DROTopK(DROLoss):
-    """DRO-TopK: the mean of the K largest non-zero pair losses of the batch
-    (U = {Σp = 1, 0 ≤ p ≤ 1/K}). `k_counting="code"` keeps 4K pairs, as the authors' released
-    code does; the paper tables' K is the paper's count."""
+class _TopKBase(DROLoss):
+    """K as a number of pairs (`K`) or per anchor (`k_per_anchor` × B); `k_counting` paper or code."""
 
     def __init__(self, K: int | None = None, k_per_anchor: float | None = None,
                  k_counting: str = "paper", **base):
         super().__init__(**base)
+        if k_counting not in ("paper", "code"):
+            raise ValueError(f"k_counting must be 'paper' or 'code', not {k_counting!r}")
         self.K, self.k_per_anchor, self.k_counting = K, k_per_anchor, k_counting
+
+    def k(self, batch_size: int) -> int:
+        return self.resolve_k(self.K, self.k_per_anchor, batch_size)
+
+
+@LOSSES.register("dro_topk")
+class DROTopK(_TopKBase):
+    """DRO-TopK: the mean of the K largest non-zero pair losses of the batch
+    (U = {Σp = 1, 0 ≤ p ≤ 1/K}). `k_counting="code"` keeps 4K pairs, as the authors' released
+    code does; the paper tables' K is the paper's count."""
 
     def compute(self, batch: PairBatch) -> torch.Tensor:
         l, pos, neg = self.pair_losses(batch)
         values = l[pos | neg]
-        k = self.resolve_k(self.K, self.k_per_anchor, len(l)) * (4 if self.k_counting == "code" else 1)
+        k = self.k(len(l)) * (4 if self.k_counting == "code" else 1)
         if len(values) == 0:
             return l.sum() * 0.0
         return values.topk(min(k, len(values))).values.mean()
 
 
 @LOSSES.register("dro_topk_pn")
-class DROTopKPN(DROLoss):
+class DROTopKPN(_TopKBase):
     """DRO-TopK-PN: the K/2 largest non-zero positive and the K/2 largest non-zero negative pair
     losses, averaged over the selected pairs. `k_counting="code"` keeps 2K per side (released code)."""
 
-    def __init__(self, K: int | None = None, k_per_anchor: float | None = None,
-                 k_counting: str = "paper", **base):
-        super().__init__(**base)
-        self.K, self.k_per_anchor, self.k_counting = K, k_per_anchor, k_counting
-
     def compute(self, batch: PairBatch) -> torch.Tensor:
         l, pos, neg = self.pair_losses(batch)
-        k = self.resolve_k(self.K, self.k_per_anchor, len(l))
+        k = self.k(len(l))
         per_side = 2 * k if self.k_counting == "code" else k // 2
         chosen = [v.topk(min(per_side, len(v))).values for v in (l[pos], l[neg]) if len(v)]
         if not chosen:

@@ -42,6 +42,8 @@ class TripletLoss(PairLoss):
     Uses the triplets of a triplet miner when one ran, else every valid triplet of the batch.
     """
 
+    scale = 1.0  # the distance form is the same hinge on 2(S_an - S_ap), since D² = 2 - 2S
+
     def __init__(self, margin: float = 0.1):
         super().__init__()
         self.margin = margin
@@ -50,7 +52,7 @@ class TripletLoss(PairLoss):
         a, p, n = batch.triplets if batch.triplets is not None else batch.all_triplets()
         if len(a) == 0:
             return batch.sim.sum() * 0.0
-        return F.relu(batch.sim[a, n] - batch.sim[a, p] + self.margin).mean()
+        return F.relu(self.scale * (batch.sim[a, n] - batch.sim[a, p]) + self.margin).mean()
 
 
 @LOSSES.register("multi_similarity")

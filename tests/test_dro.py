@@ -151,3 +151,13 @@ def test_zero_loss_pairs_are_dropped():
     _, pos, neg = loss.pair_losses(PairBatch.from_embeddings(e, y))
     s = cosine(e)
     assert (s[pos] < 0).all() and (s[neg] > 0).all()
+
+
+def test_loss_timing_measures_both_scopes():
+    from dmlbench.analysis import loss_timing
+
+    frame = loss_timing.measure(repeats=1, batches=(10,), whole_iteration=True,
+                                backbone="small_cnn", image_size=16)
+    assert set(frame["scope"]) == {"loss side", "whole iteration"}
+    assert set(frame["method"]) == set(loss_timing.METHODS)
+    assert (frame["mean_ms"] > 0).all()

@@ -43,12 +43,19 @@ def build_optimizer(model, criterion, cfg: dict):
                            weight_decay=cfg["weight_decay"])
 
 
+def loader_options(cfg: dict, device) -> dict:
+    """DataLoader settings shared by training and evaluation."""
+    workers = cfg["loader"]["workers"]
+    return {"num_workers": workers,
+            "pin_memory": cfg["loader"]["pin_memory"] and device.type == "cuda",
+            "persistent_workers": cfg["loader"]["persistent_workers"] and workers > 0}
+
+
 def split_loader(table, base, split: str, cfg: dict, device):
     subset = table[table["split"] == split]
     data = images.ManifestImages(subset, base, images.test_transform(cfg["input"]))
     return torch.utils.data.DataLoader(data, batch_size=cfg["eval"]["batch_size"], shuffle=False,
-                                       num_workers=cfg["loader"]["workers"],
-                                       pin_memory=device.type == "cuda")
+                                       **loader_options(cfg, device))
 
 
 @torch.no_grad()
@@ -92,6 +99,8 @@ def train(cfg: dict, run_dir: Path, log=print) -> Path:
 
     torch.manual_seed(cfg["seed"])
     model = models.build(cfg["model"]).to(device)
+    if cfg["performance"]["channels_last"]:
+        model = model.to(memory_format=torch.channels_last)
     model.train()
     criterion = Criterion(cfg["method"], num_classes=int(class_ids.max()) + 1,
                           embedding_dim=cfg["model"]["embedding_dim"]).to(device)
@@ -104,10 +113,10 @@ def train(cfg: dict, run_dir: Path, log=print) -> Path:
         generator = seed_epoch(cfg["seed"], epoch)
         sampler = samplers.build(cfg["method"]["sampler"], data.labels, cfg["batch"]["size"],
                                  cfg["batch"]["per_class"], generator, cfg["batches_per_epoch"])
-        loader = torch.utils.data.DataLoader(data, batch_sampler=sampler,
-                                             num_workers=cfg["loader"]["workers"],
-                                             pin_memory=device.type == "cuda", generator=generator)
-        row = _train_epoch(model, criterion, optimizer, loader, device, epoch, cfg["epochs"], log)
+        loader = torch.utils.data.DataLoader(data, batch_sampler=sampler, generator=generator,
+                                             **loader_options(cfg, device))
+        row = _train_epoch(model, criterion, optimizer, loader, device, epoch, cfg["epochs"], log,
+                           cfg["performance"])
         scheduler.step()
         every = cfg["eval"]["every"]
         if every and ((epoch + 1) % every == 0 or epoch + 1 == cfg["epochs"]):
@@ -124,12 +133,15 @@ def train(cfg: dict, run_dir: Path, log=print) -> Path:
     return final
 
 
-def _train_epoch(model, criterion, optimizer, loader, device, epoch, epochs, log) -> dict:
+def _train_epoch(model, criterion, optimizer, loader, device, epoch, epochs, log, perf) -> dict:
     started = time.perf_counter()
     total, steps, skipped = 0.0, 0, 0
+    memory = torch.channels_last if perf["channels_last"] else torch.contiguous_format
     for step, (batch, labels) in enumerate(loader, 1):
-        embeddings = model(batch.to(device, non_blocking=True))
-        loss = criterion(embeddings, labels.to(device))
+        batch = batch.to(device, non_blocking=True, memory_format=memory)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=perf["bf16"]):
+            embeddings = model(batch)
+        loss = criterion(embeddings.float(), labels.to(device, non_blocking=True))
         if not torch.isfinite(loss):
             raise FloatingPointError(f"epoch {epoch + 1}, step {step}: loss is {loss.item()}; "
                                      f"lower the learning rate")

@@ -77,6 +77,7 @@ def time_one(step, repeats: int, budget: float = 20.0) -> list[float]:
 
 
 def measure(batch: int, dim: int, repeats: int) -> list[dict]:
+    """Suite and pytorch-metric-learning timings of every shared loss at one size."""
     num_classes = batch // PER_CLASS
     labels = torch.arange(num_classes).repeat_interleave(PER_CLASS)
     # unit vectors, as the suite's networks output (raw Gaussian vectors make N-pair's logits so

@@ -101,5 +101,8 @@ def write_landing(reports_dir: Path) -> None:
                        if (d / "table.csv").exists() or (d / "summary.md").exists()]
         sections.append(f"<h1 id='{html.escape(folder.name)}'>Preset {html.escape(folder.name)}</h1>"
                         + _preset_body(folder.name, experiments, reports_dir))
+    if (reports_dir / "benchmarks.md").exists():
+        links += ("<li><a href='benchmarks.md'>benchmarks</a> (<code>python -m benchmarks</code>, "
+                  "<a href='benchmarks.json'>JSON</a>)</li>")
     with atomic_path(reports_dir / "index.html") as tmp:
         tmp.write_text(_page("dmlbench reports", f"<ul>{links}</ul>" + "".join(sections)))

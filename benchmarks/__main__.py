@@ -1,0 +1,98 @@
+"""All benchmarks in one run: `python -m benchmarks [--tiny] [--out reports]`.
+
+Writes `<out>/benchmarks.md` and `<out>/benchmarks.json` (the report index links them) and
+compares each figure with its target. A benchmark prints figures; nothing here is a test.
+`--tiny` runs every part on minimal sizes, only to prove the code still works (CI).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+from pathlib import Path
+
+import torch
+
+from benchmarks import evaluation, input_pipeline, losses, training, workflow
+from dmlbench.analysis import loss_timing
+
+
+def _target(ok: bool) -> str:
+    return "met" if ok else "**missed**"
+
+
+def markdown(results: dict) -> str:
+    lines = ["# dmlbench benchmarks", "",
+             f"Machine: {results['machine']}, torch {torch.__version__}, "
+             f"{torch.get_num_threads()} threads. Medians unless said otherwise.", ""]
+    lines += ["## Loss side: suite / pytorch-metric-learning (target ≤ 1, aim 0.7)", "",
+              "| loss | batch | d | suite ms | pml ms | ratio | target |", "|---|---|---|---|---|---|---|"]
+    for r in results["losses"]:
+        lines.append(f"| {r['loss']} | {r['batch']} | {r['dim']} | {r['suite_ms']:.2f} | "
+                     f"{r['pml_ms']:.2f} | {r['ratio']:.2f} | {_target(r['ratio'] <= 1)} |")
+    lines += ["", "## DRO variants against MS and lifted structure (dro.f3 data, loss side)", "",
+              "| method | batch | ms per iteration |", "|---|---|---|"]
+    for r in results["dro"]:
+        lines.append(f"| {r['method']} | {r['batch']} | {r['mean_ms']:.1f} ± {r['std_ms']:.1f} |")
+    lines += ["", "## Evaluation (targets: < 2 GB peak, ≤ AccuracyCalculator, ≤ 3× the matrix products)", ""]
+    for size, rows in results["evaluation"].items():
+        by = {r["contender"]: r for r in rows if "seconds" in r}
+        lines += [f"### {size}", "", "| contender | seconds | peak extra MiB |", "|---|---|---|"]
+        lines += [f"| {r['contender']} | {r['seconds']:.2f} | {r['peak_extra_mib']:.0f} |" for r in by.values()]
+        if {"suite", "suite_knn_only", "pml", "roofline"} <= set(by):
+            suite = by["suite"]
+            lines += ["", f"- peak memory {suite['peak_extra_mib']:.0f} MiB: "
+                      f"{_target(suite['peak_extra_mib'] < 2048)}",
+                      f"- suite / AccuracyCalculator (same metrics incl. k-means): "
+                      f"{suite['seconds'] / by['pml']['seconds']:.2f}: "
+                      f"{_target(suite['seconds'] <= by['pml']['seconds'])}",
+                      f"- exact search / matrix products: "
+                      f"{by['suite_knn_only']['seconds'] / by['roofline']['seconds']:.2f}: "
+                      f"{_target(by['suite_knn_only']['seconds'] <= 3 * by['roofline']['seconds'])}"]
+            shared = [k for k in ("recall@1", "map@r", "r_precision", "nmi") if k in by["pml"]["metrics"]]
+            lines += [f"- {k}: suite {suite['metrics'][k]:.4f}, AccuracyCalculator "
+                      f"{by['pml']['metrics'][k]:.4f}" for k in shared]
+        lines.append("")
+    lines += ["## Input pipeline (target: cache ≥ 3× full-size)", "",
+              "| workers | full-size img/s | cached img/s | speed-up | target |", "|---|---|---|---|---|"]
+    for r in results["input_pipeline"]:
+        lines.append(f"| {r['workers']} | {r['full_size_images_per_s']:.0f} | "
+                     f"{r['cached_images_per_s']:.0f} | {r['speed_up']:.2f} | {_target(r['speed_up'] >= 3)} |")
+    w = results["workflow"]
+    lines += ["", "## Workflow (target: `snakemake -n` of the full catalogue < 15 s)", "",
+              f"- {w['median_s']:.1f} s median (min {w['min_s']:.1f}, max {w['max_s']:.1f}) for "
+              f"{w['jobs']} jobs: {_target(w['median_s'] < 15)}", "",
+              f"## Training step ({results['training']['gpu']})", "",
+              "| device | backbone | px | setting | img/s |", "|---|---|---|---|---|"]
+    for r in results["training"]["rows"]:
+        lines.append(f"| {r['device']} | {r['backbone']} | {r['size']} | {r['setting']} | "
+                     f"{r['images_per_s']:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--tiny", action="store_true", help="minimal sizes, to prove it runs")
+    parser.add_argument("--out", default="reports")
+    args = parser.parse_args(argv)
+    tiny = args.tiny
+    results = {"machine": platform.platform(), "tiny": tiny}
+    results["losses"] = [r for b in ((20,) if tiny else (80, 640)) for d in ((32,) if tiny else (512, 1024))
+                         for r in losses.measure(b, d, 2 if tiny else 15)]
+    results["dro"] = loss_timing.measure(repeats=1 if tiny else 5,
+                                         batches=(20,) if tiny else loss_timing.BATCHES).to_dict("records")
+    sizes = ("tiny",) if tiny else ("sop", "inshop")
+    results["evaluation"] = {size: evaluation.run(size) for size in sizes}
+    results["input_pipeline"] = input_pipeline.run(count=8 if tiny else 400, workers=(0,) if tiny else (0, 2))
+    results["workflow"] = workflow.run(repeats=1 if tiny else 3)
+    results["training"] = training.run(steps=1 if tiny else 5)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "benchmarks.json").write_text(json.dumps(results, indent=2, default=float) + "\n")
+    (out / "benchmarks.md").write_text(markdown(results))
+    print(f"wrote {out / 'benchmarks.md'}")
+
+
+if __name__ == "__main__":
+    main()

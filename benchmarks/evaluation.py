@@ -1,0 +1,130 @@
+"""Evaluation at the real sizes: the suite vs pytorch-metric-learning's AccuracyCalculator and
+scikit-learn's exact NearestNeighbors, with the matrix-product lower bound (roofline).
+
+Each contender runs in its own subprocess so that its peak resident memory (ru_maxrss, minus the
+memory held before it started) is its own. Embeddings have class structure: class centres plus
+Gaussian noise, L2-normalised.
+
+    python -m benchmarks.evaluation [--size sop|inshop|tiny]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+SIZES = {  # (gallery items, gallery classes, queries or None for self-retrieval, ks)
+    "sop": (60502, 11316, None, (1, 10, 100, 1000)),
+    "inshop": (12612, 3985, 14218, (1, 10, 20, 30, 40, 50)),
+    "tiny": (3000, 300, None, (1, 10, 100)),
+}
+DIM = 512
+
+
+def embeddings(size: str, seed: int = 0):
+    n, classes, n_queries, _ = SIZES[size]
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(classes, DIM)).astype(np.float32)
+
+    def draw(count):
+        labels = np.concatenate([np.arange(classes), rng.integers(0, classes, count - classes)])
+        x = centres[labels] + 1.2 * rng.normal(size=(count, DIM)).astype(np.float32)
+        return x / np.linalg.norm(x, axis=1, keepdims=True), labels
+
+    gallery, g_labels = draw(n)
+    queries, q_labels = draw(n_queries) if n_queries else (None, None)
+    return gallery, g_labels, queries, q_labels
+
+
+def _peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _contender(name: str, ks):
+    """The callable that computes `name`'s result from (gallery, g_labels, queries, q_labels);
+    its imports happen here, outside the timed part."""
+    if name in ("suite", "suite_knn_only"):
+        from dmlbench.evaluation import retrieval_metrics
+
+        return lambda g, gl, q, ql: retrieval_metrics(g, gl, ks, q, ql, clustering=name == "suite")
+    if name == "pml":
+        from pytorch_metric_learning.utils.accuracy_calculator import AccuracyCalculator
+
+        calc = AccuracyCalculator(include=("precision_at_1", "r_precision",
+                                           "mean_average_precision_at_r", "NMI"),
+                                  k="max_bin_count", device=None)
+
+        def pml(g, gl, q, ql):
+            raw = calc.get_accuracy(g, gl) if q is None else calc.get_accuracy(q, ql, g, gl)
+            return {"recall@1": raw["precision_at_1"], "r_precision": raw["r_precision"],
+                    "map@r": raw["mean_average_precision_at_r"], "nmi": raw["NMI"]}
+
+        return pml
+    if name == "sklearn_knn":
+        from sklearn.neighbors import NearestNeighbors
+
+        def sklearn_knn(g, gl, q, ql):
+            k = min(max(ks) + (q is None), len(g))
+            nn = NearestNeighbors(n_neighbors=k, algorithm="brute", metric="euclidean").fit(g)
+            return {"neighbours": int(nn.kneighbors(g if q is None else q, return_distance=False).shape[1])}
+
+        return sklearn_knn
+    if name == "roofline":
+        import torch
+
+        def roofline(g, gl, q, ql):
+            gallery = torch.from_numpy(g)
+            for chunk in torch.split(torch.from_numpy(g if q is None else q), 4096):
+                chunk @ gallery.T
+            return {}
+
+        return roofline
+    raise ValueError(name)
+
+
+def worker(contender: str, size: str) -> dict:
+    gallery, g_labels, queries, q_labels = embeddings(size)
+    compute = _contender(contender, SIZES[size][3])
+    before = _peak_mib()
+    start = time.perf_counter()
+    metrics = compute(gallery, g_labels, queries, q_labels)
+    seconds = time.perf_counter() - start
+    return {"contender": contender, "size": size, "seconds": seconds,
+            "peak_extra_mib": max(_peak_mib() - before, 0.0), "metrics": metrics}
+
+
+def run(size: str, contenders=("roofline", "suite_knn_only", "suite", "pml", "sklearn_knn")) -> list[dict]:
+    rows = []
+    for contender in contenders:
+        out = subprocess.run([sys.executable, "-m", "benchmarks.evaluation", "--worker", contender,
+                              "--size", size], capture_output=True, text=True)
+        if out.returncode:
+            rows.append({"contender": contender, "size": size, "error": out.stderr.strip()[-500:]})
+        else:
+            rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        row = rows[-1]
+        print(f"evaluation {size:6s} {contender:15s} "
+              + (f"{row['seconds']:8.1f} s  peak +{row['peak_extra_mib']:.0f} MiB"
+                 if "seconds" in row else f"failed: {row['error'][:200]}"), flush=True)
+    return rows
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--size", choices=list(SIZES), default="sop")
+    parser.add_argument("--worker")
+    args = parser.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.size), default=float))
+    else:
+        run(args.size)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""Training step throughput: images per second of forward + loss + backward + optimiser step.
+
+On CPU: the small CNN at 32 px and resnet18 at 64 px. On a GPU also the performance options of
+the training loop (bf16 autocast, channels-last), each against the plain setting.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from dmlbench.method import Criterion
+from dmlbench.models.embedding import EmbeddingNet
+
+METHOD = {"loss": {"name": "multi_similarity"}, "miner": {"name": "multi_similarity"}}
+
+
+def images_per_second(backbone: str, size: int, batch: int, device, bf16=False,
+                      channels_last=False, steps: int = 5) -> float:
+    torch.manual_seed(0)
+    model = EmbeddingNet(backbone, 128, pretrained=False).to(device).train()
+    memory = torch.channels_last if channels_last else torch.contiguous_format
+    model = model.to(memory_format=memory)
+    criterion = Criterion(METHOD)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+    images = torch.rand(batch, 3, size, size, device=device).to(memory_format=memory)
+    labels = torch.arange(batch // 4, device=device).repeat_interleave(4)
+
+    def step():
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            embeddings = model(images)
+        loss = criterion(embeddings.float(), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+    step()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return batch * steps / (time.perf_counter() - start)
+
+
+def run(steps: int = 5) -> dict:
+    cpu = torch.device("cpu")
+    rows = [{"device": "cpu", "backbone": b, "size": s, "batch": 32, "setting": "plain",
+             "images_per_s": images_per_second(b, s, 32, cpu, steps=steps)}
+            for b, s in (("small_cnn", 32), ("resnet18", 64))]
+    gpu_note = "no GPU"
+    if torch.cuda.is_available():
+        gpu = torch.device("cuda")
+        gpu_note = torch.cuda.get_device_name(gpu)
+        for setting, options in (("plain", {}), ("bf16", {"bf16": True}),
+                                 ("channels_last", {"channels_last": True}),
+                                 ("bf16+channels_last", {"bf16": True, "channels_last": True})):
+            rows.append({"device": "cuda", "backbone": "resnet50", "size": 224, "batch": 64,
+                         "setting": setting, "images_per_s": images_per_second(
+                             "resnet50", 224, 64, gpu, steps=steps, **options)})
+    for row in rows:
+        print(f"training step {row['device']} {row['backbone']} {row['size']} px "
+              f"{row['setting']}: {row['images_per_s']:.0f} img/s", flush=True)
+    return {"rows": rows, "gpu": gpu_note}
+
+
+if __name__ == "__main__":
+    run()

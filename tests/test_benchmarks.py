@@ -1,0 +1,20 @@
+"""The benchmark suite still runs (tiny sizes). No timing is asserted: benchmarks print figures."""
+
+import json
+import subprocess
+import sys
+
+from conftest import REPO, python_env
+
+
+def test_tiny_benchmarks_write_their_report(tmp_path):
+    subprocess.run([sys.executable, "-m", "benchmarks", "--tiny", "--out", str(tmp_path)],
+                   cwd=REPO, check=True, env=python_env(), capture_output=True, timeout=900)
+    text = (tmp_path / "benchmarks.md").read_text()
+    for heading in ("## Loss side", "## DRO variants", "## Evaluation", "## Input pipeline",
+                    "## Workflow", "## Training step"):
+        assert heading in text
+    results = json.loads((tmp_path / "benchmarks.json").read_text())
+    assert results["tiny"] and results["workflow"]["jobs"] > 100
+    contenders = {r["contender"] for r in results["evaluation"]["tiny"] if "seconds" in r}
+    assert contenders == {"roofline", "suite_knn_only", "suite", "pml", "sklearn_knn"}

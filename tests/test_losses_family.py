@@ -147,7 +147,7 @@ def test_lifted_structure(seed):
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_pair_sum_with_vthm(seed):
+def test_pair_sum_gives_every_pair_weight_one(seed):
     loss = losses.build("pair_sum")
     check_against(loss, brute_pair_sum, seed)
 

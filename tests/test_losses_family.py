@@ -302,3 +302,12 @@ def test_theorem_3_1_weights_give_the_same_gradient(name, params, miner, seed):
     same = y[:, None] == y[None, :]
     assert (weights[same & ~torch.eye(len(y), dtype=torch.bool)] <= 1e-12).all()
     assert (weights[~same] >= -1e-12).all()
+
+
+def test_semihard_threshold_miner_keeps_the_band_below_lambda():
+    labels = torch.tensor([0, 0, 1, 1, 1])
+    sim = torch.eye(5)
+    sim[0, 1:] = torch.tensor([0.9, 0.45, 0.2, 0.6])
+    mined = miners.build("semihard_threshold", lam=0.5, margin=0.2)(PairBatch.from_similarity(sim, labels))
+    assert mined.neg[0].nonzero().flatten().tolist() == [2]      # 0.3 < S < 0.5
+    assert mined.pos[0].nonzero().flatten().tolist() == [1]      # every positive

@@ -113,3 +113,44 @@ def test_m_per_class_refuses_impossible_batches():
         samplers.build("m_per_class", [0, 0, 1, 1, 2, 2], 20, 2, torch.Generator())
     with pytest.raises(ConfigError, match="not a multiple"):
         samplers.build("m_per_class", [0, 0, 1, 1], 5, 2, torch.Generator())
+
+
+def test_shuffled_batches_cover_the_data_without_repeats():
+    labels = list(range(50))
+    sampler = samplers.build("shuffle", labels, batch_size=10, per_class=None,
+                             generator=torch.Generator().manual_seed(0))
+    batches = list(sampler)
+    assert len(batches) == 5 and all(len(b) == 10 for b in batches)
+    assert sorted(i for b in batches for i in b) == labels
+    again = samplers.build("shuffle", labels, 10, None, torch.Generator().manual_seed(0))
+    assert list(again) == batches
+
+
+def test_evaluate_without_a_trained_model_says_so(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "dmlbench", "evaluate", "--run-dir", str(tmp_path),
+                             "--output", str(tmp_path / "metrics.json")],
+                            capture_output=True, text=True, env=python_env())
+    assert result.returncode == 1
+    assert "model.pt does not exist: train the run first" in result.stderr
+    assert not (tmp_path / "metrics.json").exists()
+
+
+def test_bad_spec_json_is_named():
+    result = subprocess.run([sys.executable, "-m", "dmlbench", "train", "--run-dir", "x", "--spec", "{oops"],
+                            capture_output=True, text=True, env=python_env())
+    assert result.returncode == 1 and "--spec is not valid JSON" in result.stderr
+
+
+def test_diverging_loss_stops_the_run(run_config, tmp_path, monkeypatch):
+    from dmlbench import train as training
+    from dmlbench.method import Criterion
+
+    class Diverged(Criterion):
+        def forward(self, embeddings, labels):
+            return super().forward(embeddings, labels) * float("nan")
+
+    monkeypatch.setattr(training, "Criterion", Diverged)
+    cfg = dict(run_config, epochs=1, batches_per_epoch=2)
+    with pytest.raises(FloatingPointError, match="epoch 1, step 1: loss is nan; lower the learning rate"):
+        training.train(cfg, tmp_path / "run", log=lambda message: None)
+    assert not (tmp_path / "run" / "model.pt").exists()

@@ -66,10 +66,10 @@ def cmd_aggregate(args) -> None:
 
 
 def cmd_analyse(args) -> None:
-    from dmlbench.analysis import ANALYSES
+    from dmlbench import analysis
 
     spec = _spec(args.spec)
-    ANALYSES[spec["analysis"]](Path(args.output_dir), spec)
+    analysis.run(spec["analysis"], Path(args.output_dir), spec)
 
 
 def cmd_report(args) -> None:

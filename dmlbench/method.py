@@ -30,3 +30,8 @@ class Criterion(nn.Module):
 
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return self.loss(embeddings, labels, miner=self.miner)
+
+    def take_stats(self) -> dict:
+        """The miner's counts since the last call (anchors seen and skipped), if it keeps any."""
+        take = getattr(self.miner, "take_stats", None)
+        return take() if take else {}

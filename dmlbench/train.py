@@ -157,7 +157,7 @@ def _train_epoch(model, criterion, optimizer, loader, device, epoch, epochs, log
             log(f"  epoch {epoch + 1}/{epochs} step {step}/{len(loader)} loss {total / steps:.4f}")
     return {"epoch": epoch + 1, "loss": total / max(steps, 1), "steps": steps,
             "skipped_steps": skipped, "seconds": round(time.perf_counter() - started, 3),
-            "lr": optimizer.param_groups[0]["lr"]}
+            "lr": optimizer.param_groups[0]["lr"], **criterion.take_stats()}
 
 
 def _format_row(row: dict, epochs: int) -> str:

@@ -35,12 +35,26 @@ class ContrastiveLoss(PairLoss):
         return positive + negative
 
 
-@LOSSES.register("triplet")
-class TripletLoss(PairLoss):
-    """Triplet loss with margin, ms eq. 7: L = mean_{(a,p,n)} [S_an - S_ap + λ]_+.
+class TripletFormLoss(PairLoss):
+    """A loss that is the mean over triplets (a, p, n) of a function ℓ(S_ap, S_an).
 
     Uses the triplets of a triplet miner when one ran, else every valid triplet of the batch.
+    Subclasses define `triplet_terms`, which the ephn analysis also differentiates directly.
     """
+
+    def triplet_terms(self, s_ap: torch.Tensor, s_an: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def compute(self, batch: PairBatch) -> torch.Tensor:
+        a, p, n = batch.triplets if batch.triplets is not None else batch.all_triplets()
+        if len(a) == 0:
+            return batch.sim.sum() * 0.0
+        return self.triplet_terms(batch.sim[a, p], batch.sim[a, n]).mean()
+
+
+@LOSSES.register("triplet")
+class TripletLoss(TripletFormLoss):
+    """Triplet loss with margin, ms eq. 7: L = mean_{(a,p,n)} [S_an - S_ap + λ]_+."""
 
     scale = 1.0  # the distance form is the same hinge on 2(S_an - S_ap), since D² = 2 - 2S
 
@@ -48,11 +62,8 @@ class TripletLoss(PairLoss):
         super().__init__()
         self.margin = margin
 
-    def compute(self, batch: PairBatch) -> torch.Tensor:
-        a, p, n = batch.triplets if batch.triplets is not None else batch.all_triplets()
-        if len(a) == 0:
-            return batch.sim.sum() * 0.0
-        return F.relu(self.scale * (batch.sim[a, n] - batch.sim[a, p]) + self.margin).mean()
+    def triplet_terms(self, s_ap: torch.Tensor, s_an: torch.Tensor) -> torch.Tensor:
+        return F.relu(self.scale * (s_an - s_ap) + self.margin)
 
 
 @LOSSES.register("multi_similarity")

@@ -4,7 +4,7 @@ from dmlbench.registry import Registry
 
 MINERS = Registry("miner")
 
-from dmlbench.miners import pair_miners  # noqa: E402,F401  (registers the miners)
+from dmlbench.miners import pair_miners, triplet_miners  # noqa: E402,F401  (registers the miners)
 
 
 def build(name: str, **params):

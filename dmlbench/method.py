@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from dmlbench import losses, miners
+from dmlbench.pairs import PairBatch
 
 
 class Criterion(nn.Module):
@@ -30,6 +31,15 @@ class Criterion(nn.Module):
 
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return self.loss(embeddings, labels, miner=self.miner)
+
+    @torch.no_grad()
+    def triplets(self, embeddings: torch.Tensor, labels: torch.Tensor):
+        """(anchor, positive, negative) index tensors the method trains on for this batch: the
+        miner's triplets, or every valid triplet without a triplet miner."""
+        batch = PairBatch.from_embeddings(embeddings, labels)
+        if self.miner is not None:
+            batch = self.miner(batch)
+        return batch.triplets if batch.triplets is not None else batch.all_triplets()
 
     def take_stats(self) -> dict:
         """The miner's counts since the last call (anchors seen and skipped), if it keeps any."""

@@ -3,7 +3,9 @@
 The catalogue lives in `workflow/config/`: `defaults.yaml` (every training setting),
 `methods.yaml`, `experiments/<paper>.yaml` (ids from REPRODUCTION.md) and `presets/<name>.yaml`.
 A run's settings are merged in this order: defaults < experiment `train` < experiment
-`per_dataset[dataset]` < method `train` < preset `overrides`.
+`per_dataset[dataset]` < method `train` < preset `overrides` < preset `subset[experiment].train`
+< sweep variant `train`. The swept setting comes last because it is the experiment's x axis: a
+preset shrinks a sweep by choosing variants (`subset`), it cannot flatten it.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from dmlbench.data.datasets import DATASETS
 from dmlbench.errors import ConfigError
 
 EXPERIMENT_KEYS = {"title", "paper", "datasets", "methods", "seeds", "train", "per_dataset",
-                   "table", "reported", "quoted", "kind", "analysis", "sweep", "plot"}
-SWEEP_KEYS = {"train", "loss"}
+                   "table", "reported", "quoted", "kind", "analysis", "sweep", "plot", "figures"}
+SWEEP_KEYS = {"train", "loss", "miner"}
+FIGURES = {"triplet_scatter", "triplet_moves"}  # extra figures drawn from what runs record
 ANALYSIS_KEYS = {"title", "paper", "kind", "analysis"}
 METHOD_KEYS = {"label", "paper", "loss", "miner", "sampler", "train"}
 
@@ -142,6 +145,9 @@ class Plan:
             check_keys(exp.get("train"), self.defaults, f"{where}.train")
             for dataset, settings in (exp.get("per_dataset") or {}).items():
                 check_keys(settings, self.defaults, f"{where}.per_dataset.{dataset}")
+            for name in exp.get("figures") or []:
+                if name not in FIGURES:
+                    raise ConfigError(f"{where}.figures: unknown figure {name!r}; known: {sorted(FIGURES)}")
             for label, entry in (exp.get("sweep") or {}).items():
                 if not set(entry) <= SWEEP_KEYS:
                     raise ConfigError(f"{where}.sweep.{label}: keys must be among {sorted(SWEEP_KEYS)}")
@@ -169,6 +175,18 @@ class Plan:
                     raise ConfigError(f"preset {self.name}: unknown experiment id {key!r}{hint}; "
                                       f"known: {', '.join(sorted(self.experiments))}")
         check_keys(self.preset["overrides"], self.defaults, f"preset {self.name}.overrides")
+        for key, subset in (self.preset.get("subset") or {}).items():
+            where = f"preset {self.name}.subset.{key}"
+            if key not in self.experiment_ids or self.is_analysis(key):
+                raise ConfigError(f"{where}: {key!r} is not a training experiment of this preset")
+            exp = self.experiments[key]
+            for field, known in (("datasets", exp["datasets"]), ("methods", exp["methods"]),
+                                 ("variants", list(exp.get("sweep") or {}))):
+                unknown = set(subset.get(field) or []) - set(known)
+                if unknown:
+                    raise ConfigError(f"{where}.{field}: {sorted(unknown)} not in the experiment's "
+                                      f"{field} {known}")
+            check_keys(subset.get("train"), self.defaults, f"{where}.train")
 
     # --- expansion -------------------------------------------------------------------------
 
@@ -191,10 +209,15 @@ class Plan:
         chosen = self.preset["experiments"]
         return sorted(self.experiments) if chosen == "all" else list(chosen)
 
+    def _subset(self, experiment: str) -> dict:
+        return (self.preset.get("subset") or {}).get(experiment) or {}
+
     def datasets_of(self, experiment: str) -> list[str]:
         datasets = self.experiments[experiment].get("datasets", [])
         restrict = self.preset["datasets"]
-        return [d for d in datasets if restrict is None or d in restrict]
+        chosen = self._subset(experiment).get("datasets")
+        return [d for d in datasets
+                if (restrict is None or d in restrict) and (chosen is None or d in chosen)]
 
     def runs(self, experiment: str | None = None) -> list[Run]:
         out = []
@@ -203,9 +226,13 @@ class Plan:
                 continue
             exp = self.experiments[key]
             seeds = self.preset["seeds"] or exp.get("seeds") or [0]
-            variants = list(exp.get("sweep") or {}) or [None]
+            subset = self._subset(key)
+            variants = [v for v in exp.get("sweep") or {}
+                        if subset.get("variants") is None or v in subset["variants"]] or [None]
+            methods = [m for m in exp["methods"]
+                       if subset.get("methods") is None or m in subset["methods"]]
             for dataset in self.datasets_of(key):
-                for method in exp["methods"]:
+                for method in methods:
                     for variant in variants:
                         name = f"{method}@{variant}" if variant else method
                         out += [Run(key, dataset, name, seed) for seed in seeds]
@@ -241,11 +268,18 @@ class Plan:
         sweep = (exp.get("sweep") or {}).get(run.variant) or {}
         cfg = deep_merge(self.defaults, exp.get("train"))
         cfg = deep_merge(cfg, (exp.get("per_dataset") or {}).get(run.dataset))
-        cfg = deep_merge(cfg, sweep.get("train"))
         cfg = deep_merge(cfg, method.get("train"))
         cfg = deep_merge(cfg, self.preset["overrides"])
+        cfg = deep_merge(cfg, self._subset(run.experiment).get("train"))
+        cfg = deep_merge(cfg, sweep.get("train"))
+        miner = method.get("miner")
+        if sweep.get("miner"):
+            if not miner:
+                raise ConfigError(f"experiment {run.experiment}.sweep.{run.variant}: sets miner "
+                                  f"options but method {run.base_method} has no miner")
+            miner = deep_merge(miner, sweep["miner"])
         cfg["method"] = {"name": run.method, "loss": deep_merge(method["loss"], sweep.get("loss")),
-                         "miner": method.get("miner"),
+                         "miner": miner,
                          "sampler": method.get("sampler", "m_per_class")}
         cfg["seed"] = run.seed
         cfg["run"] = {"preset": self.name, "experiment": run.experiment, "dataset": run.dataset,
@@ -259,7 +293,7 @@ class Plan:
                 "paper": exp.get("paper"), "table": exp.get("table", {}),
                 "reported": exp.get("reported", {}), "quoted": exp.get("quoted", {}),
                 "method_labels": {run.method: self._label(run) for run in self.runs(experiment)},
-                "plot": exp.get("plot"),
+                "plot": exp.get("plot"), "figures": exp.get("figures") or [],
                 "datasets": self.datasets_of(experiment)}
 
     def _label(self, run: Run) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dmlbench import environment, evaluation, models, samplers
+from dmlbench import environment, evaluation, models, recording, samplers
 from dmlbench.data import images, manifest
 from dmlbench.io import atomic_path, write_json
 from dmlbench.method import Criterion
@@ -109,6 +109,13 @@ def train(cfg: dict, run_dir: Path, log=print) -> Path:
                                                      cfg["schedule"]["gamma"])
     start, history = _resume(run_dir, model, criterion, optimizer, scheduler, log)
 
+    def record(epochs_done: int) -> None:
+        recording.after_epoch(epochs_done, run_dir, cfg, model, criterion, data,
+                              lambda: embed(model, split_loader(table, base, "train", cfg, device), device),
+                              device, log)
+        model.train()
+
+    record(start)
     for epoch in range(start, cfg["epochs"]):
         generator = seed_epoch(cfg["seed"], epoch)
         sampler = samplers.build(cfg["method"]["sampler"], data.labels, cfg["batch"]["size"],
@@ -126,6 +133,7 @@ def train(cfg: dict, run_dir: Path, log=print) -> Path:
         _save_checkpoint(run_dir, model, criterion, optimizer, scheduler, history)
         _write_history(run_dir, history)
         log(_format_row(row, cfg["epochs"]))
+        record(epoch + 1)
 
     final = run_dir / "model.pt"
     with atomic_path(final) as tmp:

@@ -34,6 +34,12 @@ def test_full_preset_dry_run_lists_every_job(tmp_path):
     analyses = [e for e in plan.experiment_ids if plan.is_analysis(e)]
     assert counts["aggregate"] == len(plan.experiment_ids) - len(analyses)
     assert counts["analyse"] == len(analyses) >= 1
+    ephn = {e for e in plan.experiment_ids if e.startswith("ephn.")}
+    assert ephn == {"ephn.t1", "ephn.f2", "ephn.f3", "ephn.f4", "ephn.f5", "ephn.f6"}
+    for experiment in ephn - {"ephn.f2", "ephn.f5"}:
+        for run in plan.runs(experiment):
+            assert f"{run.path('full')}/model.pt" in result.stdout
+    assert len(plan.runs("ephn.f4")) == 4 * 4 * 5  # datasets × methods × group sizes
     assert not any(tmp_path.iterdir()) or {p.name for p in tmp_path.iterdir()} <= {".snakemake"}
 
 
@@ -71,6 +77,14 @@ def test_smoke_preset_end_to_end(tmp_path):
     assert "ms.f1/figure.png" in html
     weights = pd.read_csv(tmp_path / "reports/smoke/ms.f1/weights.csv")
     assert set(weights["loss"]) == {"contrastive", "triplet", "lifted", "binomial"}
+    for name in ("ephn.f2/figure.png", "ephn.f5/figure.png", "ephn.f3/triplet_moves.png",
+                 "ephn.f6/triplet_scatter.png", "ephn.f4/sweep.png"):
+        assert name in html
+    assert "largest difference" in (tmp_path / "reports/smoke/ephn.f2/summary.md").read_text()
+    moves = pd.read_csv(tmp_path / "reports/smoke/ephn.f3/moves.csv")
+    assert set(moves["after_epoch"]) == {0, 2} and moves["triplets"].sum() > 0
+    scatter = pd.read_csv(tmp_path / "reports/smoke/ephn.f6/scatter.csv")
+    assert set(scatter["after_epoch"]) == {0, 1, 2}
     landing = (tmp_path / "reports/index.html").read_text()
     assert "smoke/index.html" in landing and "map@r" in landing
     assert "smoke/suite.baselines/recall_at_k.png" in landing

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from dmlbench.io import atomic_path
-from dmlbench.report import figures
+from dmlbench.report import figures, triplet_figures
 
 
 def collect(metric_files: list[Path]) -> pd.DataFrame:
@@ -99,5 +99,7 @@ def aggregate(spec: dict, metric_files: list[Path], output_dir: Path) -> None:
     figures.recall_curves(summary, spec, output_dir / "recall_at_k.png")
     if spec.get("plot"):
         figures.sweep_plot(summary, spec, output_dir / "sweep.png")
-    figures.learning_curves([Path(p).parent for p in metric_files], spec,
-                            output_dir / "learning_curves.png")
+    run_dirs = [Path(p).parent for p in metric_files]
+    figures.learning_curves(run_dirs, spec, output_dir / "learning_curves.png")
+    for name in spec.get("figures") or []:
+        triplet_figures.FIGURES[name](run_dirs, spec, output_dir)

@@ -36,13 +36,12 @@ def closest_similarities(embeddings: torch.Tensor, labels: torch.Tensor) -> tupl
         rows = slice(start, start + CHUNK)
         sim = x[rows] @ x.T
         same = labels[rows, None] == labels[None, :]
-        own = torch.arange(start, start + len(sim), device=x.device)
         same_other = same.clone()
-        same_other[torch.arange(len(sim)), own] = False
+        diagonal = torch.arange(len(sim), device=x.device)
+        same_other[diagonal, diagonal + start] = False
         s_ap.append(sim.masked_fill(~same_other, float("-inf")).max(dim=1).values)
         s_an.append(sim.masked_fill(same, float("-inf")).max(dim=1).values)
-    to_numpy = lambda parts: torch.cat(parts).cpu().numpy()  # noqa: E731
-    ap, an = to_numpy(s_ap), to_numpy(s_an)
+    ap, an = (torch.cat(parts).cpu().numpy() for parts in (s_ap, s_an))
     ap[np.isneginf(ap)], an[np.isneginf(an)] = np.nan, np.nan
     return ap, an
 

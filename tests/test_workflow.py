@@ -81,6 +81,10 @@ def test_smoke_preset_end_to_end(tmp_path):
                  "ephn.f6/triplet_scatter.png", "ephn.f4/sweep.png"):
         assert name in html
     assert "largest difference" in (tmp_path / "reports/smoke/ephn.f2/summary.md").read_text()
+    corner = pd.read_csv(tmp_path / "reports/smoke/ephn.f2/corner.csv").set_index(["loss", "p"])
+    for p in (0.4, 0.8):  # the report shows the paper's claim: L2nd shrinks the bad corner
+        pulled = corner["share_dS_an_total_positive"]
+        assert pulled[("1st", p)] > pulled[("2nd", p)]
     moves = pd.read_csv(tmp_path / "reports/smoke/ephn.f3/moves.csv")
     assert set(moves["after_epoch"]) == {0, 2} and moves["triplets"].sum() > 0
     scatter = pd.read_csv(tmp_path / "reports/smoke/ephn.f6/scatter.csv")

@@ -89,6 +89,8 @@ def aggregate(spec: dict, metric_files: list[Path], output_dir: Path) -> None:
     runs = collect(metric_files)
     metrics = spec["table"].get("metrics") or [c for c in runs.columns if "@" in c]
     summary = summarise(runs, metrics, spec.get("reported") or {})
+    order = {dataset: i for i, dataset in enumerate(spec.get("datasets") or [])}
+    summary = summary.sort_values("dataset", key=lambda col: col.map(order), kind="stable")
     quoted = quoted_rows(spec)
     quoted = quoted[quoted["metric"].isin(metrics) & quoted["dataset"].isin(summary["dataset"])]
     for name, frame in (("runs.csv", runs), ("table.csv", summary), ("quoted.csv", quoted)):

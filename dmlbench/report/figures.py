@@ -89,7 +89,8 @@ def learning_curves(run_dirs: list[Path], spec: dict, path: Path) -> None:
 
 def sweep_plot(summary: pd.DataFrame, spec: dict, path: Path) -> None:
     """A metric against the swept setting (e.g. the pair ratio of each batch size), one line per
-    method, ±std bars, per dataset (dro Figures 1, 2, 5)."""
+    method, ±std bars, per dataset (dro Figures 1, 2, 5; ephn Figure 4). `plot.log2_x` draws the
+    x axis in powers of two."""
     plot = spec["plot"]
     rows = summary[summary["metric"] == plot["metric"]].copy()
     rows["base"] = rows["method"].str.split("@").str[0]
@@ -102,6 +103,10 @@ def sweep_plot(summary: pd.DataFrame, spec: dict, path: Path) -> None:
             label = spec["method_labels"].get(part["method"].iloc[0], base).split(" (")[0]
             ax.errorbar(part["x"], part["mean"], yerr=part["std"].fillna(0), marker="o",
                         capsize=3, label=label)
+        if plot.get("log2_x"):
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(sorted(rows["x"].dropna().unique()),
+                          [f"{x:g}" for x in sorted(rows["x"].dropna().unique())])
         ax.set_title(dataset)
         ax.set_xlabel(plot["x_label"])
         ax.set_ylabel(f"{plot['metric']} (%)")

@@ -152,6 +152,10 @@ class Plan:
                 if not set(entry) <= SWEEP_KEYS:
                     raise ConfigError(f"{where}.sweep.{label}: keys must be among {sorted(SWEEP_KEYS)}")
                 check_keys(entry.get("train"), self.defaults, f"{where}.sweep.{label}.train")
+                without = [m for m in exp["methods"] if entry.get("miner") and not self.methods[m].get("miner")]
+                if without:
+                    raise ConfigError(f"{where}.sweep.{label}: sets miner options but method "
+                                      f"{without[0]} has no miner")
         for name, method in self.methods.items():
             unknown = set(method) - METHOD_KEYS
             if unknown:
@@ -272,12 +276,7 @@ class Plan:
         cfg = deep_merge(cfg, self.preset["overrides"])
         cfg = deep_merge(cfg, self._subset(run.experiment).get("train"))
         cfg = deep_merge(cfg, sweep.get("train"))
-        miner = method.get("miner")
-        if sweep.get("miner"):
-            if not miner:
-                raise ConfigError(f"experiment {run.experiment}.sweep.{run.variant}: sets miner "
-                                  f"options but method {run.base_method} has no miner")
-            miner = deep_merge(miner, sweep["miner"])
+        miner = deep_merge(method["miner"], sweep["miner"]) if sweep.get("miner") else method.get("miner")
         cfg["method"] = {"name": run.method, "loss": deep_merge(method["loss"], sweep.get("loss")),
                          "miner": miner,
                          "sampler": method.get("sampler", "m_per_class")}

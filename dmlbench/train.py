@@ -109,10 +109,11 @@ def train(cfg: dict, run_dir: Path, log=print) -> Path:
                                                      cfg["schedule"]["gamma"])
     start, history = _resume(run_dir, model, criterion, optimizer, scheduler, log)
 
+    def embed_train():
+        return embed(model, split_loader(table, base, "train", cfg, device), device)
+
     def record(epochs_done: int) -> None:
-        recording.after_epoch(epochs_done, run_dir, cfg, model, criterion, data,
-                              lambda: embed(model, split_loader(table, base, "train", cfg, device), device),
-                              device, log)
+        recording.after_epoch(epochs_done, run_dir, cfg, model, criterion, data, embed_train, device, log)
         model.train()
 
     record(start)

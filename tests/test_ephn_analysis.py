@@ -110,3 +110,10 @@ def test_vanilla_direct_form_is_the_suites_distance_triplet_loss():
     value = losses.build("triplet_distance", margin=0.7).triplet_terms(s_ap, s_an)
     expected = (f_a - f_p).pow(2).sum() - (f_a - f_n).pow(2).sum() + 0.7
     assert value.item() == pytest.approx(torch.clamp(expected, min=0).item(), abs=1e-14)
+
+
+def test_unknown_settings_are_named(tmp_path):
+    with pytest.raises(DmlbenchError, match="no setting for 'ephn.f9'"):
+        tu.run(tmp_path, {"experiment": "ephn.f9", "title": "x"})
+    with pytest.raises(ValueError, match="unknown loss 'third'"):
+        tu.closed_form("third", np.array([0.5]), np.array([0.5]), 0.5)

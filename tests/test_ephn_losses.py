@@ -175,3 +175,5 @@ def test_criterion_reports_the_miner_counts():
 def test_bad_miner_options_are_named():
     with pytest.raises(ValueError, match="negative must be one of"):
         miners.build("per_anchor", negative="medium")
+    with pytest.raises(ValueError, match="positive must be one of"):
+        miners.build("per_anchor", positive="semihard")

@@ -187,3 +187,19 @@ def test_subset_restricts_runs_and_sweeps_are_not_flattened_by_overrides():
 def test_bad_subsets_are_named(subset, message):
     with pytest.raises(ConfigError, match=message):
         Plan.load(CONFIG_DIR, {"preset": "smoke", "subset": subset})
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("figures: [triplet_scatter]", "figures: [triplet_scater]", "unknown figure 'triplet_scater'"),
+    ("methods: [hphn_1st, hphn_2nd, epen_1st, epen_2nd]", "methods: [hphn_1st, ms, contrastive]",
+     "sweep.once: sets miner options but method contrastive has no miner"),
+])
+def test_bad_ephn_catalogue_entries_are_named(tmp_path, old, new, message):
+    import shutil
+
+    shutil.copytree(CONFIG_DIR, tmp_path / "config")
+    path = tmp_path / "config" / "experiments" / "ephn.yaml"
+    assert old in path.read_text()
+    path.write_text(path.read_text().replace(old, new))
+    with pytest.raises(ConfigError, match=message):
+        Plan.load(tmp_path / "config", {"preset": "smoke"})

@@ -217,7 +217,8 @@ def run(output_dir: Path, spec: dict) -> None:
     for name, frame in (("field.csv", data), ("corner.csv", shares)):
         with atomic_path(output_dir / name) as tmp:
             frame.to_csv(tmp, index=False)
-    draw_fields(data, SETTINGS[experiment], LOSS_TITLES, f"{experiment}: {spec['title']}",
+    short = {"1st": "L1st", "vanilla": "vanilla", "2nd": "L2nd"}
+    draw_fields(data, SETTINGS[experiment], short, f"{experiment}: {spec['title']}",
                 output_dir / "figure.png")
     with atomic_path(output_dir / "summary.md") as tmp:
         tmp.write_text(summary_text(experiment, spec, data, shares))

@@ -60,15 +60,15 @@ def draw_fields(data: pd.DataFrame, setting: dict, titles: dict, title: str, pat
         top = g * (2 + len(ps))
         for k, loss in enumerate(loss_names):
             part = data[(data["loss"] == loss) & (data["gamma"] == gamma)]
-            name = f"{titles[loss]}, γ={gamma}"
+            name = f"{titles[loss]} γ={gamma}"
             _change_map(axes[top, 2 * k], part, "dS_ap", False, f"ΔS_ap, {name}")
             _change_map(axes[top, 2 * k + 1], part, "dS_an", True, f"ΔS_an, {name}")
             for i, p in enumerate(ps):
                 row = top + 1 + i
                 _change_map(axes[row, 2 * k], part, f"total_dS_ap_p{p}", False,
-                            f"ΔS_ap total p={p}, {name}")
+                            f"ΔS_ap tot. p={p}, {name}")
                 _change_map(axes[row, 2 * k + 1], part, f"total_dS_an_p{p}", True,
-                            f"ΔS_an total p={p}, {name}")
+                            f"ΔS_an tot. p={p}, {name}")
             for i, p in enumerate(ps[:2]):
                 _vector_field(axes[top + 1 + len(ps), 2 * k + i], part, p, f"field p={p}, {name}")
     for ax in axes.ravel():

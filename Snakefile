@@ -2,12 +2,15 @@
 # Wiring only; every step is `python -m dmlbench <step>` (see dmlbench/cli.py).
 #   snakemake --cores all --resources gpu=8             # full preset (papers' settings)
 #   snakemake --cores 2 --config preset=demo            # fixtures + digits on CPU
+import sys
 from pathlib import Path
 
 from dmlbench.plan import Plan
 
 PLAN = Plan.load(Path(workflow.basedir) / "workflow" / "config", config)
 PRESET = PLAN.name
+for experiment, reason in PLAN.skipped.items():
+    print(f"dmlbench: skipping {experiment}: {reason}", file=sys.stderr)
 
 # rules run `python -m dmlbench` from this checkout, installed or not
 shell.prefix(f"export PYTHONPATH='{workflow.basedir}':$PYTHONPATH; ")

@@ -18,6 +18,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from dmlbench import settings
 from dmlbench.data.datasets import DATASETS
 from dmlbench.errors import ConfigError
 
@@ -27,6 +28,7 @@ SWEEP_KEYS = {"train", "loss", "miner"}
 FIGURES = {"triplet_scatter", "triplet_moves"}  # extra figures drawn from what runs record
 ANALYSIS_KEYS = {"title", "paper", "kind", "analysis"}
 METHOD_KEYS = {"label", "paper", "loss", "miner", "sampler", "train"}
+SETTINGS_SCHEMA = "settings.schema.yaml"
 
 
 @dataclass(frozen=True, order=True)
@@ -70,6 +72,17 @@ def deep_merge(base: dict, update: dict) -> dict:
     return out
 
 
+def _with_settings(preset_schema: dict, settings_schema: dict) -> dict:
+    """The preset schema with `overrides` and `subset.*.train` typed as training settings
+    (used to convert command-line text, not to name unknown keys: `check_keys` does that)."""
+    schema = copy.deepcopy(preset_schema)
+    partial = {k: v for k, v in settings_schema.items() if k not in ("$schema", "$defs")}
+    schema["$defs"] = settings_schema.get("$defs", {})
+    schema["properties"]["overrides"] = partial
+    schema["properties"]["subset"]["additionalProperties"]["properties"]["train"] = partial
+    return schema
+
+
 def check_keys(update: dict, reference: dict, where: str) -> None:
     """Every key of `update` must exist in `reference` (recursively); name the first that does not."""
     for key, value in (update or {}).items():
@@ -89,10 +102,13 @@ class Plan:
         self.preset = preset
         self.name = preset["preset"]
         self.defaults = _load_yaml(self.config_dir / "defaults.yaml")
+        self.settings_schema = _load_yaml(self.config_dir / SETTINGS_SCHEMA)
         self.methods = _load_yaml(self.config_dir / "methods.yaml")
         self.experiments = self._load_experiments()
         self._check_catalogue()
         self._check_preset()
+        self.skipped = self._experiments_without_runs()
+        self._check_runs()
 
     @classmethod
     def load(cls, config_dir: str | Path, config: dict | None = None) -> "Plan":
@@ -104,9 +120,10 @@ class Plan:
         if not preset_file.exists():
             known = sorted(p.stem for p in (config_dir / "presets").glob("*.yaml"))
             raise ConfigError(f"unknown preset {name!r}; known: {', '.join(known)}")
+        schema = _load_yaml(config_dir / "schema.yaml")
+        config = settings.coerce(config, _with_settings(schema, _load_yaml(config_dir / SETTINGS_SCHEMA)))
         preset = deep_merge(_load_yaml(preset_file), config)
         preset["preset"] = name
-        schema = _load_yaml(config_dir / "schema.yaml")
         try:
             jsonschema.validate(preset, schema)
         except jsonschema.ValidationError as error:
@@ -126,6 +143,7 @@ class Plan:
     def _check_catalogue(self) -> None:
         from dmlbench.analysis import ANALYSES
 
+        self._check_settings(self.defaults, "defaults.yaml")
         for key, exp in self.experiments.items():
             where = f"experiment {key}"
             if self.is_analysis(key):
@@ -142,16 +160,16 @@ class Plan:
                     raise ConfigError(f"{where}: unknown dataset {dataset!r}; known: {', '.join(DATASETS)}")
             for method in exp["methods"]:
                 self._method(method, where)
-            check_keys(exp.get("train"), self.defaults, f"{where}.train")
-            for dataset, settings in (exp.get("per_dataset") or {}).items():
-                check_keys(settings, self.defaults, f"{where}.per_dataset.{dataset}")
+            self._check_settings(exp.get("train"), f"{where}.train")
+            for dataset, values in (exp.get("per_dataset") or {}).items():
+                self._check_settings(values, f"{where}.per_dataset.{dataset}")
             for name in exp.get("figures") or []:
                 if name not in FIGURES:
                     raise ConfigError(f"{where}.figures: unknown figure {name!r}; known: {sorted(FIGURES)}")
             for label, entry in (exp.get("sweep") or {}).items():
                 if not set(entry) <= SWEEP_KEYS:
                     raise ConfigError(f"{where}.sweep.{label}: keys must be among {sorted(SWEEP_KEYS)}")
-                check_keys(entry.get("train"), self.defaults, f"{where}.sweep.{label}.train")
+                self._check_settings(entry.get("train"), f"{where}.sweep.{label}.train")
                 without = [m for m in exp["methods"] if entry.get("miner") and not self.methods[m].get("miner")]
                 if without:
                     raise ConfigError(f"{where}.sweep.{label}: sets miner options but method "
@@ -160,7 +178,12 @@ class Plan:
             unknown = set(method) - METHOD_KEYS
             if unknown:
                 raise ConfigError(f"method {name}: unknown keys {sorted(unknown)}")
-            check_keys(method.get("train"), self.defaults, f"method {name}.train")
+            self._check_settings(method.get("train"), f"method {name}.train")
+
+    def _check_settings(self, update: dict | None, where: str) -> None:
+        """Names of `update` exist in defaults.yaml, and its values have their type and range."""
+        check_keys(update, self.defaults, where)
+        settings.check(update, self.settings_schema, where)
 
     def _method(self, name: str, where: str) -> dict:
         if name not in self.methods:
@@ -178,11 +201,13 @@ class Plan:
                     hint = f" (did you mean {close[0]!r}?)" if close else ""
                     raise ConfigError(f"preset {self.name}: unknown experiment id {key!r}{hint}; "
                                       f"known: {', '.join(sorted(self.experiments))}")
-        check_keys(self.preset["overrides"], self.defaults, f"preset {self.name}.overrides")
+        self._check_settings(self.preset["overrides"], f"preset {self.name}.overrides")
         for key, subset in (self.preset.get("subset") or {}).items():
             where = f"preset {self.name}.subset.{key}"
-            if key not in self.experiment_ids or self.is_analysis(key):
-                raise ConfigError(f"{where}: {key!r} is not a training experiment of this preset")
+            if key not in self.experiments or self.is_analysis(key):
+                raise ConfigError(f"{where}: {key!r} is not a training experiment of the catalogue")
+            if key not in self.chosen_ids:
+                continue  # the preset was narrowed to other experiments
             exp = self.experiments[key]
             for field, known in (("datasets", exp["datasets"]), ("methods", exp["methods"]),
                                  ("variants", list(exp.get("sweep") or {}))):
@@ -190,7 +215,7 @@ class Plan:
                 if unknown:
                     raise ConfigError(f"{where}.{field}: {sorted(unknown)} not in the experiment's "
                                       f"{field} {known}")
-            check_keys(subset.get("train"), self.defaults, f"{where}.train")
+            self._check_settings(subset.get("train"), f"{where}.train")
 
     # --- expansion -------------------------------------------------------------------------
 
@@ -209,9 +234,36 @@ class Plan:
                 "paper": exp.get("paper"), "analysis": exp["analysis"]}
 
     @property
-    def experiment_ids(self) -> list[str]:
+    def chosen_ids(self) -> list[str]:
+        """The experiments the preset (and the command line) name, whether or not they have runs."""
         chosen = self.preset["experiments"]
         return sorted(self.experiments) if chosen == "all" else list(chosen)
+
+    @property
+    def experiment_ids(self) -> list[str]:
+        """The chosen experiments that have something to do (analyses, or at least one run)."""
+        return [key for key in self.chosen_ids if key not in self.skipped]
+
+    def _experiments_without_runs(self) -> dict[str, str]:
+        """Chosen training experiments left without a run by `datasets`/`subset`, with the reason."""
+        skipped = {}
+        for key in self.chosen_ids:
+            if not self.is_analysis(key) and not self.runs(key):
+                own = self._subset(key).get("datasets") or self.experiments[key]["datasets"]
+                skipped[key] = f"none of its datasets {own} is among datasets={self.preset['datasets']}"
+
+        if len(skipped) == len(self.chosen_ids):
+            raise ConfigError(f"preset {self.name}: nothing to run: " + "; ".join(
+                f"{key}: {why}" for key, why in skipped.items()))
+        return skipped
+
+    def _check_runs(self) -> None:
+        """Every resolved run's settings, by value, before any job starts."""
+        for run in self.runs():
+            cfg = self.resolve(run)
+            where = f"run {run.path(self.name)}"
+            settings.check({k: cfg[k] for k in self.defaults}, self.settings_schema, where)
+            settings.check_run(cfg, where)
 
     def _subset(self, experiment: str) -> dict:
         return (self.preset.get("subset") or {}).get(experiment) or {}
@@ -225,7 +277,7 @@ class Plan:
 
     def runs(self, experiment: str | None = None) -> list[Run]:
         out = []
-        for key in [experiment] if experiment else self.experiment_ids:
+        for key in [experiment] if experiment else self.chosen_ids:
             if self.is_analysis(key):
                 continue
             exp = self.experiments[key]

@@ -1,9 +1,11 @@
 """The training loop of one run: checkpoint after every epoch, resume, per-epoch metrics.
 
 Run folder layout: `config.json` (resolved config), `checkpoint.pt` (state and metrics after the
-last finished epoch), `epochs.jsonl` (one line of metrics per finished epoch, written from it), `env.json`, and `model.pt` when done.
+last finished epoch, and the fingerprint of the config it belongs to), `epochs.jsonl` (one line of
+metrics per finished epoch, written from it), `env.json`, and `model.pt` when done.
 Every epoch starts by seeding from (seed, epoch), so a resumed run continues exactly as an
-uninterrupted one would (on CPU; cuDNN may differ in the last bits on GPU).
+uninterrupted one would (on CPU; cuDNN may differ in the last bits on GPU). A checkpoint of other
+settings is never resumed (`dmlbench.run_folder`).
 """
 
 from __future__ import annotations
@@ -16,10 +18,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dmlbench import environment, evaluation, models, recording, samplers
+from dmlbench import environment, evaluation, models, recording, run_folder, samplers
 from dmlbench.data import images, manifest
+from dmlbench.errors import DmlbenchError
 from dmlbench.io import atomic_path, write_json
 from dmlbench.method import Criterion
+
+
+class DivergedError(DmlbenchError):
+    """The loss became NaN or infinite."""
 
 
 def seed_epoch(seed: int, epoch: int) -> torch.Generator:
@@ -82,9 +89,40 @@ def evaluate_model(model, table, base, cfg: dict, device, clustering: bool = Tru
 
 
 def train(cfg: dict, run_dir: Path, log=print) -> Path:
-    """Train the run described by the resolved config `cfg` in `run_dir`; return the final model path."""
+    """Train the run described by the resolved config `cfg` in `run_dir`; return the final model path.
+
+    Resumes from the checkpoint when it belongs to `cfg`; otherwise moves the old files aside and
+    starts afresh. A failure before the first checkpoint leaves nothing behind.
+    """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    with run_folder.exclusive(run_dir):
+        _forget_other_settings(run_dir, cfg, log)
+        try:
+            return _train(cfg, run_dir, log)
+        except BaseException:
+            if not (run_dir / "checkpoint.pt").exists():
+                run_folder.discard_unfinished(run_dir)
+            raise
+
+
+def _forget_other_settings(run_dir: Path, cfg: dict, log) -> None:
+    """Move aside a checkpoint (and its files) made with other settings; clear unfinished files."""
+    path = run_dir / "checkpoint.pt"
+    if not path.exists():
+        run_folder.discard_unfinished(run_dir)
+        return
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    if state.get("fingerprint") == run_folder.fingerprint(cfg):
+        return
+    old = json.loads(state["config"]) if "config" in state else {}
+    changes = run_folder.changed_settings(old, cfg) if old else ["(checkpoint of an older version)"]
+    moved = run_folder.supersede(run_dir, state.get("fingerprint", "unknown"))
+    log(f"settings changed since {path} was written ({'; '.join(changes[:6])}"
+        f"{' …' if len(changes) > 6 else ''}): training afresh; the previous files are in {moved}")
+
+
+def _train(cfg: dict, run_dir: Path, log) -> Path:
     write_json(run_dir / "config.json", cfg)
     device = environment.pick_device(cfg["device"])
     write_json(run_dir / "env.json", environment.describe(device))
@@ -131,7 +169,7 @@ def train(cfg: dict, run_dir: Path, log=print) -> Path:
             row.update(evaluate_model(model, table, base, cfg, device, clustering=False))
             model.train()
         history.append(row)
-        _save_checkpoint(run_dir, model, criterion, optimizer, scheduler, history)
+        _save_checkpoint(run_dir, model, criterion, optimizer, scheduler, history, cfg)
         _write_history(run_dir, history)
         log(_format_row(row, cfg["epochs"]))
         record(epoch + 1)
@@ -152,8 +190,8 @@ def _train_epoch(model, criterion, optimizer, loader, device, epoch, epochs, log
             embeddings = model(batch)
         loss = criterion(embeddings.float(), labels.to(device, non_blocking=True))
         if not torch.isfinite(loss):
-            raise FloatingPointError(f"epoch {epoch + 1}, step {step}: loss is {loss.item()}; "
-                                     f"lower the learning rate")
+            raise DivergedError(f"training diverged: epoch {epoch + 1}, step {step}: loss is "
+                                f"{loss.item()}; lower optimizer.lr (now {optimizer.param_groups[0]['lr']:g})")
         optimizer.zero_grad(set_to_none=True)
         if loss.requires_grad and loss.grad_fn is not None:
             loss.backward()
@@ -174,12 +212,16 @@ def _format_row(row: dict, epochs: int) -> str:
     return f"epoch {row['epoch']}/{epochs} loss {row['loss']:.4f}{extra} ({row['seconds']:.1f} s)"
 
 
-def _save_checkpoint(run_dir, model, criterion, optimizer, scheduler, history: list[dict]) -> None:
-    """One atomic file with everything a resumed run needs, per-epoch metrics included."""
+def _save_checkpoint(run_dir, model, criterion, optimizer, scheduler, history: list[dict],
+                     cfg: dict) -> None:
+    """One atomic file with everything a resumed run needs, per-epoch metrics included, and the
+    config it belongs to."""
     with atomic_path(run_dir / "checkpoint.pt") as tmp:
         torch.save({"model": model.state_dict(), "criterion": criterion.state_dict(),
                     "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                    "epochs_done": len(history), "history": json.dumps(history)}, tmp)
+                    "epochs_done": len(history), "history": json.dumps(history),
+                    "config": json.dumps(cfg, sort_keys=True),
+                    "fingerprint": run_folder.fingerprint(cfg)}, tmp)
 
 
 def _resume(run_dir, model, criterion, optimizer, scheduler, log) -> tuple[int, list[dict]]:

@@ -151,6 +151,65 @@ def test_diverging_loss_stops_the_run(run_config, tmp_path, monkeypatch):
 
     monkeypatch.setattr(training, "Criterion", Diverged)
     cfg = dict(run_config, epochs=1, batches_per_epoch=2)
-    with pytest.raises(FloatingPointError, match="epoch 1, step 1: loss is nan; lower the learning rate"):
+    with pytest.raises(training.DivergedError, match="epoch 1, step 1: loss is nan; lower optimizer.lr"):
         training.train(cfg, tmp_path / "run", log=lambda message: None)
-    assert not (tmp_path / "run" / "model.pt").exists()
+    assert not (tmp_path / "run").exists(), "no half-made run folder is left"
+
+
+def test_diverging_loss_is_one_line_on_the_command_line(run_config, tmp_path, monkeypatch, capsys):
+    from dmlbench import cli
+    from dmlbench import train as training
+    from dmlbench.method import Criterion
+
+    class Diverged(Criterion):
+        def forward(self, embeddings, labels):
+            return super().forward(embeddings, labels) * float("inf")
+
+    monkeypatch.setattr(training, "Criterion", Diverged)
+    cfg = dict(run_config, epochs=1, batches_per_epoch=2)
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["train", "--spec", json.dumps(cfg), "--run-dir", str(tmp_path / "run")])
+    assert stop.value.code == 1
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert lines == ["dmlbench train: error: training diverged: epoch 1, step 1: loss is inf; "
+                     "lower optimizer.lr (now 0.001)"]
+    assert not (tmp_path / "run").exists()
+
+
+def test_changed_setting_trains_afresh_instead_of_resuming(run_config, tmp_path):
+    from dmlbench.train import train
+
+    cfg = dict(run_config, epochs=2, batches_per_epoch=2)
+    logs = []
+    train(cfg, tmp_path / "run", log=logs.append)
+    (tmp_path / "run" / "model.pt").unlink()  # as Snakemake does before rerunning a job
+    changed = json.loads(json.dumps(cfg))
+    changed["optimizer"]["lr"] = cfg["optimizer"]["lr"] * 10
+    logs.clear()
+    train(changed, tmp_path / "run", log=logs.append)
+    assert not any("resuming" in line for line in logs)
+    said = [line for line in logs if line.startswith("settings changed")]
+    assert said and "optimizer.lr: 0.001 → 0.01" in said[0]
+    assert len((tmp_path / "run" / "epochs.jsonl").read_text().splitlines()) == 2
+    fresh = []
+    train(changed, tmp_path / "fresh", log=fresh.append)
+    losses = lambda d: [json.loads(line)["loss"] for line in (d / "epochs.jsonl").read_text().splitlines()]
+    assert losses(tmp_path / "run") == losses(tmp_path / "fresh")
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["optimizer"]["lr"] == changed["optimizer"]["lr"]
+    old = list(tmp_path.glob("run.superseded-*"))
+    assert len(old) == 1 and (old[0] / "checkpoint.pt").exists()
+    logs.clear()
+    train(changed, tmp_path / "run", log=logs.append)  # same settings again: resumes, trains nothing
+    assert any("resuming" in line for line in logs)
+
+
+def test_two_trainings_of_one_run_folder_cannot_run_at_once(run_config, tmp_path):
+    from dmlbench import run_folder
+    from dmlbench.train import train
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    with run_folder.exclusive(folder):
+        with pytest.raises(run_folder.RunBusyError, match="is being trained by another process"):
+            train(dict(run_config, epochs=1, batches_per_epoch=1), folder, log=lambda m: None)
+    assert not folder.exists(), "the lock alone is no run"

@@ -1,0 +1,92 @@
+"""A run folder belongs to one resolved config and to one training process at a time.
+
+- `fingerprint(cfg)`: sha256 of the resolved config; the checkpoint stores it, and a checkpoint of
+  other settings is never resumed: its files are moved aside (`seed0.superseded-<fingerprint>/`)
+  and training starts afresh, saying which settings changed.
+- `exclusive(run_dir)`: a lock file in the folder, so that two trainings of one run (two
+  Snakemake instances after a forced `--unlock`, a hand-started step) cannot run at once.
+- `discard_unfinished(run_dir)`: after a failure before the first checkpoint nothing of the
+  attempt is left that a later run could take for its own, not even the folder.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+
+from dmlbench.errors import DmlbenchError
+
+LOCK = ".train.lock"
+
+
+class RunBusyError(DmlbenchError):
+    """Another process is training the same run folder."""
+
+
+def fingerprint(cfg: dict) -> str:
+    return hashlib.sha256(json.dumps(cfg, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def changed_settings(old: dict, new: dict, prefix: str = "") -> list[str]:
+    """`key: old → new` for every leaf that differs between two configs."""
+    out = []
+    for key in sorted(set(old) | set(new), key=str):
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += changed_settings(a, b, f"{prefix}{key}.")
+        elif a != b:
+            out.append(f"{prefix}{key}: {a!r} → {b!r}")
+    return out
+
+
+@contextmanager
+def exclusive(run_dir: Path):
+    """Hold the run folder's lock for the block; stop at once if another process holds it."""
+    handle = open(run_dir / LOCK, "a+")
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            raise RunBusyError(
+                f"{run_dir} is being trained by another process (pid {holder}). Two Snakemake "
+                f"instances are working in this folder: let the other finish, or stop it, then "
+                f"rerun (see the README, 'Interrupted runs')") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        yield
+    finally:
+        handle.close()
+        if run_dir.exists() and not _contents(run_dir):  # nothing but the lock: leave no folder
+            (run_dir / LOCK).unlink(missing_ok=True)
+            run_dir.rmdir()
+
+
+def _contents(run_dir: Path) -> list[Path]:
+    return [p for p in run_dir.iterdir() if p.name != LOCK]
+
+
+def supersede(run_dir: Path, old_fingerprint: str) -> Path:
+    """Move every file of the folder (but the lock) to a sibling folder; return its path."""
+    target = run_dir.with_name(f"{run_dir.name}.superseded-{old_fingerprint[:12]}")
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir()
+    for path in _contents(run_dir):
+        path.rename(target / path.name)
+    return target
+
+
+def discard_unfinished(run_dir: Path) -> None:
+    """Remove what an attempt wrote before its first checkpoint (`exclusive` then removes the
+    folder itself when nothing else is in it)."""
+    for path in _contents(run_dir):
+        shutil.rmtree(path) if path.is_dir() else path.unlink()

@@ -1,0 +1,121 @@
+"""Values of settings: command-line text turned into the types the schemas expect, and checks of
+every training setting's type and range (`workflow/config/settings.schema.yaml`).
+
+Snakemake 9 hands nested `--config` values over as text (`seeds=[0,1,2]` arrives as
+`['0', '1', '2']`, `data={cache: null}` as `{'cache': 'null'}`); `coerce` converts text wherever
+the schema expects a number, a boolean or null, and leaves it alone where text is expected.
+"""
+
+from __future__ import annotations
+
+import re
+
+import jsonschema
+
+from dmlbench.errors import ConfigError
+
+_NULL = {"null", "none", "~"}
+_BOOLEAN = {"true": True, "false": False}
+
+
+def from_text(text: str):
+    """`'3'` → 3, `'1e-5'` → 1e-05, `'false'` → False, `'null'` → None; anything else unchanged."""
+    lowered = text.strip().lower()
+    if lowered in _NULL:
+        return None
+    if lowered in _BOOLEAN:
+        return _BOOLEAN[lowered]
+    for parse in (int, float):
+        try:
+            return parse(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _resolve(schema: dict, root: dict) -> dict:
+    while "$ref" in schema:
+        node = root
+        for part in schema["$ref"].removeprefix("#/").split("/"):
+            node = node[part]
+        schema = node
+    return schema
+
+
+def _accepts(value, schema: dict, root: dict) -> bool:
+    validator = jsonschema.Draft202012Validator(dict(_resolve(schema, root), **{"$defs": root.get("$defs", {})}))
+    return validator.is_valid(value)
+
+
+def _expects_text(schema: dict) -> bool:
+    types = schema.get("type")
+    types = [types] if isinstance(types, str) else (types or [])
+    if "enum" in schema:
+        return all(isinstance(v, str) for v in schema["enum"] if v is not None)
+    if "const" in schema:
+        return isinstance(schema["const"], str)
+    return not types or "string" in types
+
+
+def coerce(value, schema: dict, root: dict | None = None):
+    """`value` with text converted where `schema` expects another type (recursively)."""
+    root = root if root is not None else schema
+    schema = _resolve(schema, root)
+    for key in ("oneOf", "anyOf"):
+        if key in schema:
+            for option in schema[key]:
+                candidate = coerce(value, option, root)
+                if _accepts(candidate, option, root):
+                    return candidate
+            return value
+    if isinstance(value, str):
+        if _expects_text(schema):
+            return value
+        return from_text(value)
+    if isinstance(value, dict):
+        properties = schema.get("properties", {})
+        patterns = schema.get("patternProperties", {})
+        extra = schema.get("additionalProperties")
+        out = {}
+        for key, item in value.items():
+            sub = properties.get(key)
+            if sub is None:
+                sub = next((s for pattern, s in patterns.items() if re.search(pattern, str(key))), None)
+            if sub is None and isinstance(extra, dict):
+                sub = extra
+            out[key] = coerce(item, sub, root) if sub is not None else item
+        return out
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [coerce(item, schema["items"], root) for item in value]
+    return value
+
+
+def check(settings: dict, schema: dict, where: str) -> None:
+    """Stop at the first setting whose value is not of its type or outside its range, naming it."""
+    validator = jsonschema.Draft202012Validator(schema)
+    error = next(iter(sorted(validator.iter_errors(settings or {}), key=lambda e: list(e.absolute_path))),
+                 None)
+    if error is not None:
+        key = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise ConfigError(f"{where}: setting {key}: {error.message}")
+
+
+def check_run(cfg: dict, where: str) -> None:
+    """Checks that involve several settings of one resolved run."""
+    size, per_class = cfg["batch"]["size"], cfg["batch"]["per_class"]
+    if cfg["method"]["sampler"] == "m_per_class" and size % per_class:
+        raise ConfigError(f"{where}: batch.size {size} is not a multiple of batch.per_class {per_class}")
+    image = cfg["input"]
+    if image["crop"] > image["resize"] + 2 * image["padding"]:
+        raise ConfigError(f"{where}: input.crop {image['crop']} is larger than input.resize "
+                          f"{image['resize']} (+ 2 × padding {image['padding']})")
+    epochs = cfg["epochs"]
+    record = cfg["record"]
+    for key, listed in (("record.scatter_epochs", record["scatter_epochs"]),
+                        ("record.probe.epochs", record["probe"]["epochs"])):
+        late = [e for e in listed if e > epochs]
+        if late:
+            raise ConfigError(f"{where}: {key} {late} lie after the last epoch ({epochs})")
+    if cfg["model"]["weights"] and cfg["model"]["backbone"] != "bninception":
+        raise ConfigError(f"{where}: model.weights is read for bninception only, not "
+                          f"{cfg['model']['backbone']}")

@@ -92,7 +92,7 @@ def cmd_gpu_slot(args) -> None:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         raise DmlbenchError("gpu-slot needs a command after --")
-    sys.exit(run_on_free_device(command, args.slots, Path(args.lock_dir)))
+    sys.exit(run_on_free_device(command, args.slots, Path(args.lock_dir), args.timeout))
 
 
 def parser() -> argparse.ArgumentParser:
@@ -151,6 +151,8 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("gpu-slot", help="run a command on a device no other such command holds")
     s.add_argument("--slots", type=int, required=True, help="number of devices (0: leave as is)")
     s.add_argument("--lock-dir", default=".dmlbench/gpu-locks")
+    s.add_argument("--timeout", type=float, default=None,
+                   help="seconds to wait for a free device before giving up (default: no limit)")
     s.add_argument("command", nargs=argparse.REMAINDER)
     s.set_defaults(func=cmd_gpu_slot)
     return p

@@ -3,27 +3,54 @@
 Snakemake's `--resources gpu=N` only caps how many GPU jobs run at once; it names no device. A job
 wrapped by `run_on_free_device` takes a non-blocking `flock` on the first free `gpu<i>.lock` and
 holds it for the life of its child process, which sees `CUDA_VISIBLE_DEVICES=i`. The kernel
-releases the lock when the holder exits, even when it is killed, so no stale lock survives.
+releases the lock when the holder exits, even when it is killed, so no stale lock survives; the
+child dies with the wrapper (SIGTERM/SIGINT are passed on, and the kernel sends SIGKILL to the
+child when the wrapper is killed outright), so a released device is never still in use.
 Under SLURM (`SLURM_JOB_ID` set) or with N = 0 the environment is left as it is.
 """
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import os
+import signal
 import subprocess
 import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from dmlbench.errors import DmlbenchError
+
+PR_SET_PDEATHSIG = 1
+
+
+class NoFreeDeviceError(DmlbenchError):
+    """Every device stayed taken for longer than the wait allowed."""
+
+
+def _holders(lock_dir: Path, slots: int) -> str:
+    found = []
+    for index in range(slots):
+        try:
+            found.append(f"gpu{index}: pid {(lock_dir / f'gpu{index}.lock').read_text().strip() or '?'}")
+        except OSError:
+            found.append(f"gpu{index}: ?")
+    return ", ".join(found)
+
 
 @contextmanager
-def claim_device(slots: int, lock_dir: Path, poll: float = 0.5, timeout: float | None = None):
-    """Hold the lock of a free device in 0..slots-1 for the duration of the block; yield its index."""
+def claim_device(slots: int, lock_dir: Path, poll: float = 0.5, timeout: float | None = None,
+                 say=lambda message: print(message, file=sys.stderr, flush=True)):
+    """Hold the lock of a free device in 0..slots-1 for the duration of the block; yield its index.
+
+    Says once that it waits (and for which devices, held by whom); gives up after `timeout` s.
+    """
     lock_dir = Path(lock_dir)
     lock_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
+    waiting = False
     while True:
         for index in range(slots):
             handle = open(lock_dir / f"gpu{index}.lock", "a+")
@@ -43,15 +70,45 @@ def claim_device(slots: int, lock_dir: Path, poll: float = 0.5, timeout: float |
                 handle.close()
             return
         if timeout is not None and time.monotonic() - started > timeout:
-            raise TimeoutError(f"no free device among {slots} in {lock_dir} after {timeout} s")
+            raise NoFreeDeviceError(f"no free device among gpu0-gpu{slots - 1} after {timeout:g} s "
+                                    f"({_holders(lock_dir, slots)}; locks in {lock_dir})")
+        if not waiting:
+            waiting = True
+            say(f"[gpu-slot] waiting for a free device among gpu0-gpu{slots - 1} "
+                f"({_holders(lock_dir, slots)})"
+                + (f", for at most {timeout:g} s" if timeout is not None else ""))
         time.sleep(poll)
 
 
-def run_on_free_device(command: list[str], slots: int, lock_dir: Path) -> int:
+def _die_with_parent() -> None:
+    """In the child, before exec: the kernel sends SIGKILL when the wrapper dies (Linux)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+def _call(command: list[str], env: dict | None = None) -> int:
+    """Run `command`, passing SIGTERM/SIGINT/SIGHUP on to it; the child cannot outlive us."""
+    child = subprocess.Popen(command, env=env, preexec_fn=_die_with_parent)
+
+    def forward(signum, _frame):
+        child.send_signal(signum)
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    try:
+        return child.wait()
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def run_on_free_device(command: list[str], slots: int, lock_dir: Path,
+                       timeout: float | None = None) -> int:
     """Run `command` with CUDA_VISIBLE_DEVICES set to a device no other wrapped job holds."""
     if slots <= 0 or os.environ.get("SLURM_JOB_ID"):
-        return subprocess.call(command)
-    with claim_device(slots, lock_dir) as index:
+        return _call(command)
+    with claim_device(slots, lock_dir, timeout=timeout) as index:
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(index))
         print(f"[gpu-slot] device {index} → {' '.join(command[:4])} …", file=sys.stderr, flush=True)
-        return subprocess.call(command, env=env)
+        return _call(command, env=env)

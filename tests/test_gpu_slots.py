@@ -1,8 +1,14 @@
 """Concurrent GPU jobs get distinct devices; SLURM's assignment is left alone."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
+
+import pytest
 
 from conftest import python_env
 
@@ -52,3 +58,44 @@ def test_exit_code_of_the_job_is_passed_on(tmp_path):
     command = [sys.executable, "-m", "dmlbench", "gpu-slot", "--slots", "1", "--lock-dir",
                str(tmp_path), "--", sys.executable, "-c", "raise SystemExit(3)"]
     assert subprocess.run(command, env=python_env()).returncode == 3
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/stat")
+    return not (status.exists() and status.read_text().split()[2] == "Z")
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
+def test_child_dies_with_the_wrapper_so_the_device_is_not_shared(tmp_path, how):
+    pid_file = tmp_path / "child.pid"
+    child = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    command = [sys.executable, "-m", "dmlbench", "gpu-slot", "--slots", "1", "--lock-dir",
+               str(tmp_path / "locks"), "--", sys.executable, "-c", child]
+    wrapper = subprocess.Popen(command, env=python_env())
+    deadline = time.monotonic() + 30
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    child_pid = int(pid_file.read_text())
+    wrapper.send_signal(how)
+    wrapper.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while _alive(child_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child_pid), "the job outlived its wrapper while its device was released"
+
+
+def test_waiting_job_says_so_and_gives_up_after_its_timeout(tmp_path):
+    from dmlbench.gpu_slots import claim_device
+
+    with claim_device(1, tmp_path):
+        command = [sys.executable, "-m", "dmlbench", "gpu-slot", "--slots", "1", "--lock-dir",
+                   str(tmp_path), "--timeout", "1", "--", sys.executable, "-c", "pass"]
+        result = subprocess.run(command, env=python_env(), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert f"waiting for a free device among gpu0-gpu0 (gpu0: pid {os.getpid()}), for at most 1 s" in result.stderr
+    assert "no free device among gpu0-gpu0 after 1 s" in result.stderr

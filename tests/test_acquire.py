@@ -133,3 +133,22 @@ def test_inshop_asks_for_the_manual_download(tmp_path):
     with pytest.raises(DatasetError, match=r"img\.zip.*list_eval_partition\.txt.*downloads/inshop"):
         prepare("inshop", "real", tmp_path, out)
     assert not out.exists()
+
+
+def test_checksum_mismatch_of_the_users_own_file_leaves_it(cub_archive, tmp_path, monkeypatch):
+    folder, stats = cub_archive
+    mine = folder / "CUB_200_2011.tgz"
+    before = mine.read_bytes()
+    served_cub(monkeypatch, Server(folder), folder, stats, "0" * 32)
+    out = tmp_path / "data" / "real" / "cub" / "manifest.csv"
+    with pytest.raises(ChecksumError, match="This is your file .*left untouched"):
+        prepare("cub", "real", tmp_path / "data", out, user_path=str(folder))
+    assert mine.read_bytes() == before and not out.exists()
+
+
+def test_corrupt_archive_of_the_user_is_reported_not_removed(tmp_path):
+    bad = tmp_path / "CUB_200_2011.tgz"
+    bad.write_bytes(b"this is not a tar archive" * 100)
+    with pytest.raises(DatasetError, match="not a readable archive.*your file .*left untouched"):
+        acquire.extract([bad], tmp_path / "raw", owned=False)
+    assert bad.exists() and not (tmp_path / "raw").exists()

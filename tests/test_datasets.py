@@ -98,3 +98,55 @@ def test_cache_resizes_and_keeps_labels(tmp_path):
     for rel in cached["path"]:
         with Image.open(out.parent / rel) as image:
             assert min(image.size) == 32
+
+
+def test_truncated_image_is_named_by_the_cache_and_nothing_is_written(tmp_path):
+    from dmlbench.data import cache
+
+    source = tmp_path / "fixture" / "cub" / "manifest.csv"
+    prepare("cub", "fixture", tmp_path, source, fixture_size={"n_classes": 4, "per_class": 3})
+    table = manifest.read(source)
+    broken = [source.parent / table["path"][i] for i in (1, 7)]
+    for path in broken:
+        path.write_bytes(path.read_bytes()[:200])
+    out = source.parent / "cache32" / "manifest.csv"
+    with pytest.raises(DatasetError) as error:
+        cache.build(source, out, 32)
+    assert f"2 of {len(table)} images" in str(error.value)
+    assert str(broken[0]) in str(error.value) and str(broken[1]) in str(error.value)
+    assert not out.exists() and not (out.parent / "images").exists()
+
+
+def test_unreadable_image_in_training_names_the_file(tmp_path):
+    from dmlbench.data import images
+
+    bad = tmp_path / "bad.jpg"
+    bad.write_bytes(b"\xff\xd8\xff\xe0 truncated")
+    data = images.ManifestImages(pd.DataFrame({"path": ["bad.jpg"], "label": [0]}), tmp_path,
+                                 images.test_transform({"resize": 8, "crop": 8}))
+    with pytest.raises(DatasetError, match=f"image {bad} cannot be read"):
+        data[0]
+
+
+@pytest.mark.parametrize("entry", ["../../outside.jpg", "/etc/passwd"])
+def test_dataset_list_entry_leaving_the_root_is_refused(tmp_path, entry):
+    fixture = tmp_path / "fx" / "cub" / "manifest.csv"
+    prepare("cub", "fixture", tmp_path / "fx", fixture, fixture_size={"n_classes": 4, "per_class": 2})
+    extracted = fixture.parent / "raw"
+    images_txt = next(extracted.rglob("images.txt"))
+    lines = images_txt.read_text().splitlines()
+    number, _ = lines[2].split(" ", 1)
+    lines[2] = f"{number} {entry}"
+    images_txt.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "real" / "cub" / "manifest.csv"
+    with pytest.raises(DatasetError, match="leave the dataset's folder, first at entry 3: .*"
+                       + entry.split("/")[-1]):
+        prepare("cub", "real", tmp_path, out, user_path=str(extracted))
+    assert not out.exists()
+
+
+def test_manifest_entry_climbing_out_is_refused_naming_the_line(tmp_path):
+    path = tmp_path / "manifest.csv"
+    path.write_text("path,label,split,super\na.jpg,1,train,\n../../secret.jpg,1,train,\n")
+    with pytest.raises(DatasetError, match=r"first at entry 3: '\.\./\.\./secret\.jpg'"):
+        manifest.read(path)

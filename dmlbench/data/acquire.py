@@ -27,18 +27,25 @@ def md5sum(path: Path) -> str:
     return digest.hexdigest()
 
 
-def verify(path: Path, md5: str | None) -> None:
-    """Raise `ChecksumError` (and delete the file) when `path` does not have checksum `md5`."""
+def verify(path: Path, md5: str | None, owned: bool = True) -> None:
+    """Raise `ChecksumError` when `path` does not have checksum `md5`. A file the suite
+    downloaded (`owned`) is deleted so that the next run fetches it anew; the user's own is not."""
     if md5 is None:
         return
     found = md5sum(path)
-    if found != md5:
+    if found == md5:
+        return
+    if owned:
         path.unlink()
         raise ChecksumError(
             f"{path}: md5 {found} differs from the published {md5}; the file was corrupt or "
             f"incomplete and has been removed. Run the step again to download it anew, or place "
             f"an intact copy there."
         )
+    raise ChecksumError(
+        f"{path}: md5 {found} differs from the published {md5}. This is your file (data.paths); "
+        f"it was left untouched. Replace it with an intact copy, or remove data.paths to download it."
+    )
 
 
 def download(url: str, dest: Path, md5: str | None, retries: int = 3, timeout: float = 60.0,
@@ -90,13 +97,14 @@ def _fetch(url: str, part: Path, timeout: float) -> None:
 
 
 def fetch_all(files: tuple[SourceFile, ...], folder: Path, manual: str | None,
-              allow_download: bool) -> list[Path]:
-    """Local paths of all `files` in `folder`, downloading the missing ones where allowed."""
+              allow_download: bool, owned: bool = True) -> list[Path]:
+    """Local paths of all `files` in `folder`, downloading the missing ones where allowed.
+    `owned`: the folder is the suite's download folder, not the user's own."""
     paths = []
     for source in files:
         dest = folder / source.filename
         if dest.exists():
-            verify(dest, source.md5)
+            verify(dest, source.md5, owned)
         elif source.url is None:
             raise DatasetError(manual.format(folder=folder) if manual else
                                f"{source.filename} is missing from {folder}")
@@ -112,10 +120,11 @@ def fetch_all(files: tuple[SourceFile, ...], folder: Path, manual: str | None,
     return paths
 
 
-def extract(files: list[Path], dest: Path) -> Path:
+def extract(files: list[Path], dest: Path, owned: bool = True) -> Path:
     """Unpack archives (and copy plain files) into `dest`, all or nothing.
 
-    A corrupt archive is removed and reported, so that the next run fetches it anew.
+    A corrupt archive is reported; one the suite downloaded (`owned`) is also removed, so that
+    the next run fetches it anew. The user's own files are never touched.
     """
     with atomic_dir(dest) as tmp:
         for path in files:
@@ -129,8 +138,13 @@ def extract(files: list[Path], dest: Path) -> Path:
                 else:
                     shutil.copy2(path, tmp / path.name)
             except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as error:
-                path.unlink(missing_ok=True)
                 reason = " ".join(str(error).split())
+                if not owned:
+                    raise DatasetError(
+                        f"{path} is not a readable archive ({reason}). This is your file "
+                        f"(data.paths); it was left untouched: replace it with an intact copy."
+                    ) from None
+                path.unlink(missing_ok=True)
                 raise DatasetError(
                     f"{path} is not a readable archive ({reason}); it has been removed. Rerun to "
                     f"fetch it again, or place an intact copy there."

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pandas as pd
 import torch
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 from torchvision import transforms
+
+from dmlbench.errors import DatasetError
 
 
 class ManifestImages(torch.utils.data.Dataset):
@@ -22,8 +24,12 @@ class ManifestImages(torch.utils.data.Dataset):
         return len(self.paths)
 
     def __getitem__(self, index: int):
-        with Image.open(self.paths[index]) as image:
-            return self.transform(image.convert("RGB")), int(self.labels[index])
+        try:
+            with Image.open(self.paths[index]) as image:
+                return self.transform(image.convert("RGB")), int(self.labels[index])
+        except (OSError, UnidentifiedImageError, SyntaxError) as error:
+            raise DatasetError(f"image {self.paths[index]} cannot be read ({error}); replace it with "
+                               f"an intact copy and rerun") from None
 
 
 def train_transform(cfg: dict):

@@ -41,6 +41,7 @@ def prepare(dataset: str, source: str, root: Path, output: Path, user_path: str 
         table = _real(spec, root, folder, user_path, allow_download)
     else:
         raise DatasetError(f"unknown data source {source!r}: use 'real' or 'fixture'")
+    manifest.check_paths_inside(table, f"{spec.title}: the dataset's lists")
     table = _anchor_paths(table, table.attrs.get("base", folder / "raw"), folder)
     manifest.check(table, expected, f"{spec.title} ({source})")
     _check_images_exist(table, folder, spec.title)
@@ -54,15 +55,13 @@ def _real(spec, root: Path, folder: Path, user_path: str | None, allow_download:
         given = Path(user_path).expanduser()
         if not given.exists():
             raise DatasetError(f"data.paths.{spec.name} = {given} does not exist")
-        if all((given / f.filename).exists() for f in spec.files):
-            files = acquire.fetch_all(spec.files, given, spec.manual, allow_download=False)
-        else:
-            table = spec.parse(given)
-            table.attrs["base"] = given
-            return table
-    else:
-        files = acquire.fetch_all(spec.files, root / "downloads" / spec.name, spec.manual,
-                                  allow_download)
+        if all((given / f.filename).exists() for f in spec.files):  # the publisher's files
+            files = acquire.fetch_all(spec.files, given, spec.manual, allow_download=False, owned=False)
+            return spec.parse(acquire.extract(files, folder / "raw", owned=False))
+        table = spec.parse(given)  # the extracted dataset, used in place
+        table.attrs["base"] = given
+        return table
+    files = acquire.fetch_all(spec.files, root / "downloads" / spec.name, spec.manual, allow_download)
     return spec.parse(acquire.extract(files, folder / "raw"))
 
 

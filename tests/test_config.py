@@ -90,3 +90,81 @@ def test_sweeps_expand_into_variants():
     assert cfg["batch"]["size"] == 320 and cfg["method"]["loss"]["k_per_anchor"] == 2.0
     cfg = plan.resolve(plan.find_run("dro.f2", "inshop", "dro_topk_m@K960", 0))
     assert cfg["method"]["loss"]["K"] == 960 and cfg["method"]["loss"]["k_per_anchor"] is None
+
+
+# --- values, as Snakemake 9 hands them over from `--config` (nested values arrive as text) ---
+
+def test_command_line_text_becomes_the_schema_types():
+    plan = Plan.load(CONFIG_DIR, {"preset": "smoke", "seeds": ["0", "1", "2"],
+                                  "data": {"cache": "null", "download": "false"},
+                                  "overrides": {"optimizer": {"lr": "1e-4"}, "epochs": "3",
+                                                "model": {"pretrained": "false"}}})
+    assert plan.preset["seeds"] == [0, 1, 2]
+    assert plan.preset["data"]["cache"] is None and plan.preset["data"]["download"] is False
+    cfg = plan.resolve(plan.runs()[0])
+    assert cfg["optimizer"]["lr"] == 1e-4 and cfg["epochs"] == 3 and cfg["model"]["pretrained"] is False
+    assert cfg["data"]["manifest"].endswith("/manifest.csv") and "cache" not in cfg["data"]["manifest"]
+
+
+def test_text_stays_text_where_the_schema_wants_text():
+    plan = Plan.load(CONFIG_DIR, {"preset": "smoke", "data": {"paths": {"cub": "1"}},
+                                  "experiments": ["suite.baselines"]})
+    assert plan.preset["data"]["paths"]["cub"] == "1"
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"optimizer": {"name": "adamw"}}, "setting optimizer.name: 'adamw' is not one of ['adam', 'sgd']"),
+    ({"optimizer": {"lr": "fast"}}, "setting optimizer.lr: 'fast' is not of type 'number'"),
+    ({"optimizer": {"lr": "1.0e+6"}}, "setting optimizer.lr: 1000000.0 is greater than the maximum of 10"),
+    ({"device": "gpu"}, "setting device: 'gpu' does not match"),
+    ({"model": {"pooling": "mean"}}, "setting model.pooling: 'mean' is not one of ['avg', 'max']"),
+    ({"model": {"backbone": "vgg16"}}, "setting model.backbone: 'vgg16' is not one of"),
+    ({"batch": {"size": -8}}, "setting batch.size: -8 is less than the minimum of 2"),
+    ({"eval": {"ks": []}}, "setting eval.ks: [] should be non-empty"),
+])
+def test_setting_values_are_checked_before_any_job(overrides, message):
+    with pytest.raises(ConfigError) as error:
+        Plan.load(CONFIG_DIR, {"preset": "smoke", "overrides": overrides})
+    assert f"preset smoke.overrides: {message}" in str(error.value)
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"batch": {"size": 18, "per_class": 4}}, "batch.size 18 is not a multiple of batch.per_class 4"),
+    ({"input": {"resize": 30, "crop": 32, "padding": 0}}, "input.crop 32 is larger than input.resize 30"),
+])
+def test_settings_that_do_not_fit_together_name_the_run(overrides, message):
+    with pytest.raises(ConfigError, match=r"run results/smoke/suite\.baselines/\w+/\w+/seed0: ") as error:
+        Plan.load(CONFIG_DIR, {"preset": "smoke", "overrides": overrides})
+    assert message in str(error.value)
+
+
+def test_a_catalogue_value_out_of_range_is_named(tmp_path):
+    import shutil
+
+    shutil.copytree(CONFIG_DIR, tmp_path / "config")
+    path = tmp_path / "config" / "experiments" / "suite.yaml"
+    text = path.read_text()
+    assert "train:" in text
+    path.write_text(text.replace("train:", "train:\n    optimizer: {name: rmsprop}", 1))
+    with pytest.raises(ConfigError, match=r"experiment suite.baselines.train: setting optimizer.name: 'rmsprop'"):
+        Plan.load(tmp_path / "config", {"preset": "demo"})
+
+
+# --- narrowing a preset from the command line ---
+
+def test_preset_narrowed_to_one_experiment_ignores_the_subsets_of_the_others():
+    plan = Plan.load(CONFIG_DIR, {"preset": "smoke", "experiments": ["suite.baselines"]})
+    assert plan.experiment_ids == ["suite.baselines"] and plan.runs()
+
+
+def test_preset_narrowed_to_a_dataset_skips_experiments_left_without_runs():
+    plan = Plan.load(CONFIG_DIR, {"preset": "smoke", "datasets": ["cub"]})
+    assert {run.dataset for run in plan.runs()} == {"cub"}
+    assert "ephn.f3" in plan.skipped and "ephn.f3" not in plan.experiment_ids
+    assert "none of its datasets ['cars'] is among datasets=['cub']" in plan.skipped["ephn.f3"]
+    assert "suite.baselines" in plan.experiment_ids and "ms.f1" in plan.experiment_ids
+
+
+def test_narrowing_to_nothing_is_refused():
+    with pytest.raises(ConfigError, match="nothing to run: ephn.f3: none of its datasets"):
+        Plan.load(CONFIG_DIR, {"preset": "smoke", "experiments": ["ephn.f3"], "datasets": ["cub"]})

@@ -51,6 +51,50 @@ def test_config_typo_stops_before_any_job(tmp_path):
     assert not (tmp_path / "results").exists() and not (tmp_path / "data").exists()
 
 
+@pytest.mark.parametrize("args", [
+    # the README's example commands, as printed (dry runs)
+    ["-n", "--cores", "2", "--config", "preset=demo", "seeds=[0,1,2]"],
+    ["-n", "--cores", "all", "--resources", "gpu=8", "--config", "experiments=[ms.t2]"],
+    ["-n", "--cores", "all", "--resources", "gpu=8", "--config", "preset=full", "experiments=[ms.t2]",
+     "data={paths: {cub: /data/CUB_200_2011}}"],
+    ["-n", "--cores", "2", "--config", "preset=smoke", "data={cache: null, download: false}"],
+    ["-n", "--workflow-profile", str(REPO / "workflow/profiles/local")],
+])
+def test_readme_example_commands_plan_their_jobs(tmp_path, args):
+    result = snakemake(tmp_path, *args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "train" in job_counts(result.stdout)
+
+
+def test_three_seeds_from_the_command_line_give_three_runs_each(tmp_path):
+    result = snakemake(tmp_path, "-n", "--cores", "2", "--config", "preset=demo", "seeds=[0,1,2]",
+                       "experiments=[suite.baselines]")
+    assert result.returncode == 0, result.stderr[-3000:]
+    plan = Plan.load(CONFIG_DIR, {"preset": "demo", "experiments": ["suite.baselines"]})
+    assert job_counts(result.stdout)["train"] == 3 * len(plan.runs())
+    assert "seed2/model.pt" in result.stdout
+
+
+def test_wrong_setting_value_stops_before_any_job(tmp_path):
+    result = snakemake(tmp_path, "-n", "--cores", "1", "--config", "preset=smoke",
+                       "overrides={optimizer: {name: adamw}}")
+    assert result.returncode != 0
+    assert "setting optimizer.name: 'adamw' is not one of ['adam', 'sgd']" in result.stderr + result.stdout
+    assert not (tmp_path / "results").exists() and not (tmp_path / "data").exists()
+
+
+@pytest.mark.slow
+def test_smoke_narrowed_to_an_experiment_and_a_dataset_runs_to_the_end(tmp_path):
+    result = snakemake(tmp_path, "--cores", "2", "--config", "preset=smoke",
+                       "experiments=[suite.baselines,ephn.t1]", "datasets=[digits]")
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "skipping ephn.t1: none of its datasets ['cars'] is among datasets=['digits']" in result.stderr
+    table = pd.read_csv(tmp_path / "reports/smoke/suite.baselines/table.csv")
+    assert set(table["dataset"]) == {"digits"}
+    assert not (tmp_path / "reports/smoke/ephn.t1").exists()
+    assert (tmp_path / "reports/smoke/index.html").exists()
+
+
 @pytest.mark.slow
 def test_smoke_preset_end_to_end(tmp_path):
     result = snakemake(tmp_path, "--cores", "2", "--config", "preset=smoke")

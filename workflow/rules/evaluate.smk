@@ -9,7 +9,7 @@ rule evaluate:
     resources:
         gpu=1,
     log:
-        f"{RUN_DIR}/evaluate.log",
+        f"logs/{{preset}}/evaluate/{{experiment}}/{{dataset}}/{{method}}/seed{{seed}}.log",
     shell:
         "{params.slot} python -m dmlbench evaluate --run-dir {params.run_dir} --output {output}"
         " 2> >(tee {log} >&2)"

@@ -10,7 +10,7 @@ rule train:
     resources:
         gpu=1,
     log:
-        f"{RUN_DIR}/train.log",
+        f"logs/{{preset}}/train/{{experiment}}/{{dataset}}/{{method}}/seed{{seed}}.log",
     shell:
         "{params.slot} python -m dmlbench train --spec {params.spec:q} --run-dir {params.run_dir}"
         " 2> >(tee -a {log} >&2)"

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from dmlbench.plan import Plan
 
-PLAN = Plan.load(Path(workflow.basedir) / "workflow" / "config", config)
+CONFIG_DIR = Path(workflow.basedir) / "workflow" / "config"
+PLAN = Plan.load(CONFIG_DIR, config)
 PRESET = PLAN.name
 for experiment, reason in PLAN.skipped.items():
     print(f"dmlbench: skipping {experiment}: {reason}", file=sys.stderr)

@@ -73,9 +73,10 @@ def cmd_analyse(args) -> None:
 
 
 def cmd_report(args) -> None:
+    from dmlbench.plan import Plan
     from dmlbench.report import index
 
-    index.write(args.preset, [Path(p) for p in args.experiments], Path(args.output))
+    index.write(Plan.load(args.config_dir, _spec(args.config)), Path(args.output))
 
 
 def cmd_plan(args) -> None:
@@ -137,10 +138,10 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--output-dir", required=True)
     s.set_defaults(func=cmd_analyse)
 
-    s = sub.add_parser("report", help="write the HTML index of a preset's experiments")
-    s.add_argument("--preset", required=True)
-    s.add_argument("--experiments", nargs="+", required=True, help="experiment report folders")
-    s.add_argument("--output", required=True)
+    s = sub.add_parser("report", help="write the HTML report of a preset (contents, tables, figures)")
+    s.add_argument("--config-dir", default=CONFIG_DIR)
+    s.add_argument("--config", default="{}", help="JSON: the workflow's config (preset and changes)")
+    s.add_argument("--output", required=True, help="reports/<preset>/index.html")
     s.set_defaults(func=cmd_report)
 
     s = sub.add_parser("plan", help="list the run folders a preset expands into")

@@ -104,6 +104,7 @@ class Plan:
         self.defaults = _load_yaml(self.config_dir / "defaults.yaml")
         self.settings_schema = _load_yaml(self.config_dir / SETTINGS_SCHEMA)
         self.methods = _load_yaml(self.config_dir / "methods.yaml")
+        self.papers = _load_yaml(self.config_dir / "papers.yaml")
         self.experiments = self._load_experiments()
         self._check_catalogue()
         self._check_preset()
@@ -338,9 +339,14 @@ class Plan:
         cfg["data"] = {"manifest": self.manifest(run.dataset)}
         return cfg
 
+    @property
+    def toy_data(self) -> bool:
+        """Fixtures: numbers that say nothing about the methods, not comparable with the papers."""
+        return self.preset["data"]["source"] == "fixture"
+
     def aggregate_spec(self, experiment: str) -> dict:
         exp = self.experiments[experiment]
-        return {"experiment": experiment, "title": exp.get("title", experiment),
+        return {"experiment": experiment, "title": exp.get("title", experiment), "toy_data": self.toy_data,
                 "paper": exp.get("paper"), "table": exp.get("table", {}),
                 "reported": exp.get("reported", {}), "quoted": exp.get("quoted", {}),
                 "method_labels": {run.method: self._label(run) for run in self.runs(experiment)},

@@ -48,8 +48,10 @@ def test_sweep_experiment_draws_its_figure(tmp_path):
     assert (out / "sweep.png").stat().st_size > 0
     table = pd.read_csv(out / "table.csv")
     assert len(table) == 25 and set(table["method"].str.split("@").str[1]) == {"B80", "B160", "B320", "B480", "B640"}
-    index.write("full", [out], tmp_path / "reports" / "full" / "index.html")
-    assert "dro.f1/sweep.png" in (tmp_path / "reports" / "index.html").read_text()
+    index.write(plan, tmp_path / "reports" / "full" / "index.html")
+    landing = (tmp_path / "reports" / "index.html").read_text()
+    assert "dro.f1/sweep.png" in landing
+    assert "partial" in landing  # only dro.f1 of the full catalogue was aggregated here
 
 
 def test_quoted_rows_are_marked_as_quoted(tmp_path):
@@ -60,3 +62,48 @@ def test_quoted_rows_are_marked_as_quoted(tmp_path):
     text = (tmp_path / "out/table.md").read_text()
     assert "| HDC (quoted by the paper, not run) | 53.60 |" in text
     assert "50.00 (n=1) / 66.85 / -16.85" in text
+
+
+def _links(page):
+    import re
+
+    return re.findall(r"(?:href|src)='([^']+)'", page.read_text())
+
+
+def test_report_has_contents_statuses_and_every_link_resolves(tmp_path):
+    plan = Plan.load(CONFIG_DIR, {"preset": "demo", "experiments": ["suite.baselines"],
+                                  "datasets": ["digits"]})
+    files = [fake_run(tmp_path, run, {"recall@1": 0.5, "recall@2": 0.6}) for run in plan.runs()[:2]]
+    out = tmp_path / "reports" / "demo" / "suite.baselines"
+    aggregate.aggregate(plan.aggregate_spec("suite.baselines"), files, out)
+    index.write(plan, tmp_path / "reports" / "demo" / "index.html")
+    info = json.loads((tmp_path / "reports/demo/contents.json").read_text())
+    statuses = {e["id"]: e["status"] for p in info["papers"] for e in p["experiments"]}
+    assert statuses["suite.baselines"] == "partial"  # 2 of the 3 planned runs
+    assert statuses["ms.t2"] == "quoted only" and statuses["dro.t1"] == "quoted only"
+    assert [p["paper"] for p in info["papers"]][:4] == ["suite", "ms", "dro", "ephn"]
+    page = tmp_path / "reports/demo/index.html"
+    text = page.read_text()
+    assert "<nav><h2>Contents</h2>" in text and "href='#demo-suite.baselines-recall_at_k.png'" in text
+    assert "id='demo-suite.baselines-recall_at_k.png'" in text
+    assert "66.85" in text  # ms.t2's paper number, shown although the preset did not run it
+    for page in (tmp_path / "reports/demo/index.html", tmp_path / "reports/index.html"):
+        ids = set(__import__("re").findall(r"id='([^']+)'", page.read_text()))
+        for link in _links(page):
+            if link.startswith("#"):
+                assert link[1:] in ids, link
+            else:
+                assert (page.parent / link).exists(), link
+
+
+def test_fixture_tables_say_so_and_show_no_difference(tmp_path):
+    plan = Plan.load(CONFIG_DIR, {"preset": "demo"})
+    spec = plan.aggregate_spec("ephn.t1")
+    files = [fake_run(tmp_path, run, {f"recall@{k}": 0.5 for k in (1, 2, 4, 8)}) for run in plan.runs("ephn.t1")]
+    aggregate.aggregate(spec, files, tmp_path / "out")
+    table = pd.read_csv(tmp_path / "out/table.csv")
+    assert "difference" not in table.columns and table["paper"].notna().any()
+    text = (tmp_path / "out/table.md").read_text()
+    assert "not comparable with the paper's" in text
+    row = table[table["paper"].notna()].iloc[0]
+    assert f"50.00 (n=1) / {row['paper']:.2f} |" in text

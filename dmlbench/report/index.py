@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from dmlbench.io import atomic_path
+from dmlbench.io import atomic_path, read_json, write_json
+from dmlbench.report import contents
+from dmlbench.report.aggregate import TOY_NOTE
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
@@ -17,6 +19,12 @@ th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
 img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
 .note { color: #555; font-size: 0.9em; }
+.warning { background: #fff4d6; border-left: 4px solid #e0a800; padding: 0.5em 0.8em; }
+.status { font-size: 0.75em; padding: 0.1em 0.5em; border-radius: 0.6em; background: #e8f5e9; }
+.status.partial { background: #fff4d6; }
+.status.quoted-only { background: #eceff1; }
+nav ul { line-height: 1.5; }
+figure { margin: 0; }
 """
 
 
@@ -28,6 +36,7 @@ def _page(title: str, body: str) -> str:
 def _table_html(folder: Path) -> str:
     """The summary as the paper prints it: one table per dataset, rows = methods, cols = metrics."""
     summary = pd.read_csv(folder / "table.csv")
+    with_difference = "difference" in summary.columns
     parts = []
     for dataset, block in summary.groupby("dataset", sort=False):
         def cell(rows):
@@ -35,7 +44,9 @@ def _table_html(folder: Path) -> str:
             spread = "" if pd.isna(r["std"]) else f" ± {r['std']:.2f}"
             text = f"{r['mean']:.2f}{spread} (n={int(r['n'])})"
             if not pd.isna(r["paper"]):
-                text += f" | paper {r['paper']:.2f} | Δ {r['difference']:+.2f}"
+                text += f" | paper {r['paper']:.2f}"
+                if with_difference:
+                    text += f" | Δ {r['difference']:+.2f}"
             return text
 
         wide = block.groupby(["method", "metric"], sort=False).apply(cell).unstack("metric")
@@ -49,8 +60,17 @@ def _table_html(folder: Path) -> str:
                                            sort=False).map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
                 extra.index = [f"{m} (quoted by the paper, not run)" for m in extra.index]
                 wide = pd.concat([wide, extra.reindex(columns=wide.columns)]).fillna("")
-        parts.append(f"<h3>{html.escape(dataset)}</h3>" + wide.to_html(escape=True))
+        parts.append(f"<h4>{html.escape(dataset)}</h4>" + wide.to_html(escape=True))
     return "".join(parts)
+
+
+def _paper_numbers_html(rows: list[dict]) -> str:
+    """The paper's own numbers of an experiment this preset did not run."""
+    if not rows:
+        return "<p class='note'>The paper gives no numbers for this experiment in the catalogue.</p>"
+    frame = pd.DataFrame(rows)
+    wide = frame.pivot_table(index=["dataset", "method"], columns="metric", values="value", sort=False)
+    return wide.map(lambda v: "" if pd.isna(v) else f"{v:.2f}").to_html(escape=True)
 
 
 def _summary_html(lines: list[str]) -> str:
@@ -60,47 +80,98 @@ def _summary_html(lines: list[str]) -> str:
     return "".join(text) + (f"<ul>{''.join(items)}</ul>" if items else "")
 
 
-def _preset_body(preset: str, experiment_dirs: list[Path], page_dir: Path) -> str:
-    """Tables, figures and data links of one preset's experiments, paths relative to `page_dir`."""
-    body = [f"<p class='note'>Preset <b>{html.escape(preset)}</b>. Numbers in %, mean ± std over "
-            f"n seeds, last-epoch models; paper numbers beside ours where the paper gives them.</p>"]
-    for folder in sorted(experiment_dirs):
-        rel = Path(os.path.relpath(folder.resolve(), page_dir.resolve()))
-        text_file = folder / ("table.md" if (folder / "table.csv").exists() else "summary.md")
-        lines = text_file.read_text().splitlines()
-        title = lines[0].lstrip("# ")
-        body.append(f"<h2 id='{html.escape(preset)}-{html.escape(folder.name)}'>{html.escape(title)}</h2>")
-        if (folder / "table.csv").exists():
-            body.append(_table_html(folder))
-        else:
-            body.append(_summary_html(lines[1:]))
-        for image in sorted(folder.glob("*.png")):
-            body.append(f"<img src='{rel / image.name}' alt='{html.escape(image.stem)}'>")
-        data = sorted(p.name for p in folder.iterdir() if p.suffix in (".csv", ".md"))
-        links = ", ".join(f"<a href='{rel / name}'>{html.escape(name)}</a>" for name in data)
-        body.append(f"<p class='note'>Data: {links}</p>")
+def _anchor(preset: str, experiment: str) -> str:
+    return html.escape(f"{preset}-{experiment}")
+
+
+def _toc(info: dict) -> str:
+    """Paper → experiment (with its status) → figure, each a link into the page."""
+    preset = info["preset"]
+    papers = []
+    for paper in info["papers"]:
+        items = []
+        for exp in paper["experiments"]:
+            anchor = _anchor(preset, exp["id"])
+            figures = "".join(f"<li><a href='#{anchor}-{html.escape(name)}'>{html.escape(name)}</a></li>"
+                              for name in exp["figures"])
+            items.append(f"<li><a href='#{anchor}'>{html.escape(exp['id'])}</a> "
+                         f"{html.escape(exp['title'])} <span class='status {exp['status'].replace(' ', '-')}'>"
+                         f"{html.escape(exp['status'])}</span> <span class='note'>"
+                         f"({html.escape(exp['detail'])})</span>"
+                         + (f"<ul>{figures}</ul>" if figures else "") + "</li>")
+        papers.append(f"<li>{html.escape(paper['title'])}<ul>{''.join(items)}</ul></li>")
+    return f"<nav><h2>Contents</h2><ul>{''.join(papers)}</ul></nav>"
+
+
+def _preset_body(info: dict, preset_dir: Path, page_dir: Path) -> str:
+    """Contents, then tables, figures and data links of one preset's experiments, paths relative
+    to `page_dir`."""
+    preset = info["preset"]
+    note = (f"Preset <b>{html.escape(preset)}</b>. Numbers in %, mean ± std over n seeds, "
+            f"last-epoch models; paper numbers beside ours where the paper gives them.")
+    body = [f"<p class='note'>{note}</p>"]
+    if info["toy_data"]:
+        body.append(f"<p class='warning'>{html.escape(TOY_NOTE)}</p>")
+    body.append(_toc(info))
+    for paper in info["papers"]:
+        body.append(f"<h2>{html.escape(paper['title'])}</h2>")
+        for exp in paper["experiments"]:
+            body.append(_experiment_html(exp, preset, preset_dir / exp["id"], page_dir))
     return "".join(body)
 
 
-def write(preset: str, experiment_dirs: list[Path], output: Path) -> None:
-    """Write the preset's report from the aggregated experiment folders, then the landing page."""
+def _experiment_html(exp: dict, preset: str, folder: Path, page_dir: Path) -> str:
+    anchor = _anchor(preset, exp["id"])
+    parts = [f"<h3 id='{anchor}'>{html.escape(exp['id'])}: {html.escape(exp['title'])} "
+             f"<span class='status {exp['status'].replace(' ', '-')}'>{html.escape(exp['status'])}</span></h3>"]
+    if exp["status"] == "quoted only":
+        return "".join(parts) + (f"<p class='note'>{html.escape(exp['detail'])}.</p>"
+                                 + _paper_numbers_html(exp["paper_numbers"]))
+    rel = Path(os.path.relpath(folder.resolve(), page_dir.resolve()))
+    if (folder / "table.csv").exists():
+        if (folder / "table.md").exists():
+            parts.append(_summary_html(_intro(folder / "table.md")))
+        parts.append(_table_html(folder))
+    elif (folder / "summary.md").exists():
+        parts.append(_summary_html((folder / "summary.md").read_text().splitlines()[1:]))
+    for name in exp["figures"]:
+        parts.append(f"<figure id='{anchor}-{html.escape(name)}'><img src='{rel / name}' "
+                     f"alt='{html.escape(exp['id'])}: {html.escape(name)}'></figure>")
+    if folder.exists():
+        data = sorted(p.name for p in folder.iterdir() if p.suffix in (".csv", ".md"))
+        links = ", ".join(f"<a href='{rel / name}'>{html.escape(name)}</a>" for name in data)
+        parts.append(f"<p class='note'>Data: {links}</p>")
+    return "".join(parts)
+
+
+def _intro(table_md: Path) -> list[str]:
+    """The paragraph under a table's title (what the cells mean), without the tables."""
+    lines = table_md.read_text().splitlines()[1:]
+    return [line for line in lines[: next((i for i, l in enumerate(lines) if l.startswith("## ")),
+                                           len(lines))] if line.strip()]
+
+
+def write(plan, output: Path) -> None:
+    """Write the preset's report (and `contents.json`) from its experiment folders, then the
+    landing page."""
+    preset_dir = output.parent
+    info = contents.contents(plan, preset_dir)
+    write_json(preset_dir / "contents.json", info)
     with atomic_path(output) as tmp:
-        tmp.write_text(_page(f"dmlbench report: {preset}",
-                             _preset_body(preset, experiment_dirs, output.parent)))
-    write_landing(output.parent.parent)
+        tmp.write_text(_page(f"dmlbench report: {plan.name}", _preset_body(info, preset_dir, preset_dir)))
+    write_landing(preset_dir.parent)
 
 
 def write_landing(reports_dir: Path) -> None:
     """`reports/index.html`: every preset's report present, one after the other."""
-    presets = sorted(p.parent for p in reports_dir.glob("*/index.html"))
+    presets = sorted(p.parent for p in reports_dir.glob("*/contents.json"))
     links = "".join(f"<li><a href='#{p.name}'>{html.escape(p.name)}</a> "
                     f"(<a href='{p.name}/index.html'>own page</a>)</li>" for p in presets)
     sections = []
     for folder in presets:
-        experiments = [d for d in folder.iterdir()
-                       if (d / "table.csv").exists() or (d / "summary.md").exists()]
+        info = read_json(folder / "contents.json")
         sections.append(f"<h1 id='{html.escape(folder.name)}'>Preset {html.escape(folder.name)}</h1>"
-                        + _preset_body(folder.name, experiments, reports_dir))
+                        + _preset_body(info, folder, reports_dir))
     if (reports_dir / "benchmarks.md").exists():
         links += ("<li><a href='benchmarks.md'>benchmarks</a> (<code>python -m benchmarks</code>, "
                   "<a href='benchmarks.json'>JSON</a>)</li>")

@@ -35,7 +35,8 @@ rule report:
     output:
         f"reports/{PRESET}/index.html",
     params:
-        folders=expand(f"reports/{PRESET}/{{experiment}}", experiment=PLAN.experiment_ids),
+        config=json.dumps(config),
+        config_dir=str(CONFIG_DIR),
     shell:
-        "python -m dmlbench report --preset {PRESET} --experiments {params.folders}"
+        "python -m dmlbench report --config-dir {params.config_dir:q} --config {params.config:q}"
         " --output {output}"

@@ -1,0 +1,53 @@
+"""What a preset's report holds: per paper, every experiment of the catalogue with its status.
+
+Status: `ran` (every planned run has metrics), `partial` (some have), `computed` (a CPU-exact
+analysis), `quoted only` (in the catalogue but not run by this preset: the paper's numbers are
+shown alone). Written as `reports/<preset>/contents.json`, from which the pages are drawn.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from dmlbench.plan import Plan
+
+
+def _paper_numbers(exp: dict) -> list[dict]:
+    """The paper's own numbers of an experiment, as rows (method, dataset, metric, value)."""
+    return [{"method": method, "dataset": dataset, "metric": metric, "value": value}
+            for method, per_dataset in (exp.get("reported") or {}).items()
+            for dataset, metrics in per_dataset.items() for metric, value in metrics.items()]
+
+
+def _status(plan: Plan, key: str, folder: Path) -> tuple[str, str]:
+    if key not in plan.experiment_ids:
+        return "quoted only", "not run by this preset; the paper's numbers alone"
+    if plan.is_analysis(key):
+        done = (folder / "summary.md").exists()
+        return ("computed", "CPU-exact analysis") if done else ("partial", "not computed yet")
+    planned = len(plan.runs(key))
+    found = len(pd.read_csv(folder / "runs.csv")) if (folder / "runs.csv").exists() else 0
+    if found >= planned:
+        return "ran", f"{planned} of {planned} runs"
+    return "partial", f"{found} of {planned} runs"
+
+
+def contents(plan: Plan, preset_dir: Path) -> dict:
+    """Papers → experiments (id, title, status, figures) of `plan`'s report folder."""
+    papers = []
+    for paper, paper_title in plan.papers.items():
+        keys = [k for k in sorted(plan.experiments) if k.split(".")[0] == paper]
+        entries = []
+        for key in keys:
+            exp = plan.experiments[key]
+            folder = preset_dir / key
+            status, detail = _status(plan, key, folder)
+            figures = sorted(p.name for p in folder.glob("*.png")) if status != "quoted only" else []
+            entries.append({"id": key, "title": exp.get("title", key), "status": status,
+                            "detail": detail, "figures": figures,
+                            "paper_numbers": _paper_numbers(exp) if status == "quoted only" else []})
+        if entries:
+            papers.append({"paper": paper, "title": paper_title, "experiments": entries})
+    return {"preset": plan.name, "toy_data": plan.toy_data, "papers": papers}

@@ -54,6 +54,9 @@ def test_config_typo_stops_before_any_job(tmp_path):
 @pytest.mark.parametrize("args", [
     # the README's example commands, as printed (dry runs)
     ["-n", "--cores", "2", "--config", "preset=demo", "seeds=[0,1,2]"],
+    ["-n", "--cores", "2", "--config", "preset=smoke", "experiments=[suite.baselines]", "datasets=[cub]"],
+    ["-n", "--cores", "2", "--config", "preset=demo", "experiments=[suite.baselines]",
+     "overrides={optimizer: {lr: 1.0e-4}, epochs: 3}"],
     ["-n", "--cores", "all", "--resources", "gpu=8", "--config", "experiments=[ms.t2]"],
     ["-n", "--cores", "all", "--resources", "gpu=8", "--config", "preset=full", "experiments=[ms.t2]",
      "data={paths: {cub: /data/CUB_200_2011}}"],
@@ -136,5 +139,17 @@ def test_smoke_preset_end_to_end(tmp_path):
     landing = (tmp_path / "reports/index.html").read_text()
     assert "smoke/index.html" in landing and "map@r" in landing
     assert "smoke/suite.baselines/recall_at_k.png" in landing
+    contents = json.loads((tmp_path / "reports/smoke/contents.json").read_text())
+    statuses = {e["id"]: e["status"] for p in contents["papers"] for e in p["experiments"]}
+    assert statuses["suite.baselines"] == statuses["ms.t1"] == statuses["dro.t1"] == "ran"
+    assert statuses["ms.f1"] == "computed" and statuses["ms.t2"] == "quoted only"
+    assert "not comparable with the paper's" in (tmp_path / "reports/smoke/ms.t1/table.md").read_text()
+    for page in (tmp_path / "reports/smoke/index.html", tmp_path / "reports/index.html"):
+        text = page.read_text()
+        anchors = set(re.findall(r"id='([^']+)'", text))
+        for link in re.findall(r"(?:href|src)='([^']+)'", text):
+            assert link[1:] in anchors if link.startswith("#") else (page.parent / link).exists(), link
+    for path in (tmp_path / "reports/smoke").rglob("*"):  # readable by the group and the web server
+        assert path.stat().st_mode & 0o044 == 0o044, path
     again = snakemake(tmp_path, "-n", "--cores", "2", "--config", "preset=smoke")
     assert "Nothing to be done" in again.stdout + again.stderr

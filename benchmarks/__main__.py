@@ -16,6 +16,7 @@ import torch
 
 from benchmarks import evaluation, input_pipeline, losses, training, workflow
 from dmlbench.analysis import loss_timing
+from dmlbench.plan import Plan
 
 
 def _target(ok: bool) -> str:
@@ -80,7 +81,8 @@ def main(argv=None) -> None:
     results = {"machine": platform.platform(), "tiny": tiny}
     results["losses"] = [r for b in ((20,) if tiny else (80, 640)) for d in ((32,) if tiny else (512, 1024))
                          for r in losses.measure(b, d, 2 if tiny else 15)]
-    results["dro"] = loss_timing.measure(repeats=1 if tiny else 5,
+    dro_methods = Plan.load(Path(__file__).parents[1] / "workflow" / "config").analysis_spec("dro.f3")["methods"]
+    results["dro"] = loss_timing.measure(dro_methods, repeats=1 if tiny else 5,
                                          batches=(20,) if tiny else loss_timing.BATCHES).to_dict("records")
     sizes = ("tiny",) if tiny else ("sop", "inshop")
     results["evaluation"] = {size: evaluation.run(size) for size in sizes}

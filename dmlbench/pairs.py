@@ -51,6 +51,18 @@ class PairBatch:
         neg[a, n] = True
         return pos, neg
 
+    def pair_counts(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(pos, neg) as counts: how often each pair occurs among the mined triplets (a negative
+        drawn twice for one anchor counts twice, as in distance-weighted sampling), else the masks
+        as 0/1. Losses that average over sampled pairs weight each pair by its count."""
+        if self.triplets is None:
+            return self.pos.to(self.sim.dtype), self.neg.to(self.sim.dtype)
+        a, p, n = self.triplets
+        ones = torch.ones(len(a), dtype=self.sim.dtype, device=self.sim.device)
+        pos = torch.zeros_like(self.sim).index_put_((a, p), ones, accumulate=True)
+        neg = torch.zeros_like(self.sim).index_put_((a, n), ones, accumulate=True)
+        return pos, neg
+
     def distances(self, eps: float = 1e-12) -> torch.Tensor:
         """Euclidean distances of the L2-normalised embeddings: D = sqrt(2 - 2 S)."""
         return torch.sqrt(torch.clamp(2.0 - 2.0 * self.sim, min=eps))

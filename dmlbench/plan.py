@@ -26,7 +26,7 @@ EXPERIMENT_KEYS = {"title", "paper", "datasets", "methods", "seeds", "train", "p
                    "table", "reported", "quoted", "kind", "analysis", "sweep", "plot", "figures"}
 SWEEP_KEYS = {"train", "loss", "miner"}
 FIGURES = {"triplet_scatter", "triplet_moves"}  # extra figures drawn from what runs record
-ANALYSIS_KEYS = {"title", "paper", "kind", "analysis"}
+ANALYSIS_KEYS = {"title", "paper", "kind", "analysis", "methods", "loss_overrides"}
 METHOD_KEYS = {"label", "paper", "loss", "miner", "sampler", "train"}
 SETTINGS_SCHEMA = "settings.schema.yaml"
 
@@ -152,6 +152,8 @@ class Plan:
                 if unknown or exp.get("analysis") not in ANALYSES:
                     raise ConfigError(f"{where}: an analysis takes keys {sorted(ANALYSIS_KEYS)} and "
                                       f"`analysis` one of {sorted(ANALYSES)}")
+                for method in list(exp.get("methods") or []) + list(exp.get("loss_overrides") or {}):
+                    self._method(method, where)
                 continue
             unknown = set(exp) - EXPERIMENT_KEYS
             if unknown:
@@ -231,8 +233,13 @@ class Plan:
 
     def analysis_spec(self, experiment: str) -> dict:
         exp = self.experiments[experiment]
+        overrides = exp.get("loss_overrides") or {}
+        methods = {name: {"label": self.methods[name].get("label", name),
+                          "loss": deep_merge(self.methods[name]["loss"], overrides.get(name)),
+                          "miner": self.methods[name].get("miner")}
+                   for name in exp.get("methods") or []}
         return {"experiment": experiment, "title": exp.get("title", experiment),
-                "paper": exp.get("paper"), "analysis": exp["analysis"]}
+                "paper": exp.get("paper"), "analysis": exp["analysis"], "methods": methods}
 
     @property
     def chosen_ids(self) -> list[str]:

@@ -34,33 +34,128 @@ def top(values, k):
 
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("k", [5, 20, 10_000])
-def test_topk_is_the_mean_of_the_k_largest(seed, k):
+def test_topk_is_the_sum_of_the_k_largest_over_k(seed, k):
+    """max Σ p l over Σ p = 1, 0 ≤ p ≤ 1/K: (1/K) Σ of the K largest, zeros filling up."""
     def brute(e, y):
         pos, neg = brute_pair_losses(e, y)
-        chosen = top(pos + neg, k)
-        return sum(chosen) / len(chosen)
+        return sum(top(pos + neg, k)) / k
 
     check_against(losses.build("dro_topk", K=k), brute, seed)
 
 
+def test_topk_with_fewer_nonzero_pairs_than_k_still_divides_by_k():
+    e, y = batch(0)
+    pos, neg = brute_pair_losses(e, y)
+    k = len(pos) + len(neg) + 40
+    value = losses.build("dro_topk", K=k)(e, y).item()
+    assert value == pytest.approx(float(sum(pos + neg)) / k, rel=1e-12)
+
+
 @pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("k", [6, 30])
-def test_topk_pn_takes_k_over_2_per_side(seed, k):
+@pytest.mark.parametrize("k", [6, 30, 400])
+def test_topk_pn_takes_k_over_2_per_side_over_k(seed, k):
     def brute(e, y):
         pos, neg = brute_pair_losses(e, y)
-        chosen = top(pos, k // 2) + top(neg, k // 2)
-        return sum(chosen) / len(chosen)
+        return (sum(top(pos, k // 2)) + sum(top(neg, k // 2))) / (2 * (k // 2))
 
     check_against(losses.build("dro_topk_pn", K=k), brute, seed)
 
 
-def test_k_per_anchor_and_code_counting():
+def test_k_per_anchor_is_k_over_the_batch():
     e, y = batch(0)
     B = len(y)
-    a = losses.build("dro_topk", k_per_anchor=2.0)(e, y)
-    b = losses.build("dro_topk", K=2 * B)(e, y)
-    c = losses.build("dro_topk", K=B // 2, k_counting="code")(e, y)
-    assert a == b == c
+    assert losses.build("dro_topk", k_per_anchor=2.0)(e, y) == losses.build("dro_topk", K=2 * B)(e, y)
+
+
+# --- the authors' released code (variant: code), against hand-written readings of each branch ---
+
+def code_pair_losses(e, y, base="margin", m=0.2, lam=0.5, a=2.0, b=40.0):
+    """Every ordered pair's loss, zeros kept, as the code's LOSSES class computes them."""
+    s = cosine(e)
+    pos, neg = [], []
+    for i in range(len(y)):
+        for j in range(len(y)):
+            if i == j:
+                continue
+            if base == "margin":
+                value = torch.clamp(m + lam - s[i, j], min=0) if y[i] == y[j] else torch.clamp(m + s[i, j] - lam, min=0)
+            elif y[i] == y[j]:
+                value = 2.0 / a * torch.log(1 + torch.exp(-a * (s[i, j] - lam)))
+            else:
+                value = 2.0 / b * torch.log(1 + torch.exp(b * (s[i, j] - lam)))
+            (pos if y[i] == y[j] else neg).append(value)
+    return pos, neg
+
+
+@pytest.mark.parametrize("base", ["margin", "binomial"])
+@pytest.mark.parametrize("K", [6, 20, 10_000])  # K_code 3, 10 (4·K_code < pairs); all pairs
+def test_code_topk_averages_the_4k_code_largest_or_all(base, K):
+    def brute(e, y):
+        pos, neg = code_pair_losses(e, y, base)
+        everything = pos + neg
+        keep = 4 * (K // 2)
+        chosen = everything if keep > len(everything) else top(everything, keep)
+        return sum(chosen) / len(chosen)
+
+    params = {"base": base, "alpha": 2.0} if base == "binomial" else {"base": base}
+    check_against(losses.build("dro_topk", K=K, variant="code", **params), brute, 0)
+
+
+@pytest.mark.parametrize("K", [4, 40])  # 2·K_code within both sides; more than the 24 positives
+def test_code_topk_pn_branches(K):
+    def brute(e, y):
+        pos, neg = code_pair_losses(e, y)
+        per_side = 2 * (K // 2)
+        if per_side <= len(pos) and per_side <= len(neg):
+            return (sum(top(pos, per_side)) + sum(top(neg, per_side))) / (4 * (K // 2))
+        return (sum(pos) + sum(top(neg, len(pos)))) / (2 * len(pos))
+
+    e, y = batch(1)
+    assert len(code_pair_losses(e, y)[0]) == 24 < 2 * (40 // 2)
+    check_against(losses.build("dro_topk_pn", K=K, variant="code"), brute, 1)
+
+
+def test_code_binomial_defaults_to_the_run_scripts_scale():
+    assert losses.build("dro_topk", K=4, variant="code", base="binomial").beta == 40.0
+    assert losses.build("dro_topk", K=4, base="binomial").beta == 50.0
+
+
+def test_code_kl_draws_4k_code_pairs_from_the_truncated_expm1_weights(monkeypatch):
+    e, y = batch(2)
+    K = 10  # K_code 5: 20 draws
+    pos, neg = code_pair_losses(e, y)
+    values = torch.stack(pos + neg).detach()
+    gamma = 0.5
+    w = torch.exp(values / gamma) - 1
+    p = w / w.sum()
+    threshold = sorted(p.tolist(), reverse=True)[4 * (K // 2)]  # order_np_p[4K]
+    p = torch.where(p < threshold, torch.zeros_like(p), p)
+    p = p / p.sum()
+    seen = {}
+
+    def spy(weights, n, replacement):
+        seen.update(weights=weights.clone(), n=n, replacement=replacement)
+        return torch.arange(n) % len(weights)
+
+    monkeypatch.setattr(torch, "multinomial", spy)
+    losses.build("dro_kl", gamma=gamma, K=K, variant="code")(e, y)
+    assert seen["n"] == 4 * (K // 2) and seen["replacement"]
+    # the code lists positives before negatives, the suite row by row: compare as multisets
+    torch.testing.assert_close(seen["weights"].sort().values, p.sort().values)
+
+
+def test_code_weights_do_not_overflow_in_float32():
+    from dmlbench.losses.dro import code_weights
+
+    values = torch.tensor([0.0, 0.5, 0.9, 1.3], dtype=torch.float32)
+    w = code_weights(values, 0.01)  # e^{130} overflows float32
+    assert torch.isfinite(w).all() and w.sum().item() == pytest.approx(1.0)
+    exact = torch.expm1(values.double() / 0.01)
+    torch.testing.assert_close(w.double(), exact / exact.sum(), rtol=1e-5, atol=1e-30)
+    e, y = batch(3)
+    torch.manual_seed(0)
+    loss = losses.build("dro_kl", gamma=0.01, K=8, variant="code")(e.float(), y)
+    assert torch.isfinite(loss)
 
 
 def kl_maximiser(values: np.ndarray, gamma: float) -> np.ndarray:
@@ -109,7 +204,7 @@ def test_kl_sampling_follows_p():
 
     torch.manual_seed(0)
     e, y = batch(3, n_classes=3, per_class=2)
-    loss = losses.build("dro_kl", gamma=0.2, samples=1)
+    loss = losses.build("dro_kl", gamma=0.2, sample=True, K=1)
     b = PairBatch.from_embeddings(e, y)
     l, pos, neg = loss.pair_losses(b)
     values = l[pos | neg].detach().numpy()
@@ -154,10 +249,28 @@ def test_zero_loss_pairs_are_dropped():
 
 
 def test_loss_timing_measures_both_scopes():
+    from conftest import CONFIG_DIR
     from dmlbench.analysis import loss_timing
+    from dmlbench.plan import Plan
 
-    frame = loss_timing.measure(repeats=1, batches=(10,), whole_iteration=True,
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    methods = plan.analysis_spec("dro.f3")["methods"]
+    frame = loss_timing.measure(methods, repeats=1, batches=(10,), whole_iteration=True,
                                 backbone="small_cnn", image_size=16)
     assert set(frame["scope"]) == {"loss side", "whole iteration"}
-    assert set(frame["method"]) == set(loss_timing.METHODS)
+    assert set(frame["method"]) == {m["label"] for m in methods.values()}
     assert (frame["mean_ms"] > 0).all()
+
+
+def test_dro_f3_times_the_same_baselines_as_the_other_figures():
+    from conftest import CONFIG_DIR
+    from dmlbench.plan import Plan
+
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    timed = plan.analysis_spec("dro.f3")["methods"]
+    for name in ("sh_m", "dws_m", "ms", "dro_topk_m", "dro_topk_pn_m"):
+        assert name in plan.experiments["dro.f1"]["methods"] + plan.experiments["dro.t1"]["methods"]
+        assert timed[name]["loss"] == plan.methods[name]["loss"]
+        assert timed[name]["miner"] == plan.methods[name].get("miner")
+    assert timed["ls_dro"]["loss"] == plan.methods["ls_dro"]["loss"]  # the LS of dro.t2/t4
+    assert timed["dro_kl_m"]["loss"]["gamma"] == 0.1  # the figure's γ

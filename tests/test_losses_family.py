@@ -311,3 +311,52 @@ def test_semihard_threshold_miner_keeps_the_band_below_lambda():
     mined = miners.build("semihard_threshold", lam=0.5, margin=0.2)(PairBatch.from_similarity(sim, labels))
     assert mined.neg[0].nonzero().flatten().tolist() == [2]      # 0.3 < S < 0.5
     assert mined.pos[0].nonzero().flatten().tolist() == [1]      # every positive
+
+
+# --- distance-weighted sampling draws with replacement: a negative drawn twice counts twice ---
+
+def _triplets_with_repeats(embeddings, labels):
+    """Every positive pair (a, p) with one negative; every anchor's negative is its most similar
+    one (so its loss term is active), drawn once per positive: repeats."""
+    s = cosine(embeddings)
+    anchors, positives, negatives = [], [], []
+    for a in range(len(labels)):
+        negs = [n for n in range(len(labels)) if labels[n] != labels[a]]
+        hardest = max(negs, key=lambda n: s[a, n].item())
+        for p in range(len(labels)):
+            if a != p and labels[a] == labels[p]:
+                anchors.append(a), positives.append(p), negatives.append(hardest)
+    return [torch.tensor(v) for v in (anchors, positives, negatives)]
+
+
+def test_margin_loss_counts_every_drawn_negative():
+    from dmlbench.pairs import PairBatch
+
+    e, y = batch(7)
+    a, p, n = _triplets_with_repeats(e, y)
+    assert len(set(zip(a.tolist(), n.tolist()))) < len(a)  # repeats present
+    loss = losses.build("margin", margin=0.2, beta=1.2, learn_beta=False)
+    loss._labels = y
+    pb = PairBatch.from_embeddings(e, y).with_triplets(a, p, n)
+    x = e / e.norm(dim=1, keepdim=True)
+    terms = []
+    for i, j, k in zip(a.tolist(), p.tolist(), n.tolist()):  # Wu et al.: both terms of every triplet
+        terms.append(torch.clamp(0.2 + (x[i] - x[j]).norm() - 1.2, min=0))
+        terms.append(torch.clamp(0.2 - ((x[i] - x[k]).norm() - 1.2), min=0))
+    brute = sum(terms) / sum(1 for t in terms if t > 0)
+    assert loss.compute(pb).item() == pytest.approx(brute.item(), rel=1e-6)  # D via sqrt(2 - 2S)
+
+
+def test_pair_margin_counts_every_drawn_negative():
+    from dmlbench.pairs import PairBatch
+
+    e, y = batch(8)
+    a, p, n = _triplets_with_repeats(e, y)
+    pb = PairBatch.from_embeddings(e, y).with_triplets(a, p, n)
+    s = cosine(e)
+    kept = []
+    for i, j, k in zip(a.tolist(), p.tolist(), n.tolist()):
+        kept += [torch.clamp(0.2 + (0.5 - s[i, j]), min=0), torch.clamp(0.2 - (0.5 - s[i, k]), min=0)]
+    kept = [t for t in kept if t > 0]
+    value = losses.build("pair_margin", margin=0.2, lam=0.5).compute(pb)
+    assert value.item() == pytest.approx((sum(kept) / len(kept)).item(), rel=1e-9)

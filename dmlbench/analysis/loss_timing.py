@@ -2,7 +2,9 @@
 
 The loss side is what a method adds to the network's forward/backward: the similarity matrix,
 mining or weighting, the loss and the backward pass to the embeddings. It is measured everywhere,
-with d = 1024, M = 5 images per class, K = 2B, γ = 0.1, as the paper sets them. On a GPU the
+with d = 1024, M = 5 images per class, K = 2B, γ = 0.1, as the paper sets them, for the
+catalogue's methods (the spec's `methods`: the same SH, DWS, MS and LS as the dro paper's other
+figures and tables). On a GPU the
 whole iteration is timed as well (BN-Inception forward and backward on 227 × 227 images plus the
 loss side, as the paper's Figure 3 does on its eight GPUs).
 """
@@ -23,22 +25,13 @@ from dmlbench.io import atomic_path
 BATCHES = (80, 160, 320, 480, 640)
 DIM, PER_CLASS = 1024, 5
 
-METHODS = {
-    "DRO-TopK_M": (("dro_topk", {"k_per_anchor": 2.0}), None),
-    "DRO-TopK-PN_M": (("dro_topk_pn", {"k_per_anchor": 2.0}), None),
-    "DRO-KL_M": (("dro_kl", {"gamma": 0.1}), None),
-    "SH": (("pair_margin", {}), ("semihard", {"margin": 0.1})),
-    "DWS": (("pair_margin", {}), ("distance_weighted", {})),
-    "MS": (("multi_similarity", {}), ("multi_similarity", {"epsilon": 0.1})),
-    "LS": (("lifted", {"margin": 1.0}), None),
-}
 
 
-def time_method(loss_spec, miner_spec, batch: int, repeats: int, device, network=None,
+def time_method(method: dict, batch: int, repeats: int, device, network=None,
                 image_size: int = 227) -> list[float]:
     """Seconds per iteration: loss side only, or with `network` its forward and backward too."""
-    loss = losses.build(loss_spec[0], **loss_spec[1]).to(device)
-    miner = miners.build(miner_spec[0], **miner_spec[1]) if miner_spec else None
+    loss = losses.build(**method["loss"]).to(device)
+    miner = miners.build(**method["miner"]) if method.get("miner") else None
     labels = torch.arange(batch // PER_CLASS, device=device).repeat_interleave(PER_CLASS)
     if network is None:
         inputs = F.normalize(torch.randn(batch, DIM, device=device), dim=1)
@@ -59,9 +52,10 @@ def time_method(loss_spec, miner_spec, batch: int, repeats: int, device, network
     return times
 
 
-def measure(repeats: int = 5, batches=BATCHES, whole_iteration: bool | None = None,
+def measure(methods: dict, repeats: int = 5, batches=BATCHES, whole_iteration: bool | None = None,
             backbone: str = "bninception", image_size: int = 227) -> pd.DataFrame:
-    """Loss-side times, and whole-iteration times when `whole_iteration` (default: on a GPU)."""
+    """Loss-side times of `methods` (name → label, loss, miner), and whole-iteration times when
+    `whole_iteration` (default: on a GPU)."""
     from dmlbench.models.embedding import EmbeddingNet
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -69,13 +63,13 @@ def measure(repeats: int = 5, batches=BATCHES, whole_iteration: bool | None = No
     torch.manual_seed(0)
     network = EmbeddingNet(backbone, DIM, pretrained=False).to(device).train() if whole_iteration else None
     rows = []
-    for name, (loss_spec, miner_spec) in METHODS.items():
+    for method in methods.values():
         for batch in batches:
             for scope, net in (("loss side", None), ("whole iteration", network)):
                 if scope == "whole iteration" and net is None:
                     continue
-                times = time_method(loss_spec, miner_spec, batch, repeats, device, net, image_size)
-                rows.append({"method": name, "batch": batch, "scope": scope,
+                times = time_method(method, batch, repeats, device, net, image_size)
+                rows.append({"method": method["label"], "batch": batch, "scope": scope,
                              "mean_ms": 1000 * statistics.mean(times),
                              "std_ms": 1000 * statistics.stdev(times) if len(times) > 1 else 0.0,
                              "repeats": len(times), "device": str(device)})
@@ -89,7 +83,7 @@ def run(output_dir: Path, spec: dict, repeats: int = 5) -> None:
     import matplotlib.pyplot as plt
 
     output_dir.mkdir(parents=True, exist_ok=True)
-    frame = measure(repeats)
+    frame = measure(spec["methods"], repeats)
     with atomic_path(output_dir / "timing.csv") as tmp:
         frame.to_csv(tmp, index=False)
     scopes = list(dict.fromkeys(frame["scope"]))

@@ -49,7 +49,10 @@ class MarginLoss(PairLoss):
     L = Σ_pairs [α + y_ij (D_ij - β)]_+ / #(pairs with a positive term) + ν Σ β,
     y = +1 positive, -1 negative. β is learnable (`learn_beta`), one per class when
     `num_classes` is given, else one global β. Defaults α (`margin`) 0.2, β 1.2, ν 0. The
-    pairs are the miner's (distance-weighted sampling in the paper) or all pairs.
+    pairs are the miner's (distance-weighted sampling in the paper: per positive pair (a, p) the
+    pair and one drawn (a, n), a negative drawn twice counting twice) or all pairs. Wu et al.'s
+    code adds ν·β for every triplet term instead of ν Σ β once; ν = 0 (the default) makes them
+    equal.
     """
 
     def __init__(self, margin: float = 0.2, beta: float = 1.2, nu: float = 0.0,
@@ -67,11 +70,11 @@ class MarginLoss(PairLoss):
 
     def compute(self, batch: PairBatch) -> torch.Tensor:
         d = batch.distances()
-        pos, neg = batch.pair_masks()
+        pos, neg = batch.pair_counts()
         if self.class_specific:
             beta = self.beta[self._labels][:, None]
         else:
             beta = self.beta
-        terms = F.relu(self.margin + (d - beta)) * pos + F.relu(self.margin - (d - beta)) * neg
-        active = (terms > 0).sum().clamp(min=1)
-        return terms.sum() / active + self.nu * self.beta.sum()
+        pos_terms, neg_terms = F.relu(self.margin + (d - beta)), F.relu(self.margin - (d - beta))
+        active = ((pos_terms > 0) * pos + (neg_terms > 0) * neg).sum().clamp(min=1)
+        return (pos_terms * pos + neg_terms * neg).sum() / active + self.nu * self.beta.sum()

@@ -12,6 +12,15 @@ Base pair losses (`base`), y = +1 for positive and -1 for negative pairs:
               dro.eq identities.
 
 K is either `K` (a number of pairs) or `k_per_anchor` × B (the paper's K = 2B in Figures 1, 3).
+
+`variant: code` reproduces the authors' released code (`DRO/DRO_TOPK.py`, `DRO/DRO.py`,
+`DRO/LOSSES.py`) instead of the text: its K is half the suite's (it counts unordered pairs),
+K_code = K/2; zero-loss pairs are kept; TopK averages the 4·K_code largest pair losses (all pairs
+when there are fewer); TopK-PN averages the 2·K_code largest of each side over 4·K_code (when a side
+has fewer than 2·K_code pairs: all P positives and the P largest negatives, over 2P); DRO-KL draws
+4·K_code pairs from p ∝ e^{l/γ} - 1 restricted to the pairs at or above the (4·K_code + 1)-th
+largest p; the binomial base is (2/α) log(1 + e^{α(λ - S)}) for positives and
+(2/β) log(1 + e^{β(S - λ)}) for negatives with the run scripts' β = 40 unless `beta` is given.
 """
 
 from __future__ import annotations
@@ -23,103 +32,125 @@ from dmlbench.losses.base import LOSSES, PairLoss
 from dmlbench.pairs import PairBatch
 
 BASES = ("margin", "binomial", "linear")
+VARIANTS = ("paper", "code")
+CODE_BINOMIAL_BETA = 40.0  # the released run scripts' negative scale (ALPHA=40 there)
 
 
 class DROLoss(PairLoss):
-    """Shared part: the base pair losses and the set of pairs the robust step sees."""
+    """Shared part: the base pair losses, the set of pairs the robust step sees, and K."""
 
     def __init__(self, base: str = "margin", margin: float = 0.2, lam: float = 0.5,
-                 alpha: float = 2.0, beta: float = 50.0):
+                 alpha: float = 2.0, beta: float | None = None, variant: str = "paper",
+                 K: int | None = None, k_per_anchor: float | None = None):
         super().__init__()
         if base not in BASES:
             raise ValueError(f"base must be one of {BASES}, not {base!r}")
+        if variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
+        if K is not None and k_per_anchor is not None:
+            raise ValueError("give K or k_per_anchor, not both")
+        if beta is None:
+            beta = CODE_BINOMIAL_BETA if variant == "code" else 50.0
         self.base, self.margin, self.lam, self.alpha, self.beta = base, margin, lam, alpha, beta
+        self.variant, self.K, self.k_per_anchor = variant, K, k_per_anchor
 
     def pair_losses(self, batch: PairBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(l, pos, neg): the B×B base losses and the masks of the pairs kept (non-zero loss)."""
+        """(l, pos, neg): the B×B base losses and the masks of the pairs kept (non-zero loss in
+        the paper; every pair in the code variant)."""
         s = batch.sim
         pos, neg = batch.pair_masks()
         y = pos.to(s.dtype) - neg.to(s.dtype)
         if self.base == "binomial":
             zero = torch.zeros((), dtype=s.dtype, device=s.device)
-            l = torch.where(pos, torch.logaddexp(zero, self.alpha * (self.lam - s)),
-                            torch.logaddexp(zero, self.beta * (s - self.lam)))
+            l_pos = torch.logaddexp(zero, self.alpha * (self.lam - s))
+            l_neg = torch.logaddexp(zero, self.beta * (s - self.lam))
+            if self.variant == "code":
+                l_pos, l_neg = 2.0 / self.alpha * l_pos, 2.0 / self.beta * l_neg
+            l = torch.where(pos, l_pos, l_neg)
         else:
             l = self.margin + y * (self.lam - s)
             if self.base == "margin":
                 l = F.relu(l)
-        if self.base != "linear":
+        if self.base != "linear" and self.variant == "paper":
             pos, neg = pos & (l > 0), neg & (l > 0)
         return l, pos, neg
 
-    @staticmethod
-    def resolve_k(k: int | None, k_per_anchor: float | None, batch_size: int) -> int:
-        if (k is None) == (k_per_anchor is None):
-            raise ValueError("give exactly one of K and k_per_anchor")
-        return int(k) if k is not None else int(round(k_per_anchor * batch_size))
-
-
-class _TopKBase(DROLoss):
-    """K as a number of pairs (`K`) or per anchor (`k_per_anchor` × B); `k_counting` paper or code."""
-
-    def __init__(self, K: int | None = None, k_per_anchor: float | None = None,
-                 k_counting: str = "paper", **base):
-        super().__init__(**base)
-        if k_counting not in ("paper", "code"):
-            raise ValueError(f"k_counting must be 'paper' or 'code', not {k_counting!r}")
-        self.K, self.k_per_anchor, self.k_counting = K, k_per_anchor, k_counting
-
     def k(self, batch_size: int) -> int:
-        return self.resolve_k(self.K, self.k_per_anchor, batch_size)
+        """K in the paper's count (ordered pairs)."""
+        if self.K is None and self.k_per_anchor is None:
+            raise ValueError("give K or k_per_anchor")
+        return int(self.K) if self.K is not None else int(round(self.k_per_anchor * batch_size))
+
+    def k_code(self, batch_size: int) -> int:
+        """The released code's K: half the paper's (unordered pairs)."""
+        return max(1, self.k(batch_size) // 2)
 
 
 @LOSSES.register("dro_topk")
-class DROTopK(_TopKBase):
-    """DRO-TopK: the mean of the K largest non-zero pair losses of the batch
-    (U = {Σp = 1, 0 ≤ p ≤ 1/K}). `k_counting="code"` keeps 4K pairs, as the authors' released
-    code does; the paper tables' K is the paper's count."""
+class DROTopK(DROLoss):
+    """DRO-TopK: (1/K) Σ of the K largest pair losses of the batch, the optimum of max Σ p l over
+    U = {Σp = 1, 0 ≤ p ≤ 1/K}. Zero-loss pairs are skipped, but when fewer than K pairs have a
+    non-zero loss the sum is still divided by K (the zeros fill the top K). `variant: code`: see
+    the module docstring."""
 
     def compute(self, batch: PairBatch) -> torch.Tensor:
         l, pos, neg = self.pair_losses(batch)
         values = l[pos | neg]
-        k = self.k(len(l)) * (4 if self.k_counting == "code" else 1)
         if len(values) == 0:
             return l.sum() * 0.0
-        return values.topk(min(k, len(values))).values.mean()
+        if self.variant == "code":
+            keep = 4 * self.k_code(len(l))
+            return values.mean() if keep > len(values) else values.topk(keep).values.mean()
+        k = self.k(len(l))
+        return values.topk(min(k, len(values))).values.sum() / k
 
 
 @LOSSES.register("dro_topk_pn")
-class DROTopKPN(_TopKBase):
-    """DRO-TopK-PN: the K/2 largest non-zero positive and the K/2 largest non-zero negative pair
-    losses, averaged over the selected pairs. `k_counting="code"` keeps 2K per side (released code)."""
+class DROTopKPN(DROLoss):
+    """DRO-TopK-PN: the K/2 largest positive and the K/2 largest negative pair losses, summed and
+    divided by K (zeros fill a side with fewer non-zero pairs). `variant: code`: see the module
+    docstring."""
 
     def compute(self, batch: PairBatch) -> torch.Tensor:
         l, pos, neg = self.pair_losses(batch)
-        k = self.k(len(l))
-        per_side = 2 * k if self.k_counting == "code" else k // 2
-        chosen = [v.topk(min(per_side, len(v))).values for v in (l[pos], l[neg]) if len(v)]
-        if not chosen:
+        l_pos, l_neg = l[pos], l[neg]
+        if len(l_pos) + len(l_neg) == 0:
             return l.sum() * 0.0
-        return torch.cat(chosen).mean()
+        if self.variant == "code":
+            per_side = 2 * self.k_code(len(l))
+            if per_side <= len(l_pos) and per_side <= len(l_neg):
+                return (l_pos.topk(per_side).values.sum() + l_neg.topk(per_side).values.sum()) / (2 * per_side)
+            n = min(len(l_pos), len(l_neg))
+            return (l_pos.sum() + l_neg.topk(n).values.sum()) / (2 * len(l_pos))
+        per_side = self.k(len(l)) // 2
+        chosen = [v.topk(min(per_side, len(v))).values.sum() for v in (l_pos, l_neg)]
+        return sum(chosen) / (2 * per_side)
+
+
+def code_weights(values: torch.Tensor, gamma: float) -> torch.Tensor:
+    """p ∝ e^{l/γ} - 1 (the released code's weights), computed without overflow as
+    e^{l/γ - max} (1 - e^{-l/γ}); the plain softmax when every loss is zero."""
+    scaled = values / gamma
+    w = torch.exp(scaled - scaled.max()) * -torch.expm1(-scaled)
+    total = w.sum()
+    return w / total if total > 0 else torch.softmax(scaled, dim=0)
 
 
 @LOSSES.register("dro_kl")
 class DROKL(DROLoss):
     """DRO-KL: p* = argmax Σ p l - γ KL(p ‖ uniform) over the non-zero pairs, i.e.
-    p* ∝ exp(l/γ) (held constant); L = Σ p* l. With `samples` = n, n pairs are drawn from p*
-    (with replacement) and L is their mean loss instead. `code_weights=True` uses
-    p ∝ exp(l/γ) - 1, as the released code does."""
+    p* ∝ exp(l/γ) (held constant); L = Σ p* l. With `sample: true`, K pairs (`K` or
+    `k_per_anchor` × B) are drawn from p* with replacement and L is their mean loss (p-sampling,
+    the tables' DRO-KL_M, section 4.1). `variant: code`: see the module docstring."""
 
-    def __init__(self, gamma: float = 0.1, samples: int | None = None, code_weights: bool = False,
-                 **base):
+    def __init__(self, gamma: float = 0.1, sample: bool = False, **base):
         super().__init__(**base)
-        self.gamma, self.samples, self.code_weights = gamma, samples, code_weights
+        self.gamma, self.sample = gamma, sample
 
     def weights(self, values: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
-            if self.code_weights:
-                w = torch.expm1(values / self.gamma)
-                return w / w.sum()
+            if self.variant == "code":
+                return code_weights(values, self.gamma)
             return torch.softmax(values / self.gamma, dim=0)
 
     def compute(self, batch: PairBatch) -> torch.Tensor:
@@ -128,9 +159,14 @@ class DROKL(DROLoss):
         if len(values) == 0:
             return l.sum() * 0.0
         p = self.weights(values)
-        if self.samples:
-            drawn = torch.multinomial(p, self.samples, replacement=True)
-            return values[drawn].mean()
+        if self.variant == "code":
+            draws = 4 * self.k_code(len(l))
+            if draws < len(values):
+                p = torch.where(p >= p.topk(draws + 1).values[-1], p, torch.zeros_like(p))
+                p = p / p.sum()
+            return values[torch.multinomial(p, draws, replacement=True)].mean()
+        if self.sample:
+            return values[torch.multinomial(p, self.k(len(l)), replacement=True)].mean()
         return (p * values).sum()
 
 
@@ -167,9 +203,11 @@ class DROKLGrouped(DROLoss):
 @LOSSES.register("pair_margin")
 class PairMarginAverage(DROLoss):
     """The base margin loss averaged over the pairs a miner kept (non-zero losses only): the
-    semi-hard (SH) and distance-weighted (DWS) baselines of the dro paper."""
+    semi-hard (SH) and distance-weighted (DWS) baselines of the dro paper. A pair a sampling
+    miner drew several times counts that many times."""
 
     def compute(self, batch: PairBatch) -> torch.Tensor:
         l, pos, neg = self.pair_losses(batch)
-        kept = pos | neg
+        pos_count, neg_count = batch.pair_counts()
+        kept = pos * pos_count + neg * neg_count
         return (l * kept).sum() / kept.sum().clamp(min=1)

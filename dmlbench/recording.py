@@ -77,7 +77,8 @@ def probe(model, criterion, data, cfg: dict, device, generator: torch.Generator)
     optimizer = torch.optim.SGD(list(model.parameters()) + list(criterion.parameters()),
                                 lr=settings["lr"], momentum=0.0)
     sampler = samplers.build(cfg["method"]["sampler"], data.labels, cfg["batch"]["size"],
-                             cfg["batch"]["per_class"], generator, settings["steps"])
+                             cfg["batch"]["per_class"], generator, settings["steps"],
+                             cfg["batch"]["small_classes"])
     loader = torch.utils.data.DataLoader(data, batch_sampler=sampler, generator=generator,
                                          num_workers=cfg["loader"]["workers"])
     rows = []

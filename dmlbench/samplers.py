@@ -16,15 +16,23 @@ SAMPLERS = Registry("sampler")
 class MPerClassBatches:
     """Batches of `batch_size / per_class` distinct classes × `per_class` images each.
 
-    Classes are drawn uniformly without replacement within a batch; images of a class without
-    replacement, topped up with replacement when the class has fewer than `per_class` images.
+    Classes are drawn uniformly without replacement within a batch, images of a class without
+    replacement. A class with fewer than `per_class` images (common in SOP and In-Shop):
+    - `small_classes: fill` (default): it contributes all its images, and further classes fill
+      the batch up to `batch_size` (the last one may contribute fewer images than `per_class`),
+      so a batch never holds the same image twice;
+    - `small_classes: repeat`: it is topped up with repeats drawn with replacement (what the ms
+      authors' released sampler does); the same image then appears twice, under two augmentations.
+    With classes of at least `per_class` images both give the same batches.
     One epoch = `batches` batches (default: number of images // batch size).
     """
 
     def __init__(self, labels, batch_size: int, per_class: int, generator: torch.Generator,
-                 batches: int | None = None):
+                 batches: int | None = None, small_classes: str = "fill"):
         if batch_size % per_class:
             raise ConfigError(f"batch.size {batch_size} is not a multiple of batch.per_class {per_class}")
+        if small_classes not in ("fill", "repeat"):
+            raise ConfigError(f"batch.small_classes must be 'fill' or 'repeat', not {small_classes!r}")
         labels = np.asarray(labels)
         classes, inverse = np.unique(labels, return_inverse=True)
         self.members = [np.flatnonzero(inverse == c) for c in range(len(classes))]
@@ -34,7 +42,14 @@ class MPerClassBatches:
                 f"a batch of {batch_size} with {per_class} images per class needs "
                 f"{self.classes_per_batch} classes but the training split has {len(classes)}"
             )
-        self.per_class, self.generator = per_class, generator
+        capacity = sum(min(per_class, len(m)) for m in self.members)
+        if small_classes == "fill" and capacity < batch_size:
+            raise ConfigError(
+                f"a batch of {batch_size} without repeated images needs {batch_size} images at "
+                f"{per_class} per class; the training split offers {capacity}: use a smaller "
+                f"batch or batch.small_classes: repeat")
+        self.per_class, self.generator, self.small_classes = per_class, generator, small_classes
+        self.batch_size = batch_size
         self.batches = batches or max(1, len(labels) // batch_size)
 
     def __len__(self) -> int:
@@ -42,16 +57,21 @@ class MPerClassBatches:
 
     def __iter__(self):
         for _ in range(self.batches):
-            chosen = torch.randperm(len(self.members), generator=self.generator)[: self.classes_per_batch]
+            classes = torch.randperm(len(self.members), generator=self.generator).tolist()
+            if self.small_classes == "repeat":
+                classes = classes[: self.classes_per_batch]
             batch = []
-            for c in chosen.tolist():
+            for c in classes:
+                if len(batch) == self.batch_size:
+                    break
                 pool = self.members[c]
                 order = torch.randperm(len(pool), generator=self.generator).numpy()
-                if len(pool) < self.per_class:
+                if len(pool) < self.per_class and self.small_classes == "repeat":
                     extra = torch.randint(len(pool), (self.per_class - len(pool),),
                                           generator=self.generator).numpy()
                     order = np.concatenate([order, extra])
-                batch.extend(pool[order[: self.per_class]].tolist())
+                room = self.batch_size - len(batch)
+                batch.extend(pool[order[: min(self.per_class, room)]].tolist())
             yield batch
 
 
@@ -60,7 +80,8 @@ class ShuffledBatches:
     """Plain shuffling: a random permutation cut into batches of `batch_size` (last partial dropped)."""
 
     def __init__(self, labels, batch_size: int, generator: torch.Generator,
-                 per_class: int | None = None, batches: int | None = None):
+                 per_class: int | None = None, batches: int | None = None,
+                 small_classes: str | None = None):  # per_class, small_classes: not used
         self.n, self.batch_size, self.generator = len(labels), batch_size, generator
         self.batches = batches or max(1, self.n // batch_size)
 
@@ -78,6 +99,7 @@ class ShuffledBatches:
                 produced += 1
 
 
-def build(name: str, labels, batch_size: int, per_class: int, generator, batches=None):
+def build(name: str, labels, batch_size: int, per_class: int, generator, batches=None,
+          small_classes: str = "fill"):
     return SAMPLERS.build(name, labels=labels, batch_size=batch_size, per_class=per_class,
-                          generator=generator, batches=batches)
+                          generator=generator, batches=batches, small_classes=small_classes)

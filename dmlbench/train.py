@@ -158,7 +158,8 @@ def _train(cfg: dict, run_dir: Path, log) -> Path:
     for epoch in range(start, cfg["epochs"]):
         generator = seed_epoch(cfg["seed"], epoch)
         sampler = samplers.build(cfg["method"]["sampler"], data.labels, cfg["batch"]["size"],
-                                 cfg["batch"]["per_class"], generator, cfg["batches_per_epoch"])
+                                 cfg["batch"]["per_class"], generator, cfg["batches_per_epoch"],
+                                 cfg["batch"]["small_classes"])
         loader = torch.utils.data.DataLoader(data, batch_sampler=sampler, generator=generator,
                                              **loader_options(cfg, device))
         row = _train_epoch(model, criterion, optimizer, loader, device, epoch, cfg["epochs"], log,

@@ -360,3 +360,23 @@ def test_pair_margin_counts_every_drawn_negative():
     kept = [t for t in kept if t > 0]
     value = losses.build("pair_margin", margin=0.2, lam=0.5).compute(pb)
     assert value.item() == pytest.approx((sum(kept) / len(kept)).item(), rel=1e-9)
+
+
+def test_ms_miner_drops_near_identical_positives_before_mining_on_request():
+    """The ms authors' code: positives with S ≥ 1 - 1e-5 are left out, also of min_{P_i} S."""
+    e, y = batch(9)
+    e = e.clone()
+    e[1] = e[0] * 3.0  # image 1 duplicates image 0 (same class): S_01 = 1
+    e[3] = e[0] + 0.01 * e[4]  # a negative almost as similar, so VTHM alone would keep (0, 1)
+    pb = PairBatch.from_embeddings(e, y)
+    s = pb.sim
+    mined = miners.build("multi_similarity", epsilon=0.1, duplicate_threshold=1 - 1e-5)(pb)
+    plain = miners.build("multi_similarity", epsilon=0.1)(pb)
+    assert plain.pos[0, 1] and not mined.pos[0, 1] and not mined.pos[1, 0]
+    for i in range(len(y)):
+        positives = [j for j in range(len(y)) if j != i and y[j] == y[i] and s[i, j] < 1 - 1e-5]
+        negatives = [j for j in range(len(y)) if y[j] != y[i]]
+        hardest_pos = min(s[i, j].item() for j in positives)
+        hardest_neg = max(s[i, j].item() for j in negatives)
+        assert {j for j in negatives if s[i, j] > hardest_pos - 0.1} == set(mined.neg[i].nonzero().flatten().tolist())
+        assert {j for j in positives if s[i, j] < hardest_neg + 0.1} == set(mined.pos[i].nonzero().flatten().tolist())

@@ -107,3 +107,16 @@ def test_fixture_tables_say_so_and_show_no_difference(tmp_path):
     assert "not comparable with the paper's" in text
     row = table[table["paper"].notna()].iloc[0]
     assert f"50.00 (n=1) / {row['paper']:.2f} |" in text
+
+
+def test_dro_f2_plots_every_recall_of_its_table(tmp_path, monkeypatch):
+    from dmlbench.report import figures
+
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    ks = (1, 10, 20, 30, 40, 50)
+    files = [fake_run(tmp_path, run, {f"recall@{k}": 0.5 + k / 200 for k in ks}) for run in plan.runs("dro.f2")]
+    drawn = {}
+    monkeypatch.setattr(figures, "_save", lambda fig, path: drawn.setdefault(path.name, fig))
+    aggregate.aggregate(plan.aggregate_spec("dro.f2"), files, tmp_path / "out")
+    lines = drawn["sweep.png"].axes[0].get_legend_handles_labels()[1]
+    assert lines == [f"DRO-TopK_M, recall@{k}" for k in ks]

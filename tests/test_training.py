@@ -84,10 +84,11 @@ def test_same_seed_same_numbers_other_seed_differs(run_config, tmp_path):
     assert loss(tmp_path / "a") != loss(tmp_path / "c")
 
 
-def test_m_per_class_batches():
+def test_m_per_class_batches_topped_up_with_repeats_on_request():
     labels = torch.arange(10).repeat_interleave(7).tolist() + [10, 10]  # class 10 has 2 images
     sampler = samplers.build("m_per_class", labels, batch_size=20, per_class=4,
-                             generator=torch.Generator().manual_seed(0), batches=50)
+                             generator=torch.Generator().manual_seed(0), batches=50,
+                             small_classes="repeat")
     seen = set()
     for batch in sampler:
         assert len(batch) == 20
@@ -101,9 +102,36 @@ def test_m_per_class_batches():
         seen |= set(batch)
     assert {10} <= {labels[i] for i in seen}
     again = samplers.build("m_per_class", labels, batch_size=20, per_class=4,
-                           generator=torch.Generator().manual_seed(0), batches=50)
+                           generator=torch.Generator().manual_seed(0), batches=50, small_classes="repeat")
     assert list(again) == list(samplers.build("m_per_class", labels, 20, 4,
-                                              torch.Generator().manual_seed(0), 50))
+                                              torch.Generator().manual_seed(0), 50, "repeat"))
+
+
+def test_m_per_class_never_repeats_an_image_and_small_classes_give_all_they_have():
+    sizes = [2, 3, 1, 9, 9, 9, 9, 9, 5, 2]  # SOP-like: several classes smaller than per_class
+    labels = [c for c, n in enumerate(sizes) for _ in range(n)]
+    sampler = samplers.build("m_per_class", labels, batch_size=16, per_class=4,
+                             generator=torch.Generator().manual_seed(1), batches=300)
+    small_seen = False
+    for batch in sampler:
+        assert len(batch) == 16 and len(set(batch)) == 16
+        counts = {}
+        for index in batch:
+            counts[labels[index]] = counts.get(labels[index], 0) + 1
+        assert max(counts.values()) <= 4
+        # every class but the last one drawn contributes min(per_class, its size)
+        order = list(dict.fromkeys(labels[i] for i in batch))
+        for c in order[:-1]:
+            assert counts[c] == min(4, sizes[c])
+        small_seen |= any(sizes[c] < 4 for c in order[:-1])
+    assert small_seen
+
+
+def test_fill_and_repeat_agree_when_every_class_is_large_enough():
+    labels = torch.arange(8).repeat_interleave(6).tolist()
+    fill = samplers.build("m_per_class", labels, 16, 4, torch.Generator().manual_seed(3), 20)
+    repeat = samplers.build("m_per_class", labels, 16, 4, torch.Generator().manual_seed(3), 20, "repeat")
+    assert list(fill) == list(repeat)
 
 
 def test_m_per_class_refuses_impossible_batches():
@@ -111,6 +139,8 @@ def test_m_per_class_refuses_impossible_batches():
 
     with pytest.raises(ConfigError, match="needs 10 classes but the training split has 3"):
         samplers.build("m_per_class", [0, 0, 1, 1, 2, 2], 20, 2, torch.Generator())
+    with pytest.raises(ConfigError, match="the training split offers 5: use a smaller batch or batch.small_classes: repeat"):
+        samplers.build("m_per_class", [0, 0, 1, 2, 3], 8, 2, torch.Generator())
     with pytest.raises(ConfigError, match="not a multiple"):
         samplers.build("m_per_class", [0, 0, 1, 1], 5, 2, torch.Generator())
 

@@ -32,18 +32,22 @@ class SemiHardMiner:
 class MultiSimilarityMiner:
     """VTHM (ms paper, section 5.1), also called multi-similarity mining. For anchor i:
     keep negative j if S_ij > min_{k∈P_i} S_ik - λ; keep positive j if S_ij < max_{k∈N_i} S_ik + λ.
-    Paper default λ = 0.1."""
+    Paper default λ = 0.1. `duplicate_threshold`: positives with S ≥ this are dropped before
+    mining (the authors' released code keeps only S < 1 - 1e-5; the paper does not, default None)."""
 
-    def __init__(self, epsilon: float = 0.1):
-        self.epsilon = epsilon
+    def __init__(self, epsilon: float = 0.1, duplicate_threshold: float | None = None):
+        self.epsilon, self.duplicate_threshold = epsilon, duplicate_threshold
 
     @torch.no_grad()
     def __call__(self, batch: PairBatch) -> PairBatch:
         s = batch.sim.detach()
-        hardest_pos = s.masked_fill(~batch.pos, float("inf")).min(dim=1, keepdim=True).values
+        positives = batch.pos
+        if self.duplicate_threshold is not None:
+            positives = positives & (s < self.duplicate_threshold)
+        hardest_pos = s.masked_fill(~positives, float("inf")).min(dim=1, keepdim=True).values
         hardest_neg = s.masked_fill(~batch.neg, float("-inf")).max(dim=1, keepdim=True).values
         neg = batch.neg & (s > hardest_pos - self.epsilon)
-        pos = batch.pos & (s < hardest_neg + self.epsilon)
+        pos = positives & (s < hardest_neg + self.epsilon)
         return batch.with_pairs(pos, neg)
 
 

@@ -34,11 +34,18 @@ def _status(plan: Plan, key: str, folder: Path) -> tuple[str, str]:
     return "partial", f"{found} of {planned} runs"
 
 
+def _catalogue_order(key: str) -> tuple:
+    """Tables, then figures, then the rest (eq, grad), each by number: t1, t2, …, f1, …, eq."""
+    kind = key.split(".")[1]
+    number = int(kind[1:]) if kind[1:].isdigit() else 0
+    return ({"t": 0, "f": 1}.get(kind[0], 2) if kind[1:].isdigit() else 2, number, kind)
+
+
 def contents(plan: Plan, preset_dir: Path) -> dict:
     """Papers → experiments (id, title, status, figures) of `plan`'s report folder."""
     papers = []
     for paper, paper_title in plan.papers.items():
-        keys = [k for k in sorted(plan.experiments) if k.split(".")[0] == paper]
+        keys = sorted((k for k in plan.experiments if k.split(".")[0] == paper), key=_catalogue_order)
         entries = []
         for key in keys:
             exp = plan.experiments[key]

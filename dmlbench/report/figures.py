@@ -88,28 +88,31 @@ def learning_curves(run_dirs: list[Path], spec: dict, path: Path) -> None:
 
 
 def sweep_plot(summary: pd.DataFrame, spec: dict, path: Path) -> None:
-    """A metric against the swept setting (e.g. the pair ratio of each batch size), one line per
-    method, ±std bars, per dataset (dro Figures 1, 2, 5; ephn Figure 4). `plot.log2_x` draws the
-    x axis in powers of two."""
+    """Metrics against the swept setting (e.g. the pair ratio of each batch size), one line per
+    method and metric, ±std bars, per dataset (dro Figures 1, 2, 5; ephn Figure 4).
+    `plot.metric` names one metric, `plot.metrics` several (dro Figure 2: every recall@k of its
+    table); `plot.log2_x` draws the x axis in powers of two."""
     plot = spec["plot"]
-    rows = summary[summary["metric"] == plot["metric"]].copy()
+    metrics = plot.get("metrics") or [plot["metric"]]
+    rows = summary[summary["metric"].isin(metrics)].copy()
     rows["base"] = rows["method"].str.split("@").str[0]
     rows["x"] = rows["method"].str.split("@").str[1].map(plot["x"])
     datasets = list(dict.fromkeys(rows["dataset"]))
-    fig, axes = _axes(len(datasets), f"{spec['experiment']}: {plot['metric']} against {plot['x_label']}")
+    shown = ", ".join(metrics)
+    fig, axes = _axes(len(datasets), f"{spec['experiment']}: {shown} against {plot['x_label']}")
     for ax, dataset in zip(axes, datasets):
-        for base, part in rows[rows["dataset"] == dataset].groupby("base", sort=False):
+        for (base, metric), part in rows[rows["dataset"] == dataset].groupby(["base", "metric"], sort=False):
             part = part.sort_values("x")
             label = spec["method_labels"].get(part["method"].iloc[0], base).split(" (")[0]
             ax.errorbar(part["x"], part["mean"], yerr=part["std"].fillna(0), marker="o",
-                        capsize=3, label=label)
+                        capsize=3, label=label if len(metrics) == 1 else f"{label}, {metric}")
         if plot.get("log2_x"):
             ax.set_xscale("log", base=2)
             ax.set_xticks(sorted(rows["x"].dropna().unique()),
                           [f"{x:g}" for x in sorted(rows["x"].dropna().unique())])
         ax.set_title(dataset)
         ax.set_xlabel(plot["x_label"])
-        ax.set_ylabel(f"{plot['metric']} (%)")
+        ax.set_ylabel(f"{shown} (%)" if len(metrics) == 1 else "recall (%)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     _save(fig, path)

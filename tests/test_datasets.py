@@ -150,3 +150,40 @@ def test_manifest_entry_climbing_out_is_refused_naming_the_line(tmp_path):
     path.write_text("path,label,split,super\na.jpg,1,train,\n../../secret.jpg,1,train,\n")
     with pytest.raises(DatasetError, match=r"first at entry 3: '\.\./\.\./secret\.jpg'"):
         manifest.read(path)
+
+
+def _content(table, folder):
+    import hashlib
+
+    return sorted((hashlib.md5((folder / p).read_bytes()).hexdigest(), label, split)
+                  for p, label, split in zip(table["path"], table["label"], table["split"]))
+
+
+def test_every_cars_layout_gives_the_same_standard_split(tmp_path):
+    contents = {}
+    for layout in ("original", "devkit", "folders"):
+        out = tmp_path / layout / "fixture" / "cars" / "manifest.csv"
+        table = prepare("cars", "fixture", tmp_path / layout, out,
+                        fixture_size={"n_classes": 6, "per_class": 4, "layout": layout})
+        assert set(table.loc[table["split"] == "train", "label"]) == {1, 2, 3}
+        assert set(table.loc[table["split"] == "test", "label"]) == {4, 5, 6}
+        contents[layout] = _content(table, out.parent)
+    assert contents["original"] == contents["devkit"] == contents["folders"]
+
+
+def test_cars_devkit_with_a_mismatched_mat_is_refused(tmp_path):
+    from dmlbench.data import acquire
+    from dmlbench.data.fixtures import _devkit_annotations
+
+    files = tmp_path / "files"
+    fixtures.write("cars", files, n_classes=4, per_class=4, layout="devkit")
+    names = ["cars_train.tgz", "cars_test.tgz", "car_devkit.tgz", "cars_test_annos_withlabels.mat"]
+    extracted = acquire.extract([files / n for n in names], tmp_path / "extracted")
+    # a .mat from another copy: two more images, and names that do not match
+    _devkit_annotations(extracted / "cars_test_annos_withlabels.mat",
+                        [(1, 1, 9, 9, 1 + n % 4, f"{n + 3:05d}.jpg") for n in range(10)])
+    out = tmp_path / "real" / "cars" / "manifest.csv"
+    with pytest.raises(DatasetError, match=r"cars_test_annos_withlabels\.mat does not belong to the images "
+                                           r"in .*cars_test: it lists 10 images, the folder holds 8"):
+        prepare("cars", "real", tmp_path, out, user_path=str(extracted))
+    assert not out.exists()

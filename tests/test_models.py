@@ -33,7 +33,7 @@ def test_bninception_weights_load_when_checksum_matches(tmp_path, monkeypatch):
     path = tmp_path / "bn_inception.pth"
     torch.save(state, path)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    monkeypatch.setattr(bninception, "WEIGHTS_SHA256_PREFIX", digest[:9])
+    monkeypatch.setattr(bninception, "WEIGHTS_SHA256", digest)
     net = EmbeddingNet("bninception", 8, pretrained=True, weights_path=str(path))
     for key, value in source.state_dict().items():
         torch.testing.assert_close(net.trunk.state_dict()[key], value)
@@ -42,9 +42,29 @@ def test_bninception_weights_load_when_checksum_matches(tmp_path, monkeypatch):
 def test_bninception_weights_with_wrong_checksum_are_refused(tmp_path):
     path = tmp_path / "bn_inception.pth"
     torch.save({"x": torch.zeros(1)}, path)
-    with pytest.raises(DmlbenchError, match="does not start with 52deb4733"):
+    with pytest.raises(DmlbenchError, match="is not the published 52deb473314542a5c2f87e9e6f26f4ca42fe863d15f986414dbae8c2dfdd2353.*left untouched"):
         EmbeddingNet("bninception", 8, pretrained=True, weights_path=str(path))
-    assert not path.exists() and path.with_suffix(".pth.corrupt").exists()
+    assert path.exists()  # the user's own file
+
+
+def test_bninception_checks_the_full_sha256_not_a_prefix(tmp_path, monkeypatch):
+    path = tmp_path / "bn_inception.pth"
+    torch.save(dict(bninception.BNInception().state_dict()), path)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    monkeypatch.setattr(bninception, "WEIGHTS_SHA256", digest[:9] + "0" * 55)  # same prefix
+    with pytest.raises(DmlbenchError, match="is not the published"):
+        EmbeddingNet("bninception", 8, pretrained=True, weights_path=str(path))
+
+
+def test_bad_cached_weights_are_set_aside(tmp_path, monkeypatch):
+    from dmlbench.models import weights
+
+    monkeypatch.setattr(weights, "cache_dir", lambda: tmp_path)
+    cached = tmp_path / "bn_inception-52deb4733.pth"
+    torch.save({"x": torch.zeros(1)}, cached)
+    with pytest.raises(DmlbenchError, match="renamed to \\*.corrupt"):
+        EmbeddingNet("bninception", 8, pretrained=True)
+    assert not cached.exists() and cached.with_suffix(".pth.corrupt").exists()
 
 
 def test_offline_torchvision_weights_say_where_to_put_the_file(monkeypatch):

@@ -1,4 +1,12 @@
-"""Getting the publishers' files: download with resume, retries and checksum; safe extraction."""
+"""Getting a dataset's files: the user's own first, then every source of every layout in order,
+with resume, retries, an HTML-page check and the published size and checksums; safe extraction.
+
+A download goes to `<file>.part` and is resumed with an HTTP Range request; a server that ignores
+the range (answers 200) or an FTP server (no HTTP status) restarts it from zero, so a partial file
+is never glued to a fresh one. A download that fails its checks is removed and the next source is
+tried; when every source fails, the error names each one and why. Files the run did not download
+(the user's, or placed by hand) are checked and reported, never removed.
+"""
 
 from __future__ import annotations
 
@@ -12,73 +20,100 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
-from dmlbench.data.datasets import SourceFile
+from dmlbench.data.datasets import DatasetSpec, Layout, SourceFile
 from dmlbench.errors import ChecksumError, DatasetError
 from dmlbench.io import atomic_dir
 
 CHUNK = 1 << 20
+HTML_MARKERS = (b"<!doctype html", b"<html", b"<head", b"<!--")
 
 
-def md5sum(path: Path) -> str:
-    digest = hashlib.md5()
+class SourceError(DatasetError):
+    """One source of a file did not deliver it (dead address, an HTML page, a wrong checksum)."""
+
+
+def digest(path: Path, algorithm: str) -> str:
+    value = hashlib.new(algorithm)
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
+            value.update(block)
+    return value.hexdigest()
 
 
-def verify(path: Path, md5: str | None, owned: bool = True) -> None:
-    """Raise `ChecksumError` when `path` does not have checksum `md5`. A file the suite
-    downloaded (`owned`) is deleted so that the next run fetches it anew; the user's own is not."""
-    if md5 is None:
-        return
-    found = md5sum(path)
-    if found == md5:
+def _problem(path: Path, source: SourceFile) -> str | None:
+    """What is wrong with `path` against the published size and checksums, or None."""
+    size = path.stat().st_size
+    if source.size is not None and size != source.size:
+        return f"{size:,} bytes, not the published {source.size:,}"
+    for algorithm in ("md5", "sha256"):
+        published = getattr(source, algorithm)
+        if published and (found := digest(path, algorithm)) != published:
+            return f"{algorithm} {found} differs from the published {published}"
+    return None
+
+
+def verify(path: Path, source: SourceFile, owned: bool = False) -> None:
+    """Raise `ChecksumError` when `path` does not have the published size and checksums. A file
+    this run downloaded (`owned`) is deleted; any other (the user's own, or one placed by hand)
+    is left as it is."""
+    problem = _problem(path, source)
+    if problem is None:
         return
     if owned:
         path.unlink()
-        raise ChecksumError(
-            f"{path}: md5 {found} differs from the published {md5}; the file was corrupt or "
-            f"incomplete and has been removed. Run the step again to download it anew, or place "
-            f"an intact copy there."
-        )
-    raise ChecksumError(
-        f"{path}: md5 {found} differs from the published {md5}. This is your file (data.paths); "
-        f"it was left untouched. Replace it with an intact copy, or remove data.paths to download it."
-    )
+        raise ChecksumError(f"{path}: {problem}; the download was corrupt or incomplete and has "
+                            f"been removed.")
+    raise ChecksumError(f"{path}: {problem}. The file was not downloaded by this run and is left "
+                        f"untouched: replace it with an intact copy (or delete it, to download it "
+                        f"anew).")
 
 
-def download(url: str, dest: Path, md5: str | None, retries: int = 3, timeout: float = 60.0,
+def download(url: str, dest: Path, source: SourceFile, retries: int = 3, timeout: float = 60.0,
              backoff: float = 2.0) -> Path:
     """Fetch `url` to `dest`, resuming a `.part` file left by an interrupted run, then verify."""
-    if dest.exists():
-        verify(dest, md5)
-        return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
     for attempt in range(1, retries + 1):
         try:
             _fetch(url, part, timeout)
             break
+        except urllib.error.HTTPError as error:  # the server answered: retrying will not help
+            raise SourceError(f"HTTP {error.code} {error.reason}") from None
         except (urllib.error.URLError, OSError, TimeoutError) as error:
             if attempt == retries:
-                raise DatasetError(
-                    f"could not download {url} after {retries} attempts ({error}). Check the "
-                    f"network, or download it by hand to {dest} and rerun."
-                ) from None
-            print(f"  download of {url} failed ({error}); retry {attempt}/{retries - 1}",
+                raise SourceError(f"{_reason(error)} after {retries} attempts") from None
+            print(f"  download of {url} failed ({_reason(error)}); retry {attempt}/{retries - 1}",
                   file=sys.stderr)
             time.sleep(backoff * attempt)
+    _refuse_html(part)
     part.replace(dest)
-    verify(dest, md5)
+    try:
+        verify(dest, source, owned=True)
+    except ChecksumError as error:
+        raise SourceError(str(error)) from None
     return dest
+
+
+def _reason(error: BaseException) -> str:
+    reason = getattr(error, "reason", None) or error
+    return " ".join(str(reason).split())
+
+
+def _refuse_html(part: Path) -> None:
+    """A sign-in, quota or virus-scan page served instead of the file."""
+    with open(part, "rb") as handle:
+        head = handle.read(512).lstrip().lower()
+    if head.startswith(HTML_MARKERS):
+        part.unlink()
+        raise SourceError("the server sent an HTML page (a sign-in, quota or virus-scan page), not "
+                          "the file")
 
 
 def _fetch(url: str, part: Path, timeout: float) -> None:
     have = part.stat().st_size if part.exists() else 0
     request = urllib.request.Request(url, headers={"Range": f"bytes={have}-"} if have else {})
     with urllib.request.urlopen(request, timeout=timeout) as response:
-        resumed = have and response.status == 206
+        resumed = have and getattr(response, "status", None) == 206
         mode = "ab" if resumed else "wb"
         total = response.headers.get("Content-Length")
         total = int(total) + (have if resumed else 0) if total else None
@@ -96,36 +131,63 @@ def _fetch(url: str, part: Path, timeout: float) -> None:
         raise OSError(f"connection closed after {done} of {total} bytes")
 
 
-def fetch_all(files: tuple[SourceFile, ...], folder: Path, manual: str | None,
-              allow_download: bool, owned: bool = True) -> list[Path]:
-    """Local paths of all `files` in `folder`, downloading the missing ones where allowed.
-    `owned`: the folder is the suite's download folder, not the user's own."""
-    paths = []
-    for source in files:
-        dest = folder / source.filename
-        if dest.exists():
-            verify(dest, source.md5, owned)
-        elif source.url is None:
-            raise DatasetError(manual.format(folder=folder) if manual else
-                               f"{source.filename} is missing from {folder}")
-        elif not allow_download:
-            raise DatasetError(
-                f"{dest} is missing and downloads are off (data.download: false). Download "
-                f"{source.url} to that path, or set data.paths to a folder that has it."
-            )
+def fetch(source: SourceFile, folder: Path, tried: list[str], **options) -> Path | None:
+    """`source` in `folder`: present and intact, or downloaded from the first source that delivers
+    it. Every failed source is added to `tried` (address: reason); None when all failed."""
+    dest = folder / source.filename
+    if dest.exists():
+        verify(dest, source)  # a file placed there is never replaced behind the user's back
+        return dest
+    for url in source.urls:
+        print(f"downloading {url} → {dest}", file=sys.stderr)
+        try:
+            return download(url, dest, source, **options)
+        except SourceError as error:
+            tried.append(f"{url}: {error}")
+    if not source.urls:
+        tried.append(f"{source.filename}: no public source (a manual download)")
+    return None
+
+
+def complete_layout(spec: DatasetSpec, folder: Path) -> Layout | None:
+    """The first layout whose files are all in `folder`."""
+    for layout in spec.layouts:
+        if layout.files and all((folder / f.filename).exists() for f in layout.files):
+            return layout
+    return None
+
+
+def obtain(spec: DatasetSpec, folder: Path, allow_download: bool, **options) -> list[Path]:
+    """The files of one layout of `spec` in `folder`: those already there, else downloaded, layout
+    by layout and source by source, until one layout is complete."""
+    ready = complete_layout(spec, folder)
+    if ready is not None:
+        for source in ready.files:
+            verify(folder / source.filename, source)
+        return [folder / f.filename for f in ready.files]
+    if not allow_download:
+        wanted = "; or ".join(" + ".join(f.filename for f in layout.files) for layout in spec.layouts)
+        raise DatasetError(f"{spec.title}: the files are not in {folder} and downloads are off "
+                           f"(data.download: false). Put {wanted} there, or set data.paths."
+                           f"{spec.name} to a folder that has them.")
+    tried: list[str] = []
+    for layout in spec.layouts:
+        paths = []
+        for source in layout.files:
+            path = fetch(source, folder, tried, **options)
+            if path is None:
+                break
+            paths.append(path)
         else:
-            print(f"downloading {source.url} → {dest}", file=sys.stderr)
-            download(source.url, dest, source.md5)
-        paths.append(dest)
-    return paths
+            return paths
+    manual = spec.manual.format(folder=folder) if spec.manual else ""
+    raise DatasetError(f"{spec.title}: no source delivered the files. Tried:\n  - "
+                       + "\n  - ".join(tried) + (f"\n{manual}" if manual else ""))
 
 
-def extract(files: list[Path], dest: Path, owned: bool = True) -> Path:
-    """Unpack archives (and copy plain files) into `dest`, all or nothing.
-
-    A corrupt archive is reported; one the suite downloaded (`owned`) is also removed, so that
-    the next run fetches it anew. The user's own files are never touched.
-    """
+def extract(files: list[Path], dest: Path) -> Path:
+    """Unpack archives (and copy plain files) into `dest`, all or nothing. A corrupt archive is
+    reported, never removed (it may be the user's own)."""
     with atomic_dir(dest) as tmp:
         for path in files:
             try:
@@ -139,14 +201,8 @@ def extract(files: list[Path], dest: Path, owned: bool = True) -> Path:
                     shutil.copy2(path, tmp / path.name)
             except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as error:
                 reason = " ".join(str(error).split())
-                if not owned:
-                    raise DatasetError(
-                        f"{path} is not a readable archive ({reason}). This is your file "
-                        f"(data.paths); it was left untouched: replace it with an intact copy."
-                    ) from None
-                path.unlink(missing_ok=True)
                 raise DatasetError(
-                    f"{path} is not a readable archive ({reason}); it has been removed. Rerun to "
-                    f"fetch it again, or place an intact copy there."
+                    f"{path} is not a readable archive ({reason}); nothing was extracted. Replace "
+                    f"it with an intact copy (or delete it, to download it anew) and rerun."
                 ) from None
     return dest

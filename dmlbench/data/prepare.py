@@ -35,8 +35,8 @@ def prepare(dataset: str, source: str, root: Path, output: Path, user_path: str 
         with atomic_dir(archives) as tmp:
             fixtures.write(dataset, tmp, **(fixture_size or {}))
         expected = fixtures.read_stats(archives)
-        files = [archives / f.filename for f in spec.files]
-        table = spec.parse(acquire.extract(files, folder / "raw"))
+        layout = acquire.complete_layout(spec, archives)
+        table = spec.parse(acquire.extract([archives / f.filename for f in layout.files], folder / "raw"))
     elif source == "real":
         table = _real(spec, root, folder, user_path, allow_download)
     else:
@@ -51,17 +51,21 @@ def prepare(dataset: str, source: str, root: Path, output: Path, user_path: str 
 
 
 def _real(spec, root: Path, folder: Path, user_path: str | None, allow_download: bool):
+    """The user's folder first (a layout's files, or the extracted dataset), else the download
+    folder's files, else the sources."""
     if user_path:
         given = Path(user_path).expanduser()
         if not given.exists():
             raise DatasetError(f"data.paths.{spec.name} = {given} does not exist")
-        if all((given / f.filename).exists() for f in spec.files):  # the publisher's files
-            files = acquire.fetch_all(spec.files, given, spec.manual, allow_download=False, owned=False)
-            return spec.parse(acquire.extract(files, folder / "raw", owned=False))
+        layout = acquire.complete_layout(spec, given)
+        if layout is not None:  # the publisher's files: checked, never modified
+            for source in layout.files:
+                acquire.verify(given / source.filename, source)
+            return spec.parse(acquire.extract([given / f.filename for f in layout.files], folder / "raw"))
         table = spec.parse(given)  # the extracted dataset, used in place
         table.attrs["base"] = given
         return table
-    files = acquire.fetch_all(spec.files, root / "downloads" / spec.name, spec.manual, allow_download)
+    files = acquire.obtain(spec, root / "downloads" / spec.name, allow_download)
     return spec.parse(acquire.extract(files, folder / "raw"))
 
 

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 WEIGHTS_URL = "http://data.lip6.fr/cadene/pretrainedmodels/bn_inception-52deb4733.pth"
-WEIGHTS_SHA256_PREFIX = "52deb4733"
+WEIGHTS_SHA256 = "52deb473314542a5c2f87e9e6f26f4ca42fe863d15f986414dbae8c2dfdd2353"
 MEAN_BGR = (104.0, 117.0, 128.0)
 
 # name: (in, 1x1, 3x3 reduce, 3x3, double reduce, double 3x3, pool kind, pool proj, stride)

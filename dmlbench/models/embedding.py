@@ -95,7 +95,7 @@ class EmbeddingNet(nn.Module):
             self.trunk, features = bninception.BNInception(), bninception.BNInception.out_features
             if pretrained:
                 state = weights.load_checked(bninception.WEIGHTS_URL,
-                                             bninception.WEIGHTS_SHA256_PREFIX, weights_path)
+                                             bninception.WEIGHTS_SHA256, weights_path)
                 state = {k: v for k, v in state.items() if not k.startswith("last_linear")}
                 self.trunk.load_state_dict(state)
         else:

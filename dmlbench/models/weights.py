@@ -27,11 +27,14 @@ def torchvision_weights(builder, weights_enum):
         ) from None
 
 
-def load_checked(url: str, sha256_prefix: str, local_path: str | None = None) -> dict:
-    """State dict from `local_path` or the cache (downloaded from `url` if missing), verified by the
-    sha256 prefix in its file name (torch.hub convention)."""
+def load_checked(url: str, sha256: str, local_path: str | None = None) -> dict:
+    """State dict from `local_path` (the user's file, `model.weights`) or the cache (downloaded from
+    `url` if missing), verified by its full sha256. A bad cached copy is renamed to `*.corrupt`;
+    the user's own file is never touched."""
     path = Path(local_path) if local_path else cache_dir() / Path(url).name
     if not path.exists():
+        if local_path:
+            raise DmlbenchError(f"model.weights = {path} does not exist")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             torch.hub.download_url_to_file(url, str(path), progress=True)
@@ -41,10 +44,13 @@ def load_checked(url: str, sha256_prefix: str, local_path: str | None = None) ->
                 f"place it at {path}, or set model.weights to its path."
             ) from None
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    if not digest.startswith(sha256_prefix):
+    if digest != sha256:
+        if local_path:
+            raise DmlbenchError(f"{path}: sha256 {digest} is not the published {sha256}; this is not "
+                                f"the expected weights file (left untouched). Use an intact copy.")
         os.replace(path, path.with_suffix(path.suffix + ".corrupt"))
         raise DmlbenchError(
-            f"{path}: sha256 {digest[:12]}… does not start with {sha256_prefix}; the file is not "
-            f"the expected weights (renamed to *.corrupt). Place an intact copy there."
+            f"{path}: sha256 {digest} is not the published {sha256}; the file is not the expected "
+            f"weights (renamed to *.corrupt). Place an intact copy there, or download {url} again."
         )
     return torch.load(path, map_location="cpu", weights_only=True)

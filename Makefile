@@ -3,7 +3,7 @@ VENV ?= .venv
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 CORES ?= 2
 
-.PHONY: demo test smoke dry-run clean-demo
+.PHONY: demo test smoke dry-run doctor clean-demo
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -20,6 +20,9 @@ test: $(VENV)/.installed  ## unit tests + the smoke preset through the real Snak
 
 smoke: $(VENV)/.installed
 	snakemake --cores $(CORES) --config preset=smoke
+
+doctor: $(VENV)/.installed  ## what this machine has and lacks for the full preset (under a minute)
+	python -m dmlbench doctor
 
 dry-run: $(VENV)/.installed  ## the full preset's jobs, as a GPU box would run them
 	snakemake -n --cores all --resources gpu=8

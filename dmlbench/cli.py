@@ -87,6 +87,17 @@ def cmd_plan(args) -> None:
         print(run.path(plan.name))
 
 
+def cmd_doctor(args) -> None:
+    from dmlbench import doctor
+    from dmlbench.plan import Plan
+
+    config = dict(_spec(args.config), **({"preset": args.preset} if args.preset else {}))
+    checks = doctor.run(Plan.load(args.config_dir, config), slurm=args.slurm, timeout=args.timeout)
+    print(doctor.table(checks))
+    if any(c.status == doctor.ACTION for c in checks):
+        sys.exit(1)
+
+
 def cmd_gpu_slot(args) -> None:
     from dmlbench.gpu_slots import run_on_free_device
 
@@ -148,6 +159,14 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--config-dir", default=CONFIG_DIR)
     s.add_argument("--preset", default="full")
     s.set_defaults(func=cmd_plan)
+
+    s = sub.add_parser("doctor", help="what this machine has and lacks for a plan (no training)")
+    s.add_argument("--config-dir", default=CONFIG_DIR)
+    s.add_argument("--preset", help="preset name (default: full, or the one in --config)")
+    s.add_argument("--config", default="{}", help="JSON: changes as in --config of the workflow")
+    s.add_argument("--slurm", action="store_true", help="also check the SLURM executor plugin")
+    s.add_argument("--timeout", type=float, default=5.0, help="seconds per source probe")
+    s.set_defaults(func=cmd_doctor)
 
     s = sub.add_parser("gpu-slot", help="run a command on a device no other such command holds")
     s.add_argument("--slots", type=int, required=True, help="number of devices (0: leave as is)")

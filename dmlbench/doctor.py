@@ -1,0 +1,267 @@
+"""`python -m dmlbench doctor`: what a new machine has and lacks for a plan, in under a minute.
+
+Checks, without training anything: Python, torch, CUDA devices, faiss (GPU build or not),
+snakemake (and the SLURM executor plugin when the SLURM profile is meant); per dataset of the
+plan: prepared and valid, files present, a source that answers (one HEAD or one-byte range request
+per source, short timeout), or what to do by hand; the ImageNet weights of the backbones the plan
+trains with; free disk against what the missing datasets need. Ends with one table, and a
+non-zero exit when something blocks the plan.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import platform
+import shutil
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from dmlbench.data import acquire, datasets, manifest
+from dmlbench.errors import DmlbenchError
+
+OK, ACTION, INFO = "OK", "action needed", "info"
+TORCHVISION_WEIGHTS = {"resnet18": "resnet18-f37072fd.pth", "resnet50": "resnet50-0676ba61.pth",
+                       "googlenet": "googlenet-1378be20.pth"}
+TORCHVISION_URL = "https://download.pytorch.org/models/"
+WEIGHTS_GB = 0.3
+
+
+@dataclass(frozen=True)
+class Check:
+    area: str
+    item: str
+    status: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What one source answered: `ok`, and whether the failure was the network's (no answer)."""
+
+    ok: bool
+    detail: str
+    no_answer: bool = False
+
+
+def probe_url(url: str, timeout: float = 5.0) -> Probe:
+    """One request that fetches at most one byte: does the source serve a file?"""
+    request = urllib.request.Request(url, headers={"Range": "bytes=0-0"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            kind = response.headers.get("Content-Type", "") if response.headers else ""
+            if "text/html" in kind:
+                return Probe(False, "answers with an HTML page, not the file")
+            return Probe(True, "answers")
+    except urllib.error.HTTPError as error:
+        return Probe(False, f"HTTP {error.code}")
+    except (urllib.error.URLError, OSError, TimeoutError) as error:
+        return Probe(False, f"no answer ({getattr(error, 'reason', error)})", no_answer=True)
+
+
+# --- the machine -----------------------------------------------------------------------------
+
+def environment(slurm: bool, needs_gpu: bool) -> list[Check]:
+    import torch
+
+    checks = [Check("machine", "python", OK, platform.python_version()),
+              Check("machine", "torch", OK, f"{torch.__version__} (CUDA build {torch.version.cuda})")]
+    if torch.cuda.is_available():
+        names = [f"{i}: {torch.cuda.get_device_name(i)}, "
+                 f"{torch.cuda.get_device_properties(i).total_memory / 2**30:.0f} GiB"
+                 for i in range(torch.cuda.device_count())]
+        checks.append(Check("machine", "CUDA devices", OK, "; ".join(names)))
+    else:
+        checks.append(Check("machine", "CUDA devices", ACTION if needs_gpu else INFO,
+                            "none visible" + (": this plan trains on GPUs (the CPU presets are demo "
+                                              "and smoke)" if needs_gpu else "; this plan runs on CPU")))
+    checks.append(_faiss())
+    checks.append(_package("snakemake", "snakemake", required=True))
+    if slurm:
+        checks.append(_package("snakemake-executor-plugin-slurm", "snakemake_executor_plugin_slurm",
+                               required=True, hint="pip install -e '.[slurm]'"))
+    return checks
+
+
+def _faiss() -> Check:
+    try:
+        import faiss
+    except ImportError:
+        return Check("machine", "faiss", ACTION, "not installed: pip install faiss-cpu (or faiss-gpu)")
+    gpus = faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0
+    build = f"GPU build, {gpus} device(s)" if gpus else "CPU build (search and k-means on CPU)"
+    return Check("machine", "faiss", OK, f"{faiss.__version__}, {build}")
+
+
+def _package(distribution: str, module: str, required: bool, hint: str = "") -> Check:
+    if importlib.util.find_spec(module) is None:
+        return Check("machine", distribution, ACTION if required else INFO,
+                     f"not installed{': ' + hint if hint else ''}")
+    return Check("machine", distribution, OK, importlib.metadata.version(distribution))
+
+
+# --- datasets ----------------------------------------------------------------------------------
+
+def _prepared(plan, name: str) -> Check | None:
+    path = Path(plan.data_dir) / name / "manifest.csv"
+    if not path.exists():
+        return None
+    spec = datasets.get(name)
+    try:
+        table = manifest.read(path)
+        if plan.preset["data"]["source"] == "real":
+            manifest.check(table, spec.expected, spec.title)
+    except DmlbenchError as error:
+        return Check("dataset", name, ACTION, f"{path} is not valid ({error}); delete it and rerun prepare")
+    return Check("dataset", name, OK, f"prepared: {path} ({len(table):,} images)")
+
+
+def _local(plan, name: str) -> Check | None:
+    spec = datasets.get(name)
+    user = plan.preset["data"]["paths"].get(name)
+    if user:
+        given = Path(user).expanduser()
+        if not given.exists():
+            return Check("dataset", name, ACTION, f"data.paths.{name} = {given} does not exist")
+        layout = acquire.complete_layout(spec, given)
+        what = f"the {layout.name} files" if layout else "a folder (used as the extracted dataset)"
+        return Check("dataset", name, OK, f"data.paths.{name}: {what} in {given}; prepare checks them")
+    folder = Path(plan.preset["data"]["root"]) / "downloads" / name
+    layout = acquire.complete_layout(spec, folder)
+    if layout is None:
+        return None
+    wrong = [f.filename for f in layout.files
+             if f.size is not None and (folder / f.filename).stat().st_size != f.size]
+    if wrong:
+        return Check("dataset", name, ACTION, f"{', '.join(wrong)} in {folder} do not have the "
+                                              f"published size: replace them")
+    return Check("dataset", name, OK, f"the {layout.name} files are in {folder}; prepare extracts them")
+
+
+def _sources(spec, probes: dict[str, Probe], folder: Path) -> Check:
+    """The first layout whose every file has a source that answers, or what was tried."""
+    manual = spec.manual.format(folder=folder) if spec.manual else "Download " + " and ".join(
+        f"{f.filename} ({f.urls[0]})" for f in spec.files) + f" elsewhere and put it in {folder}."
+    urls = [url for layout in spec.layouts for f in layout.files for url in f.urls]
+    if urls and all(probes[url].no_answer for url in urls):
+        return Check("dataset", spec.name, ACTION, f"sources not checked (no network). {manual}")
+    for layout in spec.layouts:
+        live = [next((u for u in f.urls if probes[u].ok), None) for f in layout.files]
+        if layout.files and all(live):
+            return Check("dataset", spec.name, OK, f"downloadable ({layout.name}, e.g. {live[0]})")
+    tried = "; ".join(f"{url}: {probes[url].detail}" for url in urls)
+    return Check("dataset", spec.name, ACTION,
+                 (f"no source answers ({tried}). " if tried else "") + manual)
+
+
+def dataset_checks(plan, probes: dict[str, Probe]) -> list[Check]:
+    checks = []
+    for name in plan.datasets:
+        spec = datasets.get(name)
+        if name == "digits" or plan.preset["data"]["source"] == "fixture":
+            checks.append(Check("dataset", name, OK, "made on the machine (fixture or shipped)"))
+            continue
+        found = _prepared(plan, name) or _local(plan, name)
+        if found is not None:
+            checks.append(found)
+        elif not plan.preset["data"]["download"]:
+            checks.append(Check("dataset", name, ACTION, "missing and data.download is false: put its "
+                                                         "files in data/downloads/" + name))
+        else:
+            checks.append(_sources(spec, probes, Path(plan.preset["data"]["root"]) / "downloads" / name))
+    return checks
+
+
+def urls_to_probe(plan) -> list[str]:
+    """Every source of every dataset the plan still has to download, and missing weights."""
+    urls = []
+    if plan.preset["data"]["source"] == "real" and plan.preset["data"]["download"]:
+        for name in plan.datasets:
+            if name == "digits" or _prepared(plan, name) or _local(plan, name):
+                continue
+            urls += [u for layout in datasets.get(name).layouts for f in layout.files for u in f.urls]
+    urls += [url for _, url, path in _weights_needed(plan) if not path.exists()]
+    return list(dict.fromkeys(urls))
+
+
+# --- weights and disk --------------------------------------------------------------------------
+
+def _weights_needed(plan) -> list[tuple[str, str, Path]]:
+    """(backbone, url, local path) of the ImageNet weights the plan's runs load."""
+    from dmlbench.models import bninception, weights
+
+    needed = {}
+    for run in plan.runs():
+        model = plan.resolve(run)["model"]
+        if not model["pretrained"] or model["backbone"] == "small_cnn":
+            continue
+        backbone = model["backbone"]
+        if backbone == "bninception":
+            path = Path(model["weights"]) if model["weights"] else \
+                weights.cache_dir() / Path(bninception.WEIGHTS_URL).name
+            needed[backbone] = (bninception.WEIGHTS_URL, path)
+        else:
+            filename = TORCHVISION_WEIGHTS[backbone]
+            needed[backbone] = (TORCHVISION_URL + filename, weights.cache_dir() / filename)
+    return [(b, url, path) for b, (url, path) in sorted(needed.items())]
+
+
+def weight_checks(plan, probes: dict[str, Probe]) -> list[Check]:
+    checks = []
+    for backbone, url, path in _weights_needed(plan):
+        if path.exists():
+            checks.append(Check("weights", backbone, OK, f"cached: {path}"))
+        elif probes[url].ok:
+            checks.append(Check("weights", backbone, OK, f"downloadable on first use from {url}"))
+        else:
+            checks.append(Check("weights", backbone, ACTION,
+                                f"{url} {probes[url].detail}: download it elsewhere and place it at {path}"))
+    return checks
+
+
+def disk_check(plan, checks: list[Check], free_bytes: int | None = None) -> Check:
+    """Free space at the data root against the datasets (and weights) still to fetch."""
+    missing = [c.item for c in checks if c.area == "dataset" and not c.detail.startswith("prepared")
+               and c.detail != "made on the machine (fixture or shipped)"]
+    need = {name: datasets.get(name).disk_gb for name in missing}
+    weights_gb = WEIGHTS_GB * sum(1 for c in checks if c.area == "weights" and not c.detail.startswith("cached"))
+    total = sum(need.values()) + weights_gb
+    root = Path(plan.preset["data"]["root"])
+    probe_at = next((p for p in [root, *root.resolve().parents] if p.exists()), Path("."))
+    free = shutil.disk_usage(probe_at).free if free_bytes is None else free_bytes
+    listed = ", ".join(f"{k} {v:g} GB" for k, v in need.items()) or "nothing to fetch"
+    detail = (f"{free / 1e9:.1f} GB free at {probe_at}; the plan still needs about {total:.1f} GB "
+              f"({listed}{f', weights {weights_gb:.1f} GB' if weights_gb else ''}; archives + "
+              f"extracted images + cache)")
+    return Check("disk", str(probe_at), OK if free >= total * 1e9 else ACTION, detail)
+
+
+# --- the whole check ----------------------------------------------------------------------------
+
+def run(plan, slurm: bool = False, timeout: float = 5.0, probe=probe_url,
+        free_bytes: int | None = None) -> list[Check]:
+    urls = urls_to_probe(plan)
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        probes = dict(zip(urls, pool.map(lambda u: probe(u, timeout), urls)))
+    needs_gpu = any(plan.resolve(run)["device"] != "cpu" for run in plan.runs())
+    checks = environment(slurm, needs_gpu)
+    if urls and all(p.no_answer for p in probes.values()):
+        checks.append(Check("network", "sources", INFO,
+                            "no network (no source answered): downloads were not checked; local "
+                            "files are reported below"))
+    checks += dataset_checks(plan, probes)
+    checks += weight_checks(plan, probes)
+    checks.append(disk_check(plan, checks, free_bytes))
+    return checks
+
+
+def table(checks: list[Check]) -> str:
+    width = max(len(f"{c.area}: {c.item}") for c in checks)
+    lines = [f"{'check':<{width}}  {'status':<13}  detail", "-" * (width + 40)]
+    lines += [f"{c.area + ': ' + c.item:<{width}}  {c.status:<13}  {c.detail}" for c in checks]
+    blocking = sum(c.status == ACTION for c in checks)
+    lines.append(f"\n{blocking} item(s) need action" if blocking else "\nEverything the plan needs is here.")
+    return "\n".join(lines)

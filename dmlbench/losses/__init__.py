@@ -6,7 +6,7 @@ normalised) or `loss(embeddings, labels, miner=miner)` to restrict the pairs/tri
 
 from dmlbench.losses.base import LOSSES, PairLoss
 from dmlbench.losses import (  # noqa: F401  (registers the losses)
-    distance_losses, dro, ephn, pair_losses, proxy_losses, tuple_losses)
+    distance_losses, dro, ephn, fastap, pair_losses, proxy_losses, tuple_losses)
 
 
 def build(name: str, **params):

@@ -78,7 +78,7 @@ def probe(model, criterion, data, cfg: dict, device, generator: torch.Generator)
                                 lr=settings["lr"], momentum=0.0)
     sampler = samplers.build(cfg["method"]["sampler"], data.labels, cfg["batch"]["size"],
                              cfg["batch"]["per_class"], generator, settings["steps"],
-                             cfg["batch"]["small_classes"])
+                             cfg["batch"]["small_classes"], data.supers, cfg["batch"]["per_pair"])
     loader = torch.utils.data.DataLoader(data, batch_sampler=sampler, generator=generator,
                                          num_workers=cfg["loader"]["workers"])
     rows = []

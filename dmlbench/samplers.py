@@ -1,7 +1,17 @@
 """Batch samplers by name. Each yields lists of dataset indices, one list per batch, and is
-deterministic given its `torch.Generator`."""
+deterministic given its `torch.Generator`.
+
+- `m_per_class`: batch.size / batch.per_class classes × batch.per_class images (most papers);
+- `shuffle`: a plain permutation cut into batches (proxy losses);
+- `random`, `category_pairs`, `vehicleid`: the fastap supplement's samplers (section A), which keep
+  every sampled class whole ("a minibatch will include all images from a class once that class
+  gets sampled") and build batches from super-categories.
+"""
 
 from __future__ import annotations
+
+import inspect
+import itertools
 
 import numpy as np
 import torch
@@ -79,9 +89,7 @@ class MPerClassBatches:
 class ShuffledBatches:
     """Plain shuffling: a random permutation cut into batches of `batch_size` (last partial dropped)."""
 
-    def __init__(self, labels, batch_size: int, generator: torch.Generator,
-                 per_class: int | None = None, batches: int | None = None,
-                 small_classes: str | None = None):  # per_class, small_classes: not used
+    def __init__(self, labels, batch_size: int, generator: torch.Generator, batches: int | None = None):
         self.n, self.batch_size, self.generator = len(labels), batch_size, generator
         self.batches = batches or max(1, self.n // batch_size)
 
@@ -99,7 +107,123 @@ class ShuffledBatches:
                 produced += 1
 
 
+class _WholeClasses:
+    """Shared part of the fastap samplers: classes grouped by super-category, and filling a
+    number of places with whole classes drawn in random order (the last one cut to fit)."""
+
+    def __init__(self, labels, supers, generator: torch.Generator):
+        labels = np.asarray(labels)
+        classes, inverse = np.unique(labels, return_inverse=True)
+        self.members = [np.flatnonzero(inverse == c) for c in range(len(classes))]
+        supers = np.asarray(supers if supers is not None else [""] * len(labels), dtype=object)
+        self.classes_of: dict[str, list[int]] = {}
+        for c, members in enumerate(self.members):
+            self.classes_of.setdefault(str(supers[members[0]]), []).append(c)
+        self.generator = generator
+
+    def _permutation(self, n: int) -> list[int]:
+        return torch.randperm(n, generator=self.generator).tolist()
+
+    def fill(self, classes: list[int], places: int) -> list[int]:
+        """`places` images of whole classes from `classes`, drawn in random order."""
+        out: list[int] = []
+        for position in self._permutation(len(classes)):
+            if len(out) >= places:
+                break
+            members = self.members[classes[position]]
+            out.extend(members[self._permutation(len(members))][: places - len(out)].tolist())
+        return out
+
+
+@SAMPLERS.register("random")
+class RandomClassBatches(_WholeClasses):
+    """fastap "random": classes drawn from the whole training set, each with all its images,
+    until the batch has `batch_size` images. One epoch = images // batch size batches."""
+
+    def __init__(self, labels, batch_size: int, generator: torch.Generator, batches: int | None = None):
+        super().__init__(labels, None, generator)
+        if len(labels) < batch_size:
+            raise ConfigError(f"a batch of {batch_size} needs more images than the {len(labels)} "
+                              f"of the training split")
+        self.batch_size = batch_size
+        self.batches = batches or max(1, len(labels) // batch_size)
+        self.all_classes = list(range(len(self.members)))
+
+    def __len__(self) -> int:
+        return self.batches
+
+    def __iter__(self):
+        for _ in range(self.batches):
+            yield self.fill(self.all_classes, self.batch_size)
+
+
+@SAMPLERS.register("category_pairs")
+class CategoryPairBatches(_WholeClasses):
+    """fastap "hard": two super-categories per batch, batch_size/2 images of whole classes from
+    each. One epoch visits every pair of distinct categories `per_pair` times (sop: 66 × 5 = 330
+    batches, inshop: 253 × 2 = 506), in random order; `batches` cuts an epoch short."""
+
+    def __init__(self, labels, batch_size: int, generator: torch.Generator, supers=None,
+                 per_pair: int = 5, batches: int | None = None):
+        super().__init__(labels, supers, generator)
+        self.classes_of.pop("", None)
+        if batch_size % 2:
+            raise ConfigError(f"batch.size {batch_size} must be even: half comes from each category")
+        if len(self.classes_of) < 2:
+            raise ConfigError("category_pairs needs at least two super-categories in the manifest's "
+                              "`super` column (sop, inshop, vehicleid)")
+        small = [k for k, c in self.classes_of.items() if sum(len(self.members[i]) for i in c) < batch_size // 2]
+        if small:
+            raise ConfigError(f"categories {small[:5]} have fewer than batch.size/2 = {batch_size // 2} "
+                              f"images: use a smaller batch")
+        self.half = batch_size // 2
+        self.pairs = list(itertools.combinations(sorted(self.classes_of), 2)) * per_pair
+        self.batches = min(batches, len(self.pairs)) if batches else len(self.pairs)
+
+    def __len__(self) -> int:
+        return self.batches
+
+    def __iter__(self):
+        for index in self._permutation(len(self.pairs))[: self.batches]:
+            first, second = self.pairs[index]
+            yield self.fill(self.classes_of[first], self.half) + self.fill(self.classes_of[second], self.half)
+
+
+@SAMPLERS.register("vehicleid")
+class VehicleIDBatches(_WholeClasses):
+    """fastap, PKU VehicleID: batch_size/2 images of whole vehicles of one labelled model, and
+    batch_size/2 of vehicles without a model label (super-category "none"). One epoch =
+    Σ_c 2 N_c / batch_size batches (N_c images of model c; at least one per model), in random order."""
+
+    UNLABELLED = "none"
+
+    def __init__(self, labels, batch_size: int, generator: torch.Generator, supers=None,
+                 batches: int | None = None):
+        super().__init__(labels, supers, generator)
+        if self.UNLABELLED not in self.classes_of:
+            raise ConfigError("the vehicleid sampler needs vehicles without a model label (super 'none')")
+        self.unlabelled = self.classes_of.pop(self.UNLABELLED)
+        self.half = batch_size // 2
+        self.models = [m for m in sorted(self.classes_of) for _ in
+                       range(max(1, round(2 * self._images(m) / batch_size)))]
+        self.batches = min(batches, len(self.models)) if batches else len(self.models)
+
+    def _images(self, model: str) -> int:
+        return sum(len(self.members[c]) for c in self.classes_of[model])
+
+    def __len__(self) -> int:
+        return self.batches
+
+    def __iter__(self):
+        for index in self._permutation(len(self.models))[: self.batches]:
+            yield self.fill(self.classes_of[self.models[index]], self.half) + self.fill(self.unlabelled, self.half)
+
+
 def build(name: str, labels, batch_size: int, per_class: int, generator, batches=None,
-          small_classes: str = "fill"):
-    return SAMPLERS.build(name, labels=labels, batch_size=batch_size, per_class=per_class,
-                          generator=generator, batches=batches, small_classes=small_classes)
+          small_classes: str = "fill", supers=None, per_pair: int = 5):
+    """The sampler `name`, given the settings it takes (the others are not its own)."""
+    offered = {"labels": labels, "batch_size": batch_size, "per_class": per_class,
+               "generator": generator, "batches": batches, "small_classes": small_classes,
+               "supers": supers, "per_pair": per_pair}
+    wanted = inspect.signature(SAMPLERS.get(name).__init__).parameters
+    return SAMPLERS.build(name, **{k: v for k, v in offered.items() if k in wanted})

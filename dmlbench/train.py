@@ -159,7 +159,7 @@ def _train(cfg: dict, run_dir: Path, log) -> Path:
         generator = seed_epoch(cfg["seed"], epoch)
         sampler = samplers.build(cfg["method"]["sampler"], data.labels, cfg["batch"]["size"],
                                  cfg["batch"]["per_class"], generator, cfg["batches_per_epoch"],
-                                 cfg["batch"]["small_classes"])
+                                 cfg["batch"]["small_classes"], data.supers, cfg["batch"]["per_pair"])
         loader = torch.utils.data.DataLoader(data, batch_sampler=sampler, generator=generator,
                                              **loader_options(cfg, device))
         row = _train_epoch(model, criterion, optimizer, loader, device, epoch, cfg["epochs"], log,

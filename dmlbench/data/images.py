@@ -18,6 +18,7 @@ class ManifestImages(torch.utils.data.Dataset):
     def __init__(self, table: pd.DataFrame, base: Path, transform):
         self.paths = [Path(base) / p for p in table["path"]]
         self.labels = table["label"].to_numpy()
+        self.supers = table["super"].to_numpy() if "super" in table else None
         self.transform = transform
 
     def __len__(self) -> int:

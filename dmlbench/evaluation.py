@@ -55,6 +55,28 @@ def retrieval_metrics(
     return metrics
 
 
+REID_DRAWS = 10
+
+
+def vehicleid_metrics(embeddings: np.ndarray, labels: np.ndarray, ks, protocol: str,
+                      clustering: bool = True, kmeans_restarts: int = 1) -> dict[str, float]:
+    """One VehicleID test list. `all_vs_all` (the DML papers, FastAP's Table 3): every image
+    queries all others. `one_gallery_per_vehicle` (re-identification papers): one random image per
+    vehicle forms the gallery, the rest query it; Recall@K is the mean over 10 draws (seeds 0-9)."""
+    if protocol == "all_vs_all":
+        return retrieval_metrics(embeddings, labels, ks, clustering=clustering,
+                                 kmeans_restarts=kmeans_restarts)
+    labels = np.asarray(labels)
+    draws = []
+    for seed in range(REID_DRAWS):
+        rng = np.random.default_rng(seed)
+        gallery = np.array([rng.choice(np.flatnonzero(labels == v)) for v in np.unique(labels)])
+        queries = np.setdiff1d(np.arange(len(labels)), gallery)
+        draws.append(retrieval_metrics(embeddings[gallery], labels[gallery], ks,
+                                       embeddings[queries], labels[queries], clustering=False))
+    return {key: float(np.mean([d[key] for d in draws])) for key in draws[0] if key.startswith("recall@")}
+
+
 def pairwise_f1(labels: np.ndarray, clusters: np.ndarray) -> float:
     """F1 of the pairs put together: precision over pairs in one cluster, recall over same-class pairs."""
     _, label_ids = np.unique(labels, return_inverse=True)

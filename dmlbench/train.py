@@ -76,7 +76,17 @@ def embed(model, loader, device) -> tuple[np.ndarray, np.ndarray]:
 
 
 def evaluate_model(model, table, base, cfg: dict, device, clustering: bool = True) -> dict:
-    """Metrics of `model` on the test split (query vs gallery where the manifest has them)."""
+    """Metrics of `model` on the test split (query vs gallery where the manifest has them; each of
+    VehicleID's three test lists, keys prefixed `small_`, `medium_`, `large_`)."""
+    if (table["split"] == "test_small").any():
+        out = {}
+        for size in ("small", "medium", "large"):
+            test, labels = embed(model, split_loader(table, base, f"test_{size}", cfg, device), device)
+            metrics = evaluation.vehicleid_metrics(test, labels, cfg["eval"]["ks"],
+                                                   cfg["eval"]["vehicleid_protocol"], clustering,
+                                                   cfg["eval"]["kmeans_restarts"])
+            out.update({f"{size}_{k}": v for k, v in metrics.items()})
+        return out
     if (table["split"] == "query").any():
         gallery, gallery_labels = embed(model, split_loader(table, base, "gallery", cfg, device), device)
         queries, query_labels = embed(model, split_loader(table, base, "query", cfg, device), device)

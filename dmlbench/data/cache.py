@@ -25,16 +25,20 @@ def build(source_manifest: Path, output: Path, shorter_side: int) -> None:
     base = source_manifest.parent
     images = output.parent / "images"
     with atomic_dir(images) as tmp:
-        paths, bad = [], []
-        for n, rel in enumerate(table["path"]):
+        copies, bad = {}, []  # an image listed in several splits (VehicleID) is cached once
+        for rel in table["path"]:
+            if rel in copies:
+                continue
+            n = len(copies)
             target = Path(f"{n // 1000:04d}") / f"{n:07d}.jpg"
             try:
                 _resize_copy(base / rel, tmp / target, shorter_side)
             except UNREADABLE as error:
                 bad.append(f"{base / rel} ({error})")
-            paths.append(str(Path("images") / target))
+            copies[rel] = str(Path("images") / target)
             if (n + 1) % 5000 == 0:
-                print(f"  cached {n + 1}/{len(table)} images", file=sys.stderr)
+                print(f"  cached {n + 1} images", file=sys.stderr)
+        paths = [copies[rel] for rel in table["path"]]
         if bad:
             raise DatasetError(
                 f"{len(bad)} of {len(table)} images of {source_manifest} cannot be decoded, e.g. "

@@ -224,6 +224,39 @@ def parse_inshop(root: Path) -> pd.DataFrame:
     })
 
 
+VEHICLEID_TESTS = {"small": 800, "medium": 1600, "large": 2400}
+
+
+def parse_vehicleid(root: Path) -> pd.DataFrame:
+    """PKU VehicleID: `train_test_split/train_list.txt` and `test_list_{800,1600,2400}.txt` (lines
+    `<image name without .jpg> <vehicle id>`), images `image/<name>.jpg`; the super-category is the
+    vehicle model of `attribute/model_attr.txt` (`<vehicle id> <model id>`), `none` where a vehicle
+    has no model label. The three test lists become splits test_small/medium/large (an image may
+    be in several)."""
+    train_list = find_file(root, "train_list.txt")
+    base = train_list.parent.parent
+    models_file = base / "attribute" / "model_attr.txt"
+    models = dict(_table(models_file, ["vehicle", "model"]).itertuples(index=False)) \
+        if models_file.exists() else {}
+    parts = []
+    for split, name in [("train", "train_list.txt")] + [
+            (f"test_{size}", f"test_list_{count}.txt") for size, count in VEHICLEID_TESTS.items()]:
+        path = train_list.parent / name
+        if not path.exists():
+            raise DatasetError(f"{path} is missing: VehicleID needs train_list.txt and "
+                               f"test_list_800/1600/2400.txt in train_test_split/")
+        rows = _table(path, ["image", "vehicle"])
+        if rows["vehicle"].isna().any():
+            line = int(rows["vehicle"].isna().to_numpy().argmax()) + 1
+            raise DatasetError(f"{path}: line {line} is not '<image> <vehicle id>'")
+        prefix = (base / "image").relative_to(root)
+        parts.append(pd.DataFrame({
+            "path": [str(prefix / f"{image}.jpg") for image in rows["image"]],
+            "label": rows["vehicle"].astype(int), "split": split,
+            "super": [str(models.get(v, "none")) for v in rows["vehicle"]]}))
+    return pd.concat(parts, ignore_index=True)
+
+
 def parse_digits(root: Path) -> pd.DataFrame:
     """scikit-learn digits written as PNGs by `dmlbench.data.digits`: digits 0-4 train, 5-9 test."""
     table = pd.read_csv(find_file(root, "labels.csv"))
@@ -237,6 +270,14 @@ INSHOP_MANUAL = (
     "https://mmlab.ie.cuhk.edu.hk/projects/DeepFashion/InShopRetrieval.html). From it fetch "
     "'Img/img.zip' and 'Eval/list_eval_partition.txt' and put both files in {folder} "
     "(or set data.paths.inshop to a folder holding img/ and list_eval_partition.txt), then rerun."
+)
+
+VEHICLEID_MANUAL = (
+    "PKU VehicleID is given out by licence request only: ask for it on "
+    "https://www.pkuml.org/resources/pku-vehicleid.html (a signed agreement, sent by e-mail as the "
+    "page says). Then set data.paths.vehicleid to the extracted folder (the one holding image/, "
+    "train_test_split/ and attribute/), or put the archive as VehicleID_V1.0.zip in {folder}, "
+    "and rerun."
 )
 
 CARS_MANUAL = (
@@ -302,6 +343,12 @@ DATASETS: dict[str, DatasetSpec] = {
         SplitStats({"train": 25882, "query": 14218, "gallery": 12612},
                    {"train": 3997, "query": 3985, "gallery": 3985}), parse_inshop,
         manual=INSHOP_MANUAL, disk_gb=4.0),
+    "vehicleid": DatasetSpec(
+        "vehicleid", "PKU VehicleID",
+        (Layout("by licence request", (SourceFile("VehicleID_V1.0.zip"),)),),
+        SplitStats({"train": 113346, "test_small": 6493, "test_medium": 13377, "test_large": 19777},
+                   {"train": 13164, "test_small": 800, "test_medium": 1600, "test_large": 2400}),
+        parse_vehicleid, manual=VEHICLEID_MANUAL, disk_gb=12.0),
     "digits": DatasetSpec(
         "digits", "scikit-learn handwritten digits (shipped with scikit-learn)", (),
         SplitStats({"train": 901, "test": 896}, {"train": 5, "test": 5}), parse_digits),

@@ -235,7 +235,44 @@ def write_inshop(folder: Path, n_classes: int, per_class: int, rng, image_size: 
     return _stats([e[1] for e in entries], [e[2] for e in entries])
 
 
-WRITERS = {"cub": write_cub, "cars": write_cars, "sop": write_sop, "inshop": write_inshop}
+def write_vehicleid(folder: Path, n_classes: int, per_class: int, rng, image_size: int) -> SplitStats:
+    """PKU VehicleID's layout in `VehicleID_V1.0.zip`: `image/<7 digits>.jpg`,
+    `train_test_split/train_list.txt`, `test_list_{800,1600,2400}.txt` (nested: the small list's
+    vehicles are in the medium one, those in the large one), `attribute/model_attr.txt` for half
+    the vehicles (three models), the others without a model label."""
+    train, test = range(1, n_classes // 2 + 1), range(n_classes // 2 + 1, n_classes + 1)
+    nested = {800: list(test)[: max(2, len(test) // 3)], 1600: list(test)[: max(2, 2 * len(test) // 3)],
+              2400: list(test)}
+    lists, models, images_of = {"train_list.txt": []}, [], {}
+    image_id = 0
+    with zipfile.ZipFile(folder / "VehicleID_V1.0.zip", "w") as archive:
+        for vehicle in range(1, n_classes + 1):
+            images_of[vehicle] = []
+            for _ in range(per_class):
+                image_id += 1
+                name = f"{image_id:07d}"
+                archive.writestr(f"VehicleID_V1.0/image/{name}.jpg",
+                                 _jpeg(class_image(4000 + vehicle, rng, _image_size(rng, image_size))))
+                images_of[vehicle].append(name)
+            if vehicle % 2:
+                models.append(f"{vehicle} {vehicle % 3}")
+        lists["train_list.txt"] = [f"{n} {v}" for v in train for n in images_of[v]]
+        for count, vehicles in nested.items():
+            lists[f"test_list_{count}.txt"] = [f"{n} {v}" for v in vehicles for n in images_of[v]]
+        for name, rows in lists.items():
+            archive.writestr(f"VehicleID_V1.0/train_test_split/{name}", "\n".join(rows) + "\n")
+        archive.writestr("VehicleID_V1.0/attribute/model_attr.txt", "\n".join(models) + "\n")
+    labels, splits = [], []
+    for split, count in (("train", None), ("test_small", 800), ("test_medium", 1600), ("test_large", 2400)):
+        vehicles = list(train) if count is None else nested[count]
+        for v in vehicles:
+            labels += [v] * per_class
+            splits += [split] * per_class
+    return _stats(labels, splits)
+
+
+WRITERS = {"cub": write_cub, "cars": write_cars, "sop": write_sop, "inshop": write_inshop,
+           "vehicleid": write_vehicleid}
 
 
 def write(dataset: str, folder: Path, n_classes: int = 16, per_class: int = 8, seed: int = 0,

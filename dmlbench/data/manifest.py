@@ -1,8 +1,9 @@
 """The one table format of every dataset, and the checks of the standard zero-shot splits.
 
 A manifest is a CSV with columns `path` (relative to the manifest's folder), `label` (the
-dataset's own class id), `split` (train/test, or train/query/gallery) and `super` (super-category,
-empty where the dataset has none).
+dataset's own class id), `split` (train/test, train/query/gallery, or VehicleID's train and
+test_small/test_medium/test_large, which share images) and `super` (super-category, empty where
+the dataset has none).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dmlbench.errors import DatasetError
 from dmlbench.io import atomic_path
 
 COLUMNS = ["path", "label", "split", "super"]
-SPLITS = {"train", "test", "query", "gallery"}
+SPLITS = {"train", "test", "query", "gallery", "test_small", "test_medium", "test_large"}
 
 
 @dataclass(frozen=True)
@@ -56,9 +57,9 @@ def check(manifest: pd.DataFrame, expected: SplitStats, name: str) -> None:
     shared = train & evaluation
     if shared:
         problems.append(f"{len(shared)} classes are in both train and test, e.g. {sorted(shared)[:5]}")
-    if manifest["path"].duplicated().any():
-        dup = manifest.loc[manifest["path"].duplicated(), "path"].iloc[0]
-        problems.append(f"duplicate image paths, e.g. {dup}")
+    repeated = manifest.duplicated(["path", "split"])  # VehicleID's test lists share images
+    if repeated.any():
+        problems.append(f"duplicate image paths, e.g. {manifest.loc[repeated, 'path'].iloc[0]}")
     if problems:
         raise DatasetError(
             f"{name}: the split does not match the standard protocol: " + "; ".join(problems)

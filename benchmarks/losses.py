@@ -36,6 +36,9 @@ def suite_cases(num_classes: int, dim: int):
         "softtriple": (losses.build("softtriple", num_classes=num_classes, embedding_dim=dim,
                                     tau=0.0), None),
         "proxy_nca": (losses.build("proxy_nca", num_classes=num_classes, embedding_dim=dim), None),
+        # pytorch-metric-learning bins as the authors' code (L + 1 centres): bins="code" here
+        "fastap (closed-form backward)": (losses.build("fastap", bins="code", gradient="closed_form"), None),
+        "fastap (autograd backward)": (losses.build("fastap", bins="code", gradient="autograd"), None),
     }
 
 
@@ -59,6 +62,8 @@ def pml_cases(num_classes: int, dim: int):
                                      M.DistanceWeightedMiner(cutoff=0.5, nonzero_loss_cutoff=1.4)),
         "softtriple": (L.SoftTripleLoss(num_classes, dim), None),
         "proxy_nca": (L.ProxyNCALoss(num_classes, dim), None),
+        "fastap (closed-form backward)": (L.FastAPLoss(num_bins=10), None),
+        "fastap (autograd backward)": (L.FastAPLoss(num_bins=10), None),
     }
 
 

@@ -5,7 +5,8 @@ deterministic given its `torch.Generator`.
 - `shuffle`: a plain permutation cut into batches (proxy losses);
 - `random`, `category_pairs`, `vehicleid`: the fastap supplement's samplers (section A), which keep
   every sampled class whole ("a minibatch will include all images from a class once that class
-  gets sampled") and build batches from super-categories.
+  gets sampled") and build batches from super-categories; `hard` picks category_pairs, or
+  vehicleid on a dataset with unlabelled vehicles.
 """
 
 from __future__ import annotations
@@ -219,11 +220,21 @@ class VehicleIDBatches(_WholeClasses):
             yield self.fill(self.classes_of[self.models[index]], self.half) + self.fill(self.unlabelled, self.half)
 
 
+@SAMPLERS.register("hard")
+def hard_batches(labels, batch_size: int, generator: torch.Generator, supers=None, per_pair: int = 5,
+                 batches: int | None = None):
+    """fastap's "hard" strategy for the dataset at hand: category pairs, or, where vehicles
+    without a model label exist (VehicleID), a labelled model + unlabelled vehicles."""
+    if supers is not None and VehicleIDBatches.UNLABELLED in set(supers):
+        return VehicleIDBatches(labels, batch_size, generator, supers, batches)
+    return CategoryPairBatches(labels, batch_size, generator, supers, per_pair, batches)
+
+
 def build(name: str, labels, batch_size: int, per_class: int, generator, batches=None,
           small_classes: str = "fill", supers=None, per_pair: int = 5):
     """The sampler `name`, given the settings it takes (the others are not its own)."""
     offered = {"labels": labels, "batch_size": batch_size, "per_class": per_class,
                "generator": generator, "batches": batches, "small_classes": small_classes,
                "supers": supers, "per_pair": per_pair}
-    wanted = inspect.signature(SAMPLERS.get(name).__init__).parameters
+    wanted = inspect.signature(SAMPLERS.get(name)).parameters
     return SAMPLERS.build(name, **{k: v for k, v in offered.items() if k in wanted})

@@ -29,7 +29,7 @@ def test_full_preset_dry_run_lists_every_job(tmp_path):
     assert result.returncode == 0, result.stderr + result.stdout
     counts = job_counts(result.stdout)
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
-    assert counts["prepare"] == len(plan.datasets) == 5
+    assert counts["prepare"] == len(plan.datasets) == 6
     assert counts["train"] == counts["evaluate"] == len(plan.runs())
     analyses = [e for e in plan.experiment_ids if plan.is_analysis(e)]
     assert counts["aggregate"] == len(plan.experiment_ids) - len(analyses)
@@ -40,6 +40,13 @@ def test_full_preset_dry_run_lists_every_job(tmp_path):
         for run in plan.runs(experiment):
             assert f"{run.path('full')}/model.pt" in result.stdout
     assert len(plan.runs("ephn.f4")) == 4 * 4 * 5  # datasets × methods × group sizes
+    fastap = {e for e in plan.experiment_ids if e.startswith("fastap.")}
+    assert fastap == {"fastap.t2", "fastap.t3", "fastap.f3", "fastap.grad"}
+    for experiment in fastap - {"fastap.grad"}:
+        for run in plan.runs(experiment):
+            assert f"{run.path('full')}/model.pt" in result.stdout
+    assert "reports/full/fastap.grad/summary.md" in result.stdout
+    assert len(plan.runs("fastap.t2")) == 3 * 4 and len(plan.runs("fastap.t3")) == 3 * 3
     assert not any(tmp_path.iterdir()) or {p.name for p in tmp_path.iterdir()} <= {".snakemake"}
 
 

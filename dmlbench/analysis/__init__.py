@@ -10,7 +10,8 @@ from pathlib import Path
 ANALYSES = {"pair_weights": "dmlbench.analysis.pair_weights",
             "dro_identities": "dmlbench.analysis.dro_identities",
             "loss_timing": "dmlbench.analysis.loss_timing",
-            "triplet_updates": "dmlbench.analysis.triplet_updates"}
+            "triplet_updates": "dmlbench.analysis.triplet_updates",
+            "fastap_gradient": "dmlbench.analysis.fastap_gradient"}
 
 
 def run(name: str, output_dir: Path, spec: dict) -> None:

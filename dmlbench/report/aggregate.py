@@ -37,6 +37,8 @@ def summarise(runs: pd.DataFrame, metrics: list[str], reported: dict) -> pd.Data
             if metric not in group:
                 continue
             values = group[metric].dropna()
+            if values.empty:  # a metric of other datasets (VehicleID's small_recall@1, …)
+                continue
             paper = reported.get(method, {}).get(dataset, {}).get(metric)
             mean = float(values.mean())
             rows.append({"dataset": dataset, "method": method, "metric": metric, "mean": mean,

@@ -274,3 +274,22 @@ def test_dro_f3_times_the_same_baselines_as_the_other_figures():
         assert timed[name]["miner"] == plan.methods[name].get("miner")
     assert timed["ls_dro"]["loss"] == plan.methods["ls_dro"]["loss"]  # the LS of dro.t2/t4
     assert timed["dro_kl_m"]["loss"]["gamma"] == 0.1  # the figure's γ
+
+
+def test_the_tables_dro_kl_m_samples_k_pairs_and_the_closed_form_is_its_own_method():
+    from conftest import CONFIG_DIR
+    from dmlbench.plan import Plan
+
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    sampled = losses.build(**plan.methods["dro_kl_m"]["loss"])
+    closed = losses.build(**plan.methods["dro_kl_m_weights"]["loss"])
+    assert sampled.sample and not closed.sample
+    e, y = batch(6)
+    draws = set()
+    for seed in range(5):
+        torch.manual_seed(seed)
+        draws.add(round(sampled(e, y).item(), 12))
+    assert len(draws) > 1  # stochastic: pairs drawn from p
+    assert closed(e, y).item() == closed(e, y).item()
+    for key in ("dro.t1", "dro.t3", "dro.f1", "dro.f5"):
+        assert "dro_kl_m" in plan.experiments[key]["methods"]

@@ -41,6 +41,7 @@ class TinyImages(torch.utils.data.Dataset):
     def __init__(self, n_classes=4, per_class=8):
         g = torch.Generator().manual_seed(1)
         self.labels = [c for c in range(n_classes) for _ in range(per_class)]
+        self.supers = None  # no super-categories, as ManifestImages of a dataset without them
         self.images = torch.randn(len(self.labels), 3, 8, 8, generator=g)
 
     def __len__(self):

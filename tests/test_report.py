@@ -120,3 +120,19 @@ def test_dro_f2_plots_every_recall_of_its_table(tmp_path, monkeypatch):
     aggregate.aggregate(plan.aggregate_spec("dro.f2"), files, tmp_path / "out")
     lines = drawn["sweep.png"].axes[0].get_legend_handles_labels()[1]
     assert lines == [f"DRO-TopK_M, recall@{k}" for k in ks]
+
+
+def test_dro_quotes_wang_et_al_rows_as_quoted_not_as_its_own(tmp_path):
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    ks = (1, 2, 4, 8, 16, 32)
+    files = [fake_run(tmp_path, run, {f"recall@{k}": 0.5 for k in ks}) for run in plan.runs("dro.t1")]
+    aggregate.aggregate(plan.aggregate_spec("dro.t1"), files, tmp_path / "out")
+    table = pd.read_csv(tmp_path / "out/table.csv")
+    assert table[table["method"] == "ms"]["paper"].isna().all()  # our MS run: no paper number
+    assert table[table["method"] == "dro_topk_m"]["paper"].notna().all()
+    text = (tmp_path / "out/table.md").read_text()
+    assert "| MS (Wang et al. 2019, d = 512) (quoted by the paper, not run) | 65.70 |" in text
+    t2 = plan.experiments["dro.t2"]
+    assert "cars" not in t2["reported"]["ms"] and "cars" not in t2["reported"]["ls_dro"]
+    assert "cub" in t2["reported"]["ms"]
+    assert "ms" not in plan.experiments["dro.f4"]["reported"]

@@ -115,7 +115,9 @@ def test_smoke_preset_end_to_end(tmp_path):
         for name in ("config.json", "env.json", "epochs.jsonl", "metrics.json", "model.pt"):
             assert (folder / name).exists(), folder / name
         metrics = json.loads((folder / "metrics.json").read_text())["metrics"]
-        assert {"recall@1", "nmi", "f1", "map@r"} <= set(metrics)
+        sizes = ("small_", "medium_", "large_") if run.dataset == "vehicleid" else ("",)
+        for size in sizes:  # VehicleID: each of its three test lists
+            assert {f"{size}{m}" for m in ("recall@1", "nmi", "f1", "map@r")} <= set(metrics)
     table = pd.read_csv(tmp_path / "reports/smoke/suite.baselines/table.csv")
     assert set(table["dataset"]) == {"cub", "cars", "sop", "inshop", "digits"}
     assert set(table["method"]) == {"contrastive", "triplet_semihard", "ms"}
@@ -149,6 +151,10 @@ def test_smoke_preset_end_to_end(tmp_path):
     contents = json.loads((tmp_path / "reports/smoke/contents.json").read_text())
     statuses = {e["id"]: e["status"] for p in contents["papers"] for e in p["experiments"]}
     assert statuses["suite.baselines"] == statuses["ms.t1"] == statuses["dro.t1"] == "ran"
+    assert statuses["fastap.t2"] == "ran" and statuses["fastap.grad"] == "computed"
+    fastap = pd.read_csv(tmp_path / "reports/smoke/fastap.t2/table.csv")
+    assert set(fastap["dataset"]) == {"sop", "vehicleid"}
+    assert set(fastap.loc[fastap["dataset"] == "vehicleid", "metric"]) == {"large_recall@1"}
     assert statuses["ms.f1"] == "computed" and statuses["ms.t2"] == "quoted only"
     assert "not comparable with the paper's" in (tmp_path / "reports/smoke/ms.t1/table.md").read_text()
     for page in (tmp_path / "reports/smoke/index.html", tmp_path / "reports/index.html"):

@@ -3,7 +3,7 @@ VENV ?= .venv
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 CORES ?= 2
 
-.PHONY: demo test smoke dry-run doctor clean-demo
+.PHONY: demo test smoke dry-run doctor test-slurm clean-demo
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -20,6 +20,10 @@ test: $(VENV)/.installed  ## unit tests + the smoke preset through the real Snak
 
 smoke: $(VENV)/.installed
 	snakemake --cores $(CORES) --config preset=smoke
+
+test-slurm: $(VENV)/.installed  ## the smoke preset on a real one-node SLURM started here (root, Debian)
+	python tests/slurm_cluster.py --config preset=smoke
+	python tests/slurm_cluster.py --accounting --config preset=smoke
 
 doctor: $(VENV)/.installed  ## what this machine has and lacks for the full preset (under a minute)
 	python -m dmlbench doctor

@@ -26,6 +26,10 @@ include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
 
 
+# cheap steps stay on the submitting machine under a cluster executor
+localrules: all, aggregate, analyse, report
+
+
 rule all:
     input:
         f"reports/{PRESET}/index.html",

@@ -168,3 +168,31 @@ def test_preset_narrowed_to_a_dataset_skips_experiments_left_without_runs():
 def test_narrowing_to_nothing_is_refused():
     with pytest.raises(ConfigError, match="nothing to run: ephn.f3: none of its datasets"):
         Plan.load(CONFIG_DIR, {"preset": "smoke", "experiments": ["ephn.f3"], "datasets": ["cub"]})
+
+
+@pytest.mark.parametrize("preset", ["demo", "smoke"])
+def test_every_run_of_the_cpu_presets_gets_its_batches(preset, tmp_path):
+    """Each run's sampler, built on its preset's fixture (the real parser's output), yields a
+    batch: a batch that a fixture cannot fill is found here, not minutes into the demo."""
+    import torch
+
+    from dmlbench import samplers
+    from dmlbench.data import manifest
+    from dmlbench.data.prepare import prepare
+
+    plan = Plan.load(CONFIG_DIR, {"preset": preset, "data": {"root": str(tmp_path)}})
+    tables = {}
+    for dataset in plan.datasets:
+        spec = plan.prepare_spec(dataset)
+        out = tmp_path / spec["source"] / dataset / "manifest.csv"
+        prepare(dataset, spec["source"], tmp_path, out, fixture_size=spec["fixture"])
+        table = manifest.read(out)
+        tables[dataset] = table[table["split"] == "train"]
+    for run in plan.runs():
+        cfg = plan.resolve(run)
+        train = tables[run.dataset]
+        sampler = samplers.build(cfg["method"]["sampler"], train["label"].to_numpy(), cfg["batch"]["size"],
+                                 cfg["batch"]["per_class"], torch.Generator().manual_seed(0),
+                                 cfg["batches_per_epoch"], cfg["batch"]["small_classes"],
+                                 train["super"].to_numpy(), cfg["batch"]["per_pair"])
+        assert len(next(iter(sampler))) == cfg["batch"]["size"], run

@@ -1,0 +1,246 @@
+"""A real one-node SLURM cluster on this machine, for the workflow's SLURM profile.
+
+As root on a Debian machine without systemd: installs munge, slurmctld, slurmd and slurm-client
+from the distribution (with `accounting`, also slurmdbd and MariaDB), writes a one-node
+configuration into a private folder (one fake GPU as gres, `SlurmdParameters=config_overrides` so
+that a 2-core machine can advertise the CPUs and memory the profile asks for), starts the daemons
+itself and stops them by PID, also when the run fails. Used by `tests/test_slurm.py` (a small chain
+in `make test`) and by `make test-slurm` (the whole smoke preset, with and without accounting):
+
+    python tests/slurm_cluster.py [--accounting] [--config preset=smoke ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ["munge", "slurmctld", "slurmd", "slurm-client"]
+ACCOUNTING_PACKAGES = ["slurmdbd", "mariadb-server"]
+NODE_CPUS, NODE_MEMORY_MB = 16, 64000
+
+
+class Unavailable(Exception):
+    """This machine cannot run the cluster (not root, no apt-get, packages not installable)."""
+
+
+def install(accounting: bool) -> None:
+    if os.geteuid() != 0:
+        raise Unavailable("a SLURM cluster needs root (apt-get, daemons)")
+    wanted = PACKAGES + (ACCOUNTING_PACKAGES if accounting else [])
+    binaries = ["munged", "slurmctld", "slurmd", "sbatch"] + (["slurmdbd", "mariadbd"] if accounting else [])
+    if all(shutil.which(b) or Path(f"/usr/sbin/{b}").exists() for b in binaries):
+        return
+    if shutil.which("apt-get") is None:
+        raise Unavailable("no apt-get: install " + " ".join(wanted) + " by hand")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    for command in (["apt-get", "update", "-qq"],
+                    ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *wanted]):
+        result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
+        if result.returncode:
+            raise Unavailable(f"{' '.join(command[:3])} failed: {result.stderr.strip()[-500:]}")
+
+
+def _wait(what: str, check, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not come up within {seconds:g} s")
+        time.sleep(0.5)
+
+
+class Cluster:
+    """The daemons of a one-node cluster, their configuration and PIDs under `folder`."""
+
+    def __init__(self, folder: Path, accounting: bool):
+        self.folder, self.accounting = folder, accounting
+        self.host = socket.gethostname().split(".")[0]
+        self.conf = folder / "slurm.conf"
+        self.pids: dict[str, Path] = {}
+        self.env = dict(os.environ, SLURM_CONF=str(self.conf))
+
+    # --- configuration ---
+    def write_config(self) -> None:
+        f = self.folder
+        for sub in ("ctld", "d", "log"):
+            (f / sub).mkdir(parents=True, exist_ok=True)
+        storage = ("AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost=localhost\n"
+                   if self.accounting else "AccountingStorageType=accounting_storage/none\n")
+        self.conf.write_text(
+            f"ClusterName=dmlbench\nSlurmctldHost={self.host}\nAuthType=auth/munge\n"
+            f"SlurmUser=root\nSlurmdUser=root\nProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n"
+            f"SchedulerType=sched/backfill\nSelectType=select/cons_tres\n"
+            f"SelectTypeParameters=CR_Core_Memory\nGresTypes=gpu\nSlurmdParameters=config_overrides\n"
+            f"ReturnToService=2\nMinJobAge=600\nMpiDefault=none\nJobAcctGatherType=jobacct_gather/none\n"
+            f"{storage}StateSaveLocation={f / 'ctld'}\nSlurmdSpoolDir={f / 'd'}\n"
+            f"SlurmctldPidFile={f / 'slurmctld.pid'}\nSlurmdPidFile={f / 'slurmd.pid'}\n"
+            f"SlurmctldLogFile={f / 'log' / 'slurmctld.log'}\nSlurmdLogFile={f / 'log' / 'slurmd.log'}\n"
+            f"NodeName={self.host} CPUs={NODE_CPUS} RealMemory={NODE_MEMORY_MB} Gres=gpu:1 State=UNKNOWN\n"
+            f"PartitionName=gpu Nodes={self.host} Default=YES MaxTime=INFINITE State=UP\n"
+            f"PartitionName=cpu Nodes={self.host} MaxTime=INFINITE State=UP\n")
+        (f / "gres.conf").write_text(f"NodeName={self.host} Name=gpu File=/dev/null\n")
+        (f / "cgroup.conf").write_text("CgroupPlugin=disabled\n")
+
+    # --- daemons ---
+    def _daemon(self, name: str, command: list[str], pid_file: Path) -> None:
+        result = subprocess.run(command, capture_output=True, text=True, env=self.env, timeout=60)
+        if result.returncode:
+            raise RuntimeError(f"{name} did not start: {result.stderr.strip()[-800:]}")
+        _wait(f"{name}'s pid file", pid_file.exists)
+        self.pids[name] = pid_file
+
+    def start_munge(self) -> None:
+        key = Path("/etc/munge/munge.key")
+        if not key.exists():
+            subprocess.run(["mungekey", "--create"], check=True, capture_output=True)
+            shutil.chown(key, "munge", "munge")
+        for folder in (Path("/run/munge"), Path("/var/log/munge"), Path("/var/lib/munge")):
+            folder.mkdir(parents=True, exist_ok=True)
+            shutil.chown(folder, "munge", "munge")
+        pid = Path("/run/munge/munged.pid")
+        if pid.exists() and _alive(int(pid.read_text().split()[0])):
+            return  # a munged of an earlier run still serves; leave it
+        self._daemon("munged", ["runuser", "-u", "munge", "--", "munged"], pid)
+
+    def start_accounting(self) -> None:
+        data = self.folder / "mysql"
+        subprocess.run(["mariadb-install-db", "--user=root", f"--datadir={data}"], check=True,
+                       capture_output=True, timeout=120)
+        socket_path = self.folder / "mysql.sock"
+        pid = self.folder / "mysql.pid"
+        log = open(self.folder / "log" / "mariadb.log", "w")
+        subprocess.Popen(["mariadbd", "--user=root", f"--datadir={data}", f"--socket={socket_path}",
+                          f"--pid-file={pid}", "--port=3306", "--bind-address=127.0.0.1"],
+                         stdout=log, stderr=log, start_new_session=True)
+        _wait("mariadb", lambda: socket_path.exists() and pid.exists())
+        self.pids["mariadbd"] = pid
+        sql = ("CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY 'slurm';"
+               "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost'; FLUSH PRIVILEGES;")
+        subprocess.run(["mariadb", f"--socket={socket_path}", "-e", sql], check=True, capture_output=True)
+        dbd = self.folder / "slurmdbd.conf"
+        dbd.write_text(f"AuthType=auth/munge\nDbdHost=localhost\nSlurmUser=root\nStorageType="
+                       f"accounting_storage/mysql\nStorageHost=localhost\nStorageLoc=slurm_acct_db\n"
+                       f"StorageUser=slurm\nStoragePass=slurm\nStoragePort=3306\n"
+                       f"PidFile={self.folder / 'slurmdbd.pid'}\nLogFile={self.folder / 'log' / 'slurmdbd.log'}\n")
+        dbd.chmod(0o600)
+        env = dict(self.env, SLURM_CONF=str(self.conf))
+        result = subprocess.run(["slurmdbd", "-f", str(dbd)], capture_output=True, text=True, env=env)
+        if result.returncode:
+            raise RuntimeError(f"slurmdbd did not start: {result.stderr[-800:]}")
+        _wait("slurmdbd", (self.folder / "slurmdbd.pid").exists)
+        self.pids["slurmdbd"] = self.folder / "slurmdbd.pid"
+        time.sleep(2)
+        subprocess.run(["sacctmgr", "-i", "add", "cluster", "dmlbench"], capture_output=True, env=self.env)
+
+    def start(self) -> None:
+        self.write_config()
+        self.start_munge()
+        if self.accounting:
+            self.start_accounting()
+        self._daemon("slurmctld", ["slurmctld", "-f", str(self.conf)], self.folder / "slurmctld.pid")
+        self._daemon("slurmd", ["slurmd", "-f", str(self.conf)], self.folder / "slurmd.pid")
+        _wait("the node", self.node_idle, 90)
+
+    def node_idle(self) -> bool:
+        result = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, env=self.env)
+        return result.returncode == 0 and "idle" in result.stdout
+
+    def stop(self) -> None:
+        for name in ("slurmd", "slurmctld", "slurmdbd", "mariadbd"):
+            pid_file = self.pids.get(name)
+            if pid_file is None or not pid_file.exists():
+                continue
+            pid = int(pid_file.read_text().split()[0])
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                continue
+            deadline = time.monotonic() + 20
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+    def completed_jobs(self) -> dict[str, str]:
+        """State of every job SLURM ran (sacct with accounting, else scontrol's recent records)."""
+        if self.accounting:
+            out = subprocess.run(["sacct", "-n", "-X", "-P", "-o", "JobID,JobName,State"], capture_output=True,
+                                 text=True, env=self.env).stdout
+            return {line.split("|")[0]: line.split("|")[2] for line in out.splitlines() if line}
+        out = subprocess.run(["scontrol", "show", "job", "-o"], capture_output=True, text=True,
+                             env=self.env).stdout
+        states = {}
+        for line in out.splitlines():
+            fields = dict(part.split("=", 1) for part in line.split() if "=" in part)
+            states[fields.get("JobId", "?")] = fields.get("JobState", "?")
+        return states
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split()[2] == "Z")
+
+
+@contextmanager
+def cluster(accounting: bool = False):
+    """Install (if needed), start, yield the cluster, and stop it whatever happens."""
+    install(accounting)
+    folder = Path(tempfile.mkdtemp(prefix="dmlbench-slurm-"))
+    running = Cluster(folder, accounting)
+    try:
+        running.start()
+        yield running
+    finally:
+        running.stop()
+
+
+def run_workflow(running: Cluster, workdir: Path, config: list[str], timeout: float = 3600):
+    """The workflow through the project's SLURM profile on `running`."""
+    env = dict(running.env, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
+               PYTHONPATH=str(REPO), DMLBENCH_SLURM_CPU_PARTITION="cpu")
+    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+               "--workflow-profile", str(REPO / "workflow" / "profiles" / "slurm"), "--jobs", "4",
+               "--scheduler", "greedy", "--config", *config]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--accounting", action="store_true", help="also slurmdbd + MariaDB (sacct)")
+    parser.add_argument("--config", nargs="*", default=["preset=smoke"], help="the workflow's --config")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    try:
+        with cluster(args.accounting) as running:
+            print(f"cluster up in {time.monotonic() - started:.0f} s ({running.folder})", flush=True)
+            workdir = Path(tempfile.mkdtemp(prefix="dmlbench-slurm-run-"))
+            result = run_workflow(running, workdir, args.config)
+            jobs = running.completed_jobs()
+            print(result.stdout[-3000:], result.stderr[-5000:], sep="\n")
+            report = next(workdir.glob("reports/*/index.html"), None)
+            failed = {j: s for j, s in jobs.items() if s not in ("COMPLETED",)}
+            print(f"SLURM jobs: {len(jobs)}, not completed: {failed or 'none'}; report: {report}")
+            ok = result.returncode == 0 and jobs and not failed and report is not None
+    except Unavailable as reason:
+        print(f"SLURM test skipped: {reason}")
+        return 0
+    print(f"{'passed' if ok else 'FAILED'} in {time.monotonic() - started:.0f} s")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""The workflow through the project's SLURM profile on a real one-node SLURM cluster started here
+(tests/slurm_cluster.py): a small chain with every rule kind. Skipped, saying why, where the machine
+cannot install and start SLURM (not root, no apt-get). `make test-slurm` runs the whole smoke preset,
+with and without accounting."""
+
+import os
+
+import pytest
+
+import slurm_cluster
+
+
+@pytest.fixture(scope="module")
+def running():
+    try:
+        with slurm_cluster.cluster(accounting=os.environ.get("ACCOUNTING") == "1") as cluster:
+            yield cluster
+    except slurm_cluster.Unavailable as reason:
+        pytest.skip(f"no SLURM cluster here: {reason}")
+
+
+@pytest.mark.slow
+def test_small_chain_through_the_slurm_profile(running, tmp_path):
+    # digits: prepare, cache (CPU partition), train, evaluate (one GPU each), aggregate, analyse,
+    # report (local rules)
+    result = slurm_cluster.run_workflow(running, tmp_path, [
+        "preset=smoke", "experiments=[suite.baselines,ms.f1]", "datasets=[digits]"], timeout=1500)
+    assert result.returncode == 0, result.stderr[-5000:]
+    jobs = running.completed_jobs()
+    assert len(jobs) == 1 + 1 + 3 + 3  # prepare, cache, 3 × train, 3 × evaluate
+    assert set(jobs.values()) == {"COMPLETED"}, jobs
+    assert (tmp_path / "reports/smoke/index.html").exists()
+    logs = "\n".join(p.read_text() for p in tmp_path.glob("logs/smoke/train/**/*.log"))
+    assert "[gpu-slot]" not in logs  # under SLURM the wrapper keeps SLURM's device assignment
+
+
+def test_profile_values_come_from_the_environment(monkeypatch):
+    from dmlbench import slurm_profile
+
+    monkeypatch.setenv("DMLBENCH_SLURM_GPU_PARTITION", "a100")
+    monkeypatch.setenv("DMLBENCH_SLURM_ACCOUNT", "lab42")
+    monkeypatch.setenv("DMLBENCH_SLURM_CPUS_PER_GPU", "6")
+    job = slurm_profile.gpu_job()
+    assert job == {"slurm_partition": "a100", "gpu": 1, "cpus_per_gpu": 6, "mem_mb": 32000,
+                   "runtime": 2880, "slurm_account": "lab42"}
+    assert "cpus_per_task" not in job  # the plugin would prefer it to cpus_per_gpu
+    assert "slurm_partition" not in slurm_profile.cpu_job(720)  # the cluster's default partition
+    monkeypatch.setenv("DMLBENCH_SLURM_CPU_PARTITION", "cpu")
+    assert slurm_profile.cpu_job(720)["slurm_partition"] == "cpu"
+    monkeypatch.setenv("DMLBENCH_SLURM_STATUS", "squeue")
+    assert slurm_profile.status_command() == "squeue"
+    monkeypatch.setenv("DMLBENCH_SLURM_TRAIN_MINUTES", "two days")
+    with pytest.raises(ValueError, match="DMLBENCH_SLURM_TRAIN_MINUTES='two days' must be a whole number"):
+        slurm_profile.gpu_job()

@@ -28,6 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ["munge", "slurmctld", "slurmd", "slurm-client"]
 ACCOUNTING_PACKAGES = ["slurmdbd", "mariadb-server"]
 NODE_CPUS, NODE_MEMORY_MB = 16, 64000
+SYSTEM_CONF = Path("/etc/slurm/slurm.conf")
 
 
 class Unavailable(Exception):
@@ -89,7 +90,14 @@ class Cluster:
             f"PartitionName=gpu Nodes={self.host} Default=YES MaxTime=INFINITE State=UP\n"
             f"PartitionName=cpu Nodes={self.host} MaxTime=INFINITE State=UP\n")
         (f / "gres.conf").write_text(f"NodeName={self.host} Name=gpu File=/dev/null\n")
-        (f / "cgroup.conf").write_text("CgroupPlugin=disabled\n")
+        # srun inside a job finds the configuration only at the default path (not SLURM_CONF)
+        if SYSTEM_CONF.is_symlink() and not SYSTEM_CONF.exists():
+            SYSTEM_CONF.unlink()  # left by an earlier run that was killed
+        if SYSTEM_CONF.exists() or SYSTEM_CONF.is_symlink():
+            raise Unavailable(f"{SYSTEM_CONF} exists: this machine has a SLURM configuration that "
+                              f"the test would replace")
+        SYSTEM_CONF.parent.mkdir(parents=True, exist_ok=True)
+        SYSTEM_CONF.symlink_to(self.conf)
 
     # --- daemons ---
     def _daemon(self, name: str, command: list[str], pid_file: Path) -> None:
@@ -124,22 +132,22 @@ class Cluster:
                          stdout=log, stderr=log, start_new_session=True)
         _wait("mariadb", lambda: socket_path.exists() and pid.exists())
         self.pids["mariadbd"] = pid
-        sql = ("CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY 'slurm';"
-               "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost'; FLUSH PRIVILEGES;")
+        sql = ("CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurm';"
+               "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1'; FLUSH PRIVILEGES;")
         subprocess.run(["mariadb", f"--socket={socket_path}", "-e", sql], check=True, capture_output=True)
         dbd = self.folder / "slurmdbd.conf"
         dbd.write_text(f"AuthType=auth/munge\nDbdHost=localhost\nSlurmUser=root\nStorageType="
-                       f"accounting_storage/mysql\nStorageHost=localhost\nStorageLoc=slurm_acct_db\n"
+                       f"accounting_storage/mysql\nStorageHost=127.0.0.1\nStorageLoc=slurm_acct_db\n"
                        f"StorageUser=slurm\nStoragePass=slurm\nStoragePort=3306\n"
                        f"PidFile={self.folder / 'slurmdbd.pid'}\nLogFile={self.folder / 'log' / 'slurmdbd.log'}\n")
         dbd.chmod(0o600)
-        env = dict(self.env, SLURM_CONF=str(self.conf))
-        result = subprocess.run(["slurmdbd", "-f", str(dbd)], capture_output=True, text=True, env=env)
+        # slurmdbd reads slurmdbd.conf beside the slurm.conf named by SLURM_CONF
+        result = subprocess.run(["slurmdbd"], capture_output=True, text=True, env=self.env)
         if result.returncode:
             raise RuntimeError(f"slurmdbd did not start: {result.stderr[-800:]}")
         _wait("slurmdbd", (self.folder / "slurmdbd.pid").exists)
         self.pids["slurmdbd"] = self.folder / "slurmdbd.pid"
-        time.sleep(2)
+        _wait("slurmdbd's port 6819", lambda: _listening(6819), 90)
         subprocess.run(["sacctmgr", "-i", "add", "cluster", "dmlbench"], capture_output=True, env=self.env)
 
     def start(self) -> None:
@@ -170,6 +178,8 @@ class Cluster:
                 time.sleep(0.2)
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
+        if SYSTEM_CONF.is_symlink() and Path(os.readlink(SYSTEM_CONF)) == self.conf:
+            SYSTEM_CONF.unlink()
 
     def completed_jobs(self) -> dict[str, str]:
         """State of every job SLURM ran (sacct with accounting, else scontrol's recent records)."""
@@ -184,6 +194,11 @@ class Cluster:
             fields = dict(part.split("=", 1) for part in line.split() if "=" in part)
             states[fields.get("JobId", "?")] = fields.get("JobState", "?")
         return states
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _alive(pid: int) -> bool:
@@ -214,7 +229,9 @@ def run_workflow(running: Cluster, workdir: Path, config: list[str], timeout: fl
                PYTHONPATH=str(REPO), DMLBENCH_SLURM_CPU_PARTITION="cpu")
     command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
                "--workflow-profile", str(REPO / "workflow" / "profiles" / "slurm"), "--jobs", "4",
-               "--scheduler", "greedy", "--config", *config]
+               "--scheduler", "greedy",
+               # a test waits less between status checks than the plugin's 40 s default
+               "--slurm-init-seconds-before-status-checks", "5", "--config", *config]
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
 
 

@@ -3,6 +3,7 @@
 cannot install and start SLURM (not root, no apt-get). `make test-slurm` runs the whole smoke preset,
 with and without accounting."""
 
+import json
 import os
 
 import pytest
@@ -32,6 +33,14 @@ def test_small_chain_through_the_slurm_profile(running, tmp_path):
     assert (tmp_path / "reports/smoke/index.html").exists()
     logs = "\n".join(p.read_text() for p in tmp_path.glob("logs/smoke/train/**/*.log"))
     assert "[gpu-slot]" not in logs  # under SLURM the wrapper keeps SLURM's device assignment
+    env = [json.loads(p.read_text()) for p in tmp_path.glob("results/smoke/**/env.json")]
+    assert len(env) == 3 and all(e["slurm_job_id"] for e in env)
+
+
+def test_status_command_follows_accounting(running):
+    from dmlbench import slurm_profile
+
+    assert slurm_profile.status_command() == ("sacct" if running.accounting else "squeue")
 
 
 def test_profile_values_come_from_the_environment(monkeypatch):

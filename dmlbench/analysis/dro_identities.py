@@ -121,22 +121,12 @@ def run(output_dir: Path, spec: dict) -> None:
 
 
 def _figure(path: Path) -> None:
-    import matplotlib
+    from dmlbench.report.figures import agreement
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(9, 4))
-    for ax, (name, fn) in zip(axes, (("DRO-KL-G(γ=1) vs lifted structure", lifted_structure_gradients),
-                                     ("DRO-KL-G(pseudo pairs) vs MS", ms_gradients))):
-        a, b = fn(0)
-        ax.plot(b.flatten(), a.flatten(), ".", markersize=3)
-        lim = float(b.abs().max()) * 1.05
-        ax.plot([-lim, lim], [-lim, lim], "k--", lw=0.8)
-        ax.set_title(name, fontsize=9)
-        ax.set_xlabel("reference loss gradient")
-        ax.set_ylabel("DRO gradient")
-    fig.suptitle("dro.eq: gradients w.r.t. the embeddings, one random batch", fontsize=10)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    panels = []
+    for name, fn in (("DRO-KL-G(γ=1) vs lifted structure", lifted_structure_gradients),
+                     ("DRO-KL-G(pseudo pairs) vs MS", ms_gradients)):
+        dro, reference = fn(0)
+        panels.append((name, reference, dro))
+    agreement(panels, "reference loss gradient", "DRO gradient",
+              "dro.eq: gradients w.r.t. the embeddings, one random batch", path)

@@ -83,22 +83,11 @@ def run(output_dir: Path, spec: dict) -> None:
 
 
 def _figure(path: Path) -> None:
-    import matplotlib
+    from dmlbench.report.figures import agreement
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(9, 4))
-    for ax, (name, (e, y)) in zip(axes, (("random batch, M = 32", random_batch(1)),
-                                         ("ties at bin centres", tied_batch(3)))):
+    panels = []
+    for name, (e, y) in (("random batch, M = 32", random_batch(1)), ("ties at bin centres", tied_batch(3))):
         closed, auto = gradients(e, y)
-        ax.plot(auto.flatten(), closed.flatten(), ".", markersize=3)
-        lim = float(auto.abs().max()) * 1.05
-        ax.plot([-lim, lim], [-lim, lim], "k--", lw=0.8)
-        ax.set_title(f"fastap.grad: {name}", fontsize=9)
-        ax.set_xlabel("autograd gradient")
-        ax.set_ylabel("closed-form gradient")
-        ax.grid(alpha=0.3)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
+        panels.append((name, auto, closed))
+    agreement(panels, "autograd gradient", "closed-form gradient",
+              "fastap.grad: FastAP gradients w.r.t. the embeddings", path)

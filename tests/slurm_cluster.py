@@ -117,7 +117,7 @@ class Cluster:
             shutil.chown(folder, "munge", "munge")
         pid = Path("/run/munge/munged.pid")
         if pid.exists() and _alive(int(pid.read_text().split()[0])):
-            return  # a munged of an earlier run still serves; leave it
+            return  # a munged this run did not start: used, and left running
         self._daemon("munged", ["runuser", "-u", "munge", "--", "munged"], pid)
 
     def start_accounting(self) -> None:
@@ -164,7 +164,7 @@ class Cluster:
         return result.returncode == 0 and "idle" in result.stdout
 
     def stop(self) -> None:
-        for name in ("slurmd", "slurmctld", "slurmdbd", "mariadbd"):
+        for name in ("slurmd", "slurmctld", "slurmdbd", "mariadbd", "munged"):
             pid_file = self.pids.get(name)
             if pid_file is None or not pid_file.exists():
                 continue

@@ -221,6 +221,7 @@ def cluster(accounting: bool = False):
         yield running
     finally:
         running.stop()
+    shutil.rmtree(folder, ignore_errors=True)  # kept, with the daemons' logs, when something failed
 
 
 def run_workflow(running: Cluster, workdir: Path, config: list[str], timeout: float = 3600):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from dmlbench import environment, models, train
+from dmlbench import environment, model_eval, models
 from dmlbench.data import manifest
 from dmlbench.errors import DmlbenchError
 from dmlbench.io import write_json
@@ -25,7 +25,7 @@ def evaluate(run_dir: Path, output: Path) -> dict:
     model.load_state_dict(state["model"])
     table = manifest.read(Path(cfg["data"]["manifest"]))
     started = time.perf_counter()
-    metrics = train.evaluate_model(model, table, Path(cfg["data"]["manifest"]).parent, cfg, device)
+    metrics = model_eval.evaluate_model(model, table, Path(cfg["data"]["manifest"]).parent, cfg, device)
     result = {"run": cfg["run"], "metrics": metrics,
               "seconds": round(time.perf_counter() - started, 3), "device": str(device)}
     write_json(output, result)

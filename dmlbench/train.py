@@ -18,11 +18,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dmlbench import environment, evaluation, models, recording, run_folder, samplers
+from dmlbench import environment, models, recording, run_folder, samplers
 from dmlbench.data import images, manifest
 from dmlbench.errors import DmlbenchError
 from dmlbench.io import atomic_path, write_json
 from dmlbench.method import Criterion
+from dmlbench.model_eval import embed, evaluate_model, loader_options, split_loader
 
 
 class DivergedError(DmlbenchError):
@@ -48,54 +49,6 @@ def build_optimizer(model, criterion, cfg: dict):
                                 weight_decay=cfg["weight_decay"])
     return torch.optim.SGD(groups, lr=cfg["lr"], momentum=cfg["momentum"],
                            weight_decay=cfg["weight_decay"])
-
-
-def loader_options(cfg: dict, device) -> dict:
-    """DataLoader settings shared by training and evaluation."""
-    workers = cfg["loader"]["workers"]
-    return {"num_workers": workers,
-            "pin_memory": cfg["loader"]["pin_memory"] and device.type == "cuda",
-            "persistent_workers": cfg["loader"]["persistent_workers"] and workers > 0}
-
-
-def split_loader(table, base, split: str, cfg: dict, device):
-    subset = table[table["split"] == split]
-    data = images.ManifestImages(subset, base, images.test_transform(cfg["input"]))
-    return torch.utils.data.DataLoader(data, batch_size=cfg["eval"]["batch_size"], shuffle=False,
-                                       **loader_options(cfg, device))
-
-
-@torch.no_grad()
-def embed(model, loader, device) -> tuple[np.ndarray, np.ndarray]:
-    model.eval()
-    out, labels = [], []
-    for batch, y in loader:
-        out.append(model(batch.to(device)).float().cpu())
-        labels.append(y)
-    return torch.cat(out).numpy(), torch.cat(labels).numpy()
-
-
-def evaluate_model(model, table, base, cfg: dict, device, clustering: bool = True) -> dict:
-    """Metrics of `model` on the test split (query vs gallery where the manifest has them; each of
-    VehicleID's three test lists, keys prefixed `small_`, `medium_`, `large_`)."""
-    if (table["split"] == "test_small").any():
-        out = {}
-        for size in ("small", "medium", "large"):
-            test, labels = embed(model, split_loader(table, base, f"test_{size}", cfg, device), device)
-            metrics = evaluation.vehicleid_metrics(test, labels, cfg["eval"]["ks"],
-                                                   cfg["eval"]["vehicleid_protocol"], clustering,
-                                                   cfg["eval"]["kmeans_restarts"])
-            out.update({f"{size}_{k}": v for k, v in metrics.items()})
-        return out
-    if (table["split"] == "query").any():
-        gallery, gallery_labels = embed(model, split_loader(table, base, "gallery", cfg, device), device)
-        queries, query_labels = embed(model, split_loader(table, base, "query", cfg, device), device)
-        return evaluation.retrieval_metrics(gallery, gallery_labels, cfg["eval"]["ks"], queries,
-                                            query_labels, clustering=clustering,
-                                            kmeans_restarts=cfg["eval"]["kmeans_restarts"])
-    test, labels = embed(model, split_loader(table, base, "test", cfg, device), device)
-    return evaluation.retrieval_metrics(test, labels, cfg["eval"]["ks"], clustering=clustering,
-                                        kmeans_restarts=cfg["eval"]["kmeans_restarts"])
 
 
 def train(cfg: dict, run_dir: Path, log=print) -> Path:

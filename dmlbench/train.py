@@ -60,32 +60,34 @@ def train(cfg: dict, run_dir: Path, log=print) -> Path:
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     with run_folder.exclusive(run_dir):
-        _forget_other_settings(run_dir, cfg, log)
+        state = _checkpoint_of(run_dir, cfg, log)
         try:
-            return _train(cfg, run_dir, log)
+            return _train(cfg, run_dir, log, state)
         except BaseException:
             if not (run_dir / "checkpoint.pt").exists():
                 run_folder.discard_unfinished(run_dir)
             raise
 
 
-def _forget_other_settings(run_dir: Path, cfg: dict, log) -> None:
-    """Move aside a checkpoint (and its files) made with other settings; clear unfinished files."""
+def _checkpoint_of(run_dir: Path, cfg: dict, log) -> dict | None:
+    """The checkpoint to resume, if it belongs to `cfg`. One made with other settings is moved
+    aside with its files; files of an attempt without a checkpoint are cleared."""
     path = run_dir / "checkpoint.pt"
     if not path.exists():
         run_folder.discard_unfinished(run_dir)
-        return
+        return None
     state = torch.load(path, map_location="cpu", weights_only=True)
     if state.get("fingerprint") == run_folder.fingerprint(cfg):
-        return
+        return state
     old = json.loads(state["config"]) if "config" in state else {}
     changes = run_folder.changed_settings(old, cfg) if old else ["(checkpoint of an older version)"]
     moved = run_folder.supersede(run_dir, state.get("fingerprint", "unknown"))
     log(f"settings changed since {path} was written ({'; '.join(changes[:6])}"
         f"{' …' if len(changes) > 6 else ''}): training afresh; the previous files are in {moved}")
+    return None
 
 
-def _train(cfg: dict, run_dir: Path, log) -> Path:
+def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
     write_json(run_dir / "config.json", cfg)
     device = environment.pick_device(cfg["device"])
     write_json(run_dir / "env.json", environment.describe(device))
@@ -108,7 +110,7 @@ def _train(cfg: dict, run_dir: Path, log) -> Path:
     optimizer = build_optimizer(model, criterion, cfg["optimizer"])
     scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, cfg["schedule"]["milestones"],
                                                      cfg["schedule"]["gamma"])
-    start, history = _resume(run_dir, model, criterion, optimizer, scheduler, log)
+    start, history = _resume(state, run_dir, model, criterion, optimizer, scheduler, log)
 
     def embed_train():
         return embed(model, split_loader(table, base, "train", cfg, device), device)
@@ -188,11 +190,9 @@ def _save_checkpoint(run_dir, model, criterion, optimizer, scheduler, history: l
                     "fingerprint": run_folder.fingerprint(cfg)}, tmp)
 
 
-def _resume(run_dir, model, criterion, optimizer, scheduler, log) -> tuple[int, list[dict]]:
-    path = run_dir / "checkpoint.pt"
-    if not path.exists():
+def _resume(state, run_dir, model, criterion, optimizer, scheduler, log) -> tuple[int, list[dict]]:
+    if state is None:
         return 0, []
-    state = torch.load(path, map_location="cpu", weights_only=True)
     model.load_state_dict(state["model"])
     criterion.load_state_dict(state["criterion"])
     optimizer.load_state_dict(state["optimizer"])

@@ -29,8 +29,17 @@ class Criterion(nn.Module):
         self.loss = losses.build(**params)
         self.miner = miners.build(**method["miner"]) if method.get("miner") else None
 
-    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        return self.loss(embeddings, labels, miner=self.miner)
+    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor,
+                pairs: torch.Tensor | None = None) -> torch.Tensor:
+        """The loss of the batch; `pairs` (B×B bool) restricts a pair loss to those pairs."""
+        if pairs is None:
+            return self.loss(embeddings, labels, miner=self.miner)
+        return self.loss(embeddings, labels, miner=self.miner, pairs=pairs)
+
+    @property
+    def restricts_pairs(self) -> bool:
+        """Whether the loss accepts a restriction of its pairs (`pairs=`)."""
+        return "pairs" in inspect.signature(self.loss.forward).parameters
 
     @torch.no_grad()
     def triplets(self, embeddings: torch.Tensor, labels: torch.Tensor):

@@ -105,6 +105,10 @@ def check_run(cfg: dict, where: str) -> None:
     size, per_class = cfg["batch"]["size"], cfg["batch"]["per_class"]
     if cfg["method"]["sampler"] == "m_per_class" and size % per_class:
         raise ConfigError(f"{where}: batch.size {size} is not a multiple of batch.per_class {per_class}")
+    scheme = cfg["scheme"]
+    if scheme["name"] == "profs" and scheme["representatives"] == "images" and per_class < 2:
+        raise ConfigError(f"{where}: scheme profs puts a representative and batch.per_class − 1 "
+                          f"positives of its class in a batch: batch.per_class must be ≥ 2, not {per_class}")
     image = cfg["input"]
     if image["crop"] > image["resize"] + 2 * image["padding"]:
         raise ConfigError(f"{where}: input.crop {image['crop']} is larger than input.resize "

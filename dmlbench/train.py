@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dmlbench import environment, models, recording, run_folder, samplers
+from dmlbench import environment, models, recording, run_folder, schemes
 from dmlbench.data import images, manifest
 from dmlbench.errors import DmlbenchError
 from dmlbench.io import atomic_path, write_json
@@ -110,7 +110,11 @@ def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
     optimizer = build_optimizer(model, criterion, cfg["optimizer"])
     scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, cfg["schedule"]["milestones"],
                                                      cfg["schedule"]["gamma"])
-    start, history = _resume(state, run_dir, model, criterion, optimizer, scheduler, log)
+    scheme = schemes.build(cfg, data.labels, data.supers,
+                           list(model.parameters()) + list(criterion.parameters()), criterion)
+    parts = {"model": model, "criterion": criterion, "optimizer": optimizer,
+             "scheduler": scheduler, "scheme": scheme}
+    start, history = _resume(state, run_dir, parts, log)
 
     def embed_train():
         return embed(model, split_loader(table, base, "train", cfg, device), device)
@@ -122,20 +126,18 @@ def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
     record(start)
     for epoch in range(start, cfg["epochs"]):
         generator = seed_epoch(cfg["seed"], epoch)
-        sampler = samplers.build(cfg["method"]["sampler"], data.labels, cfg["batch"]["size"],
-                                 cfg["batch"]["per_class"], generator, cfg["batches_per_epoch"],
-                                 cfg["batch"]["small_classes"], data.supers, cfg["batch"]["per_pair"])
-        loader = torch.utils.data.DataLoader(data, batch_sampler=sampler, generator=generator,
+        loader = torch.utils.data.DataLoader(data, generator=generator,
+                                             batch_sampler=scheme.batches(generator, cfg["batches_per_epoch"]),
                                              **loader_options(cfg, device))
-        row = _train_epoch(model, criterion, optimizer, loader, device, epoch, cfg["epochs"], log,
-                           cfg["performance"])
+        row = _train_epoch(model, criterion, optimizer, scheme, loader, device, epoch, cfg["epochs"],
+                           log, cfg["performance"])
         scheduler.step()
         every = cfg["eval"]["every"]
         if every and ((epoch + 1) % every == 0 or epoch + 1 == cfg["epochs"]):
             row.update(evaluate_model(model, table, base, cfg, device, clustering=False))
             model.train()
         history.append(row)
-        _save_checkpoint(run_dir, model, criterion, optimizer, scheduler, history, cfg)
+        _save_checkpoint(run_dir, parts, history, cfg)
         _write_history(run_dir, history)
         log(_format_row(row, cfg["epochs"]))
         record(epoch + 1)
@@ -146,24 +148,31 @@ def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
     return final
 
 
-def _train_epoch(model, criterion, optimizer, loader, device, epoch, epochs, log, perf) -> dict:
+def _train_epoch(model, criterion, optimizer, scheme, loader, device, epoch, epochs, log,
+                 perf) -> dict:
+    """One epoch of iterations; the logged loss is the method's loss (without the scheme's term)."""
     started = time.perf_counter()
     total, steps, skipped = 0.0, 0, 0
     memory = torch.channels_last if perf["channels_last"] else torch.contiguous_format
     for step, (batch, labels) in enumerate(loader, 1):
+        plan = scheme.begin_step()
         batch = batch.to(device, non_blocking=True, memory_format=memory)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=perf["bf16"]):
             embeddings = model(batch)
-        loss = criterion(embeddings.float(), labels.to(device, non_blocking=True))
+        pairs = None if plan.pairs is None else plan.pairs.to(device)
+        loss = criterion(embeddings.float(), labels.to(device, non_blocking=True), pairs=pairs)
         if not torch.isfinite(loss):
             raise DivergedError(f"training diverged: epoch {epoch + 1}, step {step}: loss is "
                                 f"{loss.item()}; lower optimizer.lr (now {optimizer.param_groups[0]['lr']:g})")
+        penalty = scheme.penalty()
+        objective = loss if penalty is None else loss + penalty
         optimizer.zero_grad(set_to_none=True)
-        if loss.requires_grad and loss.grad_fn is not None:
-            loss.backward()
+        if objective.requires_grad and objective.grad_fn is not None:
+            objective.backward()
             optimizer.step()
         else:
             skipped += 1
+        scheme.end_step(plan, embeddings)
         total += loss.item()
         steps += 1
         if step % 50 == 0:
@@ -178,25 +187,21 @@ def _format_row(row: dict, epochs: int) -> str:
     return f"epoch {row['epoch']}/{epochs} loss {row['loss']:.4f}{extra} ({row['seconds']:.1f} s)"
 
 
-def _save_checkpoint(run_dir, model, criterion, optimizer, scheduler, history: list[dict],
-                     cfg: dict) -> None:
-    """One atomic file with everything a resumed run needs, per-epoch metrics included, and the
-    config it belongs to."""
+def _save_checkpoint(run_dir, parts: dict, history: list[dict], cfg: dict) -> None:
+    """One atomic file with everything a resumed run needs (model, loss, optimiser, schedule and
+    the scheme's state), per-epoch metrics included, and the config it belongs to."""
     with atomic_path(run_dir / "checkpoint.pt") as tmp:
-        torch.save({"model": model.state_dict(), "criterion": criterion.state_dict(),
-                    "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+        torch.save({**{name: part.state_dict() for name, part in parts.items()},
                     "epochs_done": len(history), "history": json.dumps(history),
                     "config": json.dumps(cfg, sort_keys=True),
                     "fingerprint": run_folder.fingerprint(cfg)}, tmp)
 
 
-def _resume(state, run_dir, model, criterion, optimizer, scheduler, log) -> tuple[int, list[dict]]:
+def _resume(state, run_dir, parts: dict, log) -> tuple[int, list[dict]]:
     if state is None:
         return 0, []
-    model.load_state_dict(state["model"])
-    criterion.load_state_dict(state["criterion"])
-    optimizer.load_state_dict(state["optimizer"])
-    scheduler.load_state_dict(state["scheduler"])
+    for name, part in parts.items():
+        part.load_state_dict(state[name])
     log(f"resuming {run_dir} after epoch {state['epochs_done']}")
     return state["epochs_done"], json.loads(state["history"])
 

@@ -14,8 +14,13 @@ LOSSES = Registry("loss")
 class PairLoss(nn.Module):
     """A loss written once against `PairBatch` (S and the masks), as the unified view suggests."""
 
-    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor, miner=None) -> torch.Tensor:
+    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor, miner=None,
+                pairs: torch.Tensor | None = None) -> torch.Tensor:
+        """`pairs` (B×B bool), when given, restricts the pairs before any mining (a training
+        scheme's choice, e.g. PROFS keeps the pairs that contain a class representative)."""
         batch = PairBatch.from_embeddings(embeddings, labels)
+        if pairs is not None:
+            batch = batch.with_pairs(batch.pos & pairs, batch.neg & pairs)
         if miner is not None:
             batch = miner(batch)
         return self.compute(batch)

@@ -64,9 +64,9 @@ class MarginLoss(PairLoss):
         self.class_specific = bool(num_classes)
         self._labels: torch.Tensor | None = None
 
-    def forward(self, embeddings, labels, miner=None):
+    def forward(self, embeddings, labels, miner=None, pairs=None):
         self._labels = labels
-        return super().forward(embeddings, labels, miner)
+        return super().forward(embeddings, labels, miner, pairs)
 
     def compute(self, batch: PairBatch) -> torch.Tensor:
         d = batch.distances()

@@ -36,6 +36,10 @@ class ProxyNCALoss(nn.Module):
         others = logits.scatter(1, labels[:, None], float("-inf"))
         return (torch.logsumexp(others, dim=1) - own).mean()
 
+    def class_vectors(self) -> torch.Tensor:
+        """One unit vector per class (its proxy): what PROFS-HNCM ranks classes by."""
+        return F.normalize(self.proxies, dim=1)
+
 
 @LOSSES.register("softtriple")
 class SoftTripleLoss(nn.Module):
@@ -69,3 +73,9 @@ class SoftTripleLoss(nn.Module):
             distance = torch.sqrt(torch.clamp(2.0 + 1e-5 - 2.0 * within, min=1e-8))
             loss = loss + self.tau * (distance * upper).sum() / (self.C * self.K * (self.K - 1))
         return loss
+
+    def class_vectors(self) -> torch.Tensor:
+        """One unit vector per class, the normalised mean of its normalised centres: what
+        PROFS-HNCM ranks classes by ("cluster centres as representatives")."""
+        w = F.normalize(self.centres, dim=1).view(self.C, self.K, -1)
+        return F.normalize(w.mean(dim=1), dim=1)

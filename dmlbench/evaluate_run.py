@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -28,7 +29,24 @@ def evaluate(run_dir: Path, output: Path) -> dict:
     metrics = model_eval.evaluate_model(model, table, Path(cfg["data"]["manifest"]).parent, cfg, device)
     result = {"run": cfg["run"], "metrics": metrics,
               "seconds": round(time.perf_counter() - started, 3), "device": str(device)}
+    selected = test_selected_epoch(run_dir / "epochs.jsonl")
+    if selected:
+        result["test_selected"] = selected
     write_json(output, result)
     shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
     print(f"{run_dir}: {shown}", file=sys.stderr)
     return result
+
+
+def test_selected_epoch(history: Path, by: str = "recall@1") -> dict | None:
+    """The per-epoch test metrics of the epoch with the best `by` (the first, on ties): how
+    several papers report ("best epoch"), which selects on the test set. None without
+    per-epoch evaluation (`eval.every: 0`)."""
+    if not history.exists():
+        return None
+    rows = [json.loads(line) for line in history.read_text().splitlines() if line.strip()]
+    rows = [r for r in rows if by in r]
+    if not rows:
+        return None
+    best = max(rows, key=lambda r: r[by])  # max keeps the first of equal values
+    return {"epoch": best["epoch"], **{k: v for k, v in best.items() if "recall@" in k}}

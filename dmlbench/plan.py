@@ -166,6 +166,13 @@ class Plan:
             self._check_settings(exp.get("train"), f"{where}.train")
             for dataset, values in (exp.get("per_dataset") or {}).items():
                 self._check_settings(values, f"{where}.per_dataset.{dataset}")
+            table = exp.get("table") or {}
+            if not set(table) <= {"metrics", "test_selected"}:
+                raise ConfigError(f"{where}.table: keys must be among ['metrics', 'test_selected'], "
+                                  f"not {sorted(table)}")
+            if set(table.get("test_selected") or []) - {"recall@1"}:
+                raise ConfigError(f"{where}.table.test_selected: only recall@1 (the epoch is chosen "
+                                  f"by it), not {table['test_selected']}")
             for name in exp.get("figures") or []:
                 if name not in FIGURES:
                     raise ConfigError(f"{where}.figures: unknown figure {name!r}; known: {sorted(FIGURES)}")
@@ -272,6 +279,10 @@ class Plan:
             where = f"run {run.path(self.name)}"
             settings.check({k: cfg[k] for k in self.defaults}, self.settings_schema, where)
             settings.check_run(cfg, where)
+            if (self.experiments[run.experiment].get("table") or {}).get("test_selected") \
+                    and not cfg["eval"]["every"]:
+                raise ConfigError(f"{where}: the table of {run.experiment} shows a test-selected "
+                                  f"epoch, which needs eval.every ≥ 1 (now 0)")
 
     def _subset(self, experiment: str) -> dict:
         return (self.preset.get("subset") or {}).get(experiment) or {}

@@ -44,8 +44,9 @@ def _axes(n: int, title: str):
 
 
 def recall_curves(summary: pd.DataFrame, spec: dict, path: Path) -> None:
-    """Recall@K against K (log scale) per dataset; ours as lines with ±std bands, paper as crosses."""
-    recall = summary[summary["metric"].str.startswith("recall@")].copy()
+    """Recall@K against K (log scale) per dataset; ours (last epoch) as lines with ±std bands,
+    paper as crosses."""
+    recall = summary[summary["metric"].str.fullmatch(r"recall@\d+")].copy()
     recall["k"] = recall["metric"].str.removeprefix("recall@").astype(int)
     datasets = list(dict.fromkeys(recall["dataset"]))
     fig, axes = _axes(len(datasets), f"{spec['experiment']}: Recall@K")

@@ -76,10 +76,14 @@ def test_every_method_builds():
 def test_every_full_run_resolves_to_a_buildable_criterion():
     from dmlbench.method import Criterion
 
+    from dmlbench import schemes
+
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    labels = [c for c in range(200) for _ in range(6)]
     for run in plan.runs():
         cfg = plan.resolve(run)
-        Criterion(cfg["method"], num_classes=4, embedding_dim=cfg["model"]["embedding_dim"])
+        criterion = Criterion(cfg["method"], num_classes=200, embedding_dim=cfg["model"]["embedding_dim"])
+        schemes.build(cfg, labels, None, list(criterion.parameters()), criterion)
 
 
 def test_sweeps_expand_into_variants():
@@ -121,6 +125,8 @@ def test_text_stays_text_where_the_schema_wants_text():
     ({"model": {"backbone": "vgg16"}}, "setting model.backbone: 'vgg16' is not one of"),
     ({"batch": {"size": -8}}, "setting batch.size: -8 is less than the minimum of 2"),
     ({"eval": {"ks": []}}, "setting eval.ks: [] should be non-empty"),
+    ({"scheme": {"name": "prof"}}, "setting scheme.name: 'prof' is not one of ['plain', 'profs']"),
+    ({"scheme": {"rho": 0}}, "setting scheme.rho: 0 is less than or equal to the minimum of 0"),
 ])
 def test_setting_values_are_checked_before_any_job(overrides, message):
     with pytest.raises(ConfigError) as error:
@@ -130,6 +136,8 @@ def test_setting_values_are_checked_before_any_job(overrides, message):
 
 @pytest.mark.parametrize("overrides, message", [
     ({"batch": {"size": 18, "per_class": 4}}, "batch.size 18 is not a multiple of batch.per_class 4"),
+    ({"scheme": {"name": "profs"}, "batch": {"size": 16, "per_class": 1}},
+     "batch.per_class must be ≥ 2, not 1"),
     ({"input": {"resize": 30, "crop": 32, "padding": 0}}, "input.crop 32 is larger than input.resize 30"),
 ])
 def test_settings_that_do_not_fit_together_name_the_run(overrides, message):
@@ -176,8 +184,9 @@ def test_every_run_of_the_cpu_presets_gets_its_batches(preset, tmp_path):
     batch: a batch that a fixture cannot fill is found here, not minutes into the demo."""
     import torch
 
-    from dmlbench import samplers
+    from dmlbench import schemes
     from dmlbench.data import manifest
+    from dmlbench.method import Criterion
     from dmlbench.data.prepare import prepare
 
     plan = Plan.load(CONFIG_DIR, {"preset": preset, "data": {"root": str(tmp_path)}})
@@ -191,8 +200,10 @@ def test_every_run_of_the_cpu_presets_gets_its_batches(preset, tmp_path):
     for run in plan.runs():
         cfg = plan.resolve(run)
         train = tables[run.dataset]
-        sampler = samplers.build(cfg["method"]["sampler"], train["label"].to_numpy(), cfg["batch"]["size"],
-                                 cfg["batch"]["per_class"], torch.Generator().manual_seed(0),
-                                 cfg["batches_per_epoch"], cfg["batch"]["small_classes"],
-                                 train["super"].to_numpy(), cfg["batch"]["per_pair"])
-        assert len(next(iter(sampler))) == cfg["batch"]["size"], run
+        labels = train["label"].rank(method="dense").astype(int) - 1
+        criterion = Criterion(cfg["method"], num_classes=int(labels.max()) + 1,
+                              embedding_dim=cfg["model"]["embedding_dim"])
+        scheme = schemes.build(cfg, labels.to_numpy(), train["super"].to_numpy(),
+                               list(criterion.parameters()), criterion)
+        batches = scheme.batches(torch.Generator().manual_seed(0), cfg["batches_per_epoch"])
+        assert len(next(iter(batches))) == cfg["batch"]["size"], run

@@ -136,3 +136,36 @@ def test_dro_quotes_wang_et_al_rows_as_quoted_not_as_its_own(tmp_path):
     assert "cars" not in t2["reported"]["ms"] and "cars" not in t2["reported"]["ls_dro"]
     assert "cub" in t2["reported"]["ms"]
     assert "ms" not in plan.experiments["dro.f4"]["reported"]
+
+
+def test_test_selected_epoch_is_the_best_recall_at_1_and_shown_beside_the_last(tmp_path):
+    from dmlbench.evaluate_run import test_selected_epoch
+
+    history = tmp_path / "epochs.jsonl"
+    rows = [{"epoch": 1, "loss": 1.0, "recall@1": 0.5, "recall@2": 0.6},
+            {"epoch": 2, "loss": 0.9, "recall@1": 0.7, "recall@2": 0.75},
+            {"epoch": 3, "loss": 0.8},  # an epoch without evaluation
+            {"epoch": 4, "loss": 0.7, "recall@1": 0.7, "recall@2": 0.9}]
+    history.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert test_selected_epoch(history) == {"epoch": 2, "recall@1": 0.7, "recall@2": 0.75}
+    history.write_text(json.dumps({"epoch": 1, "loss": 1.0}) + "\n")
+    assert test_selected_epoch(history) is None
+
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    spec = plan.aggregate_spec("profs.f3")
+    files = []
+    for number, run in enumerate(plan.runs("profs.f3")):
+        path = fake_run(tmp_path, run, {"recall@1": 0.5})
+        data = json.loads(path.read_text())
+        data["test_selected"] = {"epoch": 7, "recall@1": 0.5 + number / 100}
+        path.write_text(json.dumps(data))
+        files.append(path)
+    aggregate.aggregate(spec, files, tmp_path / "out")
+    table = pd.read_csv(tmp_path / "out/table.csv")
+    selected = table[table.metric == "recall@1 (test-selected)"]
+    assert len(selected) == len(files) and selected["paper"].isna().all()
+    assert sorted(selected["mean"].round(6)) == [50.0 + n for n in range(len(files))]
+    text = (tmp_path / "out/table.md").read_text()
+    assert "recall@1 (test-selected)" in text and "a choice made on the test set" in text
+    runs = pd.read_csv(tmp_path / "out/runs.csv")
+    assert set(runs["test-selected epoch"]) == {7}

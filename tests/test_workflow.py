@@ -47,6 +47,13 @@ def test_full_preset_dry_run_lists_every_job(tmp_path):
             assert f"{run.path('full')}/model.pt" in result.stdout
     assert "reports/full/fastap.grad/summary.md" in result.stdout
     assert len(plan.runs("fastap.t2")) == 3 * 4 and len(plan.runs("fastap.t3")) == 3 * 3
+    profs = {e for e in plan.experiment_ids if e.startswith("profs.")}
+    assert profs == {"profs.t1", "profs.t2", "profs.f2", "profs.f3"}
+    for experiment in profs:
+        for run in plan.runs(experiment):
+            assert f"{run.path('full')}/model.pt" in result.stdout
+    assert len(plan.runs("profs.t1")) == 3 * 22 and len(plan.runs("profs.f2")) == 3 * 4 * 7
+    assert len(plan.runs("profs.t2")) == 3 * 7 and len(plan.runs("profs.f3")) == 3 * 6
     assert not any(tmp_path.iterdir()) or {p.name for p in tmp_path.iterdir()} <= {".snakemake"}
 
 
@@ -156,6 +163,14 @@ def test_smoke_preset_end_to_end(tmp_path):
     assert set(fastap["dataset"]) == {"sop", "vehicleid"}
     assert set(fastap.loc[fastap["dataset"] == "vehicleid", "metric"]) == {"large_recall@1"}
     assert statuses["ms.f1"] == "computed" and statuses["ms.t2"] == "quoted only"
+    assert statuses["profs.t1"] == "ran" and statuses["profs.t2"] == "quoted only"
+    profs = pd.read_csv(tmp_path / "reports/smoke/profs.t1/table.csv")
+    assert set(profs["method"]) == {"m_profs", "m_profs_hncm"}
+    assert {"nmi", "f1", "recall@1", "recall@4", "recall@1 (test-selected)"} <= set(profs["metric"])
+    selected = profs[profs["metric"] == "recall@1 (test-selected)"].set_index("method")["mean"]
+    last = profs[profs["metric"] == "recall@1"].set_index("method")["mean"]
+    assert (selected >= last).all()  # the best epoch includes the last
+    assert "test-selected" in (tmp_path / "reports/smoke/profs.t1/table.md").read_text()
     assert "not comparable with the paper's" in (tmp_path / "reports/smoke/ms.t1/table.md").read_text()
     for page in (tmp_path / "reports/smoke/index.html", tmp_path / "reports/index.html"):
         text = page.read_text()

@@ -6,6 +6,7 @@ import urllib.error
 import pytest
 import torch
 
+from dmlbench import models
 from dmlbench.errors import DmlbenchError
 from dmlbench.models import bninception, weights
 from dmlbench.models.embedding import EmbeddingNet
@@ -99,3 +100,12 @@ def test_unknown_backbone_is_named():
 
     with pytest.raises(ConfigError, match="unknown backbone 'resnet51'"):
         EmbeddingNet("resnet51", 8, pretrained=False)
+
+
+def test_every_backbone_moves_to_a_device_and_converts_its_dtype():
+    """`.to()` goes through nn.Module._apply: a backbone must not shadow it (BN-Inception once
+    did, and every BN-Inception run would have failed at its start)."""
+    for backbone in ("small_cnn", "resnet18", "googlenet", "bninception"):
+        model = models.build({"backbone": backbone, "pretrained": False, "weights": None,
+                              "embedding_dim": 8, "pooling": "avg", "frozen_bn": False})
+        model.to("cpu").to(torch.float64).to(torch.float32)

@@ -63,22 +63,22 @@ class BNInception(nn.Module):
         setattr(self, name, nn.Conv2d(cin, cout, kernel, stride=stride, padding=padding))
         setattr(self, name + "_bn", nn.BatchNorm2d(cout, affine=True))
 
-    def _apply(self, name: str, x: torch.Tensor) -> torch.Tensor:
+    def _conv_bn_relu(self, name: str, x: torch.Tensor) -> torch.Tensor:
         return torch.relu(getattr(self, name + "_bn")(getattr(self, name)(x)))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.pool1_3x3_s2(self._apply("conv1_7x7_s2", x))
-        x = self._apply("conv2_3x3", self._apply("conv2_3x3_reduce", x))
+        x = self.pool1_3x3_s2(self._conv_bn_relu("conv1_7x7_s2", x))
+        x = self._conv_bn_relu("conv2_3x3", self._conv_bn_relu("conv2_3x3_reduce", x))
         x = self.pool2_3x3_s2(x)
         for name, _, c1, _, _, _, _, _, proj, stride in BLOCKS:
             p = f"inception_{name}_"
             branches = []
             if c1:
-                branches.append(self._apply(p + "1x1", x))
-            branches.append(self._apply(p + "3x3", self._apply(p + "3x3_reduce", x)))
-            double = self._apply(p + "double_3x3_reduce", x)
-            branches.append(self._apply(p + "double_3x3_2", self._apply(p + "double_3x3_1", double)))
+                branches.append(self._conv_bn_relu(p + "1x1", x))
+            branches.append(self._conv_bn_relu(p + "3x3", self._conv_bn_relu(p + "3x3_reduce", x)))
+            double = self._conv_bn_relu(p + "double_3x3_reduce", x)
+            branches.append(self._conv_bn_relu(p + "double_3x3_2", self._conv_bn_relu(p + "double_3x3_1", double)))
             pooled = getattr(self, p + "pool")(x)
-            branches.append(self._apply(p + "pool_proj", pooled) if proj else pooled)
+            branches.append(self._conv_bn_relu(p + "pool_proj", pooled) if proj else pooled)
             x = torch.cat(branches, dim=1)
         return x

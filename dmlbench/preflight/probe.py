@@ -1,0 +1,169 @@
+"""One group's code path executed for real on fixture data in its dataset's format: two optimiser
+steps with a checkpoint and a resume between them, per-epoch evaluation where the run has it, the
+final evaluation with the run's K values, and what the run records."""
+
+from __future__ import annotations
+
+import copy
+import math
+import shutil
+import threading
+import time
+import traceback
+from pathlib import Path
+
+import torch
+
+from dmlbench import environment, models
+from dmlbench.data import manifest as manifest_io
+from dmlbench.data.prepare import prepare
+from dmlbench.model_eval import evaluate_model
+from dmlbench.train import train
+
+
+class _Interrupted(Exception):
+    """Raised after the first epoch's checkpoint: the preflight's kill."""
+
+
+def probe_config(cfg: dict, manifest: Path, image_side: int | None, device: str) -> dict:
+    """The group's config, shrunk only where the preflight must: two epochs of one batch, no
+    pretrained weights to download, no loader workers; with `image_side`, the crop becomes
+    that many pixels and the resize and padding scale with it (batch, method and network stay)."""
+    cfg = copy.deepcopy(cfg)
+    cfg.update(epochs=2, batches_per_epoch=1, device=device)
+    cfg["data"] = {"manifest": str(manifest)}
+    cfg["model"]["pretrained"] = False
+    cfg["loader"].update(workers=0, persistent_workers=False)
+    cfg["eval"]["every"] = 1 if cfg["eval"]["every"] else 0
+    if image_side:
+        scale = image_side / cfg["input"]["crop"]
+        cfg["input"].update(crop=image_side, resize=max(image_side, round(cfg["input"]["resize"] * scale)),
+                            padding=round(cfg["input"]["padding"] * scale))
+    record = cfg["record"]
+    record["scatter_epochs"] = [e for e in (0, 2) if record["scatter_epochs"]]
+    if record["probe"]["epochs"]:
+        record["probe"].update(epochs=[0], steps=2)
+    cfg["schedule"]["milestones"] = [1] if cfg["schedule"]["milestones"] else []
+    return cfg
+
+
+def fixture_size(cfg: dict) -> dict:
+    """A fixture large enough for one batch of the group's composition: classes for B / I, and
+    for the category and vehicle-model samplers half a batch within one category."""
+    batch, per_class = cfg["batch"]["size"], cfg["batch"]["per_class"]
+    images = max(per_class + 1, 6)
+    train_classes = math.ceil(batch / per_class) + 2
+    if cfg["method"]["sampler"] in ("category_pairs", "vehicleid", "hard"):
+        train_classes = max(train_classes, math.ceil(6 * batch / images) + 2)
+    return {"n_classes": 2 * train_classes, "per_class": images}
+
+
+def fixture_manifest(dataset: str, size: dict, image_size: int, root: Path) -> Path:
+    """The fixture of `dataset` at `size`, made once per size under `root`."""
+    folder = root / f"{dataset}-{size['n_classes']}x{size['per_class']}-{image_size}"
+    out = folder / "fixture" / dataset / "manifest.csv"
+    if not out.exists():
+        prepare(dataset, "fixture", folder, out, fixture_size=dict(size, image_size=image_size))
+    return out
+
+
+class PeakMemory:
+    """Peak memory while a block runs: CUDA's allocator peak on a GPU, else the process's
+    resident set sampled every 5 ms (above what it was at the start)."""
+
+    def __init__(self, device: torch.device):
+        self.device, self.peak, self._stop = device, 0, threading.Event()
+
+    def __enter__(self):
+        if self.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.device)
+            self._base = torch.cuda.memory_allocated(self.device)
+        else:
+            self._base = _rss()
+            self._thread = threading.Thread(target=self._sample, daemon=True)
+            self._thread.start()
+        return self
+
+    def _sample(self):
+        while not self._stop.wait(0.005):
+            self.peak = max(self.peak, _rss() - self._base)
+
+    def __exit__(self, *exc):
+        if self.device.type == "cuda":
+            self.peak = torch.cuda.max_memory_allocated(self.device) - self._base
+        else:
+            self._stop.set()
+            self._thread.join()
+        return False
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+
+def probe(cfg: dict, dataset: str, workdir: Path, image_side: int | None = None,
+          device: str = "auto") -> dict:
+    """Run the group's code path; return status, seconds per step, evaluation seconds per image,
+    peak memory and the error (the last line, and the traceback) of a failure."""
+    started = time.perf_counter()
+    result = {"status": "failed", "seconds_per_step": None, "eval_seconds_per_image": None,
+              "peak_mb": None, "error": "", "traceback": ""}
+    run_dir = workdir / "run"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    try:
+        image_size = (image_side or cfg["input"]["crop"]) + 8
+        manifest = fixture_manifest(dataset, fixture_size(cfg), image_size, workdir.parent / "fixtures")
+        cfg = probe_config(cfg, manifest, image_side, device)
+        torch_device = environment.pick_device(device)
+        with PeakMemory(torch_device) as memory:
+            _train_with_a_kill(cfg, run_dir)
+            eval_seconds, images = _final_evaluation(cfg, run_dir, manifest, torch_device)
+        steps = [row["seconds"] for row in _history(run_dir)]
+        result.update(status="passed", seconds_per_step=steps[-1], peak_mb=round(memory.peak / 2**20),
+                      eval_seconds_per_image=eval_seconds / images)
+    except Exception as error:  # every failure is reported with its group, never raised
+        lines = traceback.format_exception_only(type(error), error)
+        result.update(error=lines[-1].strip(), traceback=traceback.format_exc())
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    result["seconds"] = round(time.perf_counter() - started, 2)
+    return result
+
+
+def _train_with_a_kill(cfg: dict, run_dir: Path) -> None:
+    def stop_after_first_epoch(message: str) -> None:
+        if message.startswith("epoch 1/"):
+            raise _Interrupted
+    try:
+        train(cfg, run_dir, log=stop_after_first_epoch)
+        raise RuntimeError("training did not reach the end of its first epoch")
+    except _Interrupted:
+        pass
+    resumed = []
+    train(cfg, run_dir, log=resumed.append)
+    if not any(line.startswith("resuming") for line in resumed):
+        raise RuntimeError("the second start did not resume from the checkpoint")
+
+
+def _final_evaluation(cfg: dict, run_dir: Path, manifest: Path, device) -> tuple[float, int]:
+    state = torch.load(run_dir / "model.pt", map_location="cpu", weights_only=True)
+    bad = [name for name, value in state["model"].items()
+           if value.is_floating_point() and not torch.isfinite(value).all()]
+    if bad:
+        raise FloatingPointError(f"non-finite parameters after two steps (a non-finite gradient): "
+                                 f"{', '.join(bad[:3])}")
+    model = models.build(dict(cfg["model"], pretrained=False)).to(device)
+    model.load_state_dict(state["model"])
+    table = manifest_io.read(manifest)
+    started = time.perf_counter()
+    metrics = evaluate_model(model, table, manifest.parent, cfg, device)
+    seconds = time.perf_counter() - started
+    if not all(math.isfinite(v) for v in metrics.values()):
+        raise FloatingPointError(f"non-finite metrics: {metrics}")
+    return seconds, int((table["split"] != "train").sum())
+
+
+def _history(run_dir: Path) -> list[dict]:
+    import json
+    return [json.loads(line) for line in (run_dir / "epochs.jsonl").read_text().splitlines()]

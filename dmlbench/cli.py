@@ -98,6 +98,29 @@ def cmd_doctor(args) -> None:
         sys.exit(1)
 
 
+def cmd_preflight(args) -> None:
+    from dmlbench.plan import Plan
+    from dmlbench.preflight import runner
+
+    config = dict(_spec(args.config), **({"preset": args.preset} if args.preset else {}))
+    plan = Plan.load(args.config_dir, config)
+    output = Path(args.output_dir or f"reports/{plan.name}/preflight")
+    passed = runner.run(plan, Path(args.workdir), output, args.image_side, args.device, args.devices,
+                        only_bounded=args.bounded, log=lambda m: print(m, file=sys.stderr, flush=True))
+    if not passed:
+        sys.exit(1)
+
+
+def cmd_preflight_group(args) -> None:
+    from dmlbench.io import write_json
+    from dmlbench.preflight.probe import probe
+
+    spec = json.loads(Path(args.spec).read_text())
+    workdir = Path(spec["workdir"])
+    result = probe(spec["cfg"], spec["dataset"], workdir, spec["image_side"], spec["device"])
+    write_json(workdir / "result.json", result)
+
+
 def cmd_gpu_slot(args) -> None:
     from dmlbench.gpu_slots import run_on_free_device
 
@@ -167,6 +190,24 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--slurm", action="store_true", help="also check the SLURM executor plugin")
     s.add_argument("--timeout", type=float, default=5.0, help="seconds per source probe")
     s.set_defaults(func=cmd_doctor)
+
+    s = sub.add_parser("preflight", help="run every code path of a plan once on fixtures; project its compute budget")
+    s.add_argument("--config-dir", default=CONFIG_DIR)
+    s.add_argument("--preset", help="preset name (default: full, or the one in --config)")
+    s.add_argument("--config", default="{}", help="JSON: changes as in --config of the workflow")
+    s.add_argument("--image-side", type=int, default=None,
+                   help="crop side in pixels for the probes (CPU); batch, method and network unchanged")
+    s.add_argument("--device", default="auto", help="auto | cpu | cuda")
+    s.add_argument("--devices", type=int, default=8, help="devices for the wall-time projection")
+    s.add_argument("--bounded", action="store_true",
+                   help="only a part covering every paper, backbone, loss, miner, sampler and scheme")
+    s.add_argument("--workdir", default="data/preflight", help="fixtures and scratch run folders")
+    s.add_argument("--output-dir", default=None, help="default: reports/<preset>/preflight")
+    s.set_defaults(func=cmd_preflight)
+
+    s = sub.add_parser("preflight-group", help="(internal) probe one group of the preflight")
+    s.add_argument("--spec", required=True, help="JSON file written by the preflight")
+    s.set_defaults(func=cmd_preflight_group)
 
     s = sub.add_parser("gpu-slot", help="run a command on a device no other such command holds")
     s.add_argument("--slots", type=int, required=True, help="number of devices (0: leave as is)")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import math
 import shutil
-import threading
 import time
 import traceback
 from pathlib import Path
@@ -67,39 +66,16 @@ def fixture_manifest(dataset: str, size: dict, image_size: int, root: Path) -> P
     return out
 
 
-class PeakMemory:
-    """Peak memory while a block runs: CUDA's allocator peak on a GPU, else the process's
-    resident set sampled every 5 ms (above what it was at the start)."""
-
-    def __init__(self, device: torch.device):
-        self.device, self.peak, self._stop = device, 0, threading.Event()
-
-    def __enter__(self):
-        if self.device.type == "cuda":
-            torch.cuda.reset_peak_memory_stats(self.device)
-            self._base = torch.cuda.memory_allocated(self.device)
-        else:
-            self._base = _rss()
-            self._thread = threading.Thread(target=self._sample, daemon=True)
-            self._thread.start()
-        return self
-
-    def _sample(self):
-        while not self._stop.wait(0.005):
-            self.peak = max(self.peak, _rss() - self._base)
-
-    def __exit__(self, *exc):
-        if self.device.type == "cuda":
-            self.peak = torch.cuda.max_memory_allocated(self.device) - self._base
-        else:
-            self._stop.set()
-            self._thread.join()
-        return False
-
-
-def _rss() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * 4096
+def peak_memory_mb(device: torch.device) -> int:
+    """Peak memory of this process: CUDA's allocator peak on a GPU, else the peak resident set
+    (VmHWM; each group is probed in a process of its own)."""
+    if device.type == "cuda":
+        return round(torch.cuda.max_memory_allocated(device) / 2**20)
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024)
+    return 0
 
 
 def probe(cfg: dict, dataset: str, workdir: Path, image_side: int | None = None,
@@ -116,11 +92,10 @@ def probe(cfg: dict, dataset: str, workdir: Path, image_side: int | None = None,
         manifest = fixture_manifest(dataset, fixture_size(cfg), image_size, workdir.parent / "fixtures")
         cfg = probe_config(cfg, manifest, image_side, device)
         torch_device = environment.pick_device(device)
-        with PeakMemory(torch_device) as memory:
-            _train_with_a_kill(cfg, run_dir)
-            eval_seconds, images = _final_evaluation(cfg, run_dir, manifest, torch_device)
+        _train_with_a_kill(cfg, run_dir)
+        eval_seconds, images = _final_evaluation(cfg, run_dir, manifest, torch_device)
         steps = [row["seconds"] for row in _history(run_dir)]
-        result.update(status="passed", seconds_per_step=steps[-1], peak_mb=round(memory.peak / 2**20),
+        result.update(status="passed", seconds_per_step=steps[-1], peak_mb=peak_memory_mb(torch_device),
                       eval_seconds_per_image=eval_seconds / images)
     except Exception as error:  # every failure is reported with its group, never raised
         lines = traceback.format_exception_only(type(error), error)

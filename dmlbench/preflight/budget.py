@@ -1,0 +1,58 @@
+"""The compute budget of a plan, projected from the seconds per step measured by the preflight.
+
+For a run r of group g on the real dataset:
+
+  steps(r)   = epochs × batches per epoch (batches_per_epoch, or the sampler's epoch on the real
+               training split: ⌊N / B⌋; category pairs: C(S, 2) × per_pair; VehicleID ≈ 2N / B)
+  evals(r)   = 1 + ⌈epochs / every⌉ (per-epoch evaluations, then the final one; 1 without)
+  time(r)    = (steps(r) + probe steps) × t_step(g) + (evals(r) × test images
+               + scatter epochs × training images) × t_image(g)
+
+t_step and t_image (evaluation seconds per image) are measured on this device; measured at a
+smaller image side, they are scaled by the ratio of pixels (real crop² / measured crop²).
+Device-hours = Σ time(r); wall time on N devices = the longest-first greedy schedule of the runs
+on N devices (each run on one device), never less than Σ time / N nor the longest run.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+from dmlbench.data.datasets import DATASETS
+
+SUPER_CATEGORIES = {"sop": 12, "inshop": 23}  # REPRODUCTION.md's dataset table
+
+
+def steps_per_epoch(cfg: dict, dataset: str) -> int:
+    if cfg["batches_per_epoch"]:
+        return cfg["batches_per_epoch"]
+    train = DATASETS[dataset].expected.images["train"]
+    batch, sampler = cfg["batch"]["size"], cfg["method"]["sampler"]
+    if sampler in ("category_pairs", "hard") and dataset in SUPER_CATEGORIES:
+        return math.comb(SUPER_CATEGORIES[dataset], 2) * cfg["batch"]["per_pair"]
+    if sampler in ("vehicleid", "hard") and dataset == "vehicleid":
+        return max(1, round(2 * train / batch))
+    return max(1, train // batch)
+
+
+def evaluations(cfg: dict) -> int:
+    every = cfg["eval"]["every"]
+    return 1 + (math.ceil(cfg["epochs"] / every) if every else 0)
+
+
+def run_seconds(cfg: dict, dataset: str, seconds_per_step: float, seconds_per_image: float) -> float:
+    expected = DATASETS[dataset].expected.images
+    test_images = sum(n for split, n in expected.items() if split != "train")
+    probe = cfg["record"]["probe"]
+    steps = cfg["epochs"] * steps_per_epoch(cfg, dataset) + len(probe["epochs"]) * probe["steps"]
+    images = evaluations(cfg) * test_images + len(cfg["record"]["scatter_epochs"]) * expected["train"]
+    return steps * seconds_per_step + images * seconds_per_image
+
+
+def wall_seconds(durations: list[float], devices: int) -> float:
+    """Longest-first greedy schedule of independent runs on `devices` devices: its makespan."""
+    loads = [0.0] * max(1, devices)
+    for duration in sorted(durations, reverse=True):
+        heapq.heapreplace(loads, loads[0] + duration)
+    return max(loads)

@@ -1,0 +1,152 @@
+"""The preflight of a plan: probe each group, write the table and the budget, say what failed."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from dmlbench import environment
+from dmlbench.io import atomic_path
+from dmlbench.plan import Plan
+from dmlbench.preflight import budget
+from dmlbench.preflight.grouping import LAYOUTS, Group, group_runs
+
+
+def bounded(groups: list[Group]) -> list[Group]:
+    """A part of the groups that still covers every paper, backbone, loss and miner with their
+    parameters, sampler, scheme and evaluation layout (greedy: each group kept adds something)."""
+    seen: set[str] = set()
+    chosen = []
+    for group in groups:
+        cfg, run = group.cfg, group.run
+        features = {f"paper:{run.experiment.split('.')[0]}", f"backbone:{cfg['model']['backbone']}",
+                    "loss:" + json.dumps(cfg["method"]["loss"], sort_keys=True),
+                    "miner:" + json.dumps(cfg["method"]["miner"], sort_keys=True),
+                    f"sampler:{cfg['method']['sampler']}",
+                    "scheme:" + json.dumps(cfg["scheme"], sort_keys=True),
+                    f"layout:{LAYOUTS.get(run.dataset, 'all_vs_all')}"}
+        if features - seen:
+            chosen.append(group)
+            seen |= features
+    return chosen
+
+
+def device_label(device: torch.device) -> str:
+    if device.type == "cuda":
+        return f"{torch.cuda.get_device_name(device)} (CUDA)"
+    return f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, {torch.get_num_threads()} threads"
+
+
+def run(plan: Plan, workdir: Path, output_dir: Path, image_side: int | None, device: str,
+        devices: int, only_bounded: bool = False, log=print) -> bool:
+    """Probe the plan's groups; write `preflight.csv/.md` and `budget.csv/.md` to `output_dir`.
+    True when every group passed."""
+    groups = group_runs(plan)
+    total = len(groups)
+    if only_bounded:
+        groups = bounded(groups)
+    log(f"preflight of preset {plan.name}: {len(plan.runs())} runs in {total} code paths; probing "
+        f"{len(groups)}{' (bounded part)' if only_bounded else ''}"
+        f"{f', image side {image_side} px' if image_side else ''}")
+    table = probe_all(groups, Path(workdir), image_side, device, plan.name, log)
+    measured_on = device_label(environment.pick_device(device))
+    _write_table(table, output_dir, plan.name, measured_on, image_side)
+    projection = project(plan, groups, table, image_side, devices)
+    _write_budget(projection, output_dir, measured_on, image_side, devices, plan.name)
+    failed = table[table["status"] != "passed"]
+    for row in failed.itertuples():
+        log(f"FAILED {row.group} {row.code_path}: {row.error}\n  runs: {row.run_list}")
+    log(f"{len(table) - len(failed)} of {len(table)} groups passed; table: {output_dir / 'preflight.md'}; "
+        f"budget: {output_dir / 'budget.md'}")
+    return failed.empty
+
+
+def probe_all(groups: list[Group], workdir: Path, image_side, device: str, preset: str, log=print) -> pd.DataFrame:
+    """One row per group: its runs, the probe's status, timings, peak memory and error."""
+    rows = []
+    for number, group in enumerate(groups, 1):
+        result = probe_in_subprocess(group, workdir / "groups" / group.key, image_side, device)
+        rows.append({"group": group.key, "code_path": group.label, "runs": len(group.runs),
+                     "run_list": " ".join(r.path(preset) for r in group.runs), **result})
+        shown = (f"{result['seconds_per_step']:.2f} s/step, {result['peak_mb']} MB"
+                 if result["status"] == "passed" else result["error"])
+        log(f"[{number}/{len(groups)}] {result['status']}: {group.label} ({len(group.runs)} runs): {shown}")
+    return pd.DataFrame(rows)
+
+
+def probe_in_subprocess(group: Group, workdir: Path, image_side, device: str) -> dict:
+    """`probe` in a process of its own: its peak memory is its own, and a crash (a segfault, the
+    kernel's out-of-memory kill) is a failure of this group, not of the preflight."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    spec = workdir / "spec.json"
+    spec.write_text(json.dumps({"cfg": group.cfg, "dataset": group.run.dataset, "workdir": str(workdir),
+                                "image_side": image_side, "device": device}))
+    done = subprocess.run([sys.executable, "-m", "dmlbench", "preflight-group", "--spec", str(spec)],
+                          capture_output=True, text=True)
+    result_file = workdir / "result.json"
+    if done.returncode == 0 and result_file.exists():
+        return json.loads(result_file.read_text())
+    tail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+    return {"status": "failed", "seconds_per_step": None, "eval_seconds_per_image": None,
+            "peak_mb": None, "error": f"the probe process ended with status {done.returncode}: {tail}",
+            "traceback": done.stderr[-4000:], "seconds": None}
+
+
+def project(plan: Plan, groups: list[Group], table: pd.DataFrame, image_side, devices: int) -> pd.DataFrame:
+    """Seconds of every run of the probed groups that passed (see `budget`)."""
+    measured = table.set_index("group")
+    rows = []
+    for group in groups:
+        row = measured.loc[group.key]
+        if row["status"] != "passed":
+            continue
+        for run in group.runs:
+            cfg = plan.resolve(run)
+            scale = (cfg["input"]["crop"] / image_side) ** 2 if image_side else 1.0
+            seconds = budget.run_seconds(cfg, run.dataset, row["seconds_per_step"] * scale,
+                                         row["eval_seconds_per_image"] * scale)
+            rows.append({"experiment": run.experiment, "run": run.path(plan.name), "group": group.key,
+                         "steps": cfg["epochs"] * budget.steps_per_epoch(cfg, run.dataset),
+                         "hours": seconds / 3600})
+    return pd.DataFrame(rows, columns=["experiment", "run", "group", "steps", "hours"])
+
+
+def _write_table(table: pd.DataFrame, output_dir: Path, preset: str, measured_on: str, image_side) -> None:
+    output_dir.mkdir(parents=True, exist_ok=True)
+    with atomic_path(output_dir / "preflight.csv") as tmp:
+        table.drop(columns=["traceback"]).to_csv(tmp, index=False)
+    lines = [f"# Preflight of preset `{preset}`", "",
+             f"Measured on {measured_on}" + (f", image side {image_side} px (batch, method and "
+                                            f"network as planned)" if image_side else "") + ".", "",
+             "| group | code path | runs | status | s/step | peak MB | error |", "|---|---|---|---|---|---|---|"]
+    for row in table.itertuples():
+        step = f"{row.seconds_per_step:.3f}" if row.status == "passed" else ""
+        peak = f"{row.peak_mb}" if row.status == "passed" else ""
+        lines.append(f"| {row.group} | {row.code_path} | {row.runs} | {row.status} | {step} | {peak} | {row.error} |")
+    with atomic_path(output_dir / "preflight.md") as tmp:
+        tmp.write_text("\n".join(lines) + "\n")
+
+
+def _write_budget(projection: pd.DataFrame, output_dir: Path, measured_on: str, image_side,
+                  devices: int, preset: str) -> None:
+    with atomic_path(output_dir / "budget.csv") as tmp:
+        projection.to_csv(tmp, index=False)
+    scaled = f", times scaled from {image_side} px by the pixel ratio" if image_side else ""
+    lines = [f"# Compute budget of preset `{preset}`", "",
+             f"Projected from seconds per step measured on {measured_on}{scaled}; "
+             f"formula in the README (Preflight). Runs of failed groups are not counted.", "",
+             f"| experiment | runs | device-hours | wall hours on {devices} devices |", "|---|---|---|---|"]
+    for experiment, part in projection.groupby("experiment", sort=False):
+        lines.append(f"| {experiment} | {len(part)} | {part['hours'].sum():.1f} | "
+                     f"{budget.wall_seconds(list(part['hours']), devices):.1f} |")
+    hours = list(projection["hours"])
+    lines.append(f"| **all** | {len(hours)} | {sum(hours):.1f} | {budget.wall_seconds(hours, devices):.1f} |")
+    with atomic_path(output_dir / "budget.md") as tmp:
+        tmp.write_text("\n".join(lines) + "\n")

@@ -1,0 +1,92 @@
+"""Preflight: grouping by code path, failures reported for exactly their group, budget arithmetic."""
+
+import copy
+import math
+
+import pytest
+
+from conftest import CONFIG_DIR
+from dmlbench.plan import Plan
+from dmlbench.preflight import budget
+from dmlbench.preflight.grouping import code_path, group_runs
+from dmlbench.preflight.runner import bounded, probe_all
+
+
+@pytest.fixture(scope="module")
+def full():
+    return Plan.load(CONFIG_DIR, {"preset": "full"})
+
+
+def test_runs_differing_only_in_seed_share_a_group(full):
+    groups = group_runs(full, full.runs("dro.f4"))  # 6 methods × 5 seeds on cub
+    assert len(groups) == 6 and all(len(g.runs) == 5 for g in groups)
+    assert all(len({r.seed for r in g.runs}) == 5 for g in groups)
+
+
+@pytest.mark.parametrize("path, value", [
+    (("model", "backbone"), "resnet50"), (("model", "embedding_dim"), 64), (("model", "pretrained"), False),
+    (("input", "crop"), 200), (("batch", "size"), 160), (("batch", "per_class"), 4),
+    (("method", "loss", "gamma"), 0.001), (("method", "miner"), {"name": "hardest"}),
+    (("method", "sampler"), "shuffle"), (("optimizer", "name"), "sgd"), (("schedule", "milestones"), [3]),
+    (("scheme", "hncm"), True), (("eval", "ks"), [1, 10]), (("record", "scatter_epochs"), [0])])
+def test_a_code_path_setting_makes_another_group(full, path, value):
+    cfg = full.resolve(full.runs("dro.t1")[0])
+    changed = copy.deepcopy(cfg)
+    target = changed
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    assert code_path(changed, "cub") != code_path(cfg, "cub")
+
+
+def test_seed_learning_rate_and_a_dataset_of_the_same_layout_keep_the_group(full):
+    cfg = full.resolve(full.runs("dro.t1")[0])
+    other = copy.deepcopy(cfg)
+    other["seed"] = 7
+    other["optimizer"]["lr"] = 3e-4
+    assert code_path(other, "cars") == code_path(cfg, "cub")
+    assert code_path(cfg, "inshop") != code_path(cfg, "cub")  # query/gallery evaluation
+
+
+def test_bounded_part_covers_every_paper_backbone_loss_and_miner(full):
+    groups = group_runs(full)
+    part = bounded(groups)
+    assert len(part) < len(groups)
+    for name, of in (("paper", lambda g: g.run.experiment.split(".")[0]),
+                     ("backbone", lambda g: g.cfg["model"]["backbone"]),
+                     ("loss", lambda g: repr(sorted(g.cfg["method"]["loss"].items()))),
+                     ("miner", lambda g: repr(g.cfg["method"]["miner"]))):
+        assert {of(g) for g in part} == {of(g) for g in groups}, name
+
+
+def test_an_injected_failure_is_reported_for_exactly_its_group(tmp_path):
+    smoke = Plan.load(CONFIG_DIR, {"preset": "smoke"})
+    groups = group_runs(smoke, smoke.runs("ms.t1") + smoke.runs("dro.t1"))
+    assert len(groups) == 4
+    # SoftTriple at γ = 0 divides by zero: a loss that is NaN at some parameter
+    groups[1].cfg["method"] = {"name": "softtriple", "loss": {"name": "softtriple", "gamma": 0.0},
+                               "miner": None, "sampler": "shuffle"}
+    groups[2].cfg["model"].update(backbone="bninception", embedding_dim=8)  # rejects 16-pixel input
+    groups[2].cfg["input"].update(resize=16, crop=16)
+    table = probe_all(groups, tmp_path, None, "cpu", "smoke", log=lambda m: None)
+    assert list(table["status"]) == ["passed", "failed", "failed", "passed"]
+    assert "training diverged" in table.loc[1, "error"] and "nan" in table.loc[1, "error"]
+    assert table.loc[2, "error"] and "diverged" not in table.loc[2, "error"]
+    assert table.loc[1, "run_list"] == " ".join(r.path("smoke") for r in groups[1].runs)
+    assert (table.loc[[0, 3], "seconds_per_step"] > 0).all()
+
+
+def test_budget_of_a_hand_computed_plan():
+    cfg = {"epochs": 10, "batches_per_epoch": None, "batch": {"size": 80, "per_class": 5, "per_pair": 5},
+           "method": {"sampler": "m_per_class"}, "eval": {"every": 5},
+           "record": {"scatter_epochs": [], "probe": {"epochs": [], "steps": 146}}}
+    assert budget.steps_per_epoch(cfg, "cub") == 5864 // 80 == 73
+    assert budget.evaluations(cfg) == 3
+    assert budget.run_seconds(cfg, "cub", 0.5, 0.001) == pytest.approx(10 * 73 * 0.5 + 3 * 5924 * 0.001)
+    pairs = dict(cfg, method={"sampler": "category_pairs"})
+    assert budget.steps_per_epoch(pairs, "sop") == 66 * 5 and budget.steps_per_epoch(pairs, "inshop") == 253 * 5
+    fixed = dict(cfg, batches_per_epoch=12, eval={"every": 0})
+    assert budget.run_seconds(fixed, "inshop", 2.0, 0.01) == pytest.approx(10 * 12 * 2.0 + (14218 + 12612) * 0.01)
+    assert budget.wall_seconds([5, 4, 3, 3, 3], 2) == 10  # longest first: {5, 3} then {4, 3, 3}
+    assert budget.wall_seconds([5, 4, 3, 3, 3], 8) == 5 and budget.wall_seconds([1.0] * 9, 4) == 3
+    assert math.isclose(budget.wall_seconds([2.0] * 4, 1), 8.0)

@@ -2,8 +2,10 @@
 VENV ?= .venv
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 CORES ?= 2
+# crop side of the preflight's probes on CPU; `make preflight PREFLIGHT_SIDE=` probes at the real size (GPU)
+PREFLIGHT_SIDE ?= 64
 
-.PHONY: demo test smoke dry-run doctor test-slurm clean-demo
+.PHONY: demo test smoke dry-run doctor preflight test-slurm clean-demo
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -27,6 +29,9 @@ test-slurm: $(VENV)/.installed  ## the smoke preset on a real one-node SLURM sta
 
 doctor: $(VENV)/.installed  ## what this machine has and lacks for the full preset (under a minute)
 	python -m dmlbench doctor
+
+preflight: $(VENV)/.installed  ## every code path of the full preset run once on fixtures + its compute budget
+	python -m dmlbench preflight $(if $(PREFLIGHT_SIDE),--image-side $(PREFLIGHT_SIDE))
 
 dry-run: $(VENV)/.installed  ## the full preset's jobs, as a GPU box would run them
 	snakemake -n --cores all --resources gpu=8

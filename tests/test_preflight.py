@@ -90,3 +90,34 @@ def test_budget_of_a_hand_computed_plan():
     assert budget.wall_seconds([5, 4, 3, 3, 3], 2) == 10  # longest first: {5, 3} then {4, 3, 3}
     assert budget.wall_seconds([5, 4, 3, 3, 3], 8) == 5 and budget.wall_seconds([1.0] * 9, 4) == 3
     assert math.isclose(budget.wall_seconds([2.0] * 4, 1), 8.0)
+
+
+@pytest.mark.slow
+def test_bounded_preflight_of_the_full_catalogue_passes(tmp_path):
+    """Every paper, backbone, loss, miner, sampler and scheme of `full` at its real batch and
+    parameters, on fixtures at 32-pixel crops (`make preflight` runs every group)."""
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    from conftest import python_env
+    from dmlbench.report.index import _budget_html
+
+    out = tmp_path / "reports" / "full" / "preflight"
+    done = subprocess.run([sys.executable, "-m", "dmlbench", "preflight", "--bounded", "--image-side", "32",
+                           "--workdir", str(tmp_path / "work"), "--output-dir", str(out)],
+                          capture_output=True, text=True, env=python_env())
+    table = pd.read_csv(out / "preflight.csv")
+    failed = table[table["status"] != "passed"]
+    assert done.returncode == 0 and failed.empty, failed[["code_path", "error"]].to_string() + done.stderr[-3000:]
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    assert len(table) == len(bounded(group_runs(plan)))
+    assert (table["seconds_per_step"] > 0).all() and (table["peak_mb"] > 0).all()
+    projection = pd.read_csv(out / "budget.csv")
+    assert set(projection["run"]) == {r.path("full") for g in bounded(group_runs(plan)) for r in g.runs}
+    assert (projection["hours"] > 0).all()
+    text = (out / "budget.md").read_text()
+    assert "scaled from 32 px" in text and "| **all** |" in text
+    page = _budget_html(out / "budget.md", "full", out.parent)
+    assert "Compute budget" in page and "preflight/preflight.md" in page

@@ -113,11 +113,28 @@ def _preset_body(info: dict, preset_dir: Path, page_dir: Path) -> str:
     if info["toy_data"]:
         body.append(f"<p class='warning'>{html.escape(TOY_NOTE)}</p>")
     body.append(_toc(info))
+    budget = preset_dir / "preflight" / "budget.md"
+    if budget.exists():
+        body.append(_budget_html(budget, preset, page_dir))
     for paper in info["papers"]:
         body.append(f"<h2>{html.escape(paper['title'])}</h2>")
         for exp in paper["experiments"]:
             body.append(_experiment_html(exp, preset, preset_dir / exp["id"], page_dir))
     return "".join(body)
+
+
+def _budget_html(budget: Path, preset: str, page_dir: Path) -> str:
+    """The preflight's compute budget (`python -m dmlbench preflight`), as it wrote it."""
+    lines = budget.read_text().splitlines()[1:]
+    text = [f"<p class='note'>{html.escape(line)}</p>" for line in lines
+            if line.strip() and not line.startswith("|")]
+    rows = [[html.escape(c.strip().strip("*")) for c in line.strip("|").split("|")]
+            for line in lines if line.startswith("|") and not line.startswith("|---")]
+    table = "<table>" + "".join("<tr>" + "".join(f"<{'th' if i == 0 else 'td'}>{c}</{'th' if i == 0 else 'td'}>"
+                                                  for c in row) + "</tr>" for i, row in enumerate(rows)) + "</table>"
+    link = os.path.relpath(budget.parent / "preflight.md", page_dir)
+    return (f"<h2 id='{html.escape(preset)}-budget'>Compute budget (preflight)</h2>" + "".join(text)
+            + table + f"<p><a href='{html.escape(link)}'>every group's probe</a></p>")
 
 
 def _experiment_html(exp: dict, preset: str, folder: Path, page_dir: Path) -> str:

@@ -111,16 +111,6 @@ def cmd_preflight(args) -> None:
         sys.exit(1)
 
 
-def cmd_preflight_group(args) -> None:
-    from dmlbench.io import write_json
-    from dmlbench.preflight.probe import probe
-
-    spec = json.loads(Path(args.spec).read_text())
-    workdir = Path(spec["workdir"])
-    result = probe(spec["cfg"], spec["dataset"], workdir, spec["image_side"], spec["device"])
-    write_json(workdir / "result.json", result)
-
-
 def cmd_gpu_slot(args) -> None:
     from dmlbench.gpu_slots import run_on_free_device
 
@@ -204,10 +194,6 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--workdir", default="data/preflight", help="fixtures and scratch run folders")
     s.add_argument("--output-dir", default=None, help="default: reports/<preset>/preflight")
     s.set_defaults(func=cmd_preflight)
-
-    s = sub.add_parser("preflight-group", help="(internal) probe one group of the preflight")
-    s.add_argument("--spec", required=True, help="JSON file written by the preflight")
-    s.set_defaults(func=cmd_preflight_group)
 
     s = sub.add_parser("gpu-slot", help="run a command on a device no other such command holds")
     s.add_argument("--slots", type=int, required=True, help="number of devices (0: leave as is)")

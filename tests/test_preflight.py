@@ -28,7 +28,8 @@ def test_runs_differing_only_in_seed_share_a_group(full):
     (("input", "crop"), 200), (("batch", "size"), 160), (("batch", "per_class"), 4),
     (("method", "loss", "gamma"), 0.001), (("method", "miner"), {"name": "hardest"}),
     (("method", "sampler"), "shuffle"), (("optimizer", "name"), "sgd"), (("schedule", "milestones"), [3]),
-    (("scheme", "hncm"), True), (("eval", "ks"), [1, 10]), (("record", "scatter_epochs"), [0])])
+    (("scheme", "hncm"), True), (("eval", "every"), 5),
+    (("record", "scatter_epochs"), [0])])
 def test_a_code_path_setting_makes_another_group(full, path, value):
     cfg = full.resolve(full.runs("dro.t1")[0])
     changed = copy.deepcopy(cfg)

@@ -27,7 +27,7 @@ def code_path(cfg: dict, dataset: str) -> dict:
                       "head_lr_mult": optimizer["head_lr_mult"] != 1,
                       "loss_lr_mult": optimizer["loss_lr_mult"] != 1},
         "schedule": bool(cfg["schedule"]["milestones"]),
-        "eval": {"ks": cfg["eval"]["ks"], "per_epoch": bool(cfg["eval"]["every"]),
+        "eval": {"per_epoch": bool(cfg["eval"]["every"]),
                  "vehicleid_protocol": cfg["eval"]["vehicleid_protocol"],
                  "kmeans_restarts": cfg["eval"]["kmeans_restarts"]},
         "record": cfg["record"],

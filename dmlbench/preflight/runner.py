@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import platform
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import torch
 
 from dmlbench import environment
-from dmlbench.io import atomic_path
+from dmlbench.io import atomic_path, write_json
 from dmlbench.plan import Plan
 from dmlbench.preflight import budget
 from dmlbench.preflight.grouping import LAYOUTS, Group, group_runs
+from dmlbench.preflight.probe import probe
 
 
 def bounded(groups: list[Group]) -> list[Group]:
@@ -82,21 +82,26 @@ def probe_all(groups: list[Group], workdir: Path, image_side, device: str, prese
 
 
 def probe_in_subprocess(group: Group, workdir: Path, image_side, device: str) -> dict:
-    """`probe` in a process of its own: its peak memory is its own, and a crash (a segfault, the
-    kernel's out-of-memory kill) is a failure of this group, not of the preflight."""
+    """`probe` in a forked process of its own: its peak memory is its own, and a crash (a
+    segfault, the kernel's out-of-memory kill) is a failure of this group, not of the preflight.
+    Forked, not started afresh, to skip the imports (the parent never initialises CUDA)."""
     workdir.mkdir(parents=True, exist_ok=True)
-    spec = workdir / "spec.json"
-    spec.write_text(json.dumps({"cfg": group.cfg, "dataset": group.run.dataset, "workdir": str(workdir),
-                                "image_side": image_side, "device": device}))
-    done = subprocess.run([sys.executable, "-m", "dmlbench", "preflight-group", "--spec", str(spec)],
-                          capture_output=True, text=True)
     result_file = workdir / "result.json"
-    if done.returncode == 0 and result_file.exists():
+    result_file.unlink(missing_ok=True)
+    child = multiprocessing.get_context("fork").Process(
+        target=_probe_to_file, args=(group.cfg, group.run.dataset, workdir, image_side, device, result_file))
+    child.start()
+    child.join()
+    if child.exitcode == 0 and result_file.exists():
         return json.loads(result_file.read_text())
-    tail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+    how = f"signal {-child.exitcode}" if child.exitcode < 0 else f"status {child.exitcode}"
     return {"status": "failed", "seconds_per_step": None, "eval_seconds_per_image": None,
-            "peak_mb": None, "error": f"the probe process ended with status {done.returncode}: {tail}",
-            "traceback": done.stderr[-4000:], "seconds": None}
+            "peak_mb": None, "error": f"the probe process ended with {how} (see the log above)",
+            "traceback": "", "seconds": None}
+
+
+def _probe_to_file(cfg, dataset, workdir, image_side, device, result_file) -> None:
+    write_json(result_file, probe(cfg, dataset, workdir, image_side, device))
 
 
 def project(plan: Plan, groups: list[Group], table: pd.DataFrame, image_side, devices: int) -> pd.DataFrame:

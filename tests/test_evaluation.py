@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from dmlbench import evaluation, search
+from dmlbench import evaluation, ranking, search
 
 
 def brute_neighbours(queries, gallery, self_retrieval):
@@ -73,12 +73,62 @@ def test_query_is_excluded_even_with_exact_duplicates():
     assert metrics["recall@1"] == 0.0
 
 
-def test_search_in_chunks_equals_one_pass():
-    x, _ = data(3, n=257)
-    x = x / np.linalg.norm(x, axis=1, keepdims=True)
-    one = search.knn(x, x, 10, exclude_self=True, chunk=10_000)
-    chunked = search.knn(x, x, 10, exclude_self=True, chunk=7)
-    np.testing.assert_array_equal(one, chunked)
+def test_ranking_in_chunks_equals_one_pass():
+    x, y = data(3, n=257)
+    one = ranking.relevant_ranks(x, y, x, y, True, 9, chunk=10_000)
+    chunked = ranking.relevant_ranks(x, y, x, y, True, 9, chunk=7)
+    for a, b in zip(one, chunked):
+        np.testing.assert_array_equal(a, b)
+
+
+def brute_order_ties_to_higher_index(queries, gallery, self_retrieval):
+    """Every row's gallery order: similarity descending, equal similarities higher index first."""
+    q = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    g = gallery / np.linalg.norm(gallery, axis=1, keepdims=True)
+    orders = []
+    for i, row in enumerate(q):
+        sims = [float(np.dot(row, item)) for item in g]
+        items = [j for j in range(len(g)) if not (self_retrieval and j == i)]
+        orders.append(sorted(items, key=lambda j: (-sims[j], -j)))
+    return orders
+
+
+def tied_data(seed):
+    """Few distinct vectors, each several times with different labels: ties everywhere, also
+    across the R-th place."""
+    rng = np.random.default_rng(seed)
+    base = np.zeros((7, 8), dtype=np.float32)  # four entries ±1: norm 2, so normalised vectors
+    for row in base:                            # and their similarities are exact in float32
+        row[rng.choice(8, 4, replace=False)] = rng.choice([-1.0, 1.0], 4)
+    x = base[rng.integers(0, 7, 60)]
+    return x, rng.integers(0, 5, 60)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("self_retrieval", [True, False])
+def test_ranks_with_ties_self_exclusion_and_query_gallery_equal_brute_force(seed, self_retrieval):
+    x, y = tied_data(seed)
+    q, ql, g, gl = (x, y, x, y) if self_retrieval else (x[:25], y[:25], x[25:], y[25:])
+    depth = 9
+    first, top = ranking.relevant_ranks(q / 2, ql, g / 2, gl, self_retrieval, depth, chunk=8)
+    for i, order in enumerate(brute_order_ties_to_higher_index(q, g, self_retrieval)):
+        hits = [gl[j] == ql[i] for j in order]
+        assert first[i] == (hits.index(True) if any(hits) else len(g)), i
+        assert list(top[i]) == hits[:depth], i
+    ks = (1, 2, 4, 8, 16)
+    ours = evaluation.retrieval_metrics(g, gl, ks, None if self_retrieval else q,
+                                        None if self_retrieval else ql, clustering=False)
+    orders = brute_order_ties_to_higher_index(q, g, self_retrieval)
+    for k in ks:
+        expected = np.mean([any(gl[j] == ql[i] for j in order[:k]) for i, order in enumerate(orders)])
+        assert ours[f"recall@{k}"] == pytest.approx(expected, abs=1e-12)
+    maps = []
+    for i, order in enumerate(orders):
+        r = int(np.sum(gl == ql[i])) - int(self_retrieval)
+        if r:
+            hits = [gl[j] == ql[i] for j in order[:r]]
+            maps.append(sum(sum(hits[:j + 1]) / (j + 1) for j in range(r) if hits[j]) / r)
+    assert ours["map@r"] == pytest.approx(np.mean(maps), abs=1e-12)
 
 
 def brute_f1(labels, clusters):
@@ -147,3 +197,18 @@ def test_nan_embeddings_are_refused():
     x[3, 2] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         evaluation.retrieval_metrics(x, y, (1,))
+
+
+def test_ties_are_ordered_as_the_faiss_flat_index_ordered_them():
+    """The earlier search (faiss IndexFlatIP) put equal similarities higher index first."""
+    import faiss
+
+    x, y = tied_data(1)
+    x = x / 2
+    index = faiss.IndexFlatIP(x.shape[1])
+    index.add(x)
+    _, found = index.search(x, len(x))
+    _, top = ranking.relevant_ranks(x, y, x, y, True, 12)
+    for i in range(len(x)):
+        order = [j for j in found[i] if j != i][:12]
+        assert list(top[i]) == [y[j] == y[i] for j in order]

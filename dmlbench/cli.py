@@ -98,6 +98,12 @@ def cmd_doctor(args) -> None:
         sys.exit(1)
 
 
+def cmd_store(args) -> None:
+    from dmlbench.data import store
+
+    store.build(Path(args.manifest), Path(args.output), args.side)
+
+
 def cmd_preflight(args) -> None:
     from dmlbench.plan import Plan
     from dmlbench.preflight import runner
@@ -180,6 +186,12 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--slurm", action="store_true", help="also check the SLURM executor plugin")
     s.add_argument("--timeout", type=float, default=5.0, help="seconds per source probe")
     s.set_defaults(func=cmd_doctor)
+
+    s = sub.add_parser("store", help="decode a manifest's images once into a memory-mapped array")
+    s.add_argument("--manifest", required=True)
+    s.add_argument("--side", type=int, required=True, help="images are resized to side × side")
+    s.add_argument("--output", required=True, help="the store folder")
+    s.set_defaults(func=cmd_store)
 
     s = sub.add_parser("preflight", help="run every code path of a plan once on fixtures; project its compute budget")
     s.add_argument("--config-dir", default=CONFIG_DIR)

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from dmlbench import evaluation
-from dmlbench.data import images
+from dmlbench.data import batches
 
 
 def loader_options(cfg: dict, device) -> dict:
@@ -20,8 +20,7 @@ def loader_options(cfg: dict, device) -> dict:
 
 
 def split_loader(table, base, split: str, cfg: dict, device):
-    subset = table[table["split"] == split]
-    data = images.ManifestImages(subset, base, images.test_transform(cfg["input"]))
+    data = batches.split_images(table, table.index[table["split"] == split], base, cfg, train=False)
     return torch.utils.data.DataLoader(data, batch_size=cfg["eval"]["batch_size"], shuffle=False,
                                        **loader_options(cfg, device))
 
@@ -30,8 +29,9 @@ def split_loader(table, base, split: str, cfg: dict, device):
 def embed(model, loader, device) -> tuple[np.ndarray, np.ndarray]:
     model.eval()
     out, labels = [], []
-    for batch, y in loader:
-        out.append(model(batch.to(device)).float().cpu())
+    for loaded in loader:
+        batch, y = loader.dataset.device_batch(loaded, device)
+        out.append(model(batch).float().cpu())
         labels.append(y)
     return torch.cat(out).numpy(), torch.cat(labels).numpy()
 

@@ -330,6 +330,17 @@ class Plan:
             return f"{self.data_dir}/{dataset}/cache{size}/manifest.csv"
         return f"{self.data_dir}/{dataset}/manifest.csv"
 
+    def store(self, dataset: str, side: int) -> str | None:
+        """The decoded-image store a run reads (beside its manifest), when the preset has one."""
+        if not self.preset["data"].get("store"):
+            return None
+        return f"{Path(self.manifest(dataset)).parent}/store{side}"
+
+    def store_marker(self, run: Run) -> list[str]:
+        """The store file a run's training needs (none without a store)."""
+        folder = self.resolve(run)["data"].get("store")
+        return [f"{folder}/store.json"] if folder else []
+
     def prepare_spec(self, dataset: str) -> dict:
         data = self.preset["data"]
         return {"dataset": dataset, "source": data["source"], "root": data["root"],
@@ -355,6 +366,9 @@ class Plan:
         cfg["run"] = {"preset": self.name, "experiment": run.experiment, "dataset": run.dataset,
                       "method": run.method, "seed": run.seed}
         cfg["data"] = {"manifest": self.manifest(run.dataset)}
+        store = self.store(run.dataset, cfg["input"]["resize"])
+        if store:
+            cfg["data"]["store"] = store
         return cfg
 
     @property

@@ -82,8 +82,9 @@ def probe(model, criterion, data, cfg: dict, device, generator: torch.Generator)
     loader = torch.utils.data.DataLoader(data, batch_sampler=sampler, generator=generator,
                                          num_workers=cfg["loader"]["workers"])
     rows = []
-    for step, (images, labels) in enumerate(loader, 1):
-        images, labels = images.to(device), labels.to(device)
+    for step, loaded in enumerate(loader, 1):
+        images, labels = data.device_batch(loaded, device)
+        labels = labels.to(device)
         embeddings = model(images)
         a, p, n = criterion.triplets(embeddings.detach(), labels)
         before = F.normalize(embeddings.detach(), dim=1)

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from dmlbench import environment, models, recording, run_folder, schemes
-from dmlbench.data import images, manifest
+from dmlbench.data import batches, manifest
 from dmlbench.errors import DmlbenchError
 from dmlbench.io import atomic_path, write_json
 from dmlbench.method import Criterion
@@ -94,11 +94,11 @@ def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
 
     table = manifest.read(Path(cfg["data"]["manifest"]))
     base = Path(cfg["data"]["manifest"]).parent
-    train_table = table[table["split"] == "train"]
     # training labels as 0..C-1 (proxy losses index their proxies by label)
-    class_ids = train_table["label"].rank(method="dense").astype(int) - 1
-    train_table = train_table.assign(label=class_ids)
-    data = images.ManifestImages(train_table, base, images.train_transform(cfg["input"]))
+    is_train = table["split"] == "train"
+    class_ids = table.loc[is_train, "label"].rank(method="dense").astype(int) - 1
+    data = batches.split_images(table.assign(label=class_ids.reindex(table.index, fill_value=-1)),
+                                table.index[is_train], base, cfg, train=True)
 
     torch.manual_seed(cfg["seed"])
     model = models.build(cfg["model"]).to(device)
@@ -154,9 +154,9 @@ def _train_epoch(model, criterion, optimizer, scheme, loader, device, epoch, epo
     started = time.perf_counter()
     total, steps, skipped = 0.0, 0, 0
     memory = torch.channels_last if perf["channels_last"] else torch.contiguous_format
-    for step, (batch, labels) in enumerate(loader, 1):
+    for step, loaded in enumerate(loader, 1):
         plan = scheme.begin_step()
-        batch = batch.to(device, non_blocking=True, memory_format=memory)
+        batch, labels = loader.dataset.device_batch(loaded, device, memory)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=perf["bf16"]):
             embeddings = model(batch)
         pairs = None if plan.pairs is None else plan.pairs.to(device)

@@ -176,8 +176,8 @@ def test_diverging_loss_stops_the_run(run_config, tmp_path, monkeypatch):
     from dmlbench.method import Criterion
 
     class Diverged(Criterion):
-        def forward(self, embeddings, labels):
-            return super().forward(embeddings, labels) * float("nan")
+        def forward(self, embeddings, labels, pairs=None):
+            return super().forward(embeddings, labels, pairs) * float("nan")
 
     monkeypatch.setattr(training, "Criterion", Diverged)
     cfg = dict(run_config, epochs=1, batches_per_epoch=2)
@@ -192,8 +192,8 @@ def test_diverging_loss_is_one_line_on_the_command_line(run_config, tmp_path, mo
     from dmlbench.method import Criterion
 
     class Diverged(Criterion):
-        def forward(self, embeddings, labels):
-            return super().forward(embeddings, labels) * float("inf")
+        def forward(self, embeddings, labels, pairs=None):
+            return super().forward(embeddings, labels, pairs) * float("inf")
 
     monkeypatch.setattr(training, "Criterion", Diverged)
     cfg = dict(run_config, epochs=1, batches_per_epoch=2)

@@ -24,6 +24,11 @@ class ManifestImages(torch.utils.data.Dataset):
     def __len__(self) -> int:
         return len(self.paths)
 
+    def device_batch(self, loaded, device, memory_format=torch.contiguous_format):
+        """(images on `device`, labels) of a loaded batch."""
+        batch, labels = loaded
+        return batch.to(device, non_blocking=True, memory_format=memory_format), labels
+
     def __getitem__(self, index: int):
         try:
             with Image.open(self.paths[index]) as image:

@@ -1,5 +1,6 @@
 # Helpers shared by the rules: paths and the per-job specs the package computes.
 import json
+import re
 
 RUN_DIR = "results/{preset}/{experiment}/{dataset}/{method}/seed{seed}"
 

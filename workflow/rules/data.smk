@@ -21,3 +21,18 @@ rule cache:
     shell:
         "python -m dmlbench cache --manifest {input} --size {wildcards.size} --output {output}"
         " 2> >(tee {log} >&2)"
+
+
+rule store:
+    input:
+        "{folder}/manifest.csv",
+    output:
+        "{folder}/store{side}/store.json",
+    wildcard_constraints:
+        folder=rf"{re.escape(PLAN.data_dir)}/[a-z]+(/cache\d+)?",
+        side=r"\d+",
+    log:
+        f"logs/{PRESET}/store/{{folder}}-{{side}}.log",
+    shell:
+        "python -m dmlbench store --manifest {input} --side {wildcards.side}"
+        " --output {wildcards.folder}/store{wildcards.side} 2> >(tee {log} >&2)"

@@ -1,6 +1,7 @@
 rule train:
     input:
         manifest=lambda w: PLAN.manifest(w.dataset),
+        store=lambda w: PLAN.store_marker(run_of(w)),
     output:
         f"{RUN_DIR}/model.pt",
     params:

@@ -1,0 +1,77 @@
+"""The images of a split as a DataLoader dataset: decoded per image from files (`ManifestImages`),
+or sliced from the decoded-image store with crop, flip and scaling applied to the whole batch on
+the run's device (`StoreImages`). Both give the loop (images, labels) through `device_batch`, and
+for the same seed the same crops and flips: the store path draws them per image, in the same
+order, from the same generator as the per-image transforms."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from dmlbench.data import images, store
+
+
+def split_images(table, rows, base: Path, cfg: dict, train: bool):
+    """The images of `table.loc[rows]` for training (random crop, flip) or evaluation (centre
+    crop), from the store when the run has one (`cfg["data"]["store"]`)."""
+    subset = table.loc[rows]
+    folder = cfg["data"].get("store")
+    if folder:
+        pixels = store.open_pixels(Path(folder), Path(cfg["data"]["manifest"]), cfg["input"]["resize"])
+        return StoreImages(pixels, np.asarray(rows), subset, cfg["input"], train)
+    transform = images.train_transform(cfg["input"]) if train else images.test_transform(cfg["input"])
+    return images.ManifestImages(subset, base, transform)
+
+
+class StoreImages(torch.utils.data.Dataset):
+    """Rows of the store as uint8 (3 × side × side) with each image's crop corner and flip."""
+
+    def __init__(self, pixels: np.ndarray, rows: np.ndarray, subset, input_cfg: dict, train: bool):
+        self.pixels, self.rows = pixels, rows
+        self.labels = subset["label"].to_numpy()
+        self.supers = subset["super"].to_numpy() if "super" in subset else None
+        self.crop, self.flip, self.train = input_cfg["crop"], input_cfg["flip"], train
+        self.padding = input_cfg["padding"] if train else 0
+        self.side = pixels.shape[1]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, index: int):
+        image = torch.from_numpy(np.array(self.pixels[self.rows[index]])).permute(2, 0, 1)
+        top, left, flip = self._draw() if self.train else (*[round((self.side - self.crop) / 2.0)] * 2, False)
+        return image, int(self.labels[index]), top, left, flip
+
+    def _draw(self) -> tuple[int, int, bool]:
+        """torchvision's RandomCrop(crop, padding) then RandomHorizontalFlip, draw for draw."""
+        padded = self.side + 2 * self.padding
+        top = left = 0
+        if padded != self.crop:
+            top = int(torch.randint(0, padded - self.crop + 1, size=(1,)).item())
+            left = int(torch.randint(0, padded - self.crop + 1, size=(1,)).item())
+        flip = bool(torch.rand(1) < 0.5) if self.flip else False
+        return top, left, flip
+
+    def device_batch(self, loaded, device, memory_format=torch.contiguous_format):
+        pixels, labels, top, left, flip = loaded
+        pixels = pixels.to(device, non_blocking=True)
+        batch = crop_and_flip(pixels, top.to(device), left.to(device), flip.to(device), self.crop, self.padding)
+        return batch.contiguous(memory_format=memory_format), labels
+
+
+def crop_and_flip(pixels: torch.Tensor, top: torch.Tensor, left: torch.Tensor, flip: torch.Tensor,
+                  crop: int, padding: int) -> torch.Tensor:
+    """Zero-pad, crop each image at its own corner, mirror the flipped ones, scale to [0, 1]:
+    the per-image transforms' result, for the whole batch in a few tensor operations."""
+    if padding:
+        pixels = F.pad(pixels, (padding,) * 4)
+    steps = torch.arange(crop, device=pixels.device)
+    ys, xs = top[:, None] + steps, left[:, None] + steps
+    which = torch.arange(len(pixels), device=pixels.device)[:, None, None]
+    out = pixels.permute(0, 2, 3, 1)[which, ys[:, :, None], xs[:, None, :]].permute(0, 3, 1, 2)
+    out = torch.where(flip[:, None, None, None], out.flip(-1), out)
+    return out.float().div_(255)

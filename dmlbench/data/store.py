@@ -1,0 +1,107 @@
+"""Decoded-image store: every image of a manifest decoded once and resized to side × side (what
+training and evaluation do first), as uint8 in one memory-mapped array, so no epoch decodes a
+JPEG again. Random crop, flip and scaling then run on whole batches, on the GPU when the run is on
+one (`dmlbench.data.batches`).
+
+Folder: `pixels.npy` (N × side × side × 3, uint8, row i = manifest row i) and `store.json` (count,
+side, sha256 of the manifest it was built from). Built in a temporary folder and renamed when
+complete, so a killed build leaves nothing that would be used; a store whose manifest, count or
+side do not match is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from dmlbench.data import manifest
+from dmlbench.data.cache import UNREADABLE
+from dmlbench.errors import DatasetError
+from dmlbench.io import DiskFullError, atomic_dir, write_json, read_json
+
+VERSION = 1
+
+
+def size_bytes(count: int, side: int) -> int:
+    return count * side * side * 3
+
+
+def manifest_sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def build(manifest_path: Path, output: Path, side: int, log=lambda m: print(m, file=sys.stderr)) -> None:
+    """Decode and resize every image of `manifest_path` into the store folder `output`."""
+    manifest_path, output = Path(manifest_path), Path(output)
+    table = manifest.read(manifest_path)
+    need = size_bytes(len(table), side)
+    log(f"store {output}: {len(table)} images at {side}×{side} → {need / 2**30:.2f} GiB")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(output.parent).free
+    if free < need:
+        raise DiskFullError(f"the store {output} needs {need / 2**30:.2f} GiB and {output.parent} has "
+                            f"{free / 2**30:.2f} GiB free: free space, or set data.store: false")
+    base = manifest_path.parent
+    with atomic_dir(output) as tmp:
+        pixels = np.lib.format.open_memmap(tmp / "pixels.npy", mode="w+", dtype=np.uint8,
+                                           shape=(len(table), side, side, 3))
+        bad = []
+        for row, rel in enumerate(table["path"]):
+            try:
+                pixels[row] = decode(base / rel, side)
+            except UNREADABLE as error:
+                bad.append(f"{base / rel} ({error})")
+            if (row + 1) % 5000 == 0:
+                log(f"  stored {row + 1} of {len(table)} images")
+        if bad:
+            raise DatasetError(f"{len(bad)} of {len(table)} images of {manifest_path} cannot be decoded, "
+                               f"e.g. " + "; ".join(bad[:5]) + ". Replace them with intact copies, then rerun.")
+        pixels.flush()
+        del pixels
+        write_json(tmp / "store.json", {"version": VERSION, "count": len(table), "side": side,
+                                        "manifest": str(manifest_path),
+                                        "manifest_sha256": manifest_sha256(manifest_path)})
+
+
+def decode(path: Path, side: int) -> np.ndarray:
+    """The image as training's first step leaves it: RGB, resized to side × side (bilinear, as
+    `transforms.Resize((side, side))` on a PIL image)."""
+    with Image.open(path) as image:
+        image = image.convert("RGB")
+        if image.size != (side, side):
+            image = image.resize((side, side), Image.Resampling.BILINEAR)
+        return np.asarray(image, dtype=np.uint8)
+
+
+def open_pixels(folder: Path, manifest_path: Path, side: int) -> np.ndarray:
+    """The store's pixels (memory-mapped, read-only) after checking that they belong to this
+    manifest at this side; a store that does not is refused with what to do."""
+    folder = Path(folder)
+    info_path = folder / "store.json"
+    if not info_path.exists():
+        raise DatasetError(f"{folder} is not a complete decoded-image store (no store.json): "
+                           f"rerun the store step (or set data.store: false)")
+    info = read_json(info_path)
+    count = len(manifest.read(manifest_path))
+    problems = []
+    if info.get("version") != VERSION:
+        problems.append(f"version {info.get('version')} (this code writes {VERSION})")
+    if info["side"] != side:
+        problems.append(f"side {info['side']}, not {side}")
+    if info["count"] != count:
+        problems.append(f"{info['count']} images, the manifest has {count}")
+    if info["manifest_sha256"] != manifest_sha256(manifest_path):
+        problems.append(f"built from another version of {manifest_path}")
+    if problems:
+        raise DatasetError(f"decoded-image store {folder} does not match: {'; '.join(problems)}. "
+                           f"Delete the folder and rerun the store step.")
+    pixels = np.load(folder / "pixels.npy", mmap_mode="r")
+    if pixels.shape != (count, side, side, 3):
+        raise DatasetError(f"{folder / 'pixels.npy'} has shape {pixels.shape}, not "
+                           f"{(count, side, side, 3)}: delete the folder and rerun the store step")
+    return pixels

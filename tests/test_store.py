@@ -1,0 +1,130 @@
+"""Decoded-image store: the same tensors as the per-image path, refused when stale, atomic."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from dmlbench.data import batches, images, manifest, store
+from dmlbench.data.prepare import prepare
+from dmlbench.errors import DatasetError
+
+
+@pytest.fixture(scope="module")
+def cub(tmp_path_factory):
+    root = tmp_path_factory.mktemp("data")
+    path = root / "fixture" / "cub" / "manifest.csv"
+    prepare("cub", "fixture", root, path, fixture_size={"n_classes": 6, "per_class": 5, "image_size": 50})
+    return path
+
+
+def cfg_for(path, folder, crop=28, padding=3, flip=True):
+    return {"data": {"manifest": str(path), "store": str(folder) if folder else None},
+            "input": {"resize": 32, "crop": crop, "padding": padding, "flip": flip}}
+
+
+def loaded_batches(data, seed, train):
+    """Every batch of one pass, drawn as training draws them (seeded, shuffled)."""
+    torch.manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
+    loader = torch.utils.data.DataLoader(data, batch_size=7, shuffle=train, generator=generator)
+    return [data.device_batch(b, torch.device("cpu")) for b in loader]
+
+
+class StoredPixelsPerImage(torch.utils.data.Dataset):
+    """The per-image transforms applied to the stored pixels themselves."""
+
+    def __init__(self, pixels, rows, labels, transform):
+        self.pixels, self.rows, self.labels, self.transform = pixels, rows, labels, transform
+
+    def __len__(self):
+        return len(self.rows)
+
+    def __getitem__(self, i):
+        return self.transform(Image.fromarray(np.array(self.pixels[self.rows[i]]))), int(self.labels[i])
+
+    def device_batch(self, loaded, device):
+        return loaded[0].to(device), loaded[1]
+
+
+@pytest.mark.parametrize("padding, flip, crop", [(3, True, 28), (0, True, 32), (0, False, 24)])
+def test_store_batches_equal_the_per_image_path(cub, tmp_path, padding, flip, crop):
+    folder = tmp_path / "store32"
+    store.build(cub, folder, 32, log=lambda m: None)
+    table = manifest.read(cub)
+    rows = table.index[table["split"] == "train"]
+    cfg = cfg_for(cub, folder, crop, padding, flip)
+    from_store = batches.split_images(table, rows, cub.parent, cfg, train=True)
+    pixels = store.open_pixels(folder, cub, 32)
+    per_image = StoredPixelsPerImage(pixels, np.asarray(rows), table.loc[rows, "label"].to_numpy(),
+                                     images.train_transform(cfg["input"]))
+    files = batches.split_images(table, rows, cub.parent, dict(cfg, data={"manifest": str(cub)}), train=True)
+    for seed in (0, 1):
+        ours = loaded_batches(from_store, seed, train=True)
+        for reference in (per_image, files):  # the stored pixels, and the JPEG files decoded anew
+            theirs = loaded_batches(reference, seed, train=True)
+            assert len(ours) == len(theirs)
+            for (a, la), (b, lb) in zip(ours, theirs):
+                assert torch.equal(a, b) and torch.equal(la, lb)
+    test_rows = table.index[table["split"] == "test"]
+    centre = loaded_batches(batches.split_images(table, test_rows, cub.parent, cfg, train=False), 0, False)
+    plain = loaded_batches(batches.split_images(table, test_rows, cub.parent, dict(cfg, data={"manifest": str(cub)}),
+                                                train=False), 0, False)
+    assert all(torch.equal(a, b) for (a, _), (b, _) in zip(centre, plain))
+
+
+def test_a_store_of_another_manifest_is_refused(cub, tmp_path):
+    folder = tmp_path / "store32"
+    store.build(cub, folder, 32, log=lambda m: None)
+    changed = tmp_path / "manifest.csv"
+    table = manifest.read(cub)
+    table.loc[0, "label"] = 99
+    manifest.write(table, changed)
+    with pytest.raises(DatasetError, match="does not match: built from another version"):
+        store.open_pixels(folder, changed, 32)
+    with pytest.raises(DatasetError, match="side 32, not 40"):
+        store.open_pixels(folder, cub, 40)
+    manifest.write(table.iloc[:-1], changed)
+    with pytest.raises(DatasetError, match="images, the manifest has"):
+        store.open_pixels(folder, changed, 32)
+
+
+def test_an_interrupted_build_leaves_no_store_that_would_be_used(cub, tmp_path, monkeypatch):
+    folder = tmp_path / "store32"
+    real = store.decode
+    calls = []
+
+    def decode_then_stop(path, side):
+        calls.append(path)
+        if len(calls) == 10:
+            raise KeyboardInterrupt
+        return real(path, side)
+    monkeypatch.setattr(store, "decode", decode_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        store.build(cub, folder, 32, log=lambda m: None)
+    assert not folder.exists()
+    with pytest.raises(DatasetError, match="not a complete decoded-image store"):
+        store.open_pixels(folder, cub, 32)
+    # what a SIGKILL leaves (a half-written folder without store.json) is refused too
+    folder.mkdir()
+    np.save(folder / "pixels.npy", np.zeros((3, 32, 32, 3), dtype=np.uint8))
+    with pytest.raises(DatasetError, match="not a complete decoded-image store"):
+        store.open_pixels(folder, cub, 32)
+
+
+def test_unreadable_images_are_named_and_nothing_is_written(cub, tmp_path):
+    table = manifest.read(cub)
+    broken = tmp_path / "data"
+    broken.mkdir()
+    (broken / "bad.jpg").write_bytes(b"not a jpeg")
+    good = cub.parent / table.loc[1, "path"]
+    table = table.iloc[:2].assign(path=[str(broken / "bad.jpg"), str(good)])
+    path = tmp_path / "m.csv"
+    manifest.write(table, path)
+    with pytest.raises(DatasetError, match="1 of 2 images .* cannot be decoded, e.g. .*bad.jpg"):
+        store.build(path, tmp_path / "store32", 32, log=lambda m: None)
+    assert not (tmp_path / "store32").exists()
+    info_size = store.size_bytes(120053, 256)
+    assert round(info_size / 2**30, 1) == 22.0  # SOP at 256²: what the build announces

@@ -15,6 +15,7 @@ import torch
 
 from dmlbench import environment, models
 from dmlbench.data import manifest as manifest_io
+from dmlbench.data import store
 from dmlbench.data.prepare import prepare
 from dmlbench.model_eval import evaluate_model
 from dmlbench.train import train
@@ -66,6 +67,14 @@ def fixture_manifest(dataset: str, size: dict, image_size: int, root: Path) -> P
     return out
 
 
+def fixture_store(manifest: Path, side: int) -> str:
+    """The decoded-image store of a fixture manifest at `side`, built once."""
+    folder = manifest.parent / f"store{side}"
+    if not (folder / "store.json").exists():
+        store.build(manifest, folder, side, log=lambda m: None)
+    return str(folder)
+
+
 def peak_memory_mb(device: torch.device) -> int:
     """Peak memory of this process: CUDA's allocator peak on a GPU, else the peak resident set
     (VmHWM; each group is probed in a process of its own)."""
@@ -90,7 +99,10 @@ def probe(cfg: dict, dataset: str, workdir: Path, image_side: int | None = None,
     try:
         image_size = (image_side or cfg["input"]["crop"]) + 8
         manifest = fixture_manifest(dataset, fixture_size(cfg), image_size, workdir.parent / "fixtures")
+        uses_store = bool(cfg["data"].get("store"))
         cfg = probe_config(cfg, manifest, image_side, device)
+        if uses_store:  # the decoded-image store path, as the preset runs it
+            cfg["data"]["store"] = fixture_store(manifest, cfg["input"]["resize"])
         torch_device = environment.pick_device(device)
         _train_with_a_kill(cfg, run_dir)
         eval_seconds, images = _final_evaluation(cfg, run_dir, manifest, torch_device)

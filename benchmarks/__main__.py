@@ -36,7 +36,7 @@ def markdown(results: dict) -> str:
               "| method | batch | ms per iteration |", "|---|---|---|"]
     for r in results["dro"]:
         lines.append(f"| {r['method']} | {r['batch']} | {r['mean_ms']:.1f} ± {r['std_ms']:.1f} |")
-    lines += ["", "## Evaluation (targets: < 2 GB peak, ≤ AccuracyCalculator, ≤ 3× the matrix products)", ""]
+    lines += ["", "## Evaluation (targets: < 2 GB peak, ≤ AccuracyCalculator, ≤ 1.15× the matrix products)", ""]
     for size, rows in results["evaluation"].items():
         by = {r["contender"]: r for r in rows if "seconds" in r}
         lines += [f"### {size}", "", "| contender | seconds | peak extra MiB |", "|---|---|---|"]
@@ -48,18 +48,21 @@ def markdown(results: dict) -> str:
                       f"- suite / AccuracyCalculator (same metrics incl. k-means): "
                       f"{suite['seconds'] / by['pml']['seconds']:.2f}: "
                       f"{_target(suite['seconds'] <= by['pml']['seconds'])}",
-                      f"- exact search / matrix products: "
+                      f"- Recall@K, MAP@R, R-Precision (no clustering) / matrix products: "
                       f"{by['suite_knn_only']['seconds'] / by['roofline']['seconds']:.2f}: "
-                      f"{_target(by['suite_knn_only']['seconds'] <= 3 * by['roofline']['seconds'])}"]
+                      f"{_target(by['suite_knn_only']['seconds'] <= 1.15 * by['roofline']['seconds'])}"]
             shared = [k for k in ("recall@1", "map@r", "r_precision", "nmi") if k in by["pml"]["metrics"]]
             lines += [f"- {k}: suite {suite['metrics'][k]:.4f}, AccuracyCalculator "
                       f"{by['pml']['metrics'][k]:.4f}" for k in shared]
         lines.append("")
-    lines += ["## Input pipeline (target: cache ≥ 3× full-size)", "",
-              "| workers | full-size img/s | cached img/s | speed-up | target |", "|---|---|---|---|---|"]
+    lines += ["## Input pipeline (targets: store ≥ 5× the cache and ≥ 10× full-size JPEGs, per worker)", "",
+              "| workers | full-size img/s | cached img/s | store img/s | store / cache | target | "
+              "store / full-size | target |", "|---|---|---|---|---|---|---|---|"]
     for r in results["input_pipeline"]:
-        lines.append(f"| {r['workers']} | {r['full_size_images_per_s']:.0f} | "
-                     f"{r['cached_images_per_s']:.0f} | {r['speed_up']:.2f} | {_target(r['speed_up'] >= 3)} |")
+        lines.append(f"| {r['workers']} | {r['full_size_images_per_s']:.0f} | {r['cached_images_per_s']:.0f} | "
+                     f"{r['store_images_per_s']:.0f} | {r['store_over_cache']:.1f} | "
+                     f"{_target(r['store_over_cache'] >= 5)} | {r['store_over_full']:.1f} | "
+                     f"{_target(r['store_over_full'] >= 10)} |")
     w = results["workflow"]
     lines += ["", "## Workflow (target: `snakemake -n` of the full catalogue < 15 s)", "",
               f"- {w['median_s']:.1f} s median (min {w['min_s']:.1f}, max {w['max_s']:.1f}) for "
@@ -86,7 +89,7 @@ def main(argv=None) -> None:
                                          batches=(20,) if tiny else loss_timing.BATCHES).to_dict("records")
     sizes = ("tiny",) if tiny else ("sop", "inshop")
     results["evaluation"] = {size: evaluation.run(size) for size in sizes}
-    results["input_pipeline"] = input_pipeline.run(count=8 if tiny else 400, workers=(0,) if tiny else (0, 2))
+    results["input_pipeline"] = input_pipeline.run(count=8 if tiny else 400, workers=(0,) if tiny else (1, 2))
     results["workflow"] = workflow.run(repeats=1 if tiny else 3)
     results["training"] = training.run(steps=1 if tiny else 5)
     out = Path(args.out)

@@ -42,7 +42,7 @@ class StoreImages(torch.utils.data.Dataset):
         return len(self.rows)
 
     def __getitem__(self, index: int):
-        image = torch.from_numpy(np.array(self.pixels[self.rows[index]])).permute(2, 0, 1)
+        image = torch.from_numpy(np.array(self.pixels[self.rows[index]]))  # side × side × 3
         top, left, flip = self._draw() if self.train else (*[round((self.side - self.crop) / 2.0)] * 2, False)
         return image, int(self.labels[index]), top, left, flip
 
@@ -65,13 +65,19 @@ class StoreImages(torch.utils.data.Dataset):
 
 def crop_and_flip(pixels: torch.Tensor, top: torch.Tensor, left: torch.Tensor, flip: torch.Tensor,
                   crop: int, padding: int) -> torch.Tensor:
-    """Zero-pad, crop each image at its own corner, mirror the flipped ones, scale to [0, 1]:
-    the per-image transforms' result, for the whole batch in a few tensor operations."""
+    """From B × side × side × 3 uint8: zero-pad, crop each image at its own corner, mirror the
+    flipped ones, and return B × 3 × crop × crop floats in [0, 1], the per-image transforms'
+    result for the whole batch. One gather on a GPU; views and one copy on the CPU."""
     if padding:
-        pixels = F.pad(pixels, (padding,) * 4)
-    steps = torch.arange(crop, device=pixels.device)
-    ys, xs = top[:, None] + steps, left[:, None] + steps
-    which = torch.arange(len(pixels), device=pixels.device)[:, None, None]
-    out = pixels.permute(0, 2, 3, 1)[which, ys[:, :, None], xs[:, None, :]].permute(0, 3, 1, 2)
-    out = torch.where(flip[:, None, None, None], out.flip(-1), out)
-    return out.float().div_(255)
+        pixels = F.pad(pixels, (0, 0, padding, padding, padding, padding))
+    if pixels.device.type == "cpu":
+        out = torch.stack([image[t:t + crop, l:l + crop]
+                           for image, t, l in zip(pixels, top.tolist(), left.tolist())])
+    else:
+        steps = torch.arange(crop, device=pixels.device)
+        ys, xs = top[:, None] + steps, left[:, None] + steps
+        which = torch.arange(len(pixels), device=pixels.device)[:, None, None]
+        out = pixels[which, ys[:, :, None], xs[:, None, :]]
+    if flip.any():
+        out[flip] = out[flip].flip(2)
+    return out.permute(0, 3, 1, 2).to(torch.float32, memory_format=torch.contiguous_format).div_(255)

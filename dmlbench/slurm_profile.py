@@ -4,7 +4,7 @@ cluster is described by environment variables instead of edits of the profile:
 | variable | meaning | default |
 |---|---|---|
 | `DMLBENCH_SLURM_GPU_PARTITION` | partition of the training and evaluation jobs | `gpu` |
-| `DMLBENCH_SLURM_CPU_PARTITION` | partition of prepare and cache (empty: the cluster's default) | empty |
+| `DMLBENCH_SLURM_CPU_PARTITION` | partition of prepare, cache and store (empty: the cluster's default) | empty |
 | `DMLBENCH_SLURM_ACCOUNT` | account charged (empty: none given) | empty |
 | `DMLBENCH_SLURM_TRAIN_MINUTES` | run time limit of a training job | 2880 |
 | `DMLBENCH_SLURM_TRAIN_MEM_MB` | memory of a training or evaluation job | 32000 |
@@ -65,7 +65,7 @@ def gpu_job(minutes: int | None = None) -> dict:
 
 
 def cpu_job(minutes: int, mem_mb: int = 16000, cpus: int = 4) -> dict:
-    """Resources of a CPU-only job (prepare, cache): the CPU partition when one is named."""
+    """Resources of a CPU-only job (prepare, cache, store): the CPU partition when one is named."""
     resources = {"runtime": minutes, "mem_mb": mem_mb, "cpus_per_task": cpus}
     if setting("CPU_PARTITION"):
         resources["slurm_partition"] = setting("CPU_PARTITION")

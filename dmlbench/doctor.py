@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from dmlbench.data import acquire, datasets, manifest
+from dmlbench.data import acquire, datasets, manifest, store
 from dmlbench.errors import DmlbenchError
 
 OK, ACTION, INFO = "OK", "action needed", "info"
@@ -222,11 +222,20 @@ def weight_checks(plan, probes: dict[str, Probe]) -> list[Check]:
     return checks
 
 
+def store_gb(plan, dataset: str) -> float:
+    """GB of the decoded-image stores of `dataset`: one per input resize its runs use."""
+    if not plan.preset["data"].get("store"):
+        return 0.0
+    rows = sum(datasets.get(dataset).expected.images.values())
+    sides = {plan.resolve(run)["input"]["resize"] for run in plan.runs() if run.dataset == dataset}
+    return round(sum(store.size_bytes(rows, side) for side in sides) / 1e9, 1)
+
+
 def disk_check(plan, checks: list[Check], free_bytes: int | None = None) -> Check:
     """Free space at the data root against the datasets (and weights) still to fetch."""
     missing = [c.item for c in checks if c.area == "dataset" and not c.detail.startswith("prepared")
                and c.detail != "made on the machine (fixture or shipped)"]
-    need = {name: datasets.get(name).disk_gb for name in missing}
+    need = {name: datasets.get(name).disk_gb + store_gb(plan, name) for name in missing}
     weights_gb = WEIGHTS_GB * sum(1 for c in checks if c.area == "weights" and not c.detail.startswith("cached"))
     total = sum(need.values()) + weights_gb
     root = Path(plan.preset["data"]["root"])
@@ -235,7 +244,7 @@ def disk_check(plan, checks: list[Check], free_bytes: int | None = None) -> Chec
     listed = ", ".join(f"{k} {v:g} GB" for k, v in need.items()) or "nothing to fetch"
     detail = (f"{free / 1e9:.1f} GB free at {probe_at}; the plan still needs about {total:.1f} GB "
               f"({listed}{f', weights {weights_gb:.1f} GB' if weights_gb else ''}; archives + "
-              f"extracted images + cache)")
+              f"extracted images + cache{' + decoded-image stores' if plan.preset['data'].get('store') else ''})")
     return Check("disk", str(probe_at), OK if free >= total * 1e9 else ACTION, detail)
 
 

@@ -43,7 +43,7 @@ def test_nothing_here_and_no_network(tmp_path, monkeypatch):
     assert bn.status == doctor.ACTION and str(tmp_path / "hub" / "bn_inception-52deb4733.pth") in bn.detail
     disk = [c for c in checks if c.area == "disk"][0]
     assert disk.status == doctor.ACTION and "2.0 GB free" in disk.detail
-    assert "needs about 7.4 GB (cars 4.5 GB, cub 2.6 GB, weights 0.3 GB" in disk.detail
+    assert "needs about 12.9 GB (cars 7.7 GB, cub 4.9 GB, weights 0.3 GB" in disk.detail
     assert found[("machine", "CUDA devices")].status in (doctor.ACTION, doctor.OK)
     assert "need action" in doctor.table(checks)
 
@@ -75,7 +75,7 @@ def test_everything_in_place(tmp_path, monkeypatch):
     assert found[("weights", "bninception")].status == doctor.OK
     assert "cached" in found[("weights", "bninception")].detail
     disk = [c for c in checks if c.area == "disk"][0]
-    assert disk.status == doctor.OK and "(cars 4.5 GB, cub 2.6 GB;" in disk.detail  # still to extract
+    assert disk.status == doctor.OK and "(cars 7.7 GB, cub 4.9 GB;" in disk.detail  # to extract + stores (4.5 + 3.2, 2.6 + 2.3)
     assert found[("machine", "CUDA devices")].status != doctor.ACTION  # this plan runs on CPU
     assert not [c for c in checks if c.status == doctor.ACTION]
     assert "Everything the plan needs is here." in doctor.table(checks)

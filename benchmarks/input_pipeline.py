@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 from PIL import Image
 
-from dmlbench.data import batches, cache, images, manifest, store
+from dmlbench.data import batches, cache, manifest, store
 
 
 def write_images(folder: Path, count: int, size=(500, 375), seed: int = 0) -> Path:

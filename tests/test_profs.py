@@ -4,7 +4,6 @@ restriction, and resume inside a cycle."""
 import copy
 import json
 import math
-from pathlib import Path
 
 import pytest
 import torch
@@ -181,7 +180,7 @@ def lifted_brute(dist, labels, allowed, margin=1.0):
 
 def test_lifted_and_ms_drop_exactly_the_pairs_between_non_representatives():
     scheme = build(profs_cfg(iterations=4))
-    step = next(iter(scheme.batches(torch.Generator().manual_seed(1), 1)))
+    next(iter(scheme.batches(torch.Generator().manual_seed(1), 1)))
     plan = scheme.begin_step()
     labels = torch.tensor([LABELS[i] for i in plan.indices])
     reps = plan.representatives.tolist()

@@ -1,6 +1,5 @@
 """Decoded-image store: the same tensors as the per-image path, refused when stale, atomic."""
 
-import json
 
 import numpy as np
 import pytest

@@ -5,6 +5,7 @@ final evaluation with the run's K values, and what the run records."""
 from __future__ import annotations
 
 import copy
+import json
 import math
 import shutil
 import time
@@ -152,5 +153,4 @@ def _final_evaluation(cfg: dict, run_dir: Path, manifest: Path, device) -> tuple
 
 
 def _history(run_dir: Path) -> list[dict]:
-    import json
     return [json.loads(line) for line in (run_dir / "epochs.jsonl").read_text().splitlines()]

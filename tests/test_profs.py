@@ -238,7 +238,7 @@ def test_kill_inside_a_cycle_and_resume_gives_the_uninterrupted_run(tmp_path):
     prepare("cub", "fixture", tmp_path / "data", manifest,
             fixture_size={"n_classes": 8, "per_class": 6, "image_size": 40})
     cfg = profs_cfg(hncm=True, iterations=7)  # 5 iterations an epoch: the cycle spans epochs
-    cfg["data"]["manifest"] = str(manifest)
+    cfg["data"] = {"manifest": str(manifest)}  # files decoded per image (no store)
     cfg["model"]["embedding_dim"] = 16
     cfg.update(epochs=3, batches_per_epoch=5)
 

@@ -23,7 +23,7 @@ def run_config(tmp_path_factory):
                                                              "image_size": 40})
     plan = Plan.load(CONFIG_DIR, {"preset": "smoke"})
     cfg = plan.resolve(plan.find_run("suite.baselines", "cub", "ms", 0))
-    cfg["data"]["manifest"] = str(manifest)
+    cfg["data"] = {"manifest": str(manifest)}  # files decoded per image (no store)
     cfg.update(epochs=4, batches_per_epoch=10)
     return cfg
 

@@ -17,7 +17,7 @@ demo: $(VENV)/.installed  ## fixtures of the four datasets + digits, every rule,
 	snakemake --cores $(CORES) --config preset=demo
 	@echo "Report: reports/demo/index.html"
 
-test: $(VENV)/.installed  ## unit tests + the smoke preset through the real Snakemake DAG
+test: $(VENV)/.installed  ## unit tests + the smoke preset through the real Snakemake DAG + a bounded preflight
 	python -m pytest
 
 smoke: $(VENV)/.installed

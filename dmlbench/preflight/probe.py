@@ -48,14 +48,17 @@ def probe_config(cfg: dict, manifest: Path, image_side: int | None, device: str)
     return cfg
 
 
+FIXTURE_GROUPS = 12  # at most this many categories (SOP's 12) or vehicle-model shares (1/6) in a fixture
+
+
 def fixture_size(cfg: dict) -> dict:
     """A fixture large enough for one batch of the group's composition: classes for B / I, and
-    for the category and vehicle-model samplers half a batch within one category."""
+    for the category and vehicle-model samplers half a batch within every category."""
     batch, per_class = cfg["batch"]["size"], cfg["batch"]["per_class"]
     images = max(per_class + 1, 6)
     train_classes = math.ceil(batch / per_class) + 2
     if cfg["method"]["sampler"] in ("category_pairs", "vehicleid", "hard"):
-        train_classes = max(train_classes, math.ceil(6 * batch / images) + 2)
+        train_classes = max(train_classes, FIXTURE_GROUPS * (math.ceil(batch / 2 / images) + 1))
     return {"n_classes": 2 * train_classes, "per_class": images}
 
 

@@ -82,13 +82,16 @@ def probe_all(groups: list[Group], workdir: Path, image_side, device: str, prese
 
 
 def probe_in_subprocess(group: Group, workdir: Path, image_side, device: str) -> dict:
-    """`probe` in a forked process of its own: its peak memory is its own, and a crash (a
-    segfault, the kernel's out-of-memory kill) is a failure of this group, not of the preflight.
-    Forked, not started afresh, to skip the imports (the parent never initialises CUDA)."""
+    """`probe` in a process of its own: its peak memory is its own, and a crash (a segfault, the
+    kernel's out-of-memory kill) is a failure of this group, not of the preflight. Forked from a
+    fork server that has imported the probe once and run nothing (forking a process whose
+    torch thread pools have run deadlocks), so each group skips the imports."""
     workdir.mkdir(parents=True, exist_ok=True)
     result_file = workdir / "result.json"
     result_file.unlink(missing_ok=True)
-    child = multiprocessing.get_context("fork").Process(
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["dmlbench.preflight.probe"])
+    child = context.Process(
         target=_probe_to_file, args=(group.cfg, group.run.dataset, workdir, image_side, device, result_file))
     child.start()
     child.join()

@@ -38,6 +38,9 @@ def test_closest_similarities_match_a_loop():
 
 
 class TinyImages(torch.utils.data.Dataset):
+    def device_batch(self, loaded, device):
+        return loaded[0].to(device), loaded[1]
+
     def __init__(self, n_classes=4, per_class=8):
         g = torch.Generator().manual_seed(1)
         self.labels = [c for c in range(n_classes) for _ in range(per_class)]

@@ -37,9 +37,7 @@ def retrieval_metrics(
     _check_inputs(gallery, gallery_labels, queries, q_labels)
 
     relevant = _relevant_counts(q_labels, gallery_labels, self_retrieval)
-    depth = max(1, min(int(relevant.max()), len(gallery) - int(self_retrieval)))
-    first, top_hits = ranking.relevant_ranks(queries, q_labels, gallery, gallery_labels,
-                                             self_retrieval, depth)
+    first, top_hits = ranking.relevant_ranks(queries, q_labels, gallery, gallery_labels, self_retrieval)
     metrics = {f"recall@{k}": float((first < k).mean()) for k in ks}
     metrics.update(_map_at_r(top_hits, relevant))
     if clustering:

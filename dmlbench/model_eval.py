@@ -21,8 +21,8 @@ def loader_options(cfg: dict, device) -> dict:
 
 def split_loader(table, base, split: str, cfg: dict, device):
     data = batches.split_images(table, table.index[table["split"] == split], base, cfg, train=False)
-    return torch.utils.data.DataLoader(data, batch_size=cfg["eval"]["batch_size"], shuffle=False,
-                                       **loader_options(cfg, device))
+    return batches.loader(data, batch_size=cfg["eval"]["batch_size"], shuffle=False,
+                          **loader_options(cfg, device))
 
 
 @torch.no_grad()

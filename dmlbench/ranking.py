@@ -2,8 +2,17 @@
 
 Recall@K needs only the rank of a query's most similar relevant item (a hit at K when fewer than
 K items rank before it), and MAP@R and R-Precision only the first R places (R = the query's
-relevant items). So each chunk of queries costs one matrix product, a few comparisons against the
-best relevant similarity, and a top-R selection, instead of retrieving K = 1000 neighbours.
+relevant items). So each chunk of queries costs one matrix product and one pass over each
+similarity row, instead of retrieving K = 1000 neighbours:
+
+- a bound: the first R places all hold a similarity of at least the R-th largest, which is not
+  below the least similar relevant item's (R relevant items reach it) nor below the R-th
+  largest of a sample (every `STRIDE`-th gallery item, placed first in the matrix product so
+  that the sample is contiguous); the bound is the larger of the two, or the best relevant
+  item's similarity when that is lower;
+- the candidates, every item at or above the bound (one pass per row, in a pool of threads:
+  numpy releases the GIL in its loops), hold the first R places and every item ranked before
+  the best relevant one; ordering them gives both.
 
 Order: by cosine similarity, most similar first; equal similarities put the higher gallery
 index first (the order the faiss flat-index search gave before). In self-retrieval the query
@@ -12,15 +21,19 @@ itself is left out.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import torch
 
-CHUNK = 2048
+CHUNK = 1024  # query rows per matrix product
+STRIDE = 16  # every STRIDE-th gallery item is in the sample that bounds the R-th largest
+MAX_SORTED = 4096  # a row with more candidates is ranked on its own, by selection and counting
 
 
-def relevant_lists(q_labels: np.ndarray, g_labels: np.ndarray, self_retrieval: bool) -> torch.Tensor:
+def relevant_lists(q_labels: np.ndarray, g_labels: np.ndarray, self_retrieval: bool) -> np.ndarray:
     """For each query, the gallery indices of its class in ascending order, padded with −1
-    (its own index left out in self-retrieval)."""
+    (its own index left out in self-retrieval, as padding at the end)."""
     order = np.argsort(g_labels, kind="stable")
     classes, starts, counts = np.unique(g_labels[order], return_index=True, return_counts=True)
     width = int(counts.max()) if len(counts) else 0
@@ -32,61 +45,115 @@ def relevant_lists(q_labels: np.ndarray, g_labels: np.ndarray, self_retrieval: b
     lists = table[np.where(found, where, len(classes))]
     if self_retrieval:
         lists = np.where(lists == np.arange(len(q_labels))[:, None], -1, lists)
-    return torch.from_numpy(lists)
+        lists = np.take_along_axis(lists, np.argsort(lists < 0, axis=1, kind="stable"), axis=1)
+    return lists
 
 
 def relevant_ranks(queries: np.ndarray, q_labels: np.ndarray, gallery: np.ndarray,
-                   g_labels: np.ndarray, self_retrieval: bool, depth: int,
-                   chunk: int = CHUNK) -> tuple[np.ndarray, np.ndarray]:
+                   g_labels: np.ndarray, self_retrieval: bool, chunk: int = CHUNK,
+                   threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(first, top_hits): the 0-based rank of each query's best relevant item (the gallery size
-    when it has none), and whether each of its first `depth` places holds a relevant item."""
-    g = torch.from_numpy(np.ascontiguousarray(gallery, dtype=np.float32))
+    when it has none), and whether each of its first R places holds a relevant item (R = its
+    number of relevant items; the columns up to the largest R, later places False)."""
+    n = len(gallery)
+    g_labels, q_labels = np.asarray(g_labels), np.asarray(q_labels)
+    column_item = np.concatenate([np.arange(0, n, STRIDE), np.delete(np.arange(n), np.s_[::STRIDE])])
+    item_column = np.argsort(column_item)
+    g = torch.from_numpy(np.ascontiguousarray(np.asarray(gallery, dtype=np.float32)[column_item]))
     q = torch.from_numpy(np.ascontiguousarray(queries, dtype=np.float32))
-    g_lab = torch.from_numpy(np.asarray(g_labels))
-    q_lab = torch.from_numpy(np.asarray(q_labels))
-    lists = relevant_lists(np.asarray(q_labels), np.asarray(g_labels), self_retrieval)
-    n = len(g)
-    first = np.empty(len(q), dtype=np.int64)
-    top_hits = np.empty((len(q), depth), dtype=bool)
-    for start in range(0, len(q), chunk):
-        stop = min(start + chunk, len(q))
-        sim = q[start:stop] @ g.T
-        if self_retrieval:
-            rows = torch.arange(stop - start)
-            sim[rows, rows + start] = float("-inf")
-        first[start:stop] = _first_ranks(sim, lists[start:stop], n)
-        top = _top(sim, depth)
-        top_hits[start:stop] = (g_lab[top] == q_lab[start:stop, None]).numpy()
+    lists = relevant_lists(q_labels, g_labels, self_retrieval)
+    counts = (lists >= 0).sum(axis=1)
+    first = np.full(len(q), n, dtype=np.int64)
+    top_hits = np.zeros((len(q), max(int(counts.max(initial=0)), 1)), dtype=bool)
+    chunk = min(chunk, 1 << (31 - _index_bits(n)))  # row, similarity and index fit one int64
+    product = torch.empty((min(chunk, len(q)), n), dtype=torch.float32)  # reused: no page faults per chunk
+    threads = threads or torch.get_num_threads()
+    with ThreadPoolExecutor(threads) as pool:
+        ranker = _ChunkRanker(column_item, g_labels, len(range(0, n, STRIDE)), pool, threads)
+        for start in range(0, len(q), chunk):
+            rows = slice(start, min(start + chunk, len(q)))
+            sim = torch.matmul(q[rows], g.T, out=product[:rows.stop - start]).numpy()
+            if self_retrieval:
+                diagonal = np.arange(len(sim))
+                sim[diagonal, item_column[diagonal + start]] = -np.inf
+            columns = np.where(lists[rows] >= 0, item_column[np.maximum(lists[rows], 0)], -1)
+            ranker.rank(sim, lists[rows], columns, counts[rows], q_labels[rows], first[rows], top_hits[rows])
     return first, top_hits
 
 
-def _first_ranks(sim: torch.Tensor, lists: torch.Tensor, n: int) -> np.ndarray:
-    """Items before the best relevant one: those more similar, and equally similar ones of
-    higher index (ties are rare: counted only in rows that have them)."""
-    values = sim.gather(1, lists.clamp(min=0)).masked_fill(lists < 0, float("-inf"))
-    best = values.max(dim=1).values
-    best_index = torch.where(values == best[:, None], lists, torch.full_like(lists, -1)).max(dim=1).values
-    column = best[:, None]
-    above = (sim > column).sum(dim=1)
-    tied = (((sim >= column).sum(dim=1) - above) > 1) & torch.isfinite(best)
-    for row in tied.nonzero().flatten().tolist():
-        same = sim[row] == best[row]
-        above[row] += int(same[best_index[row] + 1:].sum())
-    above[torch.isinf(best)] = n  # no relevant item: never a hit
-    return above.numpy()
+class _ChunkRanker:
+    """Ranks chunks of similarity rows whose columns are gallery items `column_item`, the
+    first `sampled` of them the sample; row passes run on `pool`'s `threads` threads."""
+
+    def __init__(self, column_item: np.ndarray, g_labels: np.ndarray, sampled: int,
+                 pool: ThreadPoolExecutor, threads: int):
+        self.column_item, self.g_labels, self.sampled = column_item, g_labels, sampled
+        self.pool, self.threads = pool, threads
+
+    def rank(self, sim, lists, columns, counts, q_labels, first, hits) -> None:
+        """Fill `first` and `hits` of a chunk of rows (`lists`: relevant items, `columns`:
+        theirs in `sim`, both padded with −1)."""
+        valid = lists >= 0
+        values = np.where(valid, np.take_along_axis(sim, np.maximum(columns, 0), axis=1), -np.inf)
+        best = values.max(axis=1)
+        best_item = np.where(valid & (values == best[:, None]), lists, -1).max(axis=1)
+        least = np.where(valid, values, np.inf).min(axis=1)
+        bound = np.minimum(np.maximum(least, self._sampled_bounds(sim, counts)), best)
+        queried = np.flatnonzero(counts > 0)
+
+        def candidates(rows):
+            return [np.flatnonzero(sim[i] >= bound[i]) for i in rows]
+        found = [c for part in self.pool.map(candidates, np.array_split(queried, self.threads)) for c in part]
+        lengths = np.array([len(c) for c in found], dtype=np.int64)
+        few = lengths <= MAX_SORTED
+        self._rank_together(sim, queried[few], [c for c, f in zip(found, few) if f], lengths[few],
+                            best_item, counts, q_labels, first, hits)
+        alone = [(i, c) for i, c, f in zip(queried, found, few) if not f]
+        list(self.pool.map(lambda part: [self._rank_alone(sim[i], c, best_item[i], counts[i], q_labels[i],
+                                                          first, hits, i) for i, c in part],
+                           [alone[k::self.threads] for k in range(self.threads)]))
+
+    def _sampled_bounds(self, sim: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """Per row, the R-th largest similarity of the sample (−inf where it has fewer than R)."""
+        depth = min(int(counts.max(initial=0)), self.sampled)
+        bounds = np.full(len(sim), -np.inf, dtype=np.float32)
+        if depth:
+            largest = torch.from_numpy(sim[:, :self.sampled]).topk(depth, dim=1).values.numpy()
+            within = (counts >= 1) & (counts <= depth)
+            bounds[within] = largest[within, counts[within] - 1]
+        return bounds
+
+    def _rank_together(self, sim, rows, found, lengths, best_item, counts, q_labels, first, hits) -> None:
+        """Order the candidates of many rows with one sort of their keys."""
+        row_of = np.repeat(rows, lengths)
+        columns = np.concatenate(found or [np.zeros(0, dtype=np.int64)])
+        items = self.column_item[columns]
+        order = np.argsort(_order_keys(sim[row_of, columns], items, row_of, len(self.column_item)))
+        row_of, items = row_of[order], items[order]
+        place = np.arange(len(items)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        top = place < counts[row_of]
+        hits[row_of[top], place[top]] = self.g_labels[items[top]] == q_labels[row_of[top]]
+        is_best = items == best_item[row_of]
+        first[row_of[is_best]] = place[is_best]
+
+    def _rank_alone(self, row, columns, best_item, places, label, first, hits, i) -> None:
+        """A row with many candidates: the best relevant item's rank by counting keys, the
+        first places by selection."""
+        items = self.column_item[columns]
+        keys = _order_keys(row[columns], items, np.zeros(1, dtype=np.int64), len(self.column_item))
+        first[i] = np.count_nonzero(keys < keys[items == best_item][0])
+        chosen = np.argpartition(keys, places - 1)[:places]
+        hits[i, :places] = self.g_labels[items[chosen[np.argsort(keys[chosen])]]] == label
 
 
-def _top(sim: torch.Tensor, depth: int) -> torch.Tensor:
-    """Gallery indices of the first `depth` places of each row, in the order above."""
-    values, index = sim.topk(depth, dim=1)
-    by_index = torch.argsort(index, dim=1, descending=True, stable=True)
-    values, index = values.gather(1, by_index), index.gather(1, by_index)
-    by_value = torch.argsort(values, dim=1, descending=True, stable=True)
-    index = index.gather(1, by_value)
-    cut = values.gather(1, by_value)[:, -1:]
-    straddling = (sim >= cut).sum(dim=1) > depth  # an equal value left out may rank before
-    for row in straddling.nonzero().flatten().tolist():
-        reverse = torch.arange(sim.shape[1] - 1, -1, -1)
-        order = torch.argsort(sim[row][reverse], descending=True, stable=True)
-        index[row] = reverse[order[:depth]]
-    return index
+def _order_keys(values: np.ndarray, items: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
+    """One int64 per (row, similarity, gallery index) whose ascending order is: row, then most
+    similar first, then higher index first (the similarity's bits in sortable form)."""
+    bits = (values + np.float32(0.0)).view(np.int32).astype(np.int64)  # +0.0: −0.0 ties with 0.0
+    ascending = np.where(bits < 0, bits ^ 0x7FFFFFFF, bits) + (1 << 31)  # 0 … 2³² − 1
+    width = _index_bits(n)
+    return (rows << (32 + width)) | ((0xFFFFFFFF - ascending) << width) | ((1 << width) - 1 - items)
+
+
+def _index_bits(n: int) -> int:
+    return max(int(n - 1).bit_length(), 1)

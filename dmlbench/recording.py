@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from dmlbench import samplers
+from dmlbench.data import batches
 from dmlbench.io import atomic_path
 
 CHUNK = 1024  # anchor rows per similarity block
@@ -79,8 +80,8 @@ def probe(model, criterion, data, cfg: dict, device, generator: torch.Generator)
     sampler = samplers.build(cfg["method"]["sampler"], data.labels, cfg["batch"]["size"],
                              cfg["batch"]["per_class"], generator, settings["steps"],
                              cfg["batch"]["small_classes"], data.supers, cfg["batch"]["per_pair"])
-    loader = torch.utils.data.DataLoader(data, batch_sampler=sampler, generator=generator,
-                                         num_workers=cfg["loader"]["workers"])
+    loader = batches.loader(data, batch_sampler=sampler, generator=generator,
+                            num_workers=cfg["loader"]["workers"])
     rows = []
     for step, loaded in enumerate(loader, 1):
         images, labels = data.device_batch(loaded, device)

@@ -126,9 +126,9 @@ def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
     record(start)
     for epoch in range(start, cfg["epochs"]):
         generator = seed_epoch(cfg["seed"], epoch)
-        loader = torch.utils.data.DataLoader(data, generator=generator,
-                                             batch_sampler=scheme.batches(generator, cfg["batches_per_epoch"]),
-                                             **loader_options(cfg, device))
+        loader = batches.loader(data, generator=generator,
+                                batch_sampler=scheme.batches(generator, cfg["batches_per_epoch"]),
+                                **loader_options(cfg, device))
         row = _train_epoch(model, criterion, optimizer, scheme, loader, device, epoch, cfg["epochs"],
                            log, cfg["performance"])
         scheduler.step()

@@ -38,6 +38,8 @@ def test_closest_similarities_match_a_loop():
 
 
 class TinyImages(torch.utils.data.Dataset):
+    collate = staticmethod(torch.utils.data.default_collate)
+
     def device_batch(self, loaded, device):
         return loaded[0].to(device), loaded[1]
 

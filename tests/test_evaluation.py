@@ -75,8 +75,8 @@ def test_query_is_excluded_even_with_exact_duplicates():
 
 def test_ranking_in_chunks_equals_one_pass():
     x, y = data(3, n=257)
-    one = ranking.relevant_ranks(x, y, x, y, True, 9, chunk=10_000)
-    chunked = ranking.relevant_ranks(x, y, x, y, True, 9, chunk=7)
+    one = ranking.relevant_ranks(x, y, x, y, True, chunk=10_000)
+    chunked = ranking.relevant_ranks(x, y, x, y, True, chunk=7, threads=3)
     for a, b in zip(one, chunked):
         np.testing.assert_array_equal(a, b)
 
@@ -106,15 +106,21 @@ def tied_data(seed):
 
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("self_retrieval", [True, False])
-def test_ranks_with_ties_self_exclusion_and_query_gallery_equal_brute_force(seed, self_retrieval):
+@pytest.mark.parametrize("stride, max_sorted", [(16, 4096), (1, 4096), (3, 0)])
+def test_ranks_with_ties_self_exclusion_and_query_gallery_equal_brute_force(seed, self_retrieval, stride,
+                                                                           max_sorted, monkeypatch):
+    """Also with every column sampled (the bound is the R-th largest itself) and with every row
+    on the path for many candidates (integer keys selected, the rank counted)."""
+    monkeypatch.setattr(ranking, "STRIDE", stride)
+    monkeypatch.setattr(ranking, "MAX_SORTED", max_sorted)
     x, y = tied_data(seed)
     q, ql, g, gl = (x, y, x, y) if self_retrieval else (x[:25], y[:25], x[25:], y[25:])
-    depth = 9
-    first, top = ranking.relevant_ranks(q / 2, ql, g / 2, gl, self_retrieval, depth, chunk=8)
+    first, top = ranking.relevant_ranks(q / 2, ql, g / 2, gl, self_retrieval, chunk=8)
     for i, order in enumerate(brute_order_ties_to_higher_index(q, g, self_retrieval)):
         hits = [gl[j] == ql[i] for j in order]
+        r = sum(hits)
         assert first[i] == (hits.index(True) if any(hits) else len(g)), i
-        assert list(top[i]) == hits[:depth], i
+        assert list(top[i]) == hits[:r] + [False] * (top.shape[1] - r), i
     ks = (1, 2, 4, 8, 16)
     ours = evaluation.retrieval_metrics(g, gl, ks, None if self_retrieval else q,
                                         None if self_retrieval else ql, clustering=False)
@@ -208,7 +214,8 @@ def test_ties_are_ordered_as_the_faiss_flat_index_ordered_them():
     index = faiss.IndexFlatIP(x.shape[1])
     index.add(x)
     _, found = index.search(x, len(x))
-    _, top = ranking.relevant_ranks(x, y, x, y, True, 12)
+    _, top = ranking.relevant_ranks(x, y, x, y, True)
     for i in range(len(x)):
-        order = [j for j in found[i] if j != i][:12]
-        assert list(top[i]) == [y[j] == y[i] for j in order]
+        r = int(np.sum(y == y[i])) - 1
+        order = [j for j in found[i] if j != i][:r]
+        assert list(top[i][:r]) == [y[j] == y[i] for j in order]

@@ -24,11 +24,11 @@ def cfg_for(path, folder, crop=28, padding=3, flip=True):
             "input": {"resize": 32, "crop": crop, "padding": padding, "flip": flip}}
 
 
-def loaded_batches(data, seed, train):
+def loaded_batches(data, seed, train, workers=0):
     """Every batch of one pass, drawn as training draws them (seeded, shuffled)."""
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
-    loader = torch.utils.data.DataLoader(data, batch_size=7, shuffle=train, generator=generator)
+    loader = batches.loader(data, batch_size=7, shuffle=train, generator=generator, num_workers=workers)
     return [data.device_batch(b, torch.device("cpu")) for b in loader]
 
 
@@ -43,6 +43,8 @@ class StoredPixelsPerImage(torch.utils.data.Dataset):
 
     def __getitem__(self, i):
         return self.transform(Image.fromarray(np.array(self.pixels[self.rows[i]]))), int(self.labels[i])
+
+    collate = staticmethod(torch.utils.data.default_collate)
 
     def device_batch(self, loaded, device):
         return loaded[0].to(device), loaded[1]
@@ -67,6 +69,10 @@ def test_store_batches_equal_the_per_image_path(cub, tmp_path, padding, flip, cr
             assert len(ours) == len(theirs)
             for (a, la), (b, lb) in zip(ours, theirs):
                 assert torch.equal(a, b) and torch.equal(la, lb)
+    # in a loader worker (draws from the worker's generator, pixels through shared memory)
+    for (a, la), (b, lb) in zip(loaded_batches(from_store, 2, True, workers=1),
+                                loaded_batches(files, 2, True, workers=1)):
+        assert torch.equal(a, b) and torch.equal(la, lb)
     test_rows = table.index[table["split"] == "test"]
     centre = loaded_batches(batches.split_images(table, test_rows, cub.parent, cfg, train=False), 0, False)
     plain = loaded_batches(batches.split_images(table, test_rows, cub.parent, dict(cfg, data={"manifest": str(cub)}),

@@ -2,7 +2,8 @@
 or sliced from the decoded-image store with crop, flip and scaling applied to the whole batch on
 the run's device (`StoreImages`). Both give the loop (images, labels) through `device_batch`, and
 for the same seed the same crops and flips: the store path draws them per image, in the same
-order, from the same generator as the per-image transforms."""
+order, from the same generator as the per-image transforms. Build their loaders with `loader`,
+which uses each dataset's own `collate` (the store reads a whole batch at once)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,11 @@ import torch
 import torch.nn.functional as F
 
 from dmlbench.data import images, store
+
+
+def loader(data, **options) -> torch.utils.data.DataLoader:
+    """A DataLoader over `data` (ManifestImages or StoreImages) with the dataset's collate."""
+    return torch.utils.data.DataLoader(data, collate_fn=data.collate, **options)
 
 
 def split_images(table, rows, base: Path, cfg: dict, train: bool):
@@ -28,7 +34,8 @@ def split_images(table, rows, base: Path, cfg: dict, train: bool):
 
 
 class StoreImages(torch.utils.data.Dataset):
-    """Rows of the store as uint8 (3 × side × side) with each image's crop corner and flip."""
+    """Rows of the store as uint8 (side × side × 3), read a batch at a time, with each image's
+    crop corner and flip."""
 
     def __init__(self, pixels: np.ndarray, rows: np.ndarray, subset, input_cfg: dict, train: bool):
         self.pixels, self.rows = pixels, rows
@@ -41,10 +48,23 @@ class StoreImages(torch.utils.data.Dataset):
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __getitem__(self, index: int):
-        image = torch.from_numpy(np.array(self.pixels[self.rows[index]]))  # side × side × 3
-        top, left, flip = self._draw() if self.train else (*[round((self.side - self.crop) / 2.0)] * 2, False)
-        return image, int(self.labels[index]), top, left, flip
+    def __getitems__(self, indices: list[int]):
+        """One batch: its pixels in one read of the store (into shared memory in a loader worker,
+        so the batch reaches the main process without another copy), labels and per-image draws."""
+        indices = np.asarray(indices)
+        pixels = torch.empty((len(indices), self.side, self.side, 3), dtype=torch.uint8)
+        if torch.utils.data.get_worker_info() is not None:
+            pixels.share_memory_()
+        np.take(self.pixels, self.rows[indices], axis=0, out=pixels.numpy())
+        centre = round((self.side - self.crop) / 2.0)
+        draws = [self._draw() if self.train else (centre, centre, False) for _ in indices]
+        top, left, flip = (torch.tensor(column) for column in zip(*draws))
+        return pixels, torch.from_numpy(self.labels[indices]), top, left, flip
+
+    @staticmethod
+    def collate(batch):
+        """`__getitems__` returns the batch whole."""
+        return batch
 
     def _draw(self) -> tuple[int, int, bool]:
         """torchvision's RandomCrop(crop, padding) then RandomHorizontalFlip, draw for draw."""
@@ -67,17 +87,19 @@ def crop_and_flip(pixels: torch.Tensor, top: torch.Tensor, left: torch.Tensor, f
                   crop: int, padding: int) -> torch.Tensor:
     """From B × side × side × 3 uint8: zero-pad, crop each image at its own corner, mirror the
     flipped ones, and return B × 3 × crop × crop floats in [0, 1], the per-image transforms'
-    result for the whole batch. One gather on a GPU; views and one copy on the CPU."""
+    result for the whole batch. One gather on a GPU; one copy per image on the CPU."""
     if padding:
         pixels = F.pad(pixels, (0, 0, padding, padding, padding, padding))
-    if pixels.device.type == "cpu":
-        out = torch.stack([image[t:t + crop, l:l + crop]
-                           for image, t, l in zip(pixels, top.tolist(), left.tolist())])
-    else:
-        steps = torch.arange(crop, device=pixels.device)
-        ys, xs = top[:, None] + steps, left[:, None] + steps
-        which = torch.arange(len(pixels), device=pixels.device)[:, None, None]
-        out = pixels[which, ys[:, :, None], xs[:, None, :]]
+    if pixels.device.type == "cpu":  # one pass per image: crop, mirror, to channels-first float
+        out = torch.empty((len(pixels), 3, crop, crop), dtype=torch.float32)
+        for image, target, t, l, mirrored in zip(pixels, out, top.tolist(), left.tolist(), flip.tolist()):
+            view = image[t:t + crop, l:l + crop].permute(2, 0, 1)
+            target.copy_(view.flip(2) if mirrored else view)
+        return out.div_(255)
+    steps = torch.arange(crop, device=pixels.device)
+    ys, xs = top[:, None] + steps, left[:, None] + steps
+    which = torch.arange(len(pixels), device=pixels.device)[:, None, None]
+    out = pixels[which, ys[:, :, None], xs[:, None, :]]
     if flip.any():
         out[flip] = out[flip].flip(2)
     return out.permute(0, 3, 1, 2).to(torch.float32, memory_format=torch.contiguous_format).div_(255)

@@ -21,6 +21,8 @@ class ManifestImages(torch.utils.data.Dataset):
         self.supers = table["super"].to_numpy() if "super" in table else None
         self.transform = transform
 
+    collate = staticmethod(torch.utils.data.default_collate)
+
     def __len__(self) -> int:
         return len(self.paths)
 

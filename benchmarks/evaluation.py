@@ -1,7 +1,7 @@
 """Evaluation at the real sizes: the suite vs pytorch-metric-learning's AccuracyCalculator and
 scikit-learn's exact NearestNeighbors, with the matrix-product lower bound (roofline).
 
-Each contender runs in its own subprocess so that its peak resident memory (ru_maxrss, minus the
+Each contender runs in its own subprocess so that its peak resident memory (VmHWM, minus the
 memory held before it started) is its own; the timed contenders run `repeats` times in turn and
 keep their fastest run (this machine's timings vary from run to run). Embeddings have class
 structure: class centres plus Gaussian noise, L2-normalised.
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import tempfile
@@ -21,6 +20,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from dmlbench.environment import peak_resident_mib
 
 SIZES = {  # (gallery items, gallery classes, queries or None for self-retrieval, ks)
     "sop": (60502, 11316, None, (1, 10, 100, 1000)),
@@ -46,14 +47,12 @@ def embeddings(size: str, seed: int = 0):
     return gallery, g_labels, queries, q_labels
 
 
-def _peak_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def _contender(name: str, ks):
     """The callable that computes `name`'s result from (gallery, g_labels, queries, q_labels);
     its imports happen here, outside the timed part."""
     if name in ("suite", "suite_knn_only"):
+        import sklearn.metrics  # noqa: F401  (imported on first use by the suite's clustering metrics)
+
         from dmlbench.evaluation import retrieval_metrics
 
         return lambda g, gl, q, ql: retrieval_metrics(g, gl, ks, q, ql, clustering=name == "suite")
@@ -103,12 +102,12 @@ def worker(contender: str, size: str, data: Path) -> dict:
     queries = np.load(data / "queries.npy") if (data / "queries.npy").exists() else None
     q_labels = np.load(data / "q_labels.npy") if queries is not None else None
     compute = _contender(contender, SIZES[size][3])
-    before = _peak_mib()
+    before = peak_resident_mib()
     start = time.perf_counter()
     metrics = compute(gallery, g_labels, queries, q_labels)
     seconds = time.perf_counter() - start
     return {"contender": contender, "size": size, "seconds": seconds,
-            "peak_extra_mib": max(_peak_mib() - before, 0.0), "metrics": metrics}
+            "peak_extra_mib": max(peak_resident_mib() - before, 0.0), "metrics": metrics}
 
 
 def run(size: str, contenders=("roofline", "suite_knn_only", "suite", "pml"), repeats: int = 3,

@@ -1,4 +1,4 @@
-"""What a run ran on: versions, device, host, code revision."""
+"""What a run ran on: versions, device, host, code revision; the process's peak memory."""
 
 from __future__ import annotations
 
@@ -14,6 +14,16 @@ def pick_device(requested: str) -> torch.device:
     if requested == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(requested)
+
+
+def peak_resident_mib() -> float:
+    """This process's peak resident set (VmHWM, MiB). Unlike getrusage's ru_maxrss it starts
+    afresh in a new program: a child started from a large parent does not report the parent's."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise OSError("/proc/self/status has no VmHWM line (peak memory is measured on Linux only)")
 
 
 def describe(device: torch.device) -> dict:

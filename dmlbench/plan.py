@@ -279,10 +279,23 @@ class Plan:
             where = f"run {run.path(self.name)}"
             settings.check({k: cfg[k] for k in self.defaults}, self.settings_schema, where)
             settings.check_run(cfg, where)
+            self._check_classes(cfg, run.dataset, where)
             if (self.experiments[run.experiment].get("table") or {}).get("test_selected") \
                     and not cfg["eval"]["every"]:
                 raise ConfigError(f"{where}: the table of {run.experiment} shows a test-selected "
                                   f"epoch, which needs eval.every ≥ 1 (now 0)")
+
+    def _check_classes(self, cfg: dict, dataset: str, where: str) -> None:
+        """A batch of batch.size / per_class classes needs that many training classes (the real
+        dataset's count; fixtures are checked by the tests on their own sizes)."""
+        if self.toy_data or cfg["method"]["sampler"] != "m_per_class" or cfg["scheme"]["name"] != "plain":
+            return
+        needed = cfg["batch"]["size"] // cfg["batch"]["per_class"]
+        available = DATASETS[dataset].expected.classes["train"]
+        if needed > available:
+            raise ConfigError(f"{where}: batch.size {cfg['batch']['size']} at batch.per_class "
+                              f"{cfg['batch']['per_class']} needs {needed} classes, but {dataset}'s "
+                              f"training split has {available}: raise batch.per_class or lower batch.size")
 
     def _subset(self, experiment: str) -> dict:
         return (self.preset.get("subset") or {}).get(experiment) or {}

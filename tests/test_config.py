@@ -208,3 +208,13 @@ def test_every_run_of_the_cpu_presets_gets_its_batches(preset, tmp_path):
         batches = scheme.batches(torch.Generator().manual_seed(0), cfg["batches_per_epoch"])
         assert len(next(iter(batches))) == cfg["batch"]["size"], run
 
+
+def test_a_batch_needing_more_classes_than_the_real_dataset_has_is_refused():
+    """Found by the preflight: full's digits runs asked for 16 classes of 5."""
+    with pytest.raises(ConfigError, match=r"run results/full/suite.baselines/digits/\w+/seed0: batch.size 80 "
+                                          r"at batch.per_class 5 needs 16 classes, but digits's training split has 5"):
+        Plan.load(CONFIG_DIR, {"preset": "full", "experiments": ["suite.baselines"], "datasets": ["digits"],
+                               "overrides": {"batch": {"size": 80, "per_class": 5}}})
+    plan = Plan.load(CONFIG_DIR, {"preset": "full", "experiments": ["suite.baselines"], "datasets": ["digits"]})
+    cfg = plan.resolve(plan.runs()[0])
+    assert cfg["batch"]["size"] // cfg["batch"]["per_class"] <= 5

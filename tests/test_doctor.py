@@ -86,6 +86,7 @@ def test_answering_sources_and_a_prepared_dataset(tmp_path, monkeypatch):
     from dmlbench.models import weights
 
     monkeypatch.setattr(weights, "cache_dir", lambda: tmp_path / "hub")
+    plan = plan_for(tmp_path, overrides={"device": "cpu"})  # planned for the real CUB's classes
     fixture = tmp_path / "fx" / "fixture" / "cub" / "manifest.csv"
     prepare("cub", "fixture", tmp_path / "fx", fixture, fixture_size={"n_classes": 4, "per_class": 2})
     stats = fixtures.read_stats(fixture.parent / "archives")
@@ -99,8 +100,7 @@ def test_answering_sources_and_a_prepared_dataset(tmp_path, monkeypatch):
             return doctor.Probe(True, "answers")
         return doctor.Probe(False, "HTTP 404")
 
-    found = lines(doctor.run(plan_for(tmp_path, overrides={"device": "cpu"}), probe=answers,
-                             free_bytes=10**12))
+    found = lines(doctor.run(plan, probe=answers, free_bytes=10**12))
     assert found[("dataset", "cub")].status == doctor.OK and "prepared:" in found[("dataset", "cub")].detail
     cars = found[("dataset", "cars")]
     assert cars.status == doctor.OK and cars.detail.startswith("downloadable (devkit")

@@ -84,11 +84,7 @@ def peak_memory_mb(device: torch.device) -> int:
     (VmHWM; each group is probed in a process of its own)."""
     if device.type == "cuda":
         return round(torch.cuda.max_memory_allocated(device) / 2**20)
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return round(int(line.split()[1]) / 1024)
-    return 0
+    return round(environment.peak_resident_mib())
 
 
 def probe(cfg: dict, dataset: str, workdir: Path, image_side: int | None = None,

@@ -80,6 +80,18 @@ def test_store_batches_equal_the_per_image_path(cub, tmp_path, padding, flip, cr
     assert all(torch.equal(a, b) for (a, _), (b, _) in zip(centre, plain))
 
 
+@pytest.mark.parametrize("padding", [0, 3])
+def test_the_gpu_gather_crops_as_the_cpu_copies(padding):
+    """The GPU's path (one gather), run here on the CPU, against the CPU's per-image copies."""
+    generator = torch.Generator().manual_seed(padding)
+    pixels = torch.randint(0, 256, (9, 32, 32, 3), dtype=torch.uint8, generator=generator)
+    top, left = (torch.randint(0, 2 * padding + 32 - 24 + 1, (9,), generator=generator) for _ in range(2))
+    flip = torch.rand(9, generator=generator) < 0.5
+    copies = batches.crop_and_flip(pixels, top, left, flip, 24, padding, gather=False)
+    gathered = batches.crop_and_flip(pixels, top, left, flip, 24, padding, gather=True)
+    assert torch.equal(copies, gathered) and flip.any() and not flip.all()
+
+
 def test_a_store_of_another_manifest_is_refused(cub, tmp_path):
     folder = tmp_path / "store32"
     store.build(cub, folder, 32, log=lambda m: None)

@@ -84,13 +84,14 @@ class StoreImages(torch.utils.data.Dataset):
 
 
 def crop_and_flip(pixels: torch.Tensor, top: torch.Tensor, left: torch.Tensor, flip: torch.Tensor,
-                  crop: int, padding: int) -> torch.Tensor:
+                  crop: int, padding: int, gather: bool | None = None) -> torch.Tensor:
     """From B × side × side × 3 uint8: zero-pad, crop each image at its own corner, mirror the
     flipped ones, and return B × 3 × crop × crop floats in [0, 1], the per-image transforms'
-    result for the whole batch. One gather on a GPU; one copy per image on the CPU."""
+    result for the whole batch. One gather (`gather`; by default on a GPU), else one copy per
+    image (by default on the CPU)."""
     if padding:
         pixels = F.pad(pixels, (0, 0, padding, padding, padding, padding))
-    if pixels.device.type == "cpu":  # one pass per image: crop, mirror, to channels-first float
+    if not (pixels.device.type != "cpu" if gather is None else gather):  # crop, mirror, to float
         out = torch.empty((len(pixels), 3, crop, crop), dtype=torch.float32)
         for image, target, t, l, mirrored in zip(pixels, out, top.tolist(), left.tolist(), flip.tolist()):
             view = image[t:t + crop, l:l + crop].permute(2, 0, 1)

@@ -54,31 +54,49 @@ def relevant_ranks(queries: np.ndarray, q_labels: np.ndarray, gallery: np.ndarra
                    threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(first, top_hits): the 0-based rank of each query's best relevant item (the gallery size
     when it has none), and whether each of its first R places holds a relevant item (R = its
-    number of relevant items; the columns up to the largest R, later places False)."""
-    n = len(gallery)
+    number of relevant items; the columns up to the largest R, later places False).
+    Self-retrieval goes through the symmetric blocks first (`dmlbench.symmetric_ranking`); the
+    rows it leaves, and every query of a query/gallery split, are ranked a chunk of rows at a time."""
     g_labels, q_labels = np.asarray(g_labels), np.asarray(q_labels)
-    column_item = np.concatenate([np.arange(0, n, STRIDE), np.delete(np.arange(n), np.s_[::STRIDE])])
-    item_column = np.argsort(column_item)
-    g = torch.from_numpy(np.ascontiguousarray(np.asarray(gallery, dtype=np.float32)[column_item]))
-    q = torch.from_numpy(np.ascontiguousarray(queries, dtype=np.float32))
+    gallery = np.ascontiguousarray(gallery, dtype=np.float32)
+    queries = np.ascontiguousarray(queries, dtype=np.float32)
     lists = relevant_lists(q_labels, g_labels, self_retrieval)
     counts = (lists >= 0).sum(axis=1)
-    first = np.full(len(q), n, dtype=np.int64)
-    top_hits = np.zeros((len(q), max(int(counts.max(initial=0)), 1)), dtype=bool)
+    first = np.full(len(queries), len(gallery), dtype=np.int64)
+    top_hits = np.zeros((len(queries), max(int(counts.max(initial=0)), 1)), dtype=bool)
+    rows = np.flatnonzero(counts > 0)
+    if self_retrieval:
+        from dmlbench import symmetric_ranking
+
+        rows = symmetric_ranking.rank(gallery, g_labels, lists, counts, first, top_hits, chunk)
+    if len(rows):
+        _rank_by_rows(queries, rows, gallery, g_labels, q_labels, lists, counts, self_retrieval,
+                      first, top_hits, chunk, threads or torch.get_num_threads())
+    return first, top_hits
+
+
+def _rank_by_rows(queries, rows, gallery, g_labels, q_labels, lists, counts, self_retrieval,
+                  first, top_hits, chunk, threads) -> None:
+    """Rank the queries `rows` (in self-retrieval, query i is gallery item i) a chunk at a time:
+    one matrix product against the whole gallery, one pass per similarity row."""
+    n = len(gallery)
+    column_item = np.concatenate([np.arange(0, n, STRIDE), np.delete(np.arange(n), np.s_[::STRIDE])])
+    item_column = np.argsort(column_item)
+    g = torch.from_numpy(np.ascontiguousarray(gallery[column_item]))
+    q = torch.from_numpy(queries)
     chunk = min(chunk, 1 << (31 - _index_bits(n)))  # row, similarity and index fit one int64
-    product = torch.empty((min(chunk, len(q)), n), dtype=torch.float32)  # reused: no page faults per chunk
-    threads = threads or torch.get_num_threads()
+    product = torch.empty((min(chunk, len(rows)), n), dtype=torch.float32)  # reused: no page faults per chunk
     with ThreadPoolExecutor(threads) as pool:
         ranker = _ChunkRanker(column_item, g_labels, len(range(0, n, STRIDE)), pool, threads)
-        for start in range(0, len(q), chunk):
-            rows = slice(start, min(start + chunk, len(q)))
-            sim = torch.matmul(q[rows], g.T, out=product[:rows.stop - start]).numpy()
+        for start in range(0, len(rows), chunk):
+            part = rows[start:start + chunk]
+            sim = torch.matmul(q[part], g.T, out=product[:len(part)]).numpy()
             if self_retrieval:
-                diagonal = np.arange(len(sim))
-                sim[diagonal, item_column[diagonal + start]] = -np.inf
-            columns = np.where(lists[rows] >= 0, item_column[np.maximum(lists[rows], 0)], -1)
-            ranker.rank(sim, lists[rows], columns, counts[rows], q_labels[rows], first[rows], top_hits[rows])
-    return first, top_hits
+                sim[np.arange(len(part)), item_column[part]] = -np.inf
+            columns = np.where(lists[part] >= 0, item_column[np.maximum(lists[part], 0)], -1)
+            part_first, part_hits = first[part], top_hits[part]
+            ranker.rank(sim, lists[part], columns, counts[part], q_labels[part], part_first, part_hits)
+            first[part], top_hits[part] = part_first, part_hits
 
 
 class _ChunkRanker:

@@ -198,6 +198,75 @@ def test_kmeans_runs_once_per_evaluation(monkeypatch):
     assert len(calls) == 1
 
 
+def assert_ranks_equal_brute_force(q, ql, g, gl, self_retrieval, chunk):
+    unit = [v / np.linalg.norm(v, axis=1, keepdims=True) for v in (q, g)]  # tied data: exact
+    first, top = ranking.relevant_ranks(unit[0], ql, unit[1], gl, self_retrieval, chunk=chunk)
+    for i, order in enumerate(brute_order_ties_to_higher_index(q, g, self_retrieval)):
+        hits = [gl[j] == ql[i] for j in order]
+        r = sum(hits)
+        assert first[i] == (hits.index(True) if any(hits) else len(g)), i
+        assert list(top[i]) == hits[:r] + [False] * (top.shape[1] - r), i
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("group, chunk", [(64, 8), (4, 8), (4, 12), (2, 1000)])
+def test_symmetric_blocks_rank_as_brute_force_and_rank_most_rows_themselves(seed, group, chunk, monkeypatch):
+    """Self-retrieval from half the matrix: blocks read along rows and down columns, runs of
+    `group` entries, ragged last blocks; few rows are left to the row-by-row ranking."""
+    from dmlbench import symmetric_ranking
+
+    monkeypatch.setattr(symmetric_ranking, "GROUP", group)
+    left = []
+    rank = symmetric_ranking.rank
+    monkeypatch.setattr(symmetric_ranking, "rank", lambda *a: left.append(rank(*a)) or left[-1])
+    for x, y in (tied_data(seed), data(seed, n=120)):
+        left.clear()
+        assert_ranks_equal_brute_force(x, y, x, y, True, chunk)
+        assert len(left) == 1 and len(left[0]) <= len(x) // 10
+
+
+@pytest.mark.parametrize("setting", [{"SLACK": -2.0}, {"SLACK": -0.05}, {"ROUTED": -1}, {"CAP": 0}, {"CAP": 5}])
+def test_rows_the_symmetric_blocks_cannot_rank_are_ranked_row_by_row(setting, monkeypatch):
+    """Bounds set too high (no candidates: the check must refuse them), rows routed away, rows
+    capped before or part-way through their blocks."""
+    from dmlbench import symmetric_ranking
+
+    for name, value in setting.items():
+        monkeypatch.setattr(symmetric_ranking, name, value)
+    left = []
+    rank = symmetric_ranking.rank
+    monkeypatch.setattr(symmetric_ranking, "rank", lambda *a: left.append(rank(*a)) or left[-1])
+    for x, y in (tied_data(5), data(5, n=120)):
+        left.clear()
+        assert_ranks_equal_brute_force(x, y, x, y, True, 8)
+    assert len(left[0]) > len(x) // 2  # on continuous similarities: a bound slightly high bites
+
+
+@pytest.mark.parametrize("quantile", [0.25, 0.5, 0.75])
+def test_a_row_leaves_the_symmetric_blocks_exactly_when_its_candidates_pass_the_cap(quantile, monkeypatch):
+    """The cap bounds the candidates held: counted along rows and down columns alike."""
+    import torch
+
+    from dmlbench import symmetric_ranking
+
+    x, y = data(2, n=120)
+    x = x / np.linalg.norm(x, axis=1, keepdims=True)
+    lists = ranking.relevant_lists(y, y, True)
+    counts = (lists >= 0).sum(axis=1)
+    bound = symmetric_ranking._bounds(torch.from_numpy(x), lists, counts, 8)
+    sim = x @ x.T
+    np.fill_diagonal(sim, -np.inf)
+    candidates = (sim >= bound[:, None]).sum(axis=1)
+    cap = int(np.quantile(candidates, quantile))
+    monkeypatch.setattr(symmetric_ranking, "CAP", cap)
+    expected = np.flatnonzero((counts > 0) & (np.isinf(bound) | (candidates > cap)))
+    first = np.full(len(x), len(x))
+    hits = np.zeros((len(x), counts.max()), dtype=bool)
+    left = symmetric_ranking.rank(x, y, lists, counts, first, hits, 8)
+    np.testing.assert_array_equal(left, expected)
+    assert 0 < len(expected) < len(x)
+
+
 def test_nan_embeddings_are_refused():
     x, y = data(0)
     x[3, 2] = np.nan

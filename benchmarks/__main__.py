@@ -44,9 +44,10 @@ def markdown(results: dict) -> str:
         lines += [f"| {r['contender']} | {r['seconds']:.2f} | {', '.join(f'{s:.1f}' for s in r['all_seconds'])} | "
                   f"{r['peak_extra_mib']:.0f} |" for r in by.values()]
         if {"suite", "suite_knn_only", "pml", "roofline"} <= set(by):
-            suite = by["suite"]
-            lines += ["", f"- peak memory {suite['peak_extra_mib']:.0f} MiB: "
-                      f"{_target(suite['peak_extra_mib'] < 2048)}",
+            suite, knn = by["suite"], by["suite_knn_only"]
+            lines += ["", f"- peak memory {knn['peak_extra_mib']:.0f} MiB (Recall@K, MAP@R, R-Precision), "
+                      f"{suite['peak_extra_mib']:.0f} MiB (with NMI and F1): "
+                      f"{_target(max(knn['peak_extra_mib'], suite['peak_extra_mib']) < 2048)}",
                       f"- suite / AccuracyCalculator (same metrics incl. k-means): "
                       f"{suite['seconds'] / by['pml']['seconds']:.2f}: "
                       f"{_target(suite['seconds'] <= by['pml']['seconds'])}",

@@ -2,17 +2,19 @@
 
 Recall@K needs only the rank of a query's most similar relevant item (a hit at K when fewer than
 K items rank before it), and MAP@R and R-Precision only the first R places (R = the query's
-relevant items). So each chunk of queries costs one matrix product and one pass over each
-similarity row, instead of retrieving K = 1000 neighbours:
+relevant items). So, instead of retrieving K = 1000 neighbours:
 
 - a bound: the first R places all hold a similarity of at least the R-th largest, which is not
   below the least similar relevant item's (R relevant items reach it) nor below the R-th
   largest of a sample (every `STRIDE`-th gallery item, placed first in the matrix product so
   that the sample is contiguous); the bound is the larger of the two, or the best relevant
   item's similarity when that is lower;
-- the candidates, every item at or above the bound (one pass per row, in a pool of threads:
-  numpy releases the GIL in its loops), hold the first R places and every item ranked before
-  the best relevant one; ordering them gives both.
+- the candidates, every item at or above the bound, hold the first R places and every item
+  ranked before the best relevant one; ordering them gives both.
+
+Self-retrieval goes through half the matrix first (`dmlbench.symmetric_ranking`). The rows it
+leaves, and the queries of a query/gallery split, cost one matrix product per chunk of rows and
+one pass per similarity row here (in a pool of threads: numpy releases the GIL in its loops).
 
 Order: by cosine similarity, most similar first; equal similarities put the higher gallery
 index first (the order the faiss flat-index search gave before). In self-retrieval the query
@@ -25,6 +27,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
+
+from dmlbench import symmetric_ranking
+from dmlbench.rank_keys import max_rows, order_keys
 
 CHUNK = 1024  # query rows per matrix product
 STRIDE = 16  # every STRIDE-th gallery item is in the sample that bounds the R-th largest
@@ -66,8 +71,6 @@ def relevant_ranks(queries: np.ndarray, q_labels: np.ndarray, gallery: np.ndarra
     top_hits = np.zeros((len(queries), max(int(counts.max(initial=0)), 1)), dtype=bool)
     rows = np.flatnonzero(counts > 0)
     if self_retrieval:
-        from dmlbench import symmetric_ranking
-
         rows = symmetric_ranking.rank(gallery, g_labels, lists, counts, first, top_hits, chunk)
     if len(rows):
         _rank_by_rows(queries, rows, gallery, g_labels, q_labels, lists, counts, self_retrieval,
@@ -84,7 +87,7 @@ def _rank_by_rows(queries, rows, gallery, g_labels, q_labels, lists, counts, sel
     item_column = np.argsort(column_item)
     g = torch.from_numpy(np.ascontiguousarray(gallery[column_item]))
     q = torch.from_numpy(queries)
-    chunk = min(chunk, 1 << (31 - _index_bits(n)))  # row, similarity and index fit one int64
+    chunk = min(chunk, max_rows(n))
     product = torch.empty((min(chunk, len(rows)), n), dtype=torch.float32)  # reused: no page faults per chunk
     with ThreadPoolExecutor(threads) as pool:
         ranker = _ChunkRanker(column_item, g_labels, len(range(0, n, STRIDE)), pool, threads)
@@ -146,7 +149,7 @@ class _ChunkRanker:
         row_of = np.repeat(rows, lengths)
         columns = np.concatenate(found or [np.zeros(0, dtype=np.int64)])
         items = self.column_item[columns]
-        order = np.argsort(_order_keys(sim[row_of, columns], items, row_of, len(self.column_item)))
+        order = np.argsort(order_keys(sim[row_of, columns], items, row_of, len(self.column_item)))
         row_of, items = row_of[order], items[order]
         place = np.arange(len(items)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
         top = place < counts[row_of]
@@ -158,20 +161,7 @@ class _ChunkRanker:
         """A row with many candidates: the best relevant item's rank by counting keys, the
         first places by selection."""
         items = self.column_item[columns]
-        keys = _order_keys(row[columns], items, np.zeros(1, dtype=np.int64), len(self.column_item))
+        keys = order_keys(row[columns], items, np.zeros(1, dtype=np.int64), len(self.column_item))
         first[i] = np.count_nonzero(keys < keys[items == best_item][0])
         chosen = np.argpartition(keys, places - 1)[:places]
         hits[i, :places] = self.g_labels[items[chosen[np.argsort(keys[chosen])]]] == label
-
-
-def _order_keys(values: np.ndarray, items: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
-    """One int64 per (row, similarity, gallery index) whose ascending order is: row, then most
-    similar first, then higher index first (the similarity's bits in sortable form)."""
-    bits = (values + np.float32(0.0)).view(np.int32).astype(np.int64)  # +0.0: −0.0 ties with 0.0
-    ascending = np.where(bits < 0, bits ^ 0x7FFFFFFF, bits) + (1 << 31)  # 0 … 2³² − 1
-    width = _index_bits(n)
-    return (rows << (32 + width)) | ((0xFFFFFFFF - ascending) << width) | ((1 << width) - 1 - items)
-
-
-def _index_bits(n: int) -> int:
-    return max(int(n - 1).bit_length(), 1)

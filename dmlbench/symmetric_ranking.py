@@ -19,8 +19,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from dmlbench.ranking import STRIDE, _index_bits, _order_keys
+from dmlbench.rank_keys import max_rows, order_keys
 
+STRIDE = 16  # every STRIDE-th item is in the sample that bounds the R-th largest
 SLACK = 1e-4  # bounds come from other products than the blocks: lowered by this much
 ROUTED = 256  # a row whose sample predicts more candidates is ranked row by row
 CAP = 1024  # a row that gathers more candidates leaves this pass
@@ -33,7 +34,7 @@ def rank(gallery: np.ndarray, labels: np.ndarray, lists: np.ndarray, counts: np.
     ranks, in blocks of `block` items; return the rows with relevant items it leaves."""
     n = len(gallery)
     g = torch.from_numpy(gallery)
-    block = min(block, 1 << (31 - _index_bits(n)))  # row in block, similarity and index fit one int64
+    block = min(block, max_rows(n))
     side = -(-min(block, n) // GROUP) * GROUP
     bound = np.full(n + side, np.inf, dtype=np.float32)  # past the items: never reached
     bound[:n] = _bounds(g, lists, counts, block)
@@ -132,7 +133,7 @@ def _rank_block(found, rows: slice, labels, counts, left, first, hits, n: int) -
     row, item, value = (np.concatenate(parts) for parts in zip(*found))
     keep = ~left[row]
     row, item, value = row[keep], item[keep], value[keep]
-    order = np.argsort(_order_keys(value, item, row - rows.start, n))
+    order = np.argsort(order_keys(value, item, row - rows.start, n))
     row, item = row[order], item[order]
     lengths = np.bincount(row - rows.start, minlength=rows.stop - rows.start)
     place = np.arange(len(row)) - np.repeat(np.cumsum(lengths) - lengths, lengths)

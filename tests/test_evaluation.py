@@ -210,12 +210,16 @@ def assert_ranks_equal_brute_force(q, ql, g, gl, self_retrieval, chunk):
 
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("group, chunk", [(64, 8), (4, 8), (4, 12), (2, 1000)])
-def test_symmetric_blocks_rank_as_brute_force_and_rank_most_rows_themselves(seed, group, chunk, monkeypatch):
+@pytest.mark.parametrize("stride", [16, 3, 1])
+def test_symmetric_blocks_rank_as_brute_force_and_rank_most_rows_themselves(seed, group, chunk, stride,
+                                                                            monkeypatch):
     """Self-retrieval from half the matrix: blocks read along rows and down columns, runs of
-    `group` entries, ragged last blocks; few rows are left to the row-by-row ranking."""
+    `group` entries, ragged last blocks, samples down to every item; few rows are left to the
+    row-by-row ranking."""
     from dmlbench import symmetric_ranking
 
     monkeypatch.setattr(symmetric_ranking, "GROUP", group)
+    monkeypatch.setattr(symmetric_ranking, "STRIDE", stride)
     left = []
     rank = symmetric_ranking.rank
     monkeypatch.setattr(symmetric_ranking, "rank", lambda *a: left.append(rank(*a)) or left[-1])

@@ -56,7 +56,7 @@ def rank(gallery: np.ndarray, labels: np.ndarray, lists: np.ndarray, counts: np.
             pending[i].append(_candidates(tile, shared[i:i + side], i, j))
             _cap(pending[i][-1][0], gathered, bound, left)
             if j > i:
-                pending[j].append(_candidates(tile.T, shared[j:j + side], j, i))
+                pending[j].append(_candidates(tile, shared[j:j + side], j, i, down_columns=True))
                 _cap(pending[j][-1][0], gathered, bound, left)
         _rank_block(pending.pop(i), rows, labels, counts, left, first, hits, n)
     return np.flatnonzero(left)
@@ -102,16 +102,18 @@ def _relevant_similarities(g: torch.Tensor, rows: slice, lists: np.ndarray) -> n
     return torch.cat(parts).numpy() if parts else np.zeros(lists.shape, dtype=np.float32)
 
 
-def _candidates(tile: torch.Tensor, bound: torch.Tensor, row_start: int, column_start: int):
-    """(rows, items, similarities) of the entries of `tile` at or above their row's bound: the
-    maximum of each run of `GROUP` entries in a row tells which runs to read."""
+def _candidates(tile: torch.Tensor, bound: torch.Tensor, row_start: int, column_start: int,
+                down_columns: bool = False):
+    """(rows, items, similarities) of the entries of `tile` at or above their row's bound (with
+    `down_columns`, of `tile`'s transpose: its columns are the rows): the maximum of each run of
+    `GROUP` entries tells which runs to read."""
     side = len(tile)
-    runs = tile.reshape(side, side // GROUP, GROUP) if tile.is_contiguous() else None
-    if runs is None:  # the transposed tile: its rows are the stored tile's columns
-        stored = tile.T.reshape(side // GROUP, GROUP, side)
-        reached = torch.nonzero(stored.amax(dim=1).T >= bound[:, None])
-        values = stored[reached[:, 1], :, reached[:, 0]]
+    if down_columns:
+        runs = tile.reshape(side // GROUP, GROUP, side)  # run, entry, row
+        reached = torch.nonzero(runs.amax(dim=1).T >= bound[:, None])  # (row, run)
+        values = runs[reached[:, 1], :, reached[:, 0]]
     else:
+        runs = tile.reshape(side, side // GROUP, GROUP)  # row, run, entry
         reached = torch.nonzero(runs.amax(dim=2) >= bound[:, None])
         values = runs[reached[:, 0], reached[:, 1]]
     run, offset = torch.nonzero(values >= bound[reached[:, 0], None], as_tuple=True)

@@ -12,6 +12,10 @@ and against its relevant items), lowered by `SLACK` (other products may round di
   hold the first R places and every item ranked before the best relevant one, as in
   `dmlbench.ranking`); otherwise, and for rows whose sample predicts more than `ROUTED`
   candidates or that gather more than `CAP`, the row is left to the row-by-row ranking.
+
+When more than half the rows would be routed, the blocks would save less than they cost and
+every row is left (large classes, as CUB's and Cars' ~60 test images each, route most rows: the
+sample's R-th largest alone lets STRIDE × R items through).
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ def rank(gallery: np.ndarray, labels: np.ndarray, lists: np.ndarray, counts: np.
          first: np.ndarray, hits: np.ndarray, block: int) -> np.ndarray:
     """Fill `first` and `hits` (as `ranking.relevant_ranks` returns them) of the rows this pass
     ranks, in blocks of `block` items; return the rows with relevant items it leaves."""
+    queried = np.flatnonzero(counts > 0)
+    if not len(queried) or np.median(counts[queried]) * STRIDE > ROUTED:
+        return queried  # most rows would be routed: they predict at least STRIDE × R candidates
     n = len(gallery)
     g = torch.from_numpy(gallery)
     block = min(block, max_rows(n))
@@ -40,6 +47,8 @@ def rank(gallery: np.ndarray, labels: np.ndarray, lists: np.ndarray, counts: np.
     bound[:n] = _bounds(g, lists, counts, block)
     shared = torch.from_numpy(bound)  # the same memory: a row capped in `bound` stops gathering
     left = (bound[:n] == np.inf) & (counts > 0)
+    if left.sum() > len(queried) / 2:  # the blocks (half the products) would save less than they cost
+        return queried
     gathered = np.zeros(n, dtype=np.int64)
     starts = range(0, n, block)
     pending: dict[int, list] = {start: [] for start in starts}

@@ -271,6 +271,47 @@ def test_a_row_leaves_the_symmetric_blocks_exactly_when_its_candidates_pass_the_
     assert 0 < len(expected) < len(x)
 
 
+def test_rows_the_sample_predicts_many_candidates_for_are_routed_and_the_rest_ranked():
+    import torch
+
+    from dmlbench import symmetric_ranking
+
+    x, y = data(3, n=2000, classes=200, dim=16, spread=0.7)
+    x = x / np.linalg.norm(x, axis=1, keepdims=True)
+    lists = ranking.relevant_lists(y, y, True)
+    counts = (lists >= 0).sum(axis=1)
+    routed = np.isinf(symmetric_ranking._bounds(torch.from_numpy(x), lists, counts, 256)) & (counts > 0)
+    first = np.full(len(x), len(x))
+    hits = np.zeros((len(x), counts.max()), dtype=bool)
+    left = symmetric_ranking.rank(x, y, lists, counts, first, hits, 256)
+    np.testing.assert_array_equal(left, np.flatnonzero(routed))
+    assert 0 < routed.sum() < len(x) / 2
+
+
+@pytest.mark.parametrize("classes", [3, 20])
+def test_the_symmetric_blocks_are_skipped_when_most_rows_would_be_routed(classes, monkeypatch):
+    """Large classes (R × STRIDE > ROUTED for most rows), or most rows routed by their bounds:
+    every row goes to the row-by-row ranking, which still equals brute force."""
+    from dmlbench import symmetric_ranking
+
+    blocks, bounds = [], []
+    monkeypatch.setattr(symmetric_ranking, "_rank_block", lambda *a: blocks.append(a))
+    compute_bounds = symmetric_ranking._bounds
+    monkeypatch.setattr(symmetric_ranking, "_bounds", lambda *a: bounds.append(1) or compute_bounds(*a))
+    if classes == 20:  # R about 15 passes the class-size rule; bounds lowered by 0.5 route all rows
+        monkeypatch.setattr(symmetric_ranking, "SLACK", 0.5)
+    x, y = data(4, n=300, classes=classes, dim=16, spread=0.3)
+    x = x / np.linalg.norm(x, axis=1, keepdims=True)
+    lists = ranking.relevant_lists(y, y, True)
+    counts = (lists >= 0).sum(axis=1)
+    first = np.full(len(x), len(x))
+    hits = np.zeros((len(x), counts.max()), dtype=bool)
+    left = symmetric_ranking.rank(x, y, lists, counts, first, hits, 64)
+    np.testing.assert_array_equal(left, np.flatnonzero(counts > 0))
+    assert not blocks and (first == len(x)).all() and not hits.any()
+    assert len(bounds) == (classes == 20)  # R about 100: not even the bounds are computed
+
+
 def test_nan_embeddings_are_refused():
     x, y = data(0)
     x[3, 2] = np.nan

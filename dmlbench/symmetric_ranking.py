@@ -108,7 +108,7 @@ def _relevant_similarities(g: torch.Tensor, rows: slice, lists: np.ndarray) -> n
     step = max(1, (1 << 16) // max(lists.shape[1], 1))  # at most 65,536 gathered vectors at once
     parts = [torch.einsum("rd,rkd->rk", g[rows][s:s + step], g[items[s:s + step]])
              for s in range(0, len(lists), step)]
-    return torch.cat(parts).numpy() if parts else np.zeros(lists.shape, dtype=np.float32)
+    return torch.cat(parts).numpy()
 
 
 def _candidates(tile: torch.Tensor, bound: torch.Tensor, row_start: int, column_start: int,

@@ -91,7 +91,9 @@ def crop_and_flip(pixels: torch.Tensor, top: torch.Tensor, left: torch.Tensor, f
     image (by default on the CPU)."""
     if padding:
         pixels = F.pad(pixels, (0, 0, padding, padding, padding, padding))
-    if not (pixels.device.type != "cpu" if gather is None else gather):  # crop, mirror, to float
+    if gather is None:
+        gather = pixels.device.type != "cpu"
+    if not gather:  # one pass per image: crop, mirror, to channels-first float
         out = torch.empty((len(pixels), 3, crop, crop), dtype=torch.float32)
         for image, target, t, l, mirrored in zip(pixels, out, top.tolist(), left.tolist(), flip.tolist()):
             view = image[t:t + crop, l:l + crop].permute(2, 0, 1)

@@ -176,6 +176,7 @@ class Plan:
             for name in exp.get("figures") or []:
                 if name not in FIGURES:
                     raise ConfigError(f"{where}.figures: unknown figure {name!r}; known: {sorted(FIGURES)}")
+            self._check_reported(exp, where)
             for label, entry in (exp.get("sweep") or {}).items():
                 if not set(entry) <= SWEEP_KEYS:
                     raise ConfigError(f"{where}.sweep.{label}: keys must be among {sorted(SWEEP_KEYS)}")
@@ -189,6 +190,25 @@ class Plan:
             if unknown:
                 raise ConfigError(f"method {name}: unknown keys {sorted(unknown)}")
             self._check_settings(method.get("train"), f"method {name}.train")
+
+    @staticmethod
+    def _check_reported(exp: dict, where: str) -> None:
+        """The paper's numbers name a run of the experiment (a method, or method@variant of a
+        sweep), one of its datasets and a metric of its table."""
+        labels = set(exp["methods"]) | {f"{m}@{v}" for m in exp["methods"] for v in exp.get("sweep") or {}}
+        metrics = set((exp.get("table") or {}).get("metrics") or [])
+        for method, per_dataset in (exp.get("reported") or {}).items():
+            if method not in labels:
+                raise ConfigError(f"{where}.reported: {method!r} is none of the experiment's runs "
+                                  f"({', '.join(sorted(labels))})")
+            for dataset, values in per_dataset.items():
+                if dataset not in exp["datasets"]:
+                    raise ConfigError(f"{where}.reported.{method}: dataset {dataset!r} is not among "
+                                      f"the experiment's datasets {exp['datasets']}")
+                extra = sorted(set(values) - metrics) if metrics else []
+                if extra:
+                    raise ConfigError(f"{where}.reported.{method}.{dataset}: {extra} not among the "
+                                      f"table's metrics {sorted(metrics)}")
 
     def _check_settings(self, update: dict | None, where: str) -> None:
         """Names of `update` exist in defaults.yaml, and its values have their type and range."""

@@ -12,13 +12,12 @@ from test_losses import batch, check_against, cosine
 
 
 def brute_pair_losses(e, y, m=0.2, lam=0.5):
-    """Non-zero margin losses [m + y(λ - S)]_+ of every ordered pair, split by kind."""
+    """Non-zero margin losses [m + y(λ - S)]_+ of every distinct pair {i, j} (counted once, as
+    section 4.2.3 of the dro paper counts |P|), split by kind."""
     s = cosine(e)
     pos, neg = [], []
     for i in range(len(y)):
-        for j in range(len(y)):
-            if i == j:
-                continue
+        for j in range(i + 1, len(y)):
             if y[i] == y[j]:
                 value = torch.clamp(m + (lam - s[i, j]), min=0)
                 (pos.append(value) if value > 0 else None)
@@ -59,6 +58,27 @@ def test_topk_pn_takes_k_over_2_per_side_over_k(seed, k):
         return (sum(top(pos, k // 2)) + sum(top(neg, k // 2))) / (2 * (k // 2))
 
     check_against(losses.build("dro_topk_pn", K=k), brute, seed)
+
+
+def test_k_counts_distinct_pairs_as_the_paper_does():
+    """Section 4.2.3: B = 640, M = 5 make |P| = 1280; with K = 1280 DRO-TopK averages exactly the
+    1,280 largest distinct pair losses (each {i, j} once), found here by a loop over i < j."""
+    generator = torch.Generator().manual_seed(0)
+    y = torch.arange(128).repeat_interleave(5)
+    e = torch.randn(640, 16, generator=generator, dtype=torch.float64)
+    s = cosine(e)
+    values = []
+    for i in range(640):
+        for j in range(i + 1, 640):
+            same = bool(y[i] == y[j])
+            value = max(0.2 + (0.5 - s[i, j].item()) * (1 if same else -1), 0.0)
+            if value > 0:
+                values.append(value)
+    assert sum(1 for i in range(640) for j in range(i + 1, 640) if y[i] == y[j]) == 1280
+    expected = sum(sorted(values, reverse=True)[:1280]) / 1280
+    assert losses.build("dro_topk", K=1280)(e, y).item() == pytest.approx(expected, rel=1e-10)
+    # the same K in the code variant (K_code = K/2, 4·K_code ordered entries) keeps the same pairs
+    assert losses.build("dro_topk", K=1280, variant="code")(e, y).item() == pytest.approx(expected, rel=1e-10)
 
 
 def test_k_per_anchor_is_k_over_the_batch():

@@ -2,6 +2,7 @@
 
 import hashlib
 import urllib.error
+from pathlib import Path
 
 import pytest
 import torch
@@ -68,15 +69,81 @@ def test_bad_cached_weights_are_set_aside(tmp_path, monkeypatch):
     assert not cached.exists() and cached.with_suffix(".pth.corrupt").exists()
 
 
-def test_offline_torchvision_weights_say_where_to_put_the_file(monkeypatch):
-    import torchvision.models._api as api
-
+def test_offline_torchvision_weights_say_where_to_put_the_file(tmp_path, monkeypatch):
     def offline(*args, **kwargs):
         raise urllib.error.URLError("no network")
 
-    monkeypatch.setattr(api, "load_state_dict_from_url", offline)
+    monkeypatch.setattr(weights, "cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(torch.hub, "download_url_to_file", offline)
     with pytest.raises(DmlbenchError, match=r"place it at .*resnet18-f37072fd\.pth"):
         EmbeddingNet("resnet18", 8, pretrained=True)
+
+
+class RunsCode:
+    """A pickle whose loading runs a command (writes a marker file)."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        import os
+        return os.system, (f"touch {self.marker}",)
+
+
+def test_a_code_running_pickle_in_torchvisions_cache_is_never_run(tmp_path, monkeypatch):
+    """The file sits where torch.hub caches resnet18's weights, under the published name."""
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+    cached = tmp_path / "torch" / "hub" / "checkpoints" / "resnet18-f37072fd.pth"
+    cached.parent.mkdir(parents=True)
+    marker = tmp_path / "ran"
+    torch.save({"fc.weight": RunsCode(marker)}, cached)
+    with pytest.raises(DmlbenchError, match="resnet18-f37072fd.pth: sha256 .* is not the published f37072fd"):
+        EmbeddingNet("resnet18", 8, pretrained=True)
+    assert not marker.exists()
+    # the same pickle under a matching digest: still not run (read with weights_only)
+    digest = hashlib.sha256(cached.with_suffix(".pth.corrupt").read_bytes()).hexdigest()
+    url = f"https://download.pytorch.org/models/resnet18-{digest[:8]}.pth"
+    cached.with_suffix(".pth.corrupt").rename(cached.parent / Path(url).name)
+    with pytest.raises(DmlbenchError, match="not a plain weights file"):
+        weights.load_checked(url, digest[:8])
+    assert not marker.exists()
+
+
+def test_torchvision_weights_load_when_their_digest_matches(tmp_path, monkeypatch):
+    import torchvision
+
+    torch.manual_seed(0)
+    source = torchvision.models.resnet18(weights=None)
+    path = tmp_path / "resnet18-f37072fd.pth"
+    torch.save(source.state_dict(), path)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    path.rename(tmp_path / f"resnet18-{digest[:8]}.pth")
+    monkeypatch.setattr(weights, "cache_dir", lambda: tmp_path)
+    published = type("Weights", (), {"url": f"https://download.pytorch.org/models/resnet18-{digest[:8]}.pth"})
+    net = weights.torchvision_weights(torchvision.models.resnet18, published)
+    for key, value in source.state_dict().items():
+        torch.testing.assert_close(net.state_dict()[key], value)
+
+
+def test_pretrained_googlenet_sees_its_input_as_torchvisions_googlenet_does(monkeypatch):
+    """The ImageNet GoogLeNet weights expect torchvision's input transform: the trunk's pooled
+    features equal torchvision's own `googlenet` (fc removed) on the same normalised image."""
+    import torchvision
+
+    torch.manual_seed(0)
+    reference = torchvision.models.googlenet(weights=None, aux_logits=True, transform_input=True,
+                                             init_weights=True)
+    monkeypatch.setattr(weights, "load_checked", lambda url, digest: reference.state_dict())
+    net = EmbeddingNet("googlenet", 8, pretrained=True).eval()
+    reference.fc = torch.nn.Identity()
+    reference.eval()
+    image = torch.rand(2, 3, 64, 64)
+    normalised = (image - net.mean) / net.std
+    with torch.no_grad():
+        ours = net.trunk(net._prepare_input(image)).mean(dim=(2, 3))
+        theirs = reference(normalised)
+    torch.testing.assert_close(ours, theirs)
+    assert net.trunk.net.aux1 is None  # the auxiliary heads are not part of the trunk
 
 
 def test_frozen_batchnorm_keeps_statistics():

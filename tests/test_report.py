@@ -109,6 +109,46 @@ def test_fixture_tables_say_so_and_show_no_difference(tmp_path):
     assert f"50.00 (n=1) / {row['paper']:.2f} |" in text
 
 
+@pytest.mark.parametrize("key, values", [("dro.f1", (90.46, 90.86, 90.18)), ("dro.f5", (90.58, 90.73, 90.21))])
+def test_dro_f1_f5_mark_the_recalls_the_supplement_prints(tmp_path, monkeypatch, key, values):
+    """Supplement 6.2 prints Recall@1 at PN-ratio 0.006 (B = 640) for three methods: they are in
+    the figure's table and drawn as crosses at x = 0.006."""
+    from dmlbench.report import figures
+
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    files = [fake_run(tmp_path, run, {"recall@1": 0.5}) for run in plan.runs(key)]
+    drawn = {}
+    monkeypatch.setattr(figures, "_save", lambda fig, path: drawn.setdefault(path.name, fig))
+    aggregate.aggregate(plan.aggregate_spec(key), files, tmp_path / "out")
+    table = pd.read_csv(tmp_path / "out/table.csv").set_index("method")
+    for method, value in zip(("dro_topk_m", "dro_topk_pn_m", "dro_kl_m"), values):
+        assert table.loc[f"{method}@B640", "paper"] == value
+    assert table["paper"].notna().sum() == 3
+    ax = drawn["sweep.png"].axes[0]
+    crosses = [line for line in ax.get_lines() if line.get_marker() == "x"]
+    assert sorted(y for line in crosses for y in line.get_ydata()) == sorted(values)
+    assert {x for line in crosses for x in line.get_xdata()} == {0.006}
+
+
+def test_paper_numbers_must_name_a_run_of_their_experiment(tmp_path):
+    import shutil
+
+    from dmlbench.errors import ConfigError
+
+    config = tmp_path / "config"
+    shutil.copytree(CONFIG_DIR, config)
+    path = config / "experiments" / "dro.yaml"
+    path.write_text(path.read_text().replace("dro_topk_m@B640: {inshop: {recall@1: 90.46}}",
+                                             "dro_topk_m@B6400: {inshop: {recall@1: 90.46}}"))
+    with pytest.raises(ConfigError, match="dro.f1.reported: 'dro_topk_m@B6400' is none of"):
+        Plan.load(config, {"preset": "full"})
+
+
+def test_dro_f4_leaves_out_the_recalls_the_paper_does_not_plot():
+    metrics = Plan.load(CONFIG_DIR, {"preset": "full"}).experiments["dro.f4"]["table"]["metrics"]
+    assert "recall@4" not in metrics and "recall@16" not in metrics
+
+
 def test_dro_f2_plots_every_recall_of_its_table(tmp_path, monkeypatch):
     from dmlbench.report import figures
 

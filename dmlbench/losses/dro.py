@@ -1,9 +1,14 @@
 """The DRO framework (dro paper, "A simple and effective framework for pairwise deep metric learning").
 
-A pairwise loss l_ij is computed for every ordered pair of the batch (self pairs excluded); pairs
-with zero loss are dropped; a distribution p over the remaining pairs is chosen by maximising
+A pairwise loss l_ij is computed for every pair of the batch (self pairs excluded); pairs with
+zero loss are dropped; a distribution p over the remaining pairs is chosen by maximising
 Σ p_ij l_ij over an uncertainty set, and the model follows the gradient of Σ p*_ij l_ij with p*
 held constant (the paper's Lemma 1).
+
+Pairs are counted as the paper counts them (section 4.2.3: B = 640 and M = 5 give |P| = 1280,
+i.e. 128 × C(5, 2) distinct pairs): {i, j} is one pair, not two, since l_ij = l_ji. The robust
+step of the `paper` variant runs over the distinct pairs (i < j), so K is a number of distinct
+pairs, and K = 2B keeps 2B of them.
 
 Base pair losses (`base`), y = +1 for positive and -1 for negative pairs:
 - `margin`:   l = [m + y(λ - S)]_+                       (defaults m 0.2, λ 0.5)
@@ -11,13 +16,17 @@ Base pair losses (`base`), y = +1 for positive and -1 for negative pairs:
 - `linear`:   l = m + y(λ - S), not clipped: the margin loss when no pair is clipped, used by the
               dro.eq identities.
 
-K is either `K` (a number of pairs) or `k_per_anchor` × B (the paper's K = 2B in Figures 1, 3).
+K is either `K` (a number of distinct pairs) or `k_per_anchor` × B (the paper's K = 2B in
+Figures 1, 3).
 
 `variant: code` reproduces the authors' released code (`DRO/DRO_TOPK.py`, `DRO/DRO.py`,
-`DRO/LOSSES.py`) instead of the text: its K is half the suite's (it counts unordered pairs),
-K_code = K/2; zero-loss pairs are kept; TopK averages the 4·K_code largest pair losses (all pairs
+`DRO/LOSSES.py`) instead of the text. It works on the ordered B × B matrix, where each distinct
+pair appears twice, and its K is half the paper's, K_code = K/2; zero-loss pairs are kept; TopK
+averages the 4·K_code = 2K largest ordered entries, i.e. the K largest distinct pairs (all pairs
 when there are fewer); TopK-PN averages the 2·K_code largest of each side over 4·K_code (when a side
-has fewer than 2·K_code pairs: all P positives and the P largest negatives, over 2P); DRO-KL draws
+has fewer than 2·K_code entries: all P positives and the P largest negatives, over 2P; zero, still
+attached to the graph, when the batch has no positive pair, where the released code divides by
+zero); DRO-KL draws
 4·K_code pairs from p ∝ e^{l/γ} - 1 restricted to the pairs at or above the (4·K_code + 1)-th
 largest p; the binomial base is (2/α) log(1 + e^{α(λ - S)}) for positives and
 (2/β) log(1 + e^{β(S - λ)}) for negatives with the run scripts' β = 40 unless `beta` is given.
@@ -34,6 +43,12 @@ from dmlbench.pairs import PairBatch
 BASES = ("margin", "binomial", "linear")
 VARIANTS = ("paper", "code")
 CODE_BINOMIAL_BETA = 40.0  # the released run scripts' negative scale (ALPHA=40 there)
+
+
+def distinct(mask: torch.Tensor) -> torch.Tensor:
+    """The distinct pairs {i, j} of a B×B mask, each once (i < j): a pair is kept when either of
+    its ordered entries is."""
+    return torch.triu(mask | mask.T, diagonal=1)
 
 
 class DROLoss(PairLoss):
@@ -75,14 +90,22 @@ class DROLoss(PairLoss):
             pos, neg = pos & (l > 0), neg & (l > 0)
         return l, pos, neg
 
+    def robust_pairs(self, batch: PairBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """`pair_losses` with the masks over the pairs the batch-level robust step ranks: the
+        distinct pairs (i < j) in the paper's count; every ordered entry in the code variant."""
+        l, pos, neg = self.pair_losses(batch)
+        if self.variant == "paper":
+            pos, neg = distinct(pos), distinct(neg)
+        return l, pos, neg
+
     def k(self, batch_size: int) -> int:
-        """K in the paper's count (ordered pairs)."""
+        """K in the paper's count (distinct pairs)."""
         if self.K is None and self.k_per_anchor is None:
             raise ValueError("give K or k_per_anchor")
         return int(self.K) if self.K is not None else int(round(self.k_per_anchor * batch_size))
 
     def k_code(self, batch_size: int) -> int:
-        """The released code's K: half the paper's (unordered pairs)."""
+        """The released code's K: half the paper's (its 4·K_code ordered entries are K distinct pairs)."""
         return max(1, self.k(batch_size) // 2)
 
 
@@ -94,7 +117,7 @@ class DROTopK(DROLoss):
     the module docstring."""
 
     def compute(self, batch: PairBatch) -> torch.Tensor:
-        l, pos, neg = self.pair_losses(batch)
+        l, pos, neg = self.robust_pairs(batch)
         values = l[pos | neg]
         if len(values) == 0:
             return l.sum() * 0.0
@@ -112,7 +135,7 @@ class DROTopKPN(DROLoss):
     docstring."""
 
     def compute(self, batch: PairBatch) -> torch.Tensor:
-        l, pos, neg = self.pair_losses(batch)
+        l, pos, neg = self.robust_pairs(batch)
         l_pos, l_neg = l[pos], l[neg]
         if len(l_pos) + len(l_neg) == 0:
             return l.sum() * 0.0
@@ -121,6 +144,8 @@ class DROTopKPN(DROLoss):
             if per_side <= len(l_pos) and per_side <= len(l_neg):
                 return (l_pos.topk(per_side).values.sum() + l_neg.topk(per_side).values.sum()) / (2 * per_side)
             n = min(len(l_pos), len(l_neg))
+            if n == 0:
+                return l.sum() * 0.0
             return (l_pos.sum() + l_neg.topk(n).values.sum()) / (2 * len(l_pos))
         per_side = self.k(len(l)) // 2
         chosen = [v.topk(min(per_side, len(v))).values.sum() for v in (l_pos, l_neg)]
@@ -154,7 +179,7 @@ class DROKL(DROLoss):
             return torch.softmax(values / self.gamma, dim=0)
 
     def compute(self, batch: PairBatch) -> torch.Tensor:
-        l, pos, neg = self.pair_losses(batch)
+        l, pos, neg = self.robust_pairs(batch)
         values = l[pos | neg]
         if len(values) == 0:
             return l.sum() * 0.0

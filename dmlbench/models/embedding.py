@@ -45,13 +45,16 @@ def _torchvision_trunk(name: str, pretrained: bool) -> tuple[nn.Module, int]:
     }
     builder, enum = table[name]
     if pretrained:
-        net = weights.torchvision_weights(builder, enum)
+        # googlenet: the arguments torchvision builds its ImageNet model with (aux heads dropped after)
+        extra = {"aux_logits": True, "transform_input": True, "init_weights": False} if name == "googlenet" else {}
+        net = weights.torchvision_weights(builder, enum, **extra)
+        if name == "googlenet":
+            net.aux_logits, net.aux1, net.aux2 = False, None, None
     else:
         extra = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
         net = builder(weights=None, **extra)
     features = net.fc.in_features
     if name == "googlenet":
-        net.transform_input = False
         net.avgpool, net.dropout, net.fc = nn.Identity(), nn.Identity(), nn.Identity()
         trunk = _GoogLeNetTrunk(net)
     else:
@@ -60,7 +63,12 @@ def _torchvision_trunk(name: str, pretrained: bool) -> tuple[nn.Module, int]:
 
 
 class _GoogLeNetTrunk(nn.Module):
-    """torchvision GoogLeNet up to its last inception block (feature maps, not pooled)."""
+    """torchvision GoogLeNet up to its last inception block (feature maps, not pooled).
+
+    With ImageNet weights torchvision sets `transform_input`: the weights (ported from another
+    framework) expect (x - 0.5) / 0.5 per channel, and `_transform_input` maps the
+    ImageNet-normalised input onto that scale, as torchvision's own forward does. Random
+    initialisation leaves it off (then the normalised input goes in as it is)."""
 
     def __init__(self, net):
         super().__init__()
@@ -68,6 +76,7 @@ class _GoogLeNetTrunk(nn.Module):
 
     def forward(self, x):
         n = self.net
+        x = n._transform_input(x)
         x = n.maxpool1(n.conv1(x))
         x = n.maxpool2(n.conv3(n.conv2(x)))
         x = n.maxpool3(n.inception3b(n.inception3a(x)))

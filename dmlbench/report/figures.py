@@ -107,7 +107,8 @@ def learning_curves(run_dirs: list[Path], spec: dict, path: Path) -> None:
 
 def sweep_plot(summary: pd.DataFrame, spec: dict, path: Path) -> None:
     """Metrics against the swept setting (e.g. the pair ratio of each batch size), one line per
-    method and metric, ±std bars, per dataset (dro Figures 1, 2, 5; ephn Figure 4).
+    method and metric, ±std bars, per dataset (dro Figures 1, 2, 5; ephn Figure 4); the paper's
+    numbers, where it prints any, as crosses.
     `plot.metric` names one metric, `plot.metrics` several (dro Figure 2: every recall@k of its
     table); `plot.log2_x` draws the x axis in powers of two."""
     plot = spec["plot"]
@@ -122,8 +123,13 @@ def sweep_plot(summary: pd.DataFrame, spec: dict, path: Path) -> None:
         for (base, metric), part in rows[rows["dataset"] == dataset].groupby(["base", "metric"], sort=False):
             part = part.sort_values("x")
             label = spec["method_labels"].get(part["method"].iloc[0], base).split(" (")[0]
-            ax.errorbar(part["x"], part["mean"], yerr=part["std"].fillna(0), marker="o",
-                        capsize=3, label=label if len(metrics) == 1 else f"{label}, {metric}")
+            name = label if len(metrics) == 1 else f"{label}, {metric}"
+            bars = ax.errorbar(part["x"], part["mean"], yerr=part["std"].fillna(0), marker="o",
+                               capsize=3, label=name)
+            paper = part.dropna(subset=["paper"])
+            if len(paper):  # the points the paper prints as numbers
+                ax.plot(paper["x"], paper["paper"], "x", color=bars.lines[0].get_color(),
+                        markersize=9, label=f"{name} (paper)")
         if plot.get("log2_x"):
             ax.set_xscale("log", base=2)
             ax.set_xticks(sorted(rows["x"].dropna().unique()),

@@ -138,7 +138,21 @@ def _local(plan, name: str) -> Check | None:
     if wrong:
         return Check("dataset", name, ACTION, f"{', '.join(wrong)} in {folder} do not have the "
                                               f"published size: replace them")
-    return Check("dataset", name, OK, f"the {layout.name} files are in {folder}; prepare extracts them")
+    return Check("dataset", name, OK, f"the {layout.name} files are in {folder}; prepare extracts them"
+                                      + _pinning(layout, folder))
+
+
+def _pinning(layout, folder: Path) -> str:
+    """What checks the files that have no published sha256: the digest of their first copy."""
+    unpublished = [f.filename for f in layout.files if not f.sha256]
+    if not unpublished:
+        return ""
+    pinned = [n for n in unpublished if acquire.pin_path(folder / n).exists()]
+    waiting = [n for n in unpublished if n not in pinned]
+    return ("; no published sha256 for " + ", ".join(unpublished) + ": "
+            + (f"checked against the digest recorded at first use ({', '.join(pinned)})" if pinned else "")
+            + ("; " if pinned and waiting else "")
+            + (f"recorded at first use ({', '.join(waiting)})" if waiting else ""))
 
 
 def _sources(spec, probes: dict[str, Probe], folder: Path) -> Check:

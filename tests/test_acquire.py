@@ -246,3 +246,67 @@ def test_a_later_layout_is_used_when_the_first_has_no_live_source(tmp_path):
         files = acquire.obtain(replace(spec, layouts=(dead, live)), tmp_path / "downloads", True,
                                backoff=0.01)
     assert [f.name for f in files] == [f.filename for f in spec.layouts[1].files]
+
+
+def tar_with(tmp_path, members) -> Path:
+    """A .tar of (name, kind, target) members: kind 'file', 'symlink' or 'hardlink'."""
+    import io
+    import tarfile
+
+    path = tmp_path / "crafted.tar"
+    with tarfile.open(path, "w") as archive:
+        for name, kind, target in members:
+            info = tarfile.TarInfo(name)
+            if kind == "file":
+                data = b"payload"
+                info.size = len(data)
+                archive.addfile(info, io.BytesIO(data))
+            else:
+                info.type = tarfile.SYMTYPE if kind == "symlink" else tarfile.LNKTYPE
+                info.linkname = target
+                archive.addfile(info)
+    return path
+
+
+def test_a_long_symlink_chain_tar_is_refused_before_anything_is_written(tmp_path):
+    """The shape of CVE-2025-4517's archives: a chain of nested symlinks, then a file written
+    through it. Refused by our own check whatever tarfile's filter would do, the member named."""
+    victim = tmp_path / "outside" / "victim.txt"
+    victim.parent.mkdir()
+    victim.write_text("mine")
+    chain = [("l0", "symlink", ".")] + [(f"l{i}", "symlink", f"l{i - 1}") for i in range(1, 16)]
+    members = chain + [("escape", "symlink", "l15/../outside"), ("escape/victim.txt", "file", None)]
+    crafted = tar_with(tmp_path, members)
+    with pytest.raises(DatasetError, match=r"crafted\.tar: member 'l0' is a link; the archive is refused"):
+        acquire.extract([crafted], tmp_path / "raw")
+    assert victim.read_text() == "mine" and not (tmp_path / "raw").exists()
+
+
+@pytest.mark.parametrize("name", ["../evil.txt", "/tmp/evil.txt", "a/../../evil.txt"])
+def test_tar_members_outside_the_destination_are_refused(tmp_path, name):
+    crafted = tar_with(tmp_path, [("ok.txt", "file", None), (name, "file", None)])
+    with pytest.raises(DatasetError, match="would be written outside"):
+        acquire.extract([crafted], tmp_path / "raw")
+    assert not (tmp_path / "raw").exists()
+
+
+def test_a_hard_link_member_is_refused(tmp_path):
+    crafted = tar_with(tmp_path, [("ok.txt", "file", None), ("hard", "hardlink", "/etc/passwd")])
+    with pytest.raises(DatasetError, match="member 'hard' is a link"):
+        acquire.extract([crafted], tmp_path / "raw")
+
+
+def test_a_file_without_published_digest_is_pinned_at_first_use(tmp_path):
+    """No sha256 published: the first copy's digest is recorded, a changed copy is refused later."""
+    good = b"the vehicleid archive " * 2000
+    with Mirrors(good) as server:
+        source = SourceFile("VehicleID_V1.0.zip", (f"{server.url}/good",))
+        folder = tmp_path / "downloads"
+        path = acquire.fetch(source, folder, [])
+        pin = acquire.pin_path(path)
+        assert pin.read_text().split()[0] == hashlib.sha256(good).hexdigest()
+        acquire.verify(path, source)  # the same copy passes
+        path.write_bytes(b"y" * len(good))  # swapped behind our back
+        with pytest.raises(ChecksumError, match=r"differs from .* recorded in .*VehicleID_V1\.0\.zip\.sha256"):
+            acquire.verify(path, source)
+        assert path.exists()  # not ours to delete

@@ -1,5 +1,6 @@
 """Parsers and split checks on the real annotation lists and on the fixtures."""
 
+import re
 import shutil
 
 import pandas as pd
@@ -187,3 +188,19 @@ def test_cars_devkit_with_a_mismatched_mat_is_refused(tmp_path):
                                            r"in .*cars_test: it lists 10 images, the folder holds 8"):
         prepare("cars", "real", tmp_path, out, user_path=str(extracted))
     assert not out.exists()
+
+
+@pytest.mark.parametrize("image", ["/etc/hostname", "../../../etc/hostname", "sub/00001.jpg"])
+def test_cars_class_folder_lists_name_images_outside_their_folder(tmp_path, image):
+    import zipfile
+
+    fixtures.write("cars", tmp_path / "files", n_classes=4, per_class=3, layout="folders")
+    root = tmp_path / "root"
+    with zipfile.ZipFile(next((tmp_path / "files").glob("*.zip"))) as archive:
+        archive.extractall(root)
+    annos = next(root.rglob("anno_train.csv"))
+    lines = annos.read_text().splitlines()
+    lines[1] = ",".join([image] + lines[1].split(",")[1:])
+    annos.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DatasetError, match=rf"anno_train\.csv: line 2 names the image '{re.escape(image)}'"):
+        datasets.parse_cars(root)

@@ -209,3 +209,37 @@ def test_test_selected_epoch_is_the_best_recall_at_1_and_shown_beside_the_last(t
     assert "recall@1 (test-selected)" in text and "a choice made on the test set" in text
     runs = pd.read_csv(tmp_path / "out/runs.csv")
     assert set(runs["test-selected epoch"]) == {7}
+
+
+def test_names_and_statuses_from_a_copied_report_folder_give_no_live_markup(tmp_path):
+    """A report folder from elsewhere: its contents.json and its file names reach the landing page
+    only as text (no element or attribute they inject)."""
+    from html.parser import HTMLParser
+
+    evil = "x'><img src=x onerror=alert(1)>"
+    folder = tmp_path / "reports" / "copied"
+    experiment = folder / "ms.t1"
+    experiment.mkdir(parents=True)
+    (experiment / f"{evil}.csv").write_text("a\n1\n")
+    (experiment / "summary.md").write_text("# s\nsome text\n")
+    (folder / "contents.json").write_text(json.dumps({
+        "preset": "copied", "toy_data": False,
+        "papers": [{"title": "paper <script>alert(2)</script>", "experiments": [{
+            "id": "ms.t1", "title": "t", "status": "computed' onmouseover='alert(3)", "detail": "d",
+            "figures": [f"{evil}.png"], "paper_numbers": []}]}]}))
+    index.write_landing(tmp_path / "reports")
+
+    class Elements(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.tags, self.attributes = [], []
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.append(tag)
+            self.attributes += [name for name, _ in attrs]
+
+    page = Elements()
+    page.feed((tmp_path / "reports" / "index.html").read_text())
+    assert "script" not in page.tags
+    assert not {"onerror", "onmouseover"} & set(page.attributes)
+    assert page.tags.count("img") == 1  # the figure itself, with its name quoted in src

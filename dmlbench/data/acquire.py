@@ -6,6 +6,10 @@ the range (answers 200) or an FTP server (no HTTP status) restarts it from zero,
 is never glued to a fresh one. A download that fails its checks is removed and the next source is
 tried; when every source fails, the error names each one and why. Files the run did not download
 (the user's, or placed by hand) are checked and reported, never removed.
+
+A file without a published sha256 (the Kaggle Cars copy, In-Shop's and VehicleID's files, and
+md5-only sources) is pinned on first use: the sha256 of the first copy is written beside it
+(`<file>.sha256`) and every later use is checked against it.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from pathlib import Path
 
 from dmlbench.data.datasets import DatasetSpec, Layout, SourceFile
 from dmlbench.errors import ChecksumError, DatasetError
-from dmlbench.io import atomic_dir
+from dmlbench.io import atomic_dir, atomic_path
 
 CHUNK = 1 << 20
 HTML_MARKERS = (b"<!doctype html", b"<html", b"<head", b"<!--")
@@ -52,11 +56,40 @@ def _problem(path: Path, source: SourceFile) -> str | None:
     return None
 
 
+def pin_path(path: Path) -> Path:
+    """Where the sha256 of a file's first copy is kept."""
+    return path.with_name(path.name + ".sha256")
+
+
+def _first_use_problem(path: Path, source: SourceFile) -> str | None:
+    """For a file without a published sha256: record its sha256 at first use, else compare."""
+    if source.sha256:
+        return None
+    found = digest(path, "sha256")
+    pin = pin_path(path)
+    if pin.exists():
+        recorded = pin.read_text().split()[0] if pin.read_text().split() else ""
+        if found != recorded:
+            return (f"sha256 {found} differs from {recorded or 'nothing'}, recorded in {pin} when the "
+                    f"file was first used (no digest is published for it); if you replaced it on "
+                    f"purpose, delete {pin.name}")
+        return None
+    try:
+        with atomic_path(pin) as tmp:
+            tmp.write_text(f"{found}  {path.name}\n")
+        print(f"  {path.name}: no published sha256; recorded {found[:16]}… in {pin} for later uses",
+              file=sys.stderr)
+    except OSError as error:
+        print(f"  warning: {path.name} has no published sha256 and {pin} cannot be written "
+              f"({error}); later uses cannot be checked", file=sys.stderr)
+    return None
+
+
 def verify(path: Path, source: SourceFile, owned: bool = False) -> None:
-    """Raise `ChecksumError` when `path` does not have the published size and checksums. A file
-    this run downloaded (`owned`) is deleted; any other (the user's own, or one placed by hand)
-    is left as it is."""
-    problem = _problem(path, source)
+    """Raise `ChecksumError` when `path` does not have the published size and checksums (or, with
+    none published, the sha256 recorded at its first use). A file this run downloaded (`owned`) is
+    deleted; any other (the user's own, or one placed by hand) is left as it is."""
+    problem = _problem(path, source) or _first_use_problem(path, source)
     if problem is None:
         return
     if owned:
@@ -185,6 +218,24 @@ def obtain(spec: DatasetSpec, folder: Path, allow_download: bool, **options) -> 
                        + "\n  - ".join(tried) + (f"\n{manual}" if manual else ""))
 
 
+def checked_members(archive: tarfile.TarFile, dest: Path, path: Path) -> list[tarfile.TarInfo]:
+    """Every member of `archive`, after our own check (on top of tarfile's `data` filter, whose
+    link handling had bypasses, e.g. CVE-2025-4517): only regular files and folders, each landing
+    inside `dest`. No dataset the suite reads ships links, so any link is refused."""
+    root = dest.resolve()
+    members = archive.getmembers()
+    for member in members:
+        if not (member.isfile() or member.isdir()):
+            kind = "a link" if member.issym() or member.islnk() else "not a regular file or folder"
+            raise DatasetError(f"{path}: member {member.name!r} is {kind}; the archive is refused and "
+                               f"nothing was extracted. Use an intact copy from the publisher.")
+        target = (root / member.name).resolve()
+        if member.name.startswith("/") or not target.is_relative_to(root):
+            raise DatasetError(f"{path}: member {member.name!r} would be written outside {dest}; the "
+                               f"archive is refused and nothing was extracted.")
+    return members
+
+
 def extract(files: list[Path], dest: Path) -> Path:
     """Unpack archives (and copy plain files) into `dest`, all or nothing. A corrupt archive is
     reported, never removed (it may be the user's own)."""
@@ -193,7 +244,8 @@ def extract(files: list[Path], dest: Path) -> Path:
             try:
                 if path.name.endswith((".tgz", ".tar.gz", ".tar")):
                     with tarfile.open(path) as archive:
-                        archive.extractall(tmp, filter="data")
+                        members = checked_members(archive, tmp, path)
+                        archive.extractall(tmp, members=members, filter="data")
                 elif path.suffix == ".zip":
                     with zipfile.ZipFile(path) as archive:
                         archive.extractall(tmp)

@@ -160,6 +160,11 @@ def _parse_cars_devkit(root: Path) -> pd.DataFrame:
     return half_split(pd.concat(parts, ignore_index=True))
 
 
+def _plain_file_name(name: str) -> bool:
+    """A file name without any folder part (so it cannot point outside its folder)."""
+    return bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name
+
+
 def _parse_cars_folders(root: Path) -> pd.DataFrame:
     names_csv = find_file(root, "names.csv")
     names = [line.strip() for line in names_csv.read_text().splitlines() if line.strip()]
@@ -170,12 +175,19 @@ def _parse_cars_folders(root: Path) -> pd.DataFrame:
         if not annos.exists():
             raise DatasetError(f"{annos} is missing: the class-folder copy needs names.csv, "
                                f"anno_train.csv and anno_test.csv side by side")
-        rows = [line.split(",") for line in annos.read_text().splitlines() if line.strip()]
-        bad = [n for n, r in enumerate(rows, 1) if len(r) < 2 or not r[-1].strip().isdigit()
+        numbered = [(n, line.split(",")) for n, line in enumerate(annos.read_text().splitlines(), 1)
+                    if line.strip()]
+        bad = [n for n, r in numbered if len(r) < 2 or not r[-1].strip().isdigit()
                or not 1 <= int(r[-1]) <= len(names)]
         if bad:
             raise DatasetError(f"{annos}: line {bad[0]} is not '<image>,x1,y1,x2,y2,<class 1-"
                                f"{len(names)}>'")
+        outside = [(n, r[0]) for n, r in numbered if not _plain_file_name(r[0])]
+        if outside:
+            raise DatasetError(f"{annos}: line {outside[0][0]} names the image {outside[0][1]!r}; "
+                               f"images are plain file names inside their class folder (no path). "
+                               f"Fix the line, or use an intact copy of the list.")
+        rows = [r for _, r in numbered]
         folder = base / "car_data" / "car_data" / split
         parts.append(pd.DataFrame({
             "path": [str((folder / names[int(r[-1]) - 1].replace("/", "-") / r[0]).relative_to(root))
@@ -288,7 +300,7 @@ CARS_MANUAL = (
     "the class-folder copy (names.csv, anno_train.csv, anno_test.csv, car_data/car_data/). Then rerun."
 )
 
-CARS_DEVKIT = "http://ai.stanford.edu/~jkrause/car196/"  # 404 since 2023; the layout lives on in copies
+CARS_DEVKIT = "https://ai.stanford.edu/~jkrause/car196/"  # 404 since 2023; the layout lives on in copies
 
 DATASETS: dict[str, DatasetSpec] = {
     "cub": DatasetSpec(
@@ -303,11 +315,11 @@ DATASETS: dict[str, DatasetSpec] = {
     "cars": DatasetSpec(
         "cars", "Cars196",
         (Layout("original (car_ims.tgz + cars_annos.mat)", (
-            SourceFile("car_ims.tgz", ("http://imagenet.stanford.edu/internal/car196/car_ims.tgz",
-                                       f"{CARS_DEVKIT}car_ims.tgz"),
+            SourceFile("car_ims.tgz", (f"{CARS_DEVKIT}car_ims.tgz",
+                                       "http://imagenet.stanford.edu/internal/car196/car_ims.tgz"),
                        md5="d5c8f0aa497503f355e17dc7886c3f14"),
-            SourceFile("cars_annos.mat", ("http://imagenet.stanford.edu/internal/car196/cars_annos.mat",
-                                          f"{CARS_DEVKIT}cars_annos.mat"),
+            SourceFile("cars_annos.mat", (f"{CARS_DEVKIT}cars_annos.mat",
+                                          "http://imagenet.stanford.edu/internal/car196/cars_annos.mat"),
                        md5="b407c6086d669747186bd1d764ff9dbc"))),
          Layout("devkit (cars_train/test.tgz + car_devkit.tgz)", (
              SourceFile("cars_train.tgz", (f"{CARS_DEVKIT}cars_train.tgz",), size=979_269_282,
@@ -330,9 +342,9 @@ DATASETS: dict[str, DatasetSpec] = {
         "sop", "Stanford Online Products",
         (Layout("publisher", (SourceFile(
             "Stanford_Online_Products.zip",
-            ("ftp://cs.stanford.edu/cs/cvgl/Stanford_Online_Products.zip",
-             "https://drive.usercontent.google.com/download?id=1TclrpQOF_ullUP99wk_gjGN8pKvtErG8"
-             "&export=download&confirm=t"),
+            ("https://drive.usercontent.google.com/download?id=1TclrpQOF_ullUP99wk_gjGN8pKvtErG8"
+             "&export=download&confirm=t",
+             "ftp://cs.stanford.edu/cs/cvgl/Stanford_Online_Products.zip"),
             size=3_083_860_082, md5="7f73d41a2f44250d4779881525aea32e",
             sha256="b04fa78210e69fab050ce73939550e1cd0f96890bdd98ec9fee732c3b756ef48"),)),),
         SplitStats({"train": 59551, "test": 60502}, {"train": 11318, "test": 11316}), parse_sop,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import html
 import os
+import re
+import urllib.parse
 from pathlib import Path
 
 import pandas as pd
@@ -26,6 +28,17 @@ img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
 nav ul { line-height: 1.5; }
 figure { margin: 0; }
 """
+
+
+def _url(path) -> str:
+    """A relative path as an attribute value: percent-quoted, then HTML-escaped (file names come
+    from folders that may have been copied in from elsewhere)."""
+    return html.escape(urllib.parse.quote(str(path)), quote=True)
+
+
+def _status_class(status: str) -> str:
+    """The CSS class of a status: letters, digits and dashes only."""
+    return "status " + re.sub(r"[^a-z0-9]+", "-", str(status).lower()).strip("-")
 
 
 def _page(title: str, body: str) -> str:
@@ -95,7 +108,7 @@ def _toc(info: dict) -> str:
             figures = "".join(f"<li><a href='#{anchor}-{html.escape(name)}'>{html.escape(name)}</a></li>"
                               for name in exp["figures"])
             items.append(f"<li><a href='#{anchor}'>{html.escape(exp['id'])}</a> "
-                         f"{html.escape(exp['title'])} <span class='status {exp['status'].replace(' ', '-')}'>"
+                         f"{html.escape(exp['title'])} <span class='{_status_class(exp['status'])}'>"
                          f"{html.escape(exp['status'])}</span> <span class='note'>"
                          f"({html.escape(exp['detail'])})</span>"
                          + (f"<ul>{figures}</ul>" if figures else "") + "</li>")
@@ -134,13 +147,13 @@ def _budget_html(budget: Path, preset: str, page_dir: Path) -> str:
                                                   for c in row) + "</tr>" for i, row in enumerate(rows)) + "</table>"
     link = os.path.relpath(budget.parent / "preflight.md", page_dir)
     return (f"<h2 id='{html.escape(preset)}-budget'>Compute budget (preflight)</h2>" + "".join(text)
-            + table + f"<p><a href='{html.escape(link)}'>every group's probe</a></p>")
+            + table + f"<p><a href='{_url(link)}'>every group's probe</a></p>")
 
 
 def _experiment_html(exp: dict, preset: str, folder: Path, page_dir: Path) -> str:
     anchor = _anchor(preset, exp["id"])
     parts = [f"<h3 id='{anchor}'>{html.escape(exp['id'])}: {html.escape(exp['title'])} "
-             f"<span class='status {exp['status'].replace(' ', '-')}'>{html.escape(exp['status'])}</span></h3>"]
+             f"<span class='{_status_class(exp['status'])}'>{html.escape(exp['status'])}</span></h3>"]
     if exp["status"] == "quoted only":
         return "".join(parts) + (f"<p class='note'>{html.escape(exp['detail'])}.</p>"
                                  + _paper_numbers_html(exp["paper_numbers"]))
@@ -152,11 +165,11 @@ def _experiment_html(exp: dict, preset: str, folder: Path, page_dir: Path) -> st
     elif (folder / "summary.md").exists():
         parts.append(_summary_html((folder / "summary.md").read_text().splitlines()[1:]))
     for name in exp["figures"]:
-        parts.append(f"<figure id='{anchor}-{html.escape(name)}'><img src='{rel / name}' "
+        parts.append(f"<figure id='{anchor}-{html.escape(name)}'><img src='{_url(rel / name)}' "
                      f"alt='{html.escape(exp['id'])}: {html.escape(name)}'></figure>")
     if folder.exists():
         data = sorted(p.name for p in folder.iterdir() if p.suffix in (".csv", ".md"))
-        links = ", ".join(f"<a href='{rel / name}'>{html.escape(name)}</a>" for name in data)
+        links = ", ".join(f"<a href='{_url(rel / name)}'>{html.escape(name)}</a>" for name in data)
         parts.append(f"<p class='note'>Data: {links}</p>")
     return "".join(parts)
 
@@ -182,8 +195,8 @@ def write(plan, output: Path) -> None:
 def write_landing(reports_dir: Path) -> None:
     """`reports/index.html`: every preset's report present, one after the other."""
     presets = sorted(p.parent for p in reports_dir.glob("*/contents.json"))
-    links = "".join(f"<li><a href='#{p.name}'>{html.escape(p.name)}</a> "
-                    f"(<a href='{p.name}/index.html'>own page</a>)</li>" for p in presets)
+    links = "".join(f"<li><a href='#{html.escape(p.name)}'>{html.escape(p.name)}</a> "
+                    f"(<a href='{_url(p.name + '/index.html')}'>own page</a>)</li>" for p in presets)
     sections = []
     for folder in presets:
         info = read_json(folder / "contents.json")

@@ -38,17 +38,28 @@ def seed_epoch(seed: int, epoch: int) -> torch.Generator:
 
 
 def build_optimizer(model, criterion, cfg: dict):
-    """Adam or SGD over the trunk (lr), the embedding layer (lr × head_lr_mult) and the loss's own
-    parameters such as proxies (lr × loss_lr_mult)."""
+    """Adam or SGD over the trunk (lr), the embedding layer (lr × head_lr_mult) and, when they
+    share it (`loss_params.optimizer: shared`), the loss's own parameters such as proxies
+    (lr × loss_lr_mult)."""
     groups = model.parameter_groups(cfg["lr"], cfg["head_lr_mult"])
     loss_params = [p for p in criterion.parameters() if p.requires_grad]
-    if loss_params:
+    if loss_params and cfg["loss_params"]["optimizer"] == "shared":
         groups.append({"params": loss_params, "lr": cfg["lr"] * cfg["loss_lr_mult"]})
     if cfg["name"] == "adam":
         return torch.optim.Adam(groups, lr=cfg["lr"], betas=tuple(cfg["betas"]),
                                 weight_decay=cfg["weight_decay"])
     return torch.optim.SGD(groups, lr=cfg["lr"], momentum=cfg["momentum"],
                            weight_decay=cfg["weight_decay"])
+
+
+def build_loss_optimizer(criterion, cfg: dict):
+    """The loss's own parameters' optimizer when they have one (`loss_params.optimizer: sgd`, Wu et
+    al.'s margin β: SGD at its own constant rate, with momentum, no weight decay), else None."""
+    own = cfg["loss_params"]
+    loss_params = [p for p in criterion.parameters() if p.requires_grad]
+    if own["optimizer"] == "shared" or not loss_params:
+        return None
+    return torch.optim.SGD(loss_params, lr=own["lr"], momentum=own["momentum"])
 
 
 def train(cfg: dict, run_dir: Path, log=print) -> Path:
@@ -108,12 +119,17 @@ def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
     criterion = Criterion(cfg["method"], num_classes=int(class_ids.max()) + 1,
                           embedding_dim=cfg["model"]["embedding_dim"]).to(device)
     optimizer = build_optimizer(model, criterion, cfg["optimizer"])
+    loss_optimizer = build_loss_optimizer(criterion, cfg["optimizer"])
     scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, cfg["schedule"]["milestones"],
                                                      cfg["schedule"]["gamma"])
     scheme = schemes.build(cfg, data.labels, data.supers,
                            list(model.parameters()) + list(criterion.parameters()), criterion)
     parts = {"model": model, "criterion": criterion, "optimizer": optimizer,
              "scheduler": scheduler, "scheme": scheme}
+    optimizers = [optimizer]
+    if loss_optimizer is not None:
+        parts["loss_optimizer"] = loss_optimizer
+        optimizers.append(loss_optimizer)
     start, history = _resume(state, run_dir, parts, log)
 
     def embed_train():
@@ -129,7 +145,7 @@ def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
         loader = batches.loader(data, generator=generator,
                                 batch_sampler=scheme.batches(generator, cfg["batches_per_epoch"]),
                                 **loader_options(cfg, device))
-        row = _train_epoch(model, criterion, optimizer, scheme, loader, device, epoch, cfg["epochs"],
+        row = _train_epoch(model, criterion, optimizers, scheme, loader, device, epoch, cfg["epochs"],
                            log, cfg["performance"])
         scheduler.step()
         every = cfg["eval"]["every"]
@@ -148,9 +164,11 @@ def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
     return final
 
 
-def _train_epoch(model, criterion, optimizer, scheme, loader, device, epoch, epochs, log,
+def _train_epoch(model, criterion, optimizers, scheme, loader, device, epoch, epochs, log,
                  perf) -> dict:
-    """One epoch of iterations; the logged loss is the method's loss (without the scheme's term)."""
+    """One epoch of iterations; the logged loss is the method's loss (without the scheme's term).
+    `optimizers`: the run's optimizer first, then the loss parameters' own, if any."""
+    optimizer = optimizers[0]
     started = time.perf_counter()
     total, steps, skipped = 0.0, 0, 0
     memory = torch.channels_last if perf["channels_last"] else torch.contiguous_format
@@ -166,10 +184,12 @@ def _train_epoch(model, criterion, optimizer, scheme, loader, device, epoch, epo
                                 f"{loss.item()}; lower optimizer.lr (now {optimizer.param_groups[0]['lr']:g})")
         penalty = scheme.penalty()
         objective = loss if penalty is None else loss + penalty
-        optimizer.zero_grad(set_to_none=True)
+        for each in optimizers:
+            each.zero_grad(set_to_none=True)
         if objective.requires_grad and objective.grad_fn is not None:
             objective.backward()
-            optimizer.step()
+            for each in optimizers:
+                each.step()
         else:
             skipped += 1
         scheme.end_step(plan, embeddings)

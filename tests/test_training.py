@@ -243,3 +243,40 @@ def test_two_trainings_of_one_run_folder_cannot_run_at_once(run_config, tmp_path
         with pytest.raises(run_folder.RunBusyError, match="is being trained by another process"):
             train(dict(run_config, epochs=1, batches_per_epoch=1), folder, log=lambda m: None)
     assert not folder.exists(), "the lock alone is no run"
+
+
+@pytest.mark.parametrize("method", ["margin_hard", "m_profs", "margin_dws_r50", "m_profs_hncm_r50"])
+def test_margin_beta_learns_at_its_own_rate_as_in_wu_et_al(method):
+    """Wu et al.'s code trains β with its own SGD (lr 0.1, momentum 0.9): over 30 steps it moves
+    by more than 0.05, where the network's optimizer (Adam at the paper's lr) moves it by at most
+    30 × lr (Adam's steps are bounded by its rate)."""
+    from dmlbench.method import Criterion
+    from dmlbench.models.embedding import EmbeddingNet
+    from dmlbench.train import build_loss_optimizer, build_optimizer
+
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    run = next(r for e in plan.experiment_ids if not plan.is_analysis(e) for r in plan.runs(e)
+               if r.method == method)
+    cfg = plan.resolve(run)
+    assert cfg["optimizer"]["loss_params"] == {"optimizer": "sgd", "lr": 0.1, "momentum": 0.9}
+    moved = {}
+    for share in (False, True):
+        settings = dict(cfg["optimizer"])
+        if share:
+            settings["loss_params"] = dict(settings["loss_params"], optimizer="shared")
+        torch.manual_seed(0)
+        model = EmbeddingNet("small_cnn", 16, pretrained=False)
+        criterion = Criterion(cfg["method"], num_classes=4, embedding_dim=16)
+        optimizers = [build_optimizer(model, criterion, settings), build_loss_optimizer(criterion, settings)]
+        optimizers = [o for o in optimizers if o is not None]
+        assert len(optimizers) == (1 if share else 2)
+        images, labels = torch.rand(16, 3, 32, 32), torch.arange(4).repeat_interleave(4)
+        for _ in range(30):
+            loss = criterion(model(images), labels)
+            for o in optimizers:
+                o.zero_grad()
+            loss.backward()
+            for o in optimizers:
+                o.step()
+        moved[share] = (criterion.loss.beta.detach() - 1.2).abs().max().item()
+    assert moved[False] > 0.05 and moved[True] <= 30 * cfg["optimizer"]["lr"] * 1.01

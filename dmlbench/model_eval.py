@@ -27,11 +27,16 @@ def split_loader(table, base, split: str, cfg: dict, device):
 
 @torch.no_grad()
 def embed(model, loader, device) -> tuple[np.ndarray, np.ndarray]:
+    """Embeddings of every image of `loader`, L2-normalised (retrieval and clustering compare
+    directions, also for a model trained on unnormalised embeddings), and their labels."""
     model.eval()
     out, labels = [], []
     for loaded in loader:
         batch, y = loader.dataset.device_batch(loaded, device)
-        out.append(model(batch).float().cpu())
+        embeddings = model(batch).float()
+        if not getattr(model, "normalize", True):
+            embeddings = torch.nn.functional.normalize(embeddings, dim=1)
+        out.append(embeddings.cpu())
         labels.append(y)
     return torch.cat(out).numpy(), torch.cat(labels).numpy()
 

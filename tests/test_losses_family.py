@@ -66,7 +66,8 @@ def brute_pair_sum(e, y):
     return total / len(y)
 
 
-def brute_contrastive_distance(e, y, margin):
+def brute_contrastive_distance(e, y, margin, factor=1.0):
+    """profs eq. 3.2 (factor 1) or Hadsell et al.'s halved form (factor ½), mean over ordered pairs."""
     s = cosine(e)
     terms = []
     for i in range(len(y)):
@@ -74,7 +75,7 @@ def brute_contrastive_distance(e, y, margin):
             if i == j:
                 continue
             d = torch.sqrt(2 - 2 * s[i, j])
-            terms.append(0.5 * d ** 2 if y[i] == y[j] else 0.5 * torch.clamp(margin - d, min=0) ** 2)
+            terms.append(factor * d ** 2 if y[i] == y[j] else factor * torch.clamp(margin - d, min=0) ** 2)
     return sum(terms) / len(terms)
 
 
@@ -153,9 +154,11 @@ def test_pair_sum_gives_every_pair_weight_one(seed):
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_contrastive_distance(seed):
+def test_contrastive_distance_is_profs_eq_3_2_without_a_half(seed):
     check_against(losses.build("contrastive_distance", margin=1.0),
                   lambda e, y: brute_contrastive_distance(e, y, 1.0), seed)
+    check_against(losses.build("contrastive_distance", margin=1.0, halved=True),
+                  lambda e, y: brute_contrastive_distance(e, y, 1.0, factor=0.5), seed)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -177,6 +180,27 @@ def test_margin_loss_class_specific_beta(seed):
 def test_npair(seed):
     loss = losses.build("npair", l2_reg=0.0)
     check_against(loss, brute_npair, seed)
+    # Sohn's L2 penalty, on the embeddings as given (unnormalised): λ · mean ‖f‖²
+    check_against(losses.build("npair", l2_reg=0.002),
+                  lambda e, y: brute_npair(e, y) + 0.002 * sum(f @ f for f in e) / len(e), seed)
+
+
+def test_the_catalogues_npair_methods_train_unnormalised_embeddings_as_sohn():
+    """Sohn's N-pair (profs Table 1's N-pair rows) is defined on unnormalised embeddings with an
+    L2 penalty: the model feeds the loss unnormalised vectors, and the penalty is not constant."""
+    from conftest import CONFIG_DIR
+    from dmlbench import models
+    from dmlbench.plan import Plan
+
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    for method in ("npair", "n_profs", "n_profs_hncm"):
+        run = next(r for r in plan.runs("profs.t1") if r.method == method)
+        cfg = plan.resolve(run)
+        assert cfg["model"]["normalize"] is False
+        model = models.build(dict(cfg["model"], backbone="small_cnn", pretrained=False)).eval()
+        norms = model(torch.rand(4, 3, 32, 32)).norm(dim=1)
+        assert not torch.allclose(norms, torch.ones(4))
+    assert plan.resolve(next(r for r in plan.runs("profs.t1") if r.method == "angular"))["model"]["normalize"]
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -226,6 +250,55 @@ def test_softtriple(seed):
         return total / len(y) + 0.2 * reg / (4 * 3 * 2)
 
     check_against(loss, brute, seed)
+
+
+def brute_per_positive_triplets(e, y):
+    """profs §5.3 read as a loop: for each anchor, its positives from least to most similar, its
+    negatives from most to least similar, the k-th of each paired, as many as the shorter list."""
+    s = cosine(e)
+    triplets = []
+    for a in range(len(y)):
+        pos, neg = pairs_of(y, a)
+        pos = sorted(pos, key=lambda k: s[a, k].item())
+        neg = sorted(neg, key=lambda k: -s[a, k].item())
+        triplets += [(a, p, n) for p, n in zip(pos, neg)]
+    return triplets
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_hardest_per_positive_keeps_one_hard_negative_per_positive_pair(seed):
+    e, y = batch(seed)
+    mined = miners.build("hardest", negatives="per_positive")(PairBatch.from_embeddings(e, y))
+    ours = sorted(zip(*(t.tolist() for t in mined.triplets)))
+    expected = sorted(brute_per_positive_triplets(e, y))
+    assert ours == expected
+    per_anchor = {a: sum(1 for t in expected if t[0] == a) for a in range(len(y))}
+    assert all(count == (y == y[a]).sum().item() - 1 for a, count in per_anchor.items())  # every positive
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_profs_losses_with_per_positive_hard_mining_equal_brute_force(seed):
+    """Contrastive (mean over the kept pairs), triplet and margin losses on the triplets of the
+    loop above: every positive pair and its matched hard negative pair."""
+    def contrastive(e, y):
+        s = cosine(e)
+        terms = []
+        for a, p, n in brute_per_positive_triplets(e, y):
+            terms.append(2 - 2 * s[a, p])
+            terms.append(torch.clamp(1.0 - torch.sqrt(2 - 2 * s[a, n]), min=0) ** 2)
+        return sum(terms) / len(terms)
+
+    def triplet(e, y):
+        s = cosine(e)
+        terms = [torch.clamp((2 - 2 * s[a, p]) - (2 - 2 * s[a, n]) + 0.2, min=0)
+                 for a, p, n in brute_per_positive_triplets(e, y)]
+        return sum(terms) / len(terms)
+
+    miner = miners.build("hardest", negatives="per_positive")
+    for name, params, brute in (("contrastive_distance", {"margin": 1.0}, contrastive),
+                                ("triplet_distance", {"margin": 0.2}, triplet)):
+        loss = losses.build(name, **params)
+        check_against(lambda e, y: loss(e, y, miner=miner), brute, seed)
 
 
 def test_hardest_miner_picks_the_named_pairs():

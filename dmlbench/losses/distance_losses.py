@@ -13,20 +13,22 @@ from dmlbench.pairs import PairBatch
 
 @LOSSES.register("contrastive_distance")
 class ContrastiveDistanceLoss(PairLoss):
-    """Contrastive loss of Hadsell et al. (2006), squared-distance form (used by profs):
+    """Contrastive loss on squared distances, profs eq. 3.2:
 
-    L = mean over pairs ( y ½ D_ij² + (1 - y) ½ [m - D_ij]_+² ),  y = 1 for positive pairs.
-    Default margin m = 1.
+    L = mean over pairs ( y D_ij² + (1 - y) [m - D_ij]_+² ),  y = 1 for positive pairs.
+
+    `halved: true` puts Hadsell et al. (2006)'s ½ on both terms (with PROFS's proximal term it
+    halves the loss against λ). Defaults: margin m = 1, halved false (the profs paper's form).
     """
 
-    def __init__(self, margin: float = 1.0):
+    def __init__(self, margin: float = 1.0, halved: bool = False):
         super().__init__()
-        self.margin = margin
+        self.margin, self.factor = margin, 0.5 if halved else 1.0
 
     def compute(self, batch: PairBatch) -> torch.Tensor:
         d = batch.distances()
         pos, neg = batch.pair_masks()
-        terms = 0.5 * d.pow(2) * pos + 0.5 * F.relu(self.margin - d).pow(2) * neg
+        terms = self.factor * (d.pow(2) * pos + F.relu(self.margin - d).pow(2) * neg)
         return terms.sum() / (pos | neg).sum().clamp(min=1)
 
 

@@ -25,8 +25,9 @@ class NPairLoss(PairLoss):
 
     L = 1/N Σ_i log(1 + Σ_{j≠i} exp(f_iᵀ f_j⁺ - f_iᵀ f_i⁺)) + l2_reg · mean ‖f‖²
 
-    f are the embeddings as given (the suite's networks output unit vectors, so the norm term is
-    constant for them). Batches of N classes × 2 images (`batch.per_class: 2`) are the paper's.
+    f are the embeddings as given: unnormalised, as Sohn's, when the model has `normalize: false`
+    (the catalogue's N-pair methods); on unit vectors the norm term would be constant. Batches of
+    N classes × 2 images (`batch.per_class: 2`) are the paper's.
     Default l2_reg 0.002 (Sohn).
     """
 

@@ -53,17 +53,38 @@ class MultiSimilarityMiner:
 
 @MINERS.register("hardest")
 class HardestMiner:
-    """Batch-hard mining (Hermans et al. 2017): per anchor, the least similar positive and the most
-    similar negative, one triplet per anchor (anchors lacking either are skipped)."""
+    """Hard mining per anchor.
+
+    `negatives: per_anchor` (default; Hermans et al. 2017's batch-hard): the least similar
+    positive and the most similar negative, one triplet per anchor.
+    `negatives: per_positive` (profs §5.3: "one negative pair for each positive pair", as many hard
+    negative pairs as the anchor has positive pairs): every positive pair of the anchor is kept,
+    and the k-th least similar positive is matched with the k-th most similar negative, for
+    k = 1 … min(#positives, #negatives).
+    Anchors lacking a positive or a negative are skipped."""
+
+    NEGATIVES = ("per_anchor", "per_positive")
+
+    def __init__(self, negatives: str = "per_anchor"):
+        if negatives not in self.NEGATIVES:
+            raise ValueError(f"negatives must be one of {self.NEGATIVES}, not {negatives!r}")
+        self.negatives = negatives
 
     @torch.no_grad()
     def __call__(self, batch: PairBatch) -> PairBatch:
         s = batch.sim.detach()
-        valid = batch.pos.any(dim=1) & batch.neg.any(dim=1)
-        hardest_pos = s.masked_fill(~batch.pos, float("inf")).argmin(dim=1)
-        hardest_neg = s.masked_fill(~batch.neg, float("-inf")).argmax(dim=1)
-        anchors = valid.nonzero(as_tuple=True)[0]
-        return batch.with_triplets(anchors, hardest_pos[anchors], hardest_neg[anchors])
+        if self.negatives == "per_anchor":
+            valid = batch.pos.any(dim=1) & batch.neg.any(dim=1)
+            hardest_pos = s.masked_fill(~batch.pos, float("inf")).argmin(dim=1)
+            hardest_neg = s.masked_fill(~batch.neg, float("-inf")).argmax(dim=1)
+            anchors = valid.nonzero(as_tuple=True)[0]
+            return batch.with_triplets(anchors, hardest_pos[anchors], hardest_neg[anchors])
+        positives = s.masked_fill(~batch.pos, float("inf")).argsort(dim=1, stable=True)
+        negatives = s.masked_fill(~batch.neg, float("-inf")).argsort(dim=1, descending=True, stable=True)
+        count = torch.minimum(batch.pos.sum(dim=1), batch.neg.sum(dim=1))
+        ranks = torch.arange(len(s), device=s.device)
+        anchors, k = (ranks[None, :] < count[:, None]).nonzero(as_tuple=True)
+        return batch.with_triplets(anchors, positives[anchors, k], negatives[anchors, k])
 
 
 @MINERS.register("distance_weighted")

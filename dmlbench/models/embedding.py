@@ -88,11 +88,15 @@ BACKBONES = ("small_cnn", "resnet18", "resnet50", "googlenet", "bninception")
 
 
 class EmbeddingNet(nn.Module):
-    """Images (RGB, [0, 1]) → L2-normalised embeddings of size `embedding_dim`."""
+    """Images (RGB, [0, 1]) → embeddings of size `embedding_dim`, L2-normalised unless
+    `normalize=False` (Sohn's N-pair loss trains unnormalised embeddings with an L2 penalty;
+    retrieval then normalises them, `dmlbench.model_eval.embed`)."""
 
     def __init__(self, backbone: str = "resnet50", embedding_dim: int = 512, pretrained: bool = True,
-                 pooling: str = "avg", frozen_bn: bool = False, weights_path: str | None = None):
+                 pooling: str = "avg", frozen_bn: bool = False, weights_path: str | None = None,
+                 normalize: bool = True):
         super().__init__()
+        self.normalize = normalize
         if backbone not in BACKBONES:
             raise ConfigError(f"unknown backbone {backbone!r}; known: {', '.join(BACKBONES)}")
         if pooling not in ("avg", "max"):
@@ -125,7 +129,8 @@ class EmbeddingNet(nn.Module):
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         maps = self.trunk(self._prepare_input(images))
         pooled = maps.amax(dim=(2, 3)) if self.pooling == "max" else maps.mean(dim=(2, 3))
-        return F.normalize(self.head(pooled), dim=1)
+        embeddings = self.head(pooled)
+        return F.normalize(embeddings, dim=1) if self.normalize else embeddings
 
     def train(self, mode: bool = True):
         super().train(mode)
@@ -149,4 +154,5 @@ def build(model_config: dict) -> EmbeddingNet:
         backbone=model_config["backbone"], embedding_dim=model_config["embedding_dim"],
         pretrained=model_config["pretrained"], pooling=model_config["pooling"],
         frozen_bn=model_config["frozen_bn"], weights_path=model_config.get("weights"),
+        normalize=model_config.get("normalize", True),
     )

@@ -177,3 +177,46 @@ def test_bad_miner_options_are_named():
         miners.build("per_anchor", negative="medium")
     with pytest.raises(ValueError, match="positive must be one of"):
         miners.build("per_anchor", positive="semihard")
+
+
+def ephn_code_loss(e, y, semi=False, sigma=0.1):
+    """A hand reading of the authors' EasyPositiveHardNegative `EPHNLoss.forward`, as loops: per
+    anchor the most similar positive (S ≤ 0.9999, self excluded), the most similar negative
+    (semi-hard: not more similar than that positive), the triplet dropped when either similarity
+    is ≤ 0, then the mean of -log softmax([S_ap, S_an] / σ)[0]."""
+    x = e / e.norm(dim=1, keepdim=True)
+    s = x @ x.T
+    terms = []
+    for a in range(len(y)):
+        positives = [(s[a, j].item(), j) for j in range(len(y)) if j != a and y[j] == y[a] and s[a, j] <= 0.9999]
+        if not positives:
+            continue
+        v_pos, p = max(positives)
+        negatives = [(s[a, j].item(), j) for j in range(len(y)) if y[j] != y[a] and not (semi and s[a, j] > v_pos)]
+        if not negatives:
+            continue
+        v_neg, n = max(negatives)
+        if v_pos <= 0 or v_neg <= 0:
+            continue
+        terms.append(-torch.log_softmax(torch.stack([s[a, p], s[a, n]]) / sigma, dim=0)[0])
+    return sum(terms) / len(terms)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("method, semi", [("ephn_1st_code", False), ("epshn_1st_code", True)])
+def test_ephn_code_variant_drops_triplets_with_non_positive_similarities(seed, method, semi):
+    from conftest import CONFIG_DIR
+    from dmlbench.plan import Plan
+
+    spec = Plan.load(CONFIG_DIR, {"preset": "full"}).methods[method]
+    e, y = random_batch(seed, n_classes=4, per_class=4, dim=6)
+    e = e.double()
+    ours = Criterion(spec)(e, y)
+    expected = ephn_code_loss(e, y, semi=semi)
+    assert ours.item() == pytest.approx(expected.item(), rel=1e-9)
+    # and the default (the paper, the HardNegative code) keeps those triplets
+    kept = Criterion(dict(spec, miner={k: v for k, v in spec["miner"].items() if k != "drop_nonpositive"}))(e, y)
+    mined = miners.build(**spec["miner"])(PairBatch.from_embeddings(e, y)).triplets[0]
+    all_kept = miners.build(**{k: v for k, v in spec["miner"].items() if k != "drop_nonpositive"})(
+        PairBatch.from_embeddings(e, y)).triplets[0]
+    assert len(mined) < len(all_kept) and kept.item() != pytest.approx(ours.item())

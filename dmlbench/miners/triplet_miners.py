@@ -25,10 +25,14 @@ class PerAnchorTripletMiner:
     earlier triplet used, so every image is in at most one triplet (ephn.f3).
     `duplicate_threshold`: positives more similar than this are not candidates (the authors' code
     excludes near-duplicates with 0.9999; the paper does not, default None).
+    `drop_nonpositive`: the authors' EasyPositiveHardNegative code drops an anchor's triplet when
+    its chosen positive or negative similarity is ≤ 0 (`Mask_not_drop_pos/neg`); the paper and
+    their HardNegative code keep it (default False).
     """
 
     def __init__(self, positive: str = "easy", negative: str = "hard",
-                 one_triplet_per_image: bool = False, duplicate_threshold: float | None = None):
+                 one_triplet_per_image: bool = False, duplicate_threshold: float | None = None,
+                 drop_nonpositive: bool = False):
         if positive not in POSITIVES:
             raise ValueError(f"positive must be one of {POSITIVES}, not {positive!r}")
         if negative not in NEGATIVES:
@@ -36,6 +40,7 @@ class PerAnchorTripletMiner:
         self.positive, self.negative = positive, negative
         self.one_triplet_per_image = one_triplet_per_image
         self.duplicate_threshold = duplicate_threshold
+        self.drop_nonpositive = drop_nonpositive
         self._anchors = self._skipped = 0
 
     def take_stats(self) -> dict:
@@ -54,6 +59,9 @@ class PerAnchorTripletMiner:
             a, p, n = self._disjoint(s, pos, batch.neg)
         else:
             a, p, n = self._choose(s, pos, batch.neg)
+        if self.drop_nonpositive:
+            kept = (s[a, p] > 0) & (s[a, n] > 0)
+            a, p, n = a[kept], p[kept], n[kept]
         self._anchors += len(s)
         self._skipped += len(s) - len(a)
         return batch.with_triplets(a, p, n)

@@ -50,15 +50,17 @@ class StoredPixelsPerImage(torch.utils.data.Dataset):
         return loaded[0].to(device), loaded[1]
 
 
-@pytest.mark.parametrize("padding, flip, crop", [(3, True, 28), (0, True, 32), (0, False, 24)])
-def test_store_batches_equal_the_per_image_path(cub, tmp_path, padding, flip, crop):
-    folder = tmp_path / "store32"
-    store.build(cub, folder, 32, log=lambda m: None)
+@pytest.mark.parametrize("padding, flip, crop, side", [(3, True, 28, 32), (0, True, 32, 32), (0, False, 24, 32),
+                                                      (0, True, 43, 48)])  # BN-Inception's 227 of 256: odd margin
+def test_store_batches_equal_the_per_image_path(cub, tmp_path, padding, flip, crop, side):
+    folder = tmp_path / f"store{side}"
+    store.build(cub, folder, side, log=lambda m: None)
     table = manifest.read(cub)
     rows = table.index[table["split"] == "train"]
     cfg = cfg_for(cub, folder, crop, padding, flip)
+    cfg["input"]["resize"] = side
     from_store = batches.split_images(table, rows, cub.parent, cfg, train=True)
-    pixels = store.open_pixels(folder, cub, 32)
+    pixels = store.open_pixels(folder, cub, side)
     per_image = StoredPixelsPerImage(pixels, np.asarray(rows), table.loc[rows, "label"].to_numpy(),
                                      images.train_transform(cfg["input"]))
     files = batches.split_images(table, rows, cub.parent, dict(cfg, data={"manifest": str(cub)}), train=True)
@@ -90,6 +92,28 @@ def test_the_gpu_gather_crops_as_the_cpu_copies(padding):
     copies = batches.crop_and_flip(pixels, top, left, flip, 24, padding, gather=False)
     gathered = batches.crop_and_flip(pixels, top, left, flip, 24, padding, gather=True)
     assert torch.equal(copies, gathered) and flip.any() and not flip.all()
+
+
+@pytest.mark.parametrize("device, gather", [("cpu", False), ("cpu", True)]
+                         + ([("cuda", True)] if torch.cuda.is_available() else []))
+def test_batches_hold_totensors_values_on_every_device(device, gather):
+    """The crop of every image equals ToTensor's tensor, bit for bit, on the run's device: a GPU
+    divides by 255 as a multiplication by 1/255, off by one bit for some values, which
+    BN-Inception's ×255 turned into different losses for the store and the JPEG paths."""
+    from torchvision.transforms.functional import to_tensor
+
+    generator = torch.Generator().manual_seed(0)
+    pixels = torch.randint(0, 256, (4, 48, 48, 3), dtype=torch.uint8, generator=generator)
+    pixels[0, :16, :16] = torch.arange(256, dtype=torch.uint8).view(16, 16, 1)  # every value
+    top, left = torch.tensor([0, 5, 2, 1]), torch.tensor([0, 1, 5, 3])
+    flip = torch.tensor([False, True, False, True])
+    expected = []
+    for image, t, l, mirrored in zip(pixels, top.tolist(), left.tolist(), flip.tolist()):
+        crop = to_tensor(image.numpy())[:, t:t + 43, l:l + 43]
+        expected.append(crop.flip(2) if mirrored else crop)
+    ours = batches.crop_and_flip(pixels.to(device), top.to(device), left.to(device), flip.to(device),
+                                 43, 0, gather=gather)
+    assert torch.equal(ours.cpu(), torch.stack(expected))
 
 
 def test_a_store_of_another_manifest_is_refused(cub, tmp_path):

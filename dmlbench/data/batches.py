@@ -83,6 +83,18 @@ class StoreImages(torch.utils.data.Dataset):
         return batch.contiguous(memory_format=memory_format), labels
 
 
+# uint8 → [0, 1] exactly as ToTensor computes it on the CPU. On a GPU, PyTorch divides by a
+# scalar as a multiplication by its reciprocal, which differs in the last bit for some values
+# (BN-Inception's ×255 then showed it in the losses); a table lookup gives ToTensor's values.
+UNIT_VALUES = torch.arange(256, dtype=torch.uint8).to(torch.float32).div(255)
+
+
+def to_unit(pixels: torch.Tensor) -> torch.Tensor:
+    """uint8 pixels as float32 in [0, 1], bit for bit ToTensor's values, on the pixels' device."""
+    table = UNIT_VALUES.to(pixels.device)
+    return table.index_select(0, pixels.reshape(-1).to(torch.int32)).view(pixels.shape)
+
+
 def crop_and_flip(pixels: torch.Tensor, top: torch.Tensor, left: torch.Tensor, flip: torch.Tensor,
                   crop: int, padding: int, gather: bool | None = None) -> torch.Tensor:
     """From B × side × side × 3 uint8: zero-pad, crop each image at its own corner, mirror the
@@ -105,4 +117,4 @@ def crop_and_flip(pixels: torch.Tensor, top: torch.Tensor, left: torch.Tensor, f
     out = pixels[which, ys[:, :, None], xs[:, None, :]]
     if flip.any():
         out[flip] = out[flip].flip(2)
-    return out.permute(0, 3, 1, 2).to(torch.float32, memory_format=torch.contiguous_format).div_(255)
+    return to_unit(out.permute(0, 3, 1, 2).contiguous())

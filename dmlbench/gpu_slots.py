@@ -6,6 +6,8 @@ holds it for the life of its child process, which sees `CUDA_VISIBLE_DEVICES=i`.
 releases the lock when the holder exits, even when it is killed, so no stale lock survives; the
 child dies with the wrapper (SIGTERM/SIGINT are passed on, and the kernel sends SIGKILL to the
 child when the wrapper is killed outright), so a released device is never still in use.
+With an inherited `CUDA_VISIBLE_DEVICES` (a shared machine where the user was given devices 4 and
+5, say), slot i is the i-th device of that mask, and more slots than the mask lists are refused.
 Under SLURM (`SLURM_JOB_ID` set) or with N = 0 the environment is left as it is.
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import fcntl
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -30,30 +33,55 @@ class NoFreeDeviceError(DmlbenchError):
     """Every device stayed taken for longer than the wait allowed."""
 
 
-def _holders(lock_dir: Path, slots: int) -> str:
+def _lock_name(device: str) -> str:
+    return "gpu" + re.sub(r"[^A-Za-z0-9_.-]", "_", device) + ".lock"
+
+
+def _holders(lock_dir: Path, devices: list[str]) -> str:
     found = []
-    for index in range(slots):
+    for device in devices:
         try:
-            found.append(f"gpu{index}: pid {(lock_dir / f'gpu{index}.lock').read_text().strip() or '?'}")
+            found.append(f"gpu{device}: pid {(lock_dir / _lock_name(device)).read_text().strip() or '?'}")
         except OSError:
-            found.append(f"gpu{index}: ?")
+            found.append(f"gpu{device}: ?")
     return ", ".join(found)
+
+
+def _listed(devices: list[str]) -> str:
+    if devices == [str(i) for i in range(len(devices))]:
+        return f"gpu0-gpu{len(devices) - 1}"
+    return ", ".join(f"gpu{d}" for d in devices)
+
+
+def visible_devices(slots: int, mask: str | None) -> list[str]:
+    """The devices slots 0..slots-1 stand for: the first `slots` of an inherited mask, else 0..slots-1."""
+    if mask is None:
+        return [str(i) for i in range(slots)]
+    listed = [d.strip() for d in mask.split(",") if d.strip()]
+    if len(listed) < slots:
+        raise DmlbenchError(f"gpu-slot --slots {slots}, but CUDA_VISIBLE_DEVICES={mask!r} gives this "
+                            f"job {len(listed)} device(s): use --resources gpu={len(listed)} (or fewer), "
+                            f"or unset CUDA_VISIBLE_DEVICES to use devices 0-{slots - 1}")
+    return listed[:slots]
 
 
 @contextmanager
 def claim_device(slots: int, lock_dir: Path, poll: float = 0.5, timeout: float | None = None,
-                 say=lambda message: print(message, file=sys.stderr, flush=True)):
-    """Hold the lock of a free device in 0..slots-1 for the duration of the block; yield its index.
+                 say=lambda message: print(message, file=sys.stderr, flush=True),
+                 devices: list[str] | None = None):
+    """Hold the lock of a free device among `devices` (default 0..slots-1) for the duration of the
+    block; yield its name (the value for CUDA_VISIBLE_DEVICES).
 
     Says once that it waits (and for which devices, held by whom); gives up after `timeout` s.
     """
+    devices = devices or [str(i) for i in range(slots)]
     lock_dir = Path(lock_dir)
     lock_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     waiting = False
     while True:
-        for index in range(slots):
-            handle = open(lock_dir / f"gpu{index}.lock", "a+")
+        for device in devices:
+            handle = open(lock_dir / _lock_name(device), "a+")
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -64,18 +92,18 @@ def claim_device(slots: int, lock_dir: Path, poll: float = 0.5, timeout: float |
                 handle.truncate()
                 handle.write(f"{os.getpid()}\n")
                 handle.flush()
-                yield index
+                yield device
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
                 handle.close()
             return
         if timeout is not None and time.monotonic() - started > timeout:
-            raise NoFreeDeviceError(f"no free device among gpu0-gpu{slots - 1} after {timeout:g} s "
-                                    f"({_holders(lock_dir, slots)}; locks in {lock_dir})")
+            raise NoFreeDeviceError(f"no free device among {_listed(devices)} after {timeout:g} s "
+                                    f"({_holders(lock_dir, devices)}; locks in {lock_dir})")
         if not waiting:
             waiting = True
-            say(f"[gpu-slot] waiting for a free device among gpu0-gpu{slots - 1} "
-                f"({_holders(lock_dir, slots)})"
+            say(f"[gpu-slot] waiting for a free device among {_listed(devices)} "
+                f"({_holders(lock_dir, devices)})"
                 + (f", for at most {timeout:g} s" if timeout is not None else ""))
         time.sleep(poll)
 
@@ -90,7 +118,11 @@ def _die_with_parent() -> None:
 
 def _call(command: list[str], env: dict | None = None) -> int:
     """Run `command`, passing SIGTERM/SIGINT/SIGHUP on to it; the child cannot outlive us."""
-    child = subprocess.Popen(command, env=env, preexec_fn=_die_with_parent)
+    try:
+        child = subprocess.Popen(command, env=env, preexec_fn=_die_with_parent)
+    except (FileNotFoundError, PermissionError) as error:
+        raise DmlbenchError(f"gpu-slot cannot run {command[0]!r}: {error.strerror}; check the "
+                            f"command after --") from None
 
     def forward(signum, _frame):
         child.send_signal(signum)
@@ -108,7 +140,8 @@ def run_on_free_device(command: list[str], slots: int, lock_dir: Path,
     """Run `command` with CUDA_VISIBLE_DEVICES set to a device no other wrapped job holds."""
     if slots <= 0 or os.environ.get("SLURM_JOB_ID"):
         return _call(command)
-    with claim_device(slots, lock_dir, timeout=timeout) as index:
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(index))
-        print(f"[gpu-slot] device {index} → {' '.join(command[:4])} …", file=sys.stderr, flush=True)
+    devices = visible_devices(slots, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    with claim_device(slots, lock_dir, timeout=timeout, devices=devices) as device:
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=device)
+        print(f"[gpu-slot] device {device} → {' '.join(command[:4])} …", file=sys.stderr, flush=True)
         return _call(command, env=env)

@@ -46,28 +46,30 @@ def changed_settings(old: dict, new: dict, prefix: str = "") -> list[str]:
 
 @contextmanager
 def exclusive(run_dir: Path):
-    """Hold the run folder's lock for the block; stop at once if another process holds it."""
+    """Hold the run folder's lock for the block; stop at once if another process holds it. Only
+    the holder cleans up after itself (a refused process leaves the holder's lock alone)."""
     handle = open(run_dir / LOCK, "a+")
     try:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "unknown"
-            raise RunBusyError(
-                f"{run_dir} is being trained by another process (pid {holder}). Two Snakemake "
-                f"instances are working in this folder: let the other finish, or stop it, then "
-                f"rerun (see the README, 'Interrupted runs')") from None
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "unknown"
+        handle.close()
+        raise RunBusyError(
+            f"{run_dir} is being trained by another process (pid {holder}). Two Snakemake "
+            f"instances are working in this folder: let the other finish, or stop it, then "
+            f"rerun (see the README, 'Interrupted runs')") from None
+    try:
         handle.seek(0)
         handle.truncate()
         handle.write(f"{os.getpid()}\n")
         handle.flush()
         yield
     finally:
-        handle.close()
         if run_dir.exists() and not _contents(run_dir):  # nothing but the lock: leave no folder
             (run_dir / LOCK).unlink(missing_ok=True)
             run_dir.rmdir()
+        handle.close()
 
 
 def _contents(run_dir: Path) -> list[Path]:

@@ -8,6 +8,7 @@ the schema expects a number, a boolean or null, and leaves it alone where text i
 
 from __future__ import annotations
 
+import math
 import re
 
 import jsonschema
@@ -90,14 +91,43 @@ def coerce(value, schema: dict, root: dict | None = None):
     return value
 
 
+def _non_finite(value, path: str = "") -> str | None:
+    """The key of the first NaN or infinite number in `value` (ranges never reject NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path or "(top level)"
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        found = _non_finite(item, f"{path}.{key}" if path else str(key))
+        if found:
+            return found
+    return None
+
+
 def check(settings: dict, schema: dict, where: str) -> None:
-    """Stop at the first setting whose value is not of its type or outside its range, naming it."""
+    """Stop at the first setting whose value is not finite, not of its type or outside its range,
+    naming it."""
+    bad = _non_finite(settings or {})
+    if bad is not None:
+        value = bad.split(".")
+        raise ConfigError(f"{where}: setting {bad}: {_lookup(settings, value)!r} is not a finite number; "
+                          f"give a finite value")
     validator = jsonschema.Draft202012Validator(schema)
     error = next(iter(sorted(validator.iter_errors(settings or {}), key=lambda e: list(e.absolute_path))),
                  None)
     if error is not None:
         key = ".".join(str(p) for p in error.absolute_path) or "(top level)"
         raise ConfigError(f"{where}: setting {key}: {error.message}")
+
+
+def _lookup(settings, keys: list[str]):
+    for key in keys:
+        settings = settings[int(key)] if isinstance(settings, list) else settings[key]
+    return settings
 
 
 def check_run(cfg: dict, where: str) -> None:

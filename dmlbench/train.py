@@ -74,9 +74,11 @@ def train(cfg: dict, run_dir: Path, log=print) -> Path:
         state = _checkpoint_of(run_dir, cfg, log)
         try:
             return _train(cfg, run_dir, log, state)
-        except BaseException:
+        except BaseException as error:
             if not (run_dir / "checkpoint.pt").exists():
                 run_folder.discard_unfinished(run_dir)
+            if isinstance(error, DivergedError):  # one line naming the run; no model.pt written
+                raise DivergedError(f"{run_dir}: {error}") from None
             raise
 
 
@@ -188,8 +190,12 @@ def _train_epoch(model, criterion, optimizers, scheme, loader, device, epoch, ep
             each.zero_grad(set_to_none=True)
         if objective.requires_grad and objective.grad_fn is not None:
             objective.backward()
+            where = f"epoch {epoch + 1}, step {step}"
+            _check_finite(_grads(optimizers), f"{where}: a gradient is non-finite", optimizer)
             for each in optimizers:
                 each.step()
+            _check_finite(_params(optimizers), f"{where}: the parameters became non-finite after "
+                                                f"the optimiser's step", optimizer)
         else:
             skipped += 1
         scheme.end_step(plan, embeddings)
@@ -200,6 +206,25 @@ def _train_epoch(model, criterion, optimizers, scheme, loader, device, epoch, ep
     return {"epoch": epoch + 1, "loss": total / max(steps, 1), "steps": steps,
             "skipped_steps": skipped, "seconds": round(time.perf_counter() - started, 3),
             "lr": optimizer.param_groups[0]["lr"], **criterion.take_stats()}
+
+
+def _params(optimizers) -> list[torch.Tensor]:
+    return [p for o in optimizers for group in o.param_groups for p in group["params"]]
+
+
+def _grads(optimizers) -> list[torch.Tensor]:
+    return [p.grad for p in _params(optimizers) if p.grad is not None]
+
+
+def _check_finite(tensors: list[torch.Tensor], what: str, optimizer) -> None:
+    """Stop the run (DivergedError) when any element of `tensors` is NaN or infinite: one fused
+    max-abs per tensor list, one synchronisation."""
+    if not tensors:
+        return
+    largest = torch.stack(torch._foreach_norm(tensors, float("inf"))).max()
+    if not torch.isfinite(largest):
+        raise DivergedError(f"training diverged: {what}; lower optimizer.lr (now "
+                            f"{optimizer.param_groups[0]['lr']:g})")
 
 
 def _format_row(row: dict, epochs: int) -> str:

@@ -99,3 +99,31 @@ def test_waiting_job_says_so_and_gives_up_after_its_timeout(tmp_path):
     assert result.returncode == 1
     assert f"waiting for a free device among gpu0-gpu0 (gpu0: pid {os.getpid()}), for at most 1 s" in result.stderr
     assert "no free device among gpu0-gpu0 after 1 s" in result.stderr
+
+
+def test_slots_map_onto_an_inherited_device_mask(tmp_path):
+    """A shared machine: the user was given devices 4 and 5; the jobs run there, never on 0."""
+    env = dict(python_env(), CUDA_VISIBLE_DEVICES="4,5")
+    env.pop("SLURM_JOB_ID", None)
+    jobs = [launch(tmp_path, f"job{i}", slots=2, env=env) for i in range(3)]
+    for process, _ in jobs:
+        assert process.wait(timeout=60) == 0
+    assert {json.loads(out.read_text())[0] for _, out in jobs} <= {"4", "5"}
+
+
+def test_more_slots_than_the_inherited_mask_are_refused(tmp_path):
+    env = dict(python_env(), CUDA_VISIBLE_DEVICES="4,5")
+    env.pop("SLURM_JOB_ID", None)
+    command = [sys.executable, "-m", "dmlbench", "gpu-slot", "--slots", "3", "--lock-dir",
+               str(tmp_path), "--", sys.executable, "-c", "pass"]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "--slots 3, but CUDA_VISIBLE_DEVICES='4,5' gives this job 2 device(s)" in result.stderr
+
+
+def test_a_command_that_does_not_exist_is_named_not_a_traceback(tmp_path):
+    command = [sys.executable, "-m", "dmlbench", "gpu-slot", "--slots", "1", "--lock-dir",
+               str(tmp_path), "--", "/nonexistent/cmd"]
+    result = subprocess.run(command, env=python_env(), capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "gpu-slot cannot run '/nonexistent/cmd': No such file or directory" in result.stderr

@@ -201,9 +201,33 @@ def test_diverging_loss_is_one_line_on_the_command_line(run_config, tmp_path, mo
         cli.main(["train", "--spec", json.dumps(cfg), "--run-dir", str(tmp_path / "run")])
     assert stop.value.code == 1
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    assert lines == ["dmlbench train: error: training diverged: epoch 1, step 1: loss is inf; "
-                     "lower optimizer.lr (now 0.001)"]
+    assert lines == [f"dmlbench train: error: {tmp_path / 'run'}: training diverged: epoch 1, step 1: "
+                     f"loss is inf; lower optimizer.lr (now 0.001)"]
     assert not (tmp_path / "run").exists()
+
+
+def test_a_run_whose_weights_blow_up_stops_and_writes_no_model(run_config, tmp_path):
+    """The probe's scenario: SGD at lr 1e30, no per-epoch evaluation. The loss can stay finite
+    while the weights become infinite; the step's check stops the run, naming it, and no
+    model.pt is written."""
+    from dmlbench import train as training
+
+    cfg = json.loads(json.dumps(run_config))
+    cfg.update(epochs=2, batches_per_epoch=3)
+    cfg["optimizer"].update(name="sgd", lr=1e30)
+    cfg["eval"]["every"] = 0
+    with pytest.raises(training.DivergedError, match=r"run: training diverged: epoch 1, step \d: .*non-finite"):
+        training.train(cfg, tmp_path / "run", log=lambda message: None)
+    assert not (tmp_path / "run" / "model.pt").exists()
+
+
+@pytest.mark.parametrize("key, value", [("optimizer.lr", "nan"), ("schedule.gamma", "nan"), ("optimizer.lr", "inf")])
+def test_non_finite_settings_are_refused_before_any_job(key, value):
+    from dmlbench.errors import ConfigError
+
+    section, name = key.split(".")
+    with pytest.raises(ConfigError, match=rf"setting {key}: {value} is not a finite number"):
+        Plan.load(CONFIG_DIR, {"preset": "smoke", "overrides": {section: {name: float(value)}}})
 
 
 def test_changed_setting_trains_afresh_instead_of_resuming(run_config, tmp_path):
@@ -231,6 +255,31 @@ def test_changed_setting_trains_afresh_instead_of_resuming(run_config, tmp_path)
     logs.clear()
     train(changed, tmp_path / "run", log=logs.append)  # same settings again: resumes, trains nothing
     assert any("resuming" in line for line in logs)
+
+
+def test_a_refused_trainer_leaves_the_holders_lock(tmp_path):
+    """Three processes: the first holds the lock before writing any file; the second is refused;
+    the third must be refused too (the refused one once removed the holder's lock and folder)."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    code = ("import sys, time; from pathlib import Path; from dmlbench import run_folder\n"
+            "try:\n"
+            "    with run_folder.exclusive(Path(sys.argv[1])):\n"
+            "        print('held', flush=True); time.sleep(float(sys.argv[2]))\n"
+            "except run_folder.RunBusyError:\n"
+            "    print('refused', flush=True)\n")
+    holder = subprocess.Popen([sys.executable, "-c", code, str(folder), "20"], stdout=subprocess.PIPE,
+                              text=True, env=python_env())
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        for _ in range(2):  # the second, then the third
+            other = subprocess.run([sys.executable, "-c", code, str(folder), "0"], capture_output=True,
+                                   text=True, env=python_env(), timeout=60)
+            assert other.stdout.strip() == "refused"
+            assert (folder / ".train.lock").exists()
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_two_trainings_of_one_run_folder_cannot_run_at_once(run_config, tmp_path):

@@ -262,6 +262,23 @@ def disk_check(plan, checks: list[Check], free_bytes: int | None = None) -> Chec
     return Check("disk", str(probe_at), OK if free >= total * 1e9 else ACTION, detail)
 
 
+def stale_check(plan) -> Check | None:
+    """Half-written outputs of killed steps (a store build killed with -9, say) under the data
+    root, down to the store folders: each counts against the free space until removed."""
+    from dmlbench.io import stale_temporaries
+
+    root = Path(plan.preset["data"]["root"])
+    folders = [root] + [p for depth in ("*", "*/*", "*/*/*") for p in root.glob(depth) if p.is_dir()]
+    stale = [t for folder in folders for t in stale_temporaries(folder)]
+    if not stale:
+        return None
+    size = sum(f.stat().st_size for t in stale for f in ([t] if t.is_file() else t.rglob("*")) if f.is_file())
+    return Check("disk", "stale temporaries", ACTION,
+                 f"{len(stale)} left by killed steps ({size / 2**30:.2f} GiB): "
+                 + ", ".join(str(t) for t in stale[:5])
+                 + "; the next run of their step removes them, or delete them now")
+
+
 # --- the whole check ----------------------------------------------------------------------------
 
 def run(plan, slurm: bool = False, timeout: float = 5.0, probe=probe_url,
@@ -278,6 +295,9 @@ def run(plan, slurm: bool = False, timeout: float = 5.0, probe=probe_url,
     checks += dataset_checks(plan, probes)
     checks += weight_checks(plan, probes)
     checks.append(disk_check(plan, checks, free_bytes))
+    stale = stale_check(plan)
+    if stale is not None:
+        checks.append(stale)
     return checks
 
 

@@ -2,6 +2,9 @@
 
 Outputs get the permissions ordinary files get under the user's umask (not the 600 of a
 temporary file), and a write that fails for want of disk space says so, naming the folder.
+A temporary is named `.<name>.<host>.<pid>.<random>` so that a process killed outright (kill -9,
+a lost node) leaves a temporary the next write of the same output recognises and removes: its
+process, on this host, no longer runs.
 """
 
 from __future__ import annotations
@@ -9,7 +12,10 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import shutil
+import socket
+import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -49,12 +55,53 @@ def _explain_full_disk(error: BaseException, path: Path) -> None:
         ) from None
 
 
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname()) or "host"
+
+
+def _prefix(path: Path) -> str:
+    return f".{path.name}.{_host()}.{os.getpid()}."
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def stale_temporaries(folder: Path, name: str | None = None) -> list[Path]:
+    """Temporaries in `folder` (of output `name`, or of any) whose writer, on this host, is gone."""
+    pattern = re.compile(rf"^\.{re.escape(name) if name else '.+'}\.{re.escape(_host())}\.(\d+)\.")
+    found = []
+    try:
+        entries = list(Path(folder).iterdir())
+    except OSError:
+        return []
+    for entry in entries:
+        match = pattern.match(entry.name)
+        if match and not _alive(int(match.group(1))):
+            found.append(entry)
+    return found
+
+
+def remove_stale_temporaries(path: Path) -> None:
+    """Remove what killed writers of `path` left beside it (their processes are gone)."""
+    for stale in stale_temporaries(path.parent, path.name):
+        shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink(missing_ok=True)
+        print(f"removed {stale}, left by a writer that was killed", file=sys.stderr)
+
+
 @contextmanager
 def atomic_path(path: str | os.PathLike):
     """Yield a temporary sibling path; move it onto `path` only if the block succeeds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    remove_stale_temporaries(path)
+    fd, tmp = tempfile.mkstemp(prefix=_prefix(path), suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp = Path(tmp)
     try:
@@ -74,7 +121,8 @@ def atomic_dir(path: str | os.PathLike):
     """Yield a temporary sibling folder; rename it to `path` only if the block succeeds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    remove_stale_temporaries(path)
+    tmp = Path(tempfile.mkdtemp(prefix=_prefix(path), dir=path.parent))
     try:
         os.chmod(tmp, 0o777 & ~_umask())
         yield tmp

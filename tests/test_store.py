@@ -169,3 +169,39 @@ def test_unreadable_images_are_named_and_nothing_is_written(cub, tmp_path):
     assert not (tmp_path / "store32").exists()
     info_size = store.size_bytes(120053, 256)
     assert round(info_size / 2**30, 1) == 22.0  # SOP at 256²: what the build announces
+
+
+def test_a_killed_build_leaves_a_temporary_that_the_rerun_removes(cub, tmp_path):
+    """kill -9 during `store`: its hidden temporary stays (nothing can clean up after -9); the
+    next build removes it before counting free space, and the doctor reports one it finds."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import python_env
+    from dmlbench import doctor
+    from dmlbench.io import stale_temporaries
+
+    folder = tmp_path / "data" / "store32"
+    code = ("import sys, time; from pathlib import Path; from dmlbench.data import store\n"
+            "def decode(path, side):  # the build stops at its first image, inside its temporary\n"
+            "    print('decoding', flush=True); time.sleep(60)\n"
+            "store.decode = decode\n"
+            "store.build(Path(sys.argv[1]), Path(sys.argv[2]), 32, log=lambda m: None)\n")
+    process = subprocess.Popen([sys.executable, "-c", code, str(cub), str(folder)], stdout=subprocess.PIPE,
+                               text=True, env=python_env())
+    assert process.stdout.readline().strip() == "decoding"
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    left = stale_temporaries(folder.parent)
+    assert len(left) == 1 and left[0].name.startswith(".store32.") and not folder.exists()
+
+    class Plan:
+        preset = {"data": {"root": str(tmp_path)}}
+
+    check = doctor.stale_check(Plan())
+    assert check is not None and check.status == doctor.ACTION and str(left[0]) in check.detail
+    store.build(cub, folder, 32, log=lambda m: None)
+    assert not left[0].exists() and (folder / "store.json").exists()
+    assert doctor.stale_check(Plan()) is None

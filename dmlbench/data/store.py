@@ -22,7 +22,7 @@ from PIL import Image
 from dmlbench.data import manifest
 from dmlbench.data.cache import UNREADABLE
 from dmlbench.errors import DatasetError
-from dmlbench.io import DiskFullError, atomic_dir, write_json, read_json
+from dmlbench.io import DiskFullError, atomic_dir, read_json, remove_stale_temporaries, write_json
 
 VERSION = 1
 
@@ -42,6 +42,7 @@ def build(manifest_path: Path, output: Path, side: int, log=lambda m: print(m, f
     need = size_bytes(len(table), side)
     log(f"store {output}: {len(table)} images at {side}×{side} → {need / 2**30:.2f} GiB")
     output.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(output)  # a killed build's half-written store, before counting free space
     free = shutil.disk_usage(output.parent).free
     if free < need:
         raise DiskFullError(f"the store {output} needs {need / 2**30:.2f} GiB and {output.parent} has "

@@ -119,16 +119,42 @@ def _prepared(plan, name: str) -> Check | None:
     return Check("dataset", name, OK, f"prepared: {path} ({len(table):,} images)")
 
 
+def _user_folder(spec, given: Path) -> Check:
+    """OK only when `data.paths.<id>` holds the dataset: a layout's files of the published size,
+    or an extracted dataset whose lists parse into the expected split."""
+    name, key = spec.name, f"data.paths.{spec.name} = {given}"
+    wanted = "; or ".join(" + ".join(f.filename for f in layout.files) for layout in spec.layouts)
+    if not given.exists():
+        return Check("dataset", name, ACTION, f"{key} does not exist")
+    if not given.is_dir():
+        return Check("dataset", name, ACTION, f"{key} is a file; point it at a folder holding {wanted}, "
+                                              f"or the extracted dataset")
+    layout = acquire.complete_layout(spec, given)
+    if layout is not None:
+        wrong = [f"{f.filename} ({(given / f.filename).stat().st_size:,} bytes, published {f.size:,})"
+                 for f in layout.files if f.size is not None and (given / f.filename).stat().st_size != f.size]
+        if wrong:
+            return Check("dataset", name, ACTION, f"{key}: {', '.join(wrong)}: not the published file; "
+                                                  f"replace it with an intact copy")
+        return Check("dataset", name, OK, f"data.paths.{name}: the {layout.name} files in {given}; "
+                                          f"prepare checks their checksums" + _pinning(layout, given))
+    try:
+        table = spec.parse(given)
+        manifest.check(table, spec.expected, spec.title)
+    except DmlbenchError as error:
+        return Check("dataset", name, ACTION, f"{key} holds neither the files of a layout ({wanted}) "
+                                              f"nor the extracted dataset ({error})")
+    except OSError as error:
+        return Check("dataset", name, ACTION, f"{key} cannot be read ({error})")
+    return Check("dataset", name, OK, f"data.paths.{name}: the extracted dataset in {given} "
+                                      f"({len(table):,} images listed)")
+
+
 def _local(plan, name: str) -> Check | None:
     spec = datasets.get(name)
     user = plan.preset["data"]["paths"].get(name)
     if user:
-        given = Path(user).expanduser()
-        if not given.exists():
-            return Check("dataset", name, ACTION, f"data.paths.{name} = {given} does not exist")
-        layout = acquire.complete_layout(spec, given)
-        what = f"the {layout.name} files" if layout else "a folder (used as the extracted dataset)"
-        return Check("dataset", name, OK, f"data.paths.{name}: {what} in {given}; prepare checks them")
+        return _user_folder(spec, Path(user).expanduser())
     folder = Path(plan.preset["data"]["root"]) / "downloads" / name
     layout = acquire.complete_layout(spec, folder)
     if layout is None:

@@ -158,3 +158,31 @@ def test_doctor_command_exits_non_zero_when_something_blocks(tmp_path):
                             cwd=tmp_path, timeout=120)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "dataset: cub" in result.stdout and "need action" in result.stdout
+
+
+def test_data_paths_that_hold_no_dataset_need_action(tmp_path, monkeypatch):
+    """A file, an unrelated folder, and a folder with a truncated archive are not the dataset;
+    a folder with the extracted dataset is."""
+    import tarfile
+
+    small = tmp_path / "small"
+    small.mkdir()
+    (small / "CUB_200_2011.tgz").write_bytes(b"x" * 46_000)
+    extracted = tmp_path / "extracted"
+    archives = tmp_path / "archives"
+    stats = fixtures.write("cub", archives, n_classes=4, per_class=2)
+    with tarfile.open(archives / "CUB_200_2011.tgz") as archive:
+        archive.extractall(extracted, filter="data")
+    unrelated = tmp_path / "etc"
+    unrelated.mkdir()
+    (unrelated / "hostname").write_text("machine\n")
+    expected = {str(unrelated / "hostname"): "is a file", str(unrelated): "holds neither the files of a layout",
+                str(small): "46,000 bytes, published 1,150,585,339"}
+    for path, message in expected.items():
+        plan = plan_for(tmp_path, datasets=["cub"], data={"paths": {"cub": path}, "root": str(tmp_path / "data")})
+        cub = lines(doctor.dataset_checks(plan, {}))[("dataset", "cub")]
+        assert cub.status == doctor.ACTION and message in cub.detail, (path, cub.detail)
+    plan = plan_for(tmp_path, datasets=["cub"], data={"paths": {"cub": str(extracted)}, "root": str(tmp_path / "data")})
+    monkeypatch.setitem(datasets.DATASETS, "cub", replace(datasets.get("cub"), expected=stats))  # the fixture's split
+    cub = lines(doctor.dataset_checks(plan, {}))[("dataset", "cub")]
+    assert cub.status == doctor.OK and "the extracted dataset" in cub.detail

@@ -1,6 +1,7 @@
 """Parsers and split checks on the real annotation lists and on the fixtures."""
 
 import re
+from dataclasses import replace
 import shutil
 
 import pandas as pd
@@ -146,11 +147,25 @@ def test_dataset_list_entry_leaving_the_root_is_refused(tmp_path, entry):
     assert not out.exists()
 
 
-def test_manifest_entry_climbing_out_is_refused_naming_the_line(tmp_path):
+@pytest.mark.parametrize("entry", ["../../secret.jpg", "/etc/hostname"])
+def test_manifest_entry_leaving_its_folder_is_refused_naming_the_line(tmp_path, entry):
     path = tmp_path / "manifest.csv"
-    path.write_text("path,label,split,super\na.jpg,1,train,\n../../secret.jpg,1,train,\n")
-    with pytest.raises(DatasetError, match=r"first at entry 3: '\.\./\.\./secret\.jpg'"):
+    path.write_text(f"path,label,split,super\na.jpg,1,train,\n{entry},1,train,\n")
+    with pytest.raises(DatasetError, match=rf"first at entry 3: '{re.escape(entry)}'"):
         manifest.read(path)
+
+
+def test_a_users_extracted_folder_is_reached_through_a_link_with_relative_paths(tmp_path, monkeypatch):
+    fixture = tmp_path / "fx" / "cub" / "manifest.csv"
+    prepare("cub", "fixture", tmp_path / "fx", fixture, fixture_size={"n_classes": 4, "per_class": 2})
+    stats = fixtures.read_stats(fixture.parent / "archives")
+    monkeypatch.setitem(datasets.DATASETS, "cub", replace(datasets.get("cub"), expected=stats))
+    out = tmp_path / "real" / "cub" / "manifest.csv"
+    prepare("cub", "real", tmp_path, out, user_path=str(fixture.parent / "raw"))
+    table = manifest.read(out)
+    assert all(p.startswith("user-data/") for p in table["path"])
+    assert (out.parent / "user-data").resolve() == (fixture.parent / "raw").resolve()
+    assert all((out.parent / p).exists() for p in table["path"])
 
 
 def _content(table, folder):

@@ -67,18 +67,17 @@ def check(manifest: pd.DataFrame, expected: SplitStats, name: str) -> None:
         )
 
 
-def check_paths_inside(table: pd.DataFrame, where: str, first_line: int = 1,
-                       allow_absolute: bool = False) -> None:
-    """Stop when an image path climbs out of the dataset's folder (`..`) or, unless allowed,
-    is absolute; name the entry (line `first_line` is the table's first row)."""
+def check_paths_inside(table: pd.DataFrame, where: str, first_line: int = 1) -> None:
+    """Stop when an image path climbs out of the dataset's folder (`..`) or is absolute; name the
+    entry (line `first_line` is the table's first row)."""
     bad = [(n, p) for n, p in enumerate(table["path"])
-           if ".." in PurePosixPath(p).parts or (PurePosixPath(p).is_absolute() and not allow_absolute)]
+           if ".." in PurePosixPath(p).parts or PurePosixPath(p).is_absolute()]
     if bad:
         line, path = bad[0]
         raise DatasetError(
             f"{where}: {len(bad)} image path(s) leave the dataset's folder, first at entry "
             f"{line + first_line}: {path!r}. Paths must be relative and stay inside the dataset; "
-            f"fix or remove those lines."
+            f"fix or remove those lines (a manifest the suite wrote: delete it and rerun prepare)."
         )
 
 
@@ -95,9 +94,7 @@ def read(path: Path) -> pd.DataFrame:
     missing = set(COLUMNS) - set(frame.columns)
     if missing:
         raise DatasetError(f"manifest {path} lacks columns {sorted(missing)}")
-    # absolute paths are the prepare step's own for data kept in a data.paths folder
-    check_paths_inside(frame, f"manifest {path} (entries count from line 2)", first_line=2,
-                       allow_absolute=True)
+    check_paths_inside(frame, f"manifest {path} (lines count from 1, the header)", first_line=2)
     return frame
 
 

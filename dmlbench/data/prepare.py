@@ -7,6 +7,7 @@ table every later stage reads. `source` is `real` or `fixture`.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -41,11 +42,16 @@ def prepare(dataset: str, source: str, root: Path, output: Path, user_path: str 
         table = _real(spec, root, folder, user_path, allow_download)
     else:
         raise DatasetError(f"unknown data source {source!r}: use 'real' or 'fixture'")
-    manifest.check_paths_inside(table, f"{spec.title}: the dataset's lists")
-    table = _anchor_paths(table, table.attrs.get("base", folder / "raw"), folder)
-    manifest.check(table, expected, f"{spec.title} ({source})")
-    _check_images_exist(table, folder, spec.title)
-    manifest.write(table, output)
+    try:
+        manifest.check_paths_inside(table, f"{spec.title}: the dataset's lists")
+        table = _anchor_paths(table, table.attrs.get("base", folder / "raw"), folder)
+        manifest.check(table, expected, f"{spec.title} ({source})")
+        _check_images_exist(table, folder, spec.title)
+        manifest.write(table, output)
+    except BaseException:
+        if (folder / USER_LINK).is_symlink() and not output.exists():  # no manifest: no link either
+            (folder / USER_LINK).unlink()
+        raise
     _summary(table, spec.title, output)
     return table
 
@@ -62,20 +68,31 @@ def _real(spec, root: Path, folder: Path, user_path: str | None, allow_download:
             for source in layout.files:
                 acquire.verify(given / source.filename, source)
             return spec.parse(acquire.extract([given / f.filename for f in layout.files], folder / "raw"))
-        table = spec.parse(given)  # the extracted dataset, used in place
-        table.attrs["base"] = given
+        table = spec.parse(given)  # the extracted dataset, used in place through a link
+        table.attrs["base"] = _link_user_folder(given, folder)
         return table
     files = acquire.obtain(spec, root / "downloads" / spec.name, allow_download)
     return spec.parse(acquire.extract(files, folder / "raw"))
 
 
+USER_LINK = "user-data"
+
+
+def _link_user_folder(given: Path, folder: Path) -> Path:
+    """`<manifest folder>/user-data`, a link to the user's extracted dataset, so that every
+    manifest path is relative and inside the manifest's folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    link, tmp = folder / USER_LINK, folder / f".{USER_LINK}.{os.getpid()}"
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(given.resolve(), target_is_directory=True)
+    os.replace(tmp, link)
+    return link
+
+
 def _anchor_paths(table: pd.DataFrame, base: Path, folder: Path) -> pd.DataFrame:
-    """Make image paths relative to the manifest's folder (absolute when the data lives elsewhere)."""
-    base = Path(base)
-    try:
-        prefix = base.resolve().relative_to(folder.resolve())
-    except ValueError:
-        prefix = base.resolve()
+    """Make image paths relative to the manifest's folder (`base` lies inside it: `raw/` or the
+    link to the user's folder)."""
+    prefix = Path(os.path.relpath(Path(base).absolute(), Path(folder).absolute()))
     table = table.copy()
     table["path"] = [str(prefix / p) for p in table["path"]]
     return table

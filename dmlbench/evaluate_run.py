@@ -12,15 +12,22 @@ import torch
 from dmlbench import environment, model_eval, models
 from dmlbench.data import manifest
 from dmlbench.errors import DmlbenchError
-from dmlbench.io import write_json
+from dmlbench.io import set_aside, write_json
 
 
 def evaluate(run_dir: Path, output: Path) -> dict:
     model_path = run_dir / "model.pt"
     if not model_path.exists():
         raise DmlbenchError(f"{model_path} does not exist: train the run first")
-    state = torch.load(model_path, map_location="cpu", weights_only=True)
-    cfg = state["config"]
+    try:
+        state = torch.load(model_path, map_location="cpu", weights_only=True)
+        cfg = state["config"]
+        state["model"]
+    except Exception as error:  # truncated or garbled: torch raises several kinds
+        moved = set_aside(model_path)
+        raise DmlbenchError(f"{model_path} is corrupt ({' '.join(str(error).split())[:200]}); set aside "
+                            f"as {moved.name}. Rerun: the train step writes it again from the run's "
+                            f"last checkpoint") from None
     device = environment.pick_device(cfg["device"])
     model = models.build(dict(cfg["model"], pretrained=False)).to(device)
     model.load_state_dict(state["model"])

@@ -137,6 +137,17 @@ def atomic_dir(path: str | os.PathLike):
             shutil.rmtree(tmp)
 
 
+def set_aside(path: Path) -> Path:
+    """Rename a corrupt file or folder the suite derived to `<name>.corrupt` (replacing an older
+    one), so that the step that makes it runs again; return the new path."""
+    path = Path(path)
+    target = path.with_name(path.name + ".corrupt")
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)
+    os.replace(path, target)
+    return target
+
+
 def write_json(path, data) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")

@@ -59,6 +59,11 @@ def _load_yaml(path: Path) -> dict:
         raise ConfigError(f"{path} is not valid YAML: {error}") from None
     except FileNotFoundError:
         raise ConfigError(f"{path} does not exist") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path} is not UTF-8 text ({error.reason} at byte {error.start})") from None
+    if data is not None and not isinstance(data, dict):
+        raise ConfigError(f"{path} must hold a mapping of keys to values (key: value lines), "
+                          f"not a {type(data).__name__}")
     return data or {}
 
 

@@ -89,7 +89,14 @@ def _checkpoint_of(run_dir: Path, cfg: dict, log) -> dict | None:
     if not path.exists():
         run_folder.discard_unfinished(run_dir)
         return None
-    state = torch.load(path, map_location="cpu", weights_only=True)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        state.get("fingerprint")
+    except Exception as error:  # truncated or garbled: torch raises several kinds
+        moved = run_folder.supersede(run_dir, "corrupt")
+        log(f"{path} is corrupt ({' '.join(str(error).split())[:200]}); the run's files were moved to "
+            f"{moved} and it trains afresh")
+        return None
     if state.get("fingerprint") == run_folder.fingerprint(cfg):
         return state
     old = json.loads(state["config"]) if "config" in state else {}

@@ -102,14 +102,17 @@ def test_wrong_setting_value_stops_before_any_job(tmp_path):
 
 @pytest.mark.slow
 def test_smoke_narrowed_to_an_experiment_and_a_dataset_runs_to_the_end(tmp_path):
+    """…with a data root whose name has a space and a non-ASCII letter (every path is quoted)."""
     result = snakemake(tmp_path, "--cores", "2", "--config", "preset=smoke",
-                       "experiments=[suite.baselines,ephn.t1]", "datasets=[digits]")
+                       "experiments=[suite.baselines,ephn.t1]", "datasets=[digits]",
+                       "data={root: 'dätä dir'}")
     assert result.returncode == 0, result.stderr[-4000:]
     assert "skipping ephn.t1: none of its datasets ['cars'] is among datasets=['digits']" in result.stderr
     table = pd.read_csv(tmp_path / "reports/smoke/suite.baselines/table.csv")
     assert set(table["dataset"]) == {"digits"}
     assert not (tmp_path / "reports/smoke/ephn.t1").exists()
     assert (tmp_path / "reports/smoke/index.html").exists()
+    assert (tmp_path / "dätä dir" / "fixture" / "digits" / "manifest.csv").exists()
 
 
 @pytest.mark.slow

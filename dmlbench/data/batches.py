@@ -7,6 +7,7 @@ which uses each dataset's own `collate` (the store reads a whole batch at once).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +31,9 @@ def split_images(table, rows, base: Path, cfg: dict, train: bool):
         pixels = store.open_pixels(Path(folder), Path(cfg["data"]["manifest"]), cfg["input"]["resize"])
         return StoreImages(pixels, np.asarray(rows), subset, cfg["input"], train)
     transform = images.train_transform(cfg["input"]) if train else images.test_transform(cfg["input"])
-    return images.ManifestImages(subset, base, transform)
+    source = Path(cfg["data"]["manifest"])
+    derived = source if re.fullmatch(r"cache\d+", source.parent.name) else None  # the cache step's
+    return images.ManifestImages(subset, base, transform, derived_manifest=derived)
 
 
 class StoreImages(torch.utils.data.Dataset):

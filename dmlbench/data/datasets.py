@@ -66,16 +66,36 @@ def find_file(root: Path, name: str) -> Path:
     raise DatasetError(f"{name} not found under {root}: is this the extracted dataset folder?")
 
 
-def _table(path: Path, names: list[str]) -> pd.DataFrame:
-    return pd.read_csv(path, sep=r"\s+", header=None, names=names, dtype=str, engine="python")
+def _table(path: Path, names: list[str], unique: str | None = None, integers: tuple[str, ...] = ()) -> pd.DataFrame:
+    """A whitespace-separated list with columns `names`; a line that does not fit, a repeated
+    `unique` value or a non-integer in `integers` stops with the file and line named."""
+    try:
+        table = pd.read_csv(path, sep=r"\s+", header=None, names=names, dtype=str, engine="python")
+    except FileNotFoundError:
+        raise DatasetError(f"{path} is missing: is this the complete extracted dataset?") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as error:
+        raise DatasetError(f"{path} cannot be read as '{' '.join(f'<{n}>' for n in names)}' lines "
+                           f"({' '.join(str(error).split())[:160]}); use an intact copy") from None
+    incomplete = table[names].isna().any(axis=1)
+    for column in integers:
+        incomplete |= ~table[column].fillna("").str.fullmatch(r"\d+")
+    if incomplete.any():
+        line = int(incomplete.to_numpy().argmax()) + 1
+        raise DatasetError(f"{path}: line {line} is not '{' '.join(f'<{n}>' for n in names)}'; use an "
+                           f"intact copy of the file")
+    if unique is not None and table[unique].duplicated().any():
+        line = int(table[unique].duplicated().to_numpy().argmax()) + 1
+        raise DatasetError(f"{path}: line {line} repeats the {unique} {table[unique].iloc[line - 1]!r} of an "
+                           f"earlier line; use an intact copy of the file")
+    return table
 
 
 def parse_cub(root: Path) -> pd.DataFrame:
     """CUB-200-2011 `images.txt` + `image_class_labels.txt`; classes 1-100 train, 101-200 test."""
     images_txt = find_file(root, "images.txt")
     base = images_txt.parent
-    images = _table(images_txt, ["id", "file"])
-    labels = _table(base / "image_class_labels.txt", ["id", "label"])
+    images = _table(images_txt, ["id", "file"], unique="id")
+    labels = _table(base / "image_class_labels.txt", ["id", "label"], unique="id", integers=("label",))
     frame = images.merge(labels, on="id", how="left", validate="one_to_one")
     if frame["label"].isna().any():
         raise DatasetError(f"{base / 'image_class_labels.txt'} lacks labels for some images.txt ids")

@@ -10,16 +10,21 @@ from PIL import Image, UnidentifiedImageError
 from torchvision import transforms
 
 from dmlbench.errors import DatasetError
+from dmlbench.io import set_aside
 
 
 class ManifestImages(torch.utils.data.Dataset):
-    """Images of one split of a manifest; returns (image tensor, label)."""
+    """Images of one split of a manifest; returns (image tensor, label).
 
-    def __init__(self, table: pd.DataFrame, base: Path, transform):
+    `derived_manifest`: the manifest of a cache the suite made; an unreadable image there is a
+    damaged copy, so that manifest is set aside and the cache step makes the cache again."""
+
+    def __init__(self, table: pd.DataFrame, base: Path, transform, derived_manifest: Path | None = None):
         self.paths = [Path(base) / p for p in table["path"]]
         self.labels = table["label"].to_numpy()
         self.supers = table["super"].to_numpy() if "super" in table else None
         self.transform = transform
+        self.derived_manifest = derived_manifest
 
     collate = staticmethod(torch.utils.data.default_collate)
 
@@ -36,8 +41,19 @@ class ManifestImages(torch.utils.data.Dataset):
             with Image.open(self.paths[index]) as image:
                 return self.transform(image.convert("RGB")), int(self.labels[index])
         except (OSError, UnidentifiedImageError, SyntaxError) as error:
+            if self.derived_manifest is not None:
+                raise DatasetError(f"cached image {self.paths[index]} cannot be read ({error}); "
+                                   f"{self._set_cache_aside()}Rerun: the cache step makes the cache "
+                                   f"again") from None
             raise DatasetError(f"image {self.paths[index]} cannot be read ({error}); replace it with "
                                f"an intact copy and rerun") from None
+
+    def _set_cache_aside(self) -> str:
+        try:
+            moved = set_aside(self.derived_manifest)
+        except FileNotFoundError:  # another loader worker was first
+            return "the cache was set aside. "
+        return f"the cache's manifest was set aside as {moved.name}. "
 
 
 def train_transform(cfg: dict):

@@ -8,13 +8,14 @@ the dataset has none).
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import pandas as pd
 
 from dmlbench.errors import DatasetError
-from dmlbench.io import atomic_path
+from dmlbench.io import atomic_path, set_aside
 
 COLUMNS = ["path", "label", "split", "super"]
 SPLITS = {"train", "test", "query", "gallery", "test_small", "test_medium", "test_large"}
@@ -81,19 +82,46 @@ def check_paths_inside(table: pd.DataFrame, where: str, first_line: int = 1) -> 
         )
 
 
+def checksum_path(path: Path) -> Path:
+    """The sha256 the suite writes beside each manifest it makes, after the manifest itself."""
+    return Path(path).with_name(Path(path).name + ".sha256")
+
+
 def write(manifest: pd.DataFrame, path: Path) -> None:
     with atomic_path(path) as tmp:
         manifest[COLUMNS].to_csv(tmp, index=False)
+    with atomic_path(checksum_path(path)) as tmp:
+        tmp.write_text(hashlib.sha256(Path(path).read_bytes()).hexdigest() + "\n")
+
+
+def _verify(path: Path) -> None:
+    """A manifest the suite wrote must still have its recorded sha256 (a hand-made one has none);
+    a damaged one is set aside so that the step that writes it runs again."""
+    recorded = checksum_path(path)
+    if not recorded.exists():
+        return
+    if hashlib.sha256(path.read_bytes()).hexdigest() != recorded.read_text().strip():
+        moved = set_aside(path)
+        recorded.unlink()
+        raise DatasetError(f"manifest {path} was changed or damaged after the suite wrote it (its sha256 "
+                           f"is not the one in {recorded.name}); set aside as {moved.name}. Rerun: the "
+                           f"prepare (or cache) step writes it again.")
 
 
 def read(path: Path) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():
         raise DatasetError(f"manifest {path} does not exist: run `python -m dmlbench prepare` first")
-    frame = pd.read_csv(path, dtype={"path": str, "split": str, "super": str}, keep_default_na=False)
-    missing = set(COLUMNS) - set(frame.columns)
-    if missing:
-        raise DatasetError(f"manifest {path} lacks columns {sorted(missing)}")
+    _verify(path)
+    try:
+        frame = pd.read_csv(path, dtype={"path": str, "split": str, "super": str}, keep_default_na=False)
+        missing = set(COLUMNS) - set(frame.columns)
+        if missing:
+            raise ValueError(f"it lacks columns {sorted(missing)}")
+        frame["label"] = pd.to_numeric(frame["label"], errors="raise")
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
+        raise DatasetError(f"manifest {path} cannot be read ({' '.join(str(error).split())[:200]}). The "
+                           f"prepare (or cache) step writes it: delete it and rerun.") from None
     check_paths_inside(frame, f"manifest {path} (lines count from 1, the header)", first_line=2)
     return frame
 

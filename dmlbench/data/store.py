@@ -22,7 +22,7 @@ from PIL import Image
 from dmlbench.data import manifest
 from dmlbench.data.cache import UNREADABLE
 from dmlbench.errors import DatasetError
-from dmlbench.io import DiskFullError, atomic_dir, read_json, remove_stale_temporaries, write_json
+from dmlbench.io import DiskFullError, atomic_dir, read_json, remove_stale_temporaries, set_aside, write_json
 
 VERSION = 1
 
@@ -79,6 +79,13 @@ def decode(path: Path, side: int) -> np.ndarray:
         return np.asarray(image, dtype=np.uint8)
 
 
+def _corrupt(folder: Path, problem: str):
+    """Set a damaged store aside (so the store step builds it again) and stop, saying so."""
+    moved = set_aside(folder)
+    raise DatasetError(f"{problem}: the decoded-image store is corrupt and was set aside as {moved}. "
+                       f"Rerun: the store step builds it again.")
+
+
 def open_pixels(folder: Path, manifest_path: Path, side: int) -> np.ndarray:
     """The store's pixels (memory-mapped, read-only) after checking that they belong to this
     manifest at this side; a store that does not is refused with what to do."""
@@ -87,7 +94,11 @@ def open_pixels(folder: Path, manifest_path: Path, side: int) -> np.ndarray:
     if not info_path.exists():
         raise DatasetError(f"{folder} is not a complete decoded-image store (no store.json): "
                            f"rerun the store step (or set data.store: false)")
-    info = read_json(info_path)
+    try:
+        info = read_json(info_path)
+        info = {key: info[key] for key in ("version", "count", "side", "manifest_sha256")}
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as error:
+        _corrupt(folder, f"{info_path} is not a complete store index ({type(error).__name__}: {error})")
     count = len(manifest.read(manifest_path))
     problems = []
     if info.get("version") != VERSION:
@@ -101,7 +112,10 @@ def open_pixels(folder: Path, manifest_path: Path, side: int) -> np.ndarray:
     if problems:
         raise DatasetError(f"decoded-image store {folder} does not match: {'; '.join(problems)}. "
                            f"Delete the folder and rerun the store step.")
-    pixels = np.load(folder / "pixels.npy", mmap_mode="r")
+    try:
+        pixels = np.load(folder / "pixels.npy", mmap_mode="r")
+    except (ValueError, OSError, EOFError) as error:
+        _corrupt(folder, f"{folder / 'pixels.npy'} cannot be read ({error})")
     if pixels.shape != (count, side, side, 3):
         raise DatasetError(f"{folder / 'pixels.npy'} has shape {pixels.shape}, not "
                            f"{(count, side, side, 3)}: delete the folder and rerun the store step")

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from dmlbench.io import atomic_path
+from dmlbench.errors import DmlbenchError
+from dmlbench.io import atomic_path, set_aside
 from dmlbench.report import figures, triplet_figures
 
 SELECTED = " (test-selected)"
@@ -26,13 +27,19 @@ def collect(metric_files: list[Path]) -> pd.DataFrame:
     """One row per run: its keys and every metric, in %."""
     rows = []
     for path in metric_files:
-        data = json.loads(Path(path).read_text())
-        row = {k: data["run"][k] for k in ("experiment", "dataset", "method", "seed")}
-        row.update({k: 100.0 * v for k, v in data["metrics"].items()})
-        selected = data.get("test_selected") or {}
-        row.update({k + SELECTED: 100.0 * v for k, v in selected.items() if k != "epoch"})
-        if selected:
-            row["test-selected epoch"] = selected["epoch"]
+        try:
+            data = json.loads(Path(path).read_text())
+            row = {k: data["run"][k] for k in ("experiment", "dataset", "method", "seed")}
+            row.update({k: 100.0 * float(v) for k, v in data["metrics"].items()})
+            selected = data.get("test_selected") or {}
+            row.update({k + SELECTED: 100.0 * float(v) for k, v in selected.items() if k != "epoch"})
+            if selected:
+                row["test-selected epoch"] = selected["epoch"]
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as error:
+            moved = set_aside(Path(path))
+            raise DmlbenchError(f"{path} is not a metrics file of the suite ({type(error).__name__}: "
+                                f"{error}); set aside as {moved.name}. Rerun: the evaluate step writes "
+                                f"it again") from None
         rows.append(row)
     return pd.DataFrame(rows).sort_values(["dataset", "method", "seed"]).reset_index(drop=True)
 

@@ -6,7 +6,7 @@ rule prepare:
     log:
         f"logs/{PRESET}/prepare/{{dataset}}.log",
     shell:
-        "python -m dmlbench prepare --spec {params.spec:q} --output {output} 2> >(tee {log} >&2)"
+        "python -m dmlbench prepare --spec {params.spec:q} --output {output:q} 2> >(tee {log:q} >&2)"
 
 
 rule cache:
@@ -19,8 +19,8 @@ rule cache:
     log:
         f"logs/{PRESET}/cache/{{dataset}}-{{size}}.log",
     shell:
-        "python -m dmlbench cache --manifest {input} --size {wildcards.size} --output {output}"
-        " 2> >(tee {log} >&2)"
+        "python -m dmlbench cache --manifest {input:q} --size {wildcards.size} --output {output:q}"
+        " 2> >(tee {log:q} >&2)"
 
 
 rule store:
@@ -31,8 +31,10 @@ rule store:
     wildcard_constraints:
         folder=rf"{re.escape(PLAN.data_dir)}/[a-z]+(/cache\d+)?",
         side=r"\d+",
+    params:
+        folder=lambda w: f"{w.folder}/store{w.side}",
     log:
         f"logs/{PRESET}/store/{{folder}}-{{side}}.log",
     shell:
-        "python -m dmlbench store --manifest {input} --side {wildcards.side}"
-        " --output {wildcards.folder}/store{wildcards.side} 2> >(tee {log} >&2)"
+        "python -m dmlbench store --manifest {input:q} --side {wildcards.side}"
+        " --output {params.folder:q} 2> >(tee {log:q} >&2)"

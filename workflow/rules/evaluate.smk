@@ -11,5 +11,5 @@ rule evaluate:
     log:
         f"logs/{{preset}}/evaluate/{{experiment}}/{{dataset}}/{{method}}/seed{{seed}}.log",
     shell:
-        "{params.slot} python -m dmlbench evaluate --run-dir {params.run_dir} --output {output}"
-        " 2> >(tee {log} >&2)"
+        "{params.slot} python -m dmlbench evaluate --run-dir {params.run_dir:q} --output {output:q}"
+        " 2> >(tee {log:q} >&2)"

@@ -13,8 +13,8 @@ rule aggregate:
         spec=lambda w: json.dumps(PLAN.aggregate_spec(w.experiment)),
         folder=f"reports/{{preset}}/{{experiment}}",
     shell:
-        "python -m dmlbench aggregate --spec {params.spec:q} --metrics {input}"
-        " --output-dir {params.folder}"
+        "python -m dmlbench aggregate --spec {params.spec:q} --metrics {input:q}"
+        " --output-dir {params.folder:q}"
 
 
 rule analyse:
@@ -26,7 +26,7 @@ rule analyse:
         spec=lambda w: json.dumps(PLAN.analysis_spec(w.experiment)),
         folder=f"reports/{{preset}}/{{experiment}}",
     shell:
-        "python -m dmlbench analyse --spec {params.spec:q} --output-dir {params.folder}"
+        "python -m dmlbench analyse --spec {params.spec:q} --output-dir {params.folder:q}"
 
 
 rule report:
@@ -39,4 +39,4 @@ rule report:
         config_dir=str(CONFIG_DIR),
     shell:
         "python -m dmlbench report --config-dir {params.config_dir:q} --config {params.config:q}"
-        " --output {output}"
+        " --output {output:q}"

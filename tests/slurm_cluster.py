@@ -4,7 +4,9 @@ As root on a Debian machine without systemd: installs munge, slurmctld, slurmd a
 from the distribution (with `accounting`, also slurmdbd and MariaDB), writes a one-node
 configuration into a private folder (one fake GPU as gres, `SlurmdParameters=config_overrides` so
 that a 2-core machine can advertise the CPUs and memory the profile asks for), starts the daemons
-itself and stops them by PID, also when the run fails. Used by `tests/test_slurm.py` (a small chain
+itself and stops them by PID, also when the run fails or is sent SIGTERM or SIGHUP (what make and
+a CI time-out send). Each daemon is recorded in `REGISTRY` as it starts, so a run that was killed
+outright (SIGKILL) leaves a list the next run reads to stop those daemons first. Used by `tests/test_slurm.py` (a small chain
 in `make test`) and by `make test-slurm` (the whole smoke preset, with and without accounting):
 
     python tests/slurm_cluster.py [--accounting] [--config preset=smoke ...]
@@ -29,6 +31,7 @@ PACKAGES = ["munge", "slurmctld", "slurmd", "slurm-client"]
 ACCOUNTING_PACKAGES = ["slurmdbd", "mariadb-server"]
 NODE_CPUS, NODE_MEMORY_MB = 16, 64000
 SYSTEM_CONF = Path("/etc/slurm/slurm.conf")
+REGISTRY = Path("/run/dmlbench-slurm-test/daemons")  # "name pid" per daemon this test started
 
 
 class Unavailable(Exception):
@@ -105,7 +108,13 @@ class Cluster:
         if result.returncode:
             raise RuntimeError(f"{name} did not start: {result.stderr.strip()[-800:]}")
         _wait(f"{name}'s pid file", pid_file.exists)
+        self._record(name, pid_file)
+
+    def _record(self, name: str, pid_file: Path) -> None:
         self.pids[name] = pid_file
+        REGISTRY.parent.mkdir(parents=True, exist_ok=True)
+        with open(REGISTRY, "a") as registry:
+            registry.write(f"{name} {pid_file.read_text().split()[0]}\n")
 
     def start_munge(self) -> None:
         key = Path("/etc/munge/munge.key")
@@ -131,7 +140,7 @@ class Cluster:
                           f"--pid-file={pid}", "--port=3306", "--bind-address=127.0.0.1"],
                          stdout=log, stderr=log, start_new_session=True)
         _wait("mariadb", lambda: socket_path.exists() and pid.exists())
-        self.pids["mariadbd"] = pid
+        self._record("mariadbd", pid)
         sql = ("CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurm';"
                "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1'; FLUSH PRIVILEGES;")
         subprocess.run(["mariadb", f"--socket={socket_path}", "-e", sql], check=True, capture_output=True)
@@ -146,7 +155,7 @@ class Cluster:
         if result.returncode:
             raise RuntimeError(f"slurmdbd did not start: {result.stderr[-800:]}")
         _wait("slurmdbd", (self.folder / "slurmdbd.pid").exists)
-        self.pids["slurmdbd"] = self.folder / "slurmdbd.pid"
+        self._record("slurmdbd", self.folder / "slurmdbd.pid")
         _wait("slurmdbd's port 6819", lambda: _listening(6819), 90)
         subprocess.run(["sacctmgr", "-i", "add", "cluster", "dmlbench"], capture_output=True, env=self.env)
 
@@ -166,18 +175,9 @@ class Cluster:
     def stop(self) -> None:
         for name in ("slurmd", "slurmctld", "slurmdbd", "mariadbd", "munged"):
             pid_file = self.pids.get(name)
-            if pid_file is None or not pid_file.exists():
-                continue
-            pid = int(pid_file.read_text().split()[0])
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                continue
-            deadline = time.monotonic() + 20
-            while _alive(pid) and time.monotonic() < deadline:
-                time.sleep(0.2)
-            if _alive(pid):
-                os.kill(pid, signal.SIGKILL)
+            if pid_file is not None and pid_file.exists():
+                _terminate(int(pid_file.read_text().split()[0]), name)
+        REGISTRY.unlink(missing_ok=True)
         if SYSTEM_CONF.is_symlink() and Path(os.readlink(SYSTEM_CONF)) == self.conf:
             SYSTEM_CONF.unlink()
 
@@ -201,6 +201,58 @@ def _listening(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
+def _terminate(pid: int, name: str) -> None:
+    """SIGTERM, then SIGKILL after 20 s, to `pid` if it is still the daemon `name`."""
+    try:
+        command = Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return
+    if not name.startswith(command[:15]) and not command.startswith(name[:15]):
+        return  # the pid now belongs to another program
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + 20
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if _alive(pid):
+        os.kill(pid, signal.SIGKILL)
+
+
+def stop_leftovers() -> list[str]:
+    """Stop the daemons an earlier run recorded and did not stop (it was killed outright)."""
+    if not REGISTRY.exists():
+        return []
+    stopped = []
+    for line in REGISTRY.read_text().splitlines():
+        name, pid = line.split()
+        if _alive(int(pid)):
+            _terminate(int(pid), name)
+            stopped.append(f"{name} ({pid})")
+    REGISTRY.unlink()
+    if SYSTEM_CONF.is_symlink() and Path(os.readlink(SYSTEM_CONF)).parent.name.startswith("dmlbench-slurm-"):
+        SYSTEM_CONF.unlink()  # the killed run's configuration
+    return stopped
+
+
+class Stopped(Exception):
+    """SIGTERM or SIGHUP arrived: unwind as Ctrl-C does, so the cluster is stopped."""
+
+
+@contextmanager
+def _signals_unwind():
+    def stop(signum, _frame):
+        raise Stopped(f"signal {signal.Signals(signum).name}")
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -214,13 +266,17 @@ def _alive(pid: int) -> bool:
 def cluster(accounting: bool = False):
     """Install (if needed), start, yield the cluster, and stop it whatever happens."""
     install(accounting)
+    left = stop_leftovers()
+    if left:
+        print(f"stopped daemons an earlier, killed run left: {', '.join(left)}", flush=True)
     folder = Path(tempfile.mkdtemp(prefix="dmlbench-slurm-"))
     running = Cluster(folder, accounting)
-    try:
-        running.start()
-        yield running
-    finally:
-        running.stop()
+    with _signals_unwind():
+        try:
+            running.start()
+            yield running
+        finally:
+            running.stop()
     shutil.rmtree(folder, ignore_errors=True)  # kept, with the daemons' logs, when something failed
 
 
@@ -256,6 +312,9 @@ def main(argv=None) -> int:
     except Unavailable as reason:
         print(f"SLURM test skipped: {reason}")
         return 0
+    except Stopped as reason:
+        print(f"stopped by {reason}; the cluster's daemons were stopped")
+        return 143
     print(f"{'passed' if ok else 'FAILED'} in {time.monotonic() - started:.0f} s")
     return 0 if ok else 1
 

@@ -5,10 +5,54 @@ with and without accounting."""
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
 import slurm_cluster
+from conftest import python_env
+
+
+def start_cluster_script():
+    """`tests/slurm_cluster.py` with a long workflow; returns once its cluster is up, with the
+    pids it recorded."""
+    try:
+        slurm_cluster.install(False)
+    except slurm_cluster.Unavailable as reason:
+        pytest.skip(f"no SLURM cluster here: {reason}")
+    process = subprocess.Popen([sys.executable, str(slurm_cluster.REPO / "tests" / "slurm_cluster.py"),
+                                "--config", "preset=smoke"], stdout=subprocess.PIPE, text=True,
+                               env=python_env())
+    deadline = time.monotonic() + 240
+    for line in process.stdout:
+        if line.startswith("cluster up") or time.monotonic() > deadline:
+            break
+    pids = [int(line.split()[1]) for line in slurm_cluster.REGISTRY.read_text().splitlines()]
+    assert len(pids) >= 2 and all(slurm_cluster._alive(pid) for pid in pids)
+    return process, pids
+
+
+@pytest.mark.slow
+def test_sigterm_to_the_test_cluster_stops_every_daemon():
+    process, pids = start_cluster_script()
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=120)
+    assert not [pid for pid in pids if slurm_cluster._alive(pid)]
+    assert not slurm_cluster.REGISTRY.exists() and not slurm_cluster.SYSTEM_CONF.exists()
+
+
+@pytest.mark.slow
+def test_the_next_run_stops_what_a_killed_run_left():
+    process, pids = start_cluster_script()
+    process.send_signal(signal.SIGKILL)  # nothing can clean up after this
+    process.wait(timeout=60)
+    assert any(slurm_cluster._alive(pid) for pid in pids)
+    stopped = slurm_cluster.stop_leftovers()  # what the next cluster() does first
+    assert stopped and not [pid for pid in pids if slurm_cluster._alive(pid)]
+    assert not slurm_cluster.SYSTEM_CONF.is_symlink()
 
 
 @pytest.fixture(scope="module")

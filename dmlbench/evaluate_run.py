@@ -12,7 +12,7 @@ import torch
 from dmlbench import environment, model_eval, models
 from dmlbench.data import manifest
 from dmlbench.errors import DmlbenchError
-from dmlbench.io import set_aside, write_json
+from dmlbench.io import atomic_path, set_aside, write_json
 
 
 def evaluate(run_dir: Path, output: Path) -> dict:
@@ -20,14 +20,17 @@ def evaluate(run_dir: Path, output: Path) -> dict:
     if not model_path.exists():
         raise DmlbenchError(f"{model_path} does not exist: train the run first")
     try:
-        state = torch.load(model_path, map_location="cpu", weights_only=True)
-        cfg = state["config"]
-        state["model"]
+        state = _load_model(model_path)
     except Exception as error:  # truncated or garbled: torch raises several kinds
         moved = set_aside(model_path)
-        raise DmlbenchError(f"{model_path} is corrupt ({' '.join(str(error).split())[:200]}); set aside "
-                            f"as {moved.name}. Rerun: the train step writes it again from the run's "
-                            f"last checkpoint") from None
+        problem = f"{model_path} is corrupt ({' '.join(str(error).split())[:200]}); set aside as {moved.name}"
+        state = _model_from_checkpoint(run_dir)
+        if state is None:
+            raise DmlbenchError(f"{problem}. Rerun: the train step writes it again") from None
+        with atomic_path(model_path) as tmp:
+            torch.save(state, tmp)
+        print(f"{problem}, and written again from the run's complete checkpoint.pt", file=sys.stderr)
+    cfg = state["config"]
     device = environment.pick_device(cfg["device"])
     model = models.build(dict(cfg["model"], pretrained=False)).to(device)
     model.load_state_dict(state["model"])
@@ -43,6 +46,24 @@ def evaluate(run_dir: Path, output: Path) -> dict:
     shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
     print(f"{run_dir}: {shown}", file=sys.stderr)
     return result
+
+
+def _load_model(path: Path) -> dict:
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    state["config"]["model"], state["model"]  # the keys evaluation reads
+    return state
+
+
+def _model_from_checkpoint(run_dir: Path) -> dict | None:
+    """What train writes as model.pt, from a checkpoint that holds every epoch of its run."""
+    try:
+        checkpoint = torch.load(run_dir / "checkpoint.pt", map_location="cpu", weights_only=True)
+        cfg = json.loads(checkpoint["config"])
+        if checkpoint["epochs_done"] != cfg["epochs"]:
+            return None
+        return {"model": checkpoint["model"], "config": cfg}
+    except Exception:  # no checkpoint, or a damaged one: the train step has to run
+        return None
 
 
 def test_selected_epoch(history: Path, by: str = "recall@1") -> dict | None:

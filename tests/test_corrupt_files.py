@@ -116,16 +116,24 @@ def test_a_damaged_checkpoint_is_named_and_the_run_trains_afresh(trained, tmp_pa
 
 
 @pytest.mark.parametrize("damage", [truncate, garble])
-def test_a_damaged_model_is_named_set_aside_and_written_again_by_train(trained, tmp_path, damage):
+def test_a_damaged_model_is_named_set_aside_and_written_again_from_the_checkpoint(trained, tmp_path, damage, capsys):
     from dmlbench.evaluate_run import evaluate
 
     run_dir = tmp_path / "run"
     train_quietly(trained, run_dir)
+    expected = evaluate(run_dir, run_dir / "metrics.json")["metrics"]
     damage(run_dir / "model.pt")
-    with pytest.raises(DmlbenchError, match=rf"{run_dir / 'model.pt'} is corrupt.*set aside as model\.pt\.corrupt"):
+    assert evaluate(run_dir, run_dir / "metrics.json")["metrics"] == expected
+    said = capsys.readouterr().err
+    assert f"{run_dir / 'model.pt'} is corrupt" in said and "written again from the run's complete checkpoint" in said
+    assert (run_dir / "model.pt.corrupt").exists()
+    # without a complete checkpoint, the train step has to make it: named, set aside, and it does
+    damage(run_dir / "model.pt")
+    (run_dir / "checkpoint.pt").unlink()
+    with pytest.raises(DmlbenchError, match=rf"{run_dir / 'model.pt'} is corrupt.*Rerun: the train step"):
         evaluate(run_dir, run_dir / "metrics.json")
     assert not (run_dir / "model.pt").exists()
-    train_quietly(trained, run_dir)  # the rerun: the checkpoint has every epoch, model.pt is written
+    train_quietly(trained, run_dir)
     assert evaluate(run_dir, run_dir / "metrics.json")["metrics"]["recall@1"] >= 0
 
 

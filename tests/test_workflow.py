@@ -114,6 +114,33 @@ def test_smoke_narrowed_to_an_experiment_and_a_dataset_runs_to_the_end(tmp_path)
     assert (tmp_path / "reports/smoke/index.html").exists()
     assert (tmp_path / "dätä dir" / "fixture" / "digits" / "manifest.csv").exists()
 
+    # Damaged outputs: each rerun names what it finds and sets it aside; rerunning until done
+    # makes everything again.
+    args = ("--cores", "2", "--config", "preset=smoke", "experiments=[suite.baselines]", "datasets=[digits]",
+            "data={root: 'dätä dir'}")
+
+    def rerun_until_done() -> str:
+        said = []
+        for _ in range(5):
+            result = snakemake(tmp_path, *args)
+            said.append(result.stderr)
+            if result.returncode == 0:
+                return "\n".join(said)
+        raise AssertionError(said[-1][-4000:])
+
+    runs = sorted((tmp_path / "results/smoke/suite.baselines/digits").glob("*/seed0"))
+    model = runs[0] / "model.pt"
+    model.write_bytes(model.read_bytes()[:1000])
+    text = rerun_until_done()
+    assert f"{model.relative_to(tmp_path)} is corrupt" in text and "Traceback" not in text
+    assert (runs[0] / "model.pt").exists() and (runs[0] / "model.pt.corrupt").exists()
+    metrics = runs[1] / "metrics.json"
+    metrics.write_text('{"metrics": "x"')
+    (runs[0] / "metrics.json").touch()  # a newer input: the table is made again
+    text = rerun_until_done()
+    assert f"{metrics.relative_to(tmp_path)} is not a metrics file" in text and "Traceback" not in text
+    assert pd.read_csv(tmp_path / "reports/smoke/suite.baselines/table.csv")["n"].eq(1).all()
+
 
 @pytest.mark.slow
 def test_smoke_preset_end_to_end(tmp_path):

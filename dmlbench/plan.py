@@ -22,7 +22,7 @@ from dmlbench import settings
 from dmlbench.data.datasets import DATASETS
 from dmlbench.errors import ConfigError
 
-EXPERIMENT_KEYS = {"title", "paper", "datasets", "methods", "seeds", "train", "per_dataset",
+EXPERIMENT_KEYS = {"layout", "title", "paper", "datasets", "methods", "seeds", "train", "per_dataset",
                    "table", "reported", "quoted", "kind", "analysis", "sweep", "plot", "figures"}
 SWEEP_KEYS = {"train", "loss", "miner"}
 FIGURES = {"triplet_scatter", "triplet_moves"}  # extra figures drawn from what runs record
@@ -182,6 +182,7 @@ class Plan:
                 if name not in FIGURES:
                     raise ConfigError(f"{where}.figures: unknown figure {name!r}; known: {sorted(FIGURES)}")
             self._check_reported(exp, where)
+            self._check_layout(exp, where)
             for label, entry in (exp.get("sweep") or {}).items():
                 if not set(entry) <= SWEEP_KEYS:
                     raise ConfigError(f"{where}.sweep.{label}: keys must be among {sorted(SWEEP_KEYS)}")
@@ -214,6 +215,31 @@ class Plan:
                 if extra:
                     raise ConfigError(f"{where}.reported.{method}.{dataset}: {extra} not among the "
                                       f"table's metrics {sorted(metrics)}")
+
+    @staticmethod
+    def _check_layout(exp: dict, where: str) -> None:
+        """`layout.rows` lists every method and quoted row of the table once, in the paper's order."""
+        layout = exp.get("layout")
+        if not layout:
+            return
+        extra = set(layout) - {"rows", "labels", "datasets", "datasets_as_rows"}
+        if extra:
+            raise ConfigError(f"{where}.layout: unknown keys {sorted(extra)}; known: rows, labels, "
+                              f"datasets, datasets_as_rows")
+        expected = list(exp.get("quoted") or {}) + list(exp["methods"])
+        rows = layout.get("rows") or expected
+        missing = [r for r in expected if r not in rows]
+        unknown = [r for r in rows if r not in expected]
+        repeated = sorted({r for r in rows if rows.count(r) > 1})
+        if missing or unknown or repeated:
+            raise ConfigError(f"{where}.layout.rows must list each method and quoted row once: "
+                              + "; ".join(f"{what} {names}" for what, names in
+                                          (("missing", missing), ("unknown", unknown), ("repeated", repeated))
+                                          if names))
+        for key, known, what in (("labels", exp["methods"], "methods"), ("datasets", exp["datasets"], "datasets")):
+            stray = sorted(set(layout.get(key) or {}) - set(known))
+            if stray:
+                raise ConfigError(f"{where}.layout.{key}: {stray} are not among the experiment's {what}")
 
     def _check_settings(self, update: dict | None, where: str) -> None:
         """Names of `update` exist in defaults.yaml, and its values have their type and range."""

@@ -14,13 +14,6 @@ import pandas as pd
 from dmlbench.plan import Plan
 
 
-def _paper_numbers(exp: dict) -> list[dict]:
-    """The paper's own numbers of an experiment, as rows (method, dataset, metric, value)."""
-    return [{"method": method, "dataset": dataset, "metric": metric, "value": value}
-            for method, per_dataset in (exp.get("reported") or {}).items()
-            for dataset, metrics in per_dataset.items() for metric, value in metrics.items()]
-
-
 def _status(plan: Plan, key: str, folder: Path) -> tuple[str, str]:
     if key not in plan.experiment_ids:
         return "quoted only", "not run by this preset; the paper's numbers alone"
@@ -53,8 +46,7 @@ def contents(plan: Plan, preset_dir: Path) -> dict:
             status, detail = _status(plan, key, folder)
             figures = sorted(p.name for p in folder.glob("*.png")) if status != "quoted only" else []
             entries.append({"id": key, "title": exp.get("title", key), "status": status,
-                            "detail": detail, "figures": figures,
-                            "paper_numbers": _paper_numbers(exp) if status == "quoted only" else []})
+                            "detail": detail, "figures": figures})
         if entries:
             papers.append({"paper": paper, "title": paper_title, "experiments": entries})
     return {"preset": plan.name, "toy_data": plan.toy_data, "papers": papers}

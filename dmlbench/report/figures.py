@@ -14,10 +14,27 @@ import pandas as pd  # noqa: E402
 from dmlbench.io import atomic_path  # noqa: E402
 
 
-def _save(fig, path: Path) -> None:
+STAMP = "fixture data: tests the pipeline, not the paper's numbers"
+MIN_SPAN = 10.0  # percentage points: a y-axis of recalls spans at least this much
+
+
+def _save(fig, path: Path, spec: dict | None = None) -> None:
+    """Write `fig`; a figure of training runs on fixture data carries a stamp saying so, so that
+    it is safe on its own (copied into a slide, say)."""
+    if spec is not None and spec.get("toy_data"):
+        fig.text(0.005, 0.995, STAMP, ha="left", va="top", fontsize=7, color="#b00000",
+                 bbox={"facecolor": "white", "edgecolor": "#b00000", "alpha": 0.85, "pad": 2})
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
+
+
+def honest_ylim(ax, low: float, high: float) -> None:
+    """A recall axis of at least MIN_SPAN points around the data, within [0, 100]: a one-seed
+    difference of a point does not fill the panel."""
+    middle, half = (low + high) / 2, max((high - low) / 2 * 1.15, MIN_SPAN / 2)
+    bottom = max(0.0, middle - half)
+    ax.set_ylim(bottom, min(100.0, bottom + 2 * half))
 
 
 def agreement(panels: list[tuple[str, object, object]], x_label: str, y_label: str, title: str,
@@ -43,33 +60,62 @@ def _axes(n: int, title: str):
     return fig, axes[0]
 
 
+RECALL = r"^(?:(?P<list>small|medium|large)_)?recall@(?P<k>\d+)$"
+
+
 def recall_curves(summary: pd.DataFrame, spec: dict, path: Path) -> None:
-    """Recall@K against K (log scale) per dataset; ours (last epoch) as lines with ±std bands,
-    paper as crosses."""
-    recall = summary[summary["metric"].str.fullmatch(r"recall@\d+")].copy()
-    recall["k"] = recall["metric"].str.removeprefix("recall@").astype(int)
-    datasets = list(dict.fromkeys(recall["dataset"]))
-    fig, axes = _axes(len(datasets), f"{spec['experiment']}: Recall@K")
-    for ax, dataset in zip(axes, datasets):
-        for method, rows in recall[recall["dataset"] == dataset].groupby("method"):
-            rows = rows.sort_values("k")
-            label = spec["method_labels"].get(method, method)
-            line, = ax.plot(rows["k"], rows["mean"], marker="o", label=label)
-            ax.fill_between(rows["k"], rows["mean"] - rows["std"], rows["mean"] + rows["std"],
-                            color=line.get_color(), alpha=0.2)
-            paper = rows.dropna(subset=["paper"])
-            if len(paper):
-                ax.plot(paper["k"], paper["paper"], "x", color=line.get_color(), markersize=8,
-                        label=f"{label} (paper)")
-        ax.set_xscale("log", base=2)
-        ks = sorted(recall.loc[recall["dataset"] == dataset, "k"].unique())
-        ax.set_xticks(ks, [str(k) for k in ks])
-        ax.set_title(dataset)
-        ax.set_xlabel("K")
-        ax.set_ylabel("Recall@K (%)")
+    """Recall@K against K (log scale) per dataset (VehicleID: per test list); ours (last epoch) as
+    lines with ±std bands, paper as crosses. A panel with a single K is a bar chart (a line
+    through one point would read as a curve); datasets without recall are left out."""
+    parts = summary["metric"].str.extract(RECALL)
+    recall = summary[parts["k"].notna()].copy()
+    recall["k"] = parts.loc[recall.index, "k"].astype(int)
+    recall["panel"] = recall["dataset"] + parts.loc[recall.index, "list"].map(lambda v: f" ({v})" if isinstance(v, str) else "")
+    panels = list(dict.fromkeys(recall["panel"]))
+    fig, axes = _axes(len(panels), f"{spec['experiment']}: Recall@K")
+    for ax, panel in zip(axes, panels):
+        rows_of = recall[recall["panel"] == panel]
+        ks = sorted(rows_of["k"].unique())
+        values = pd.concat([rows_of["mean"] + rows_of["std"].fillna(0), rows_of["paper"].dropna()])
+        if len(ks) == 1:
+            _recall_bars(ax, rows_of, spec)
+            ax.set_ylim(0, min(100.0, 1.1 * float(values.max())))  # bars start at zero
+        else:
+            _recall_lines(ax, rows_of, spec, ks)
+            honest_ylim(ax, float(values.min()), float(values.max()))
+        ax.set_title(panel)
+        ax.set_ylabel("Recall@K (%)" if len(ks) > 1 else f"Recall@{ks[0]} (%)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    _save(fig, path)
+    _save(fig, path, spec)
+
+
+def _recall_lines(ax, rows_of: pd.DataFrame, spec: dict, ks: list[int]) -> None:
+    for method, rows in rows_of.groupby("method"):
+        rows = rows.sort_values("k")
+        label = spec["method_labels"].get(method, method)
+        line, = ax.plot(rows["k"], rows["mean"], marker="o", label=label)
+        ax.fill_between(rows["k"], rows["mean"] - rows["std"].fillna(0), rows["mean"] + rows["std"].fillna(0),
+                        color=line.get_color(), alpha=0.2)
+        paper = rows.dropna(subset=["paper"])
+        if len(paper):
+            ax.plot(paper["k"], paper["paper"], "x", color=line.get_color(), markersize=8,
+                    label=f"{label} (paper)")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(ks, [str(k) for k in ks])
+    ax.set_xlabel("K")
+
+
+def _recall_bars(ax, rows_of: pd.DataFrame, spec: dict) -> None:
+    rows_of = rows_of.reset_index(drop=True)
+    labels = [spec["method_labels"].get(m, m) for m in rows_of["method"]]
+    ax.bar(range(len(rows_of)), rows_of["mean"], yerr=rows_of["std"].fillna(0), capsize=3,
+           color="tab:blue", label="ours")
+    paper = rows_of["paper"].notna()
+    if paper.any():
+        ax.plot(rows_of.index[paper], rows_of.loc[paper, "paper"], "x", color="k", markersize=9, label="paper")
+    ax.set_xticks(range(len(rows_of)), labels, rotation=30, ha="right", fontsize=7)
+    ax.set_xlabel("method")
 
 
 def learning_curves(run_dirs: list[Path], spec: dict, path: Path) -> None:
@@ -94,6 +140,10 @@ def learning_curves(run_dirs: list[Path], spec: dict, path: Path) -> None:
                 evaluated = run.dropna(subset=["recall@1"])
                 axes[1, column].plot(evaluated["epoch"], 100 * evaluated["recall@1"], marker="o",
                                      label=label)
+        if has_recall:
+            evaluated = 100 * history.loc[history["dataset"] == dataset, "recall@1"].dropna()
+            if len(evaluated):
+                honest_ylim(axes[1, column], float(evaluated.min()), float(evaluated.max()))
         axes[0, column].set_title(dataset)
         axes[0, column].set_ylabel("training loss")
         axes[0, column].legend(fontsize=7)
@@ -102,7 +152,7 @@ def learning_curves(run_dirs: list[Path], spec: dict, path: Path) -> None:
         axes[-1, column].set_xlabel("epoch")
         for ax in axes[:, column]:
             ax.grid(alpha=0.3)
-    _save(fig, path)
+    _save(fig, path, spec)
 
 
 def sweep_plot(summary: pd.DataFrame, spec: dict, path: Path) -> None:
@@ -134,9 +184,13 @@ def sweep_plot(summary: pd.DataFrame, spec: dict, path: Path) -> None:
             ax.set_xscale("log", base=2)
             ax.set_xticks(sorted(rows["x"].dropna().unique()),
                           [f"{x:g}" for x in sorted(rows["x"].dropna().unique())])
+        shown_here = rows[rows["dataset"] == dataset]
+        values = pd.concat([shown_here["mean"] - shown_here["std"].fillna(0),
+                            shown_here["mean"] + shown_here["std"].fillna(0), shown_here["paper"].dropna()])
+        honest_ylim(ax, float(values.min()), float(values.max()))
         ax.set_title(dataset)
         ax.set_xlabel(plot["x_label"])
         ax.set_ylabel(f"{shown} (%)" if len(metrics) == 1 else "recall (%)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    _save(fig, path)
+    _save(fig, path, spec)

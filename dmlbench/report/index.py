@@ -6,26 +6,35 @@ import html
 import os
 import re
 import urllib.parse
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
 
 from dmlbench.io import atomic_path, read_json, write_json
-from dmlbench.report import contents
+from dmlbench.report import contents, layout, provenance
 from dmlbench.report.aggregate import TOY_NOTE
 
 STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
-table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
-th:first-child, td:first-child { text-align: left; }
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.85em; }
+th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: right; white-space: nowrap; }
+th.row, th:first-child { text-align: left; }
+th.group { text-align: center; background: #f3f3f3; }
+td.paper, th.paper { background: #f6f6f6; color: #444; }
+td.ours { font-weight: 500; }
+.muted { color: #999; font-weight: normal; }
+.scroll { overflow-x: auto; max-width: 100%; }
 img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
 .note { color: #555; font-size: 0.9em; }
 .warning { background: #fff4d6; border-left: 4px solid #e0a800; padding: 0.5em 0.8em; }
 .status { font-size: 0.75em; padding: 0.1em 0.5em; border-radius: 0.6em; background: #e8f5e9; }
 .status.partial { background: #fff4d6; }
 .status.quoted-only { background: #eceff1; }
-nav ul { line-height: 1.5; }
+nav ul { line-height: 1.4; margin: 0.2em 0; }
+nav li li { display: inline; margin-right: 0.8em; }
+details > summary { cursor: pointer; font-size: 1.3em; font-weight: 600; margin: 1em 0 0.3em; }
+.top { font-size: 0.8em; float: right; }
 figure { margin: 0; }
 """
 
@@ -42,48 +51,43 @@ def _status_class(status: str) -> str:
 
 
 def _page(title: str, body: str) -> str:
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>{body}</body></html>\n")
+    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+            f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{html.escape(title)}</title>"
+            f"<style>{STYLE}</style></head><body><h1 id='top'>{html.escape(title)}</h1>{body}</body></html>\n")
 
 
-def _table_html(folder: Path) -> str:
-    """The summary as the paper prints it: one table per dataset, rows = methods, cols = metrics."""
-    summary = pd.read_csv(folder / "table.csv")
-    with_difference = "difference" in summary.columns
-    parts = []
-    for dataset, block in summary.groupby("dataset", sort=False):
-        def cell(rows):
-            r = rows.iloc[0]
-            spread = "" if pd.isna(r["std"]) else f" ± {r['std']:.2f}"
-            text = f"{r['mean']:.2f}{spread} (n={int(r['n'])})"
-            if not pd.isna(r["paper"]):
-                text += f" | paper {r['paper']:.2f}"
-                if with_difference:
-                    text += f" | Δ {r['difference']:+.2f}"
-            return text
-
-        wide = block.groupby(["method", "metric"], sort=False).apply(cell).unstack("metric")
-        wide = wide[list(dict.fromkeys(block["metric"]))]
-        quoted_file = folder / "quoted.csv"
-        if quoted_file.exists():
-            quoted = pd.read_csv(quoted_file)
-            quoted = quoted[quoted["dataset"] == dataset]
-            if len(quoted):
-                extra = quoted.pivot_table(index="method", columns="metric", values="value",
-                                           sort=False).map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
-                extra.index = [f"{m} (quoted by the paper, not run)" for m in extra.index]
-                wide = pd.concat([wide, extra.reindex(columns=wide.columns)]).fillna("")
-        parts.append(f"<h4>{html.escape(dataset)}</h4>" + wide.to_html(escape=True))
-    return "".join(parts)
+def _labels(plan, exp: dict) -> dict[str, str]:
+    """Names of an experiment's methods (and sweep variants) as the catalogue gives them."""
+    labels = {m: plan.methods[m].get("label", m) for m in exp["methods"]}
+    for method in exp["methods"]:
+        for variant in exp.get("sweep") or {}:
+            labels[f"{method}@{variant}"] = f"{labels[method]} ({variant})"
+    return labels
 
 
-def _paper_numbers_html(rows: list[dict]) -> str:
-    """The paper's own numbers of an experiment this preset did not run."""
-    if not rows:
-        return "<p class='note'>The paper gives no numbers for this experiment in the catalogue.</p>"
-    frame = pd.DataFrame(rows)
-    wide = frame.pivot_table(index=["dataset", "method"], columns="metric", values="value", sort=False)
-    return wide.map(lambda v: "" if pd.isna(v) else f"{v:.2f}").to_html(escape=True)
+def _caption(exp: dict, ran: bool, toy: bool) -> str:
+    if not exp.get("paper"):
+        return "Mean ± std over the seeds run (hover for n), last epoch; '·': not measured by this preset."
+    parts = ["Ours: mean ± std over the seeds run (hover for n), last epoch; paper: the paper's number "
+             "(– where it prints none)." if ran else
+             "Not run in this preset: the paper's numbers alone."]
+    if ran:
+        parts.append("'not run': this preset does not train that row on that dataset; '·': not measured "
+                     "by this preset; (quoted): a row the paper quotes from the literature.")
+    if ran and (exp.get("table") or {}).get("test_selected"):
+        parts.append("The paper reports each method at its best epoch on the test set: 'sel.' is our "
+                     "test-selected epoch, compared with the paper's number; 'last' is our last epoch.")
+    if ran and toy:
+        parts.append("Fixture data: our numbers test the pipeline and are not comparable with the paper's.")
+    return " ".join(parts)
+
+
+def _table_html(plan, key: str, folder: Path | None) -> str:
+    """The experiment's table in the paper's layout, ours beside the paper's numbers."""
+    exp = plan.experiments[key]
+    grid = layout.table_layout(exp, _labels(plan, exp))
+    summary = pd.read_csv(folder / "table.csv") if folder is not None and (folder / "table.csv").exists() else None
+    return layout.render(exp, grid, summary, _caption(exp, summary is not None, plan.toy_data))
 
 
 def _summary_html(lines: list[str]) -> str:
@@ -98,41 +102,34 @@ def _anchor(preset: str, experiment: str) -> str:
 
 
 def _toc(info: dict) -> str:
-    """Paper → experiment (with its status) → figure, each a link into the page."""
+    """Paper → its experiments (id and status), one compact line each."""
     preset = info["preset"]
     papers = []
     for paper in info["papers"]:
-        items = []
-        for exp in paper["experiments"]:
-            anchor = _anchor(preset, exp["id"])
-            figures = "".join(f"<li><a href='#{anchor}-{html.escape(name)}'>{html.escape(name)}</a></li>"
-                              for name in exp["figures"])
-            items.append(f"<li><a href='#{anchor}'>{html.escape(exp['id'])}</a> "
-                         f"{html.escape(exp['title'])} <span class='{_status_class(exp['status'])}'>"
-                         f"{html.escape(exp['status'])}</span> <span class='note'>"
-                         f"({html.escape(exp['detail'])})</span>"
-                         + (f"<ul>{figures}</ul>" if figures else "") + "</li>")
-        papers.append(f"<li>{html.escape(paper['title'])}<ul>{''.join(items)}</ul></li>")
+        items = "".join(f"<li><a href='#{_anchor(preset, exp['id'])}' title='{html.escape(exp['title'])}'>"
+                        f"{html.escape(exp['id'])}</a> <span class='{_status_class(exp['status'])}'>"
+                        f"{html.escape(exp['status'])}</span></li>" for exp in paper["experiments"])
+        papers.append(f"<li><a href='#{_anchor(preset, paper['paper'])}'>{html.escape(paper['title'])}</a>"
+                      f"<ul>{items}</ul></li>")
     return f"<nav><h2>Contents</h2><ul>{''.join(papers)}</ul></nav>"
 
 
-def _preset_body(info: dict, preset_dir: Path, page_dir: Path) -> str:
-    """Contents, then tables, figures and data links of one preset's experiments, paths relative
-    to `page_dir`."""
+def _preset_body(plan, info: dict, preset_dir: Path) -> str:
+    """Provenance, contents, then per paper (a collapsible section) its experiments' tables,
+    figures and data links."""
     preset = info["preset"]
-    note = (f"Preset <b>{html.escape(preset)}</b>. Numbers in %, mean ± std over n seeds, "
-            f"last-epoch models; paper numbers beside ours where the paper gives them.")
-    body = [f"<p class='note'>{note}</p>"]
+    body = [provenance.panel(plan, preset_dir)]
     if info["toy_data"]:
         body.append(f"<p class='warning'>{html.escape(TOY_NOTE)}</p>")
     body.append(_toc(info))
     budget = preset_dir / "preflight" / "budget.md"
     if budget.exists():
-        body.append(_budget_html(budget, preset, page_dir))
+        body.append(_budget_html(budget, preset, preset_dir))
     for paper in info["papers"]:
-        body.append(f"<h2>{html.escape(paper['title'])}</h2>")
-        for exp in paper["experiments"]:
-            body.append(_experiment_html(exp, preset, preset_dir / exp["id"], page_dir))
+        sections = "".join(_experiment_html(plan, exp, preset, preset_dir / exp["id"], preset_dir)
+                           for exp in paper["experiments"])
+        body.append(f"<details open id='{_anchor(preset, paper['paper'])}'><summary>"
+                    f"{html.escape(paper['title'])}</summary>{sections}</details>")
     return "".join(body)
 
 
@@ -143,25 +140,29 @@ def _budget_html(budget: Path, preset: str, page_dir: Path) -> str:
             if line.strip() and not line.startswith("|")]
     rows = [[html.escape(c.strip().strip("*")) for c in line.strip("|").split("|")]
             for line in lines if line.startswith("|") and not line.startswith("|---")]
-    table = "<table>" + "".join("<tr>" + "".join(f"<{'th' if i == 0 else 'td'}>{c}</{'th' if i == 0 else 'td'}>"
-                                                  for c in row) + "</tr>" for i, row in enumerate(rows)) + "</table>"
+    table = "<div class='scroll'><table>" + "".join(
+        "<tr>" + "".join(f"<{'th' if i == 0 else 'td'}>{c}</{'th' if i == 0 else 'td'}>" for c in row) + "</tr>"
+        for i, row in enumerate(rows)) + "</table></div>"
     link = os.path.relpath(budget.parent / "preflight.md", page_dir)
     return (f"<h2 id='{html.escape(preset)}-budget'>Compute budget (preflight)</h2>" + "".join(text)
             + table + f"<p><a href='{_url(link)}'>every group's probe</a></p>")
 
 
-def _experiment_html(exp: dict, preset: str, folder: Path, page_dir: Path) -> str:
+def _experiment_html(plan, exp: dict, preset: str, folder: Path, page_dir: Path) -> str:
     anchor = _anchor(preset, exp["id"])
     parts = [f"<h3 id='{anchor}'>{html.escape(exp['id'])}: {html.escape(exp['title'])} "
-             f"<span class='{_status_class(exp['status'])}'>{html.escape(exp['status'])}</span></h3>"]
+             f"<span class='{_status_class(exp['status'])}'>{html.escape(exp['status'])}</span>"
+             f" <a class='top' href='#top'>back to top</a></h3>"]
+    is_table = not plan.is_analysis(exp["id"])
     if exp["status"] == "quoted only":
-        return "".join(parts) + (f"<p class='note'>{html.escape(exp['detail'])}.</p>"
-                                 + _paper_numbers_html(exp["paper_numbers"]))
+        if is_table:
+            parts.append(_table_html(plan, exp["id"], None))
+        else:
+            parts.append(f"<p class='note'>{html.escape(exp['detail'])}.</p>")
+        return "".join(parts)
     rel = Path(os.path.relpath(folder.resolve(), page_dir.resolve()))
-    if (folder / "table.csv").exists():
-        if (folder / "table.md").exists():
-            parts.append(_summary_html(_intro(folder / "table.md")))
-        parts.append(_table_html(folder))
+    if is_table:
+        parts.append(_table_html(plan, exp["id"], folder))
     elif (folder / "summary.md").exists():
         parts.append(_summary_html((folder / "summary.md").read_text().splitlines()[1:]))
     for name in exp["figures"]:
@@ -174,13 +175,6 @@ def _experiment_html(exp: dict, preset: str, folder: Path, page_dir: Path) -> st
     return "".join(parts)
 
 
-def _intro(table_md: Path) -> list[str]:
-    """The paragraph under a table's title (what the cells mean), without the tables."""
-    lines = table_md.read_text().splitlines()[1:]
-    return [line for line in lines[: next((i for i, l in enumerate(lines) if l.startswith("## ")),
-                                           len(lines))] if line.strip()]
-
-
 def write(plan, output: Path) -> None:
     """Write the preset's report (and `contents.json`) from its experiment folders, then the
     landing page."""
@@ -188,22 +182,25 @@ def write(plan, output: Path) -> None:
     info = contents.contents(plan, preset_dir)
     write_json(preset_dir / "contents.json", info)
     with atomic_path(output) as tmp:
-        tmp.write_text(_page(f"dmlbench report: {plan.name}", _preset_body(info, preset_dir, preset_dir)))
+        tmp.write_text(_page(f"dmlbench report: {plan.name}", _preset_body(plan, info, preset_dir)))
     write_landing(preset_dir.parent)
 
 
 def write_landing(reports_dir: Path) -> None:
-    """`reports/index.html`: every preset's report present, one after the other."""
-    presets = sorted(p.parent for p in reports_dir.glob("*/contents.json"))
-    links = "".join(f"<li><a href='#{html.escape(p.name)}'>{html.escape(p.name)}</a> "
-                    f"(<a href='{_url(p.name + '/index.html')}'>own page</a>)</li>" for p in presets)
-    sections = []
-    for folder in presets:
+    """`reports/index.html`: every preset's report present, with the count of each status."""
+    items = []
+    for folder in sorted(p.parent for p in reports_dir.glob("*/contents.json")):
         info = read_json(folder / "contents.json")
-        sections.append(f"<h1 id='{html.escape(folder.name)}'>Preset {html.escape(folder.name)}</h1>"
-                        + _preset_body(info, folder, reports_dir))
+        statuses = Counter(e["status"] for p in info.get("papers", []) for e in p.get("experiments", []))
+        counts = ", ".join(f"<span class='{_status_class(s)}'>{html.escape(str(n))} {html.escape(str(s))}</span>"
+                           for s, n in sorted(statuses.items()))
+        note = " <span class='muted'>(fixture data)</span>" if info.get("toy_data") else ""
+        items.append(f"<li><a href='{_url(folder.name + '/index.html')}'>{html.escape(folder.name)}</a>"
+                     f"{note}: {counts}</li>")
     if (reports_dir / "benchmarks.md").exists():
-        links += ("<li><a href='benchmarks.md'>benchmarks</a> (<code>python -m benchmarks</code>, "
-                  "<a href='benchmarks.json'>JSON</a>)</li>")
+        items.append("<li><a href='benchmarks.md'>benchmarks</a> (<code>python -m benchmarks</code>, "
+                     "<a href='benchmarks.json'>JSON</a>)</li>")
+    body = ("<p class='note'>One report per preset; each lists, paper by paper, every table and figure "
+            "of the catalogue with its status.</p>" + f"<ul>{''.join(items)}</ul>")
     with atomic_path(reports_dir / "index.html") as tmp:
-        tmp.write_text(_page("dmlbench reports", f"<ul>{links}</ul>" + "".join(sections)))
+        tmp.write_text(_page("dmlbench reports", body))

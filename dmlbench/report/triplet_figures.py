@@ -60,7 +60,9 @@ def triplet_scatter(run_dirs: list[Path], spec: dict, output_dir: Path) -> None:
         ax.set_xlim(low, 1.02)
         ax.set_ylim(low, 1.02)
         ax.set_title(f"{_label(spec, run)}\nafter epoch {epoch}: {100 * correct.mean():.0f} % correct",
-                     fontsize=6)
+                     fontsize=7)
+        ax.set_xlabel("S_ap (closest positive)", fontsize=7)
+        ax.set_ylabel("S_an (closest negative)", fontsize=7)
         ax.tick_params(labelsize=6)
         rows.append({**run, "after_epoch": epoch, "images": len(table),
                      "correct_share": float(correct.mean()), "mean_s_ap": float(table["s_ap"].mean()),
@@ -68,8 +70,8 @@ def triplet_scatter(run_dirs: list[Path], spec: dict, output_dir: Path) -> None:
     for ax in axes.ravel():
         if not ax.has_data():
             ax.axis("off")
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
-    _save(fig, output_dir / "triplet_scatter.png")
+    fig.tight_layout(rect=(0, 0.03, 1, 0.97))
+    _save(fig, output_dir / "triplet_scatter.png", spec)
     with atomic_path(output_dir / "scatter.csv") as tmp:
         pd.DataFrame(rows).to_csv(tmp, index=False)
 
@@ -106,14 +108,16 @@ def triplet_moves(run_dirs: list[Path], spec: dict, output_dir: Path) -> None:
             rows.append({**run, "after_epoch": epoch, "direction": name, "triplets": int(len(part)),
                          "share": share})
     for (row, column), parts in titles.items():
-        axes[row, column].set_title(f"{runs[row]}\n{QUADRANTS[column]}: " + ", ".join(parts), fontsize=6)
+        axes[row, column].set_title(f"{runs[row]}\n{QUADRANTS[column]}: " + ", ".join(parts), fontsize=7)
     for ax in axes.ravel():
         ax.plot([-1, 1], [-1, 1], color="k", linewidth=0.5)
         ax.set_xlim(-0.2, 1.02)
         ax.set_ylim(-0.2, 1.02)
+        ax.set_xlabel("S_ap (before the step)", fontsize=7)
+        ax.set_ylabel("S_an (before the step)", fontsize=7)
         ax.tick_params(labelsize=6)
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
-    _save(fig, output_dir / "triplet_moves.png")
+    fig.tight_layout(rect=(0, 0.03, 1, 0.97))
+    _save(fig, output_dir / "triplet_moves.png", spec)
     with atomic_path(output_dir / "moves.csv") as tmp:
         pd.DataFrame(rows).to_csv(tmp, index=False)
 

@@ -1,0 +1,181 @@
+"""A paper's table as the paper prints it: its rows in its order with its names, its datasets side
+by side with the paper's metrics (K values) for each, every number of the paper in a column of its
+own beside the suite's, whatever the preset ran.
+
+The catalogue declares, per table experiment, `layout.rows` (the paper's row order: method ids of
+the experiment and names of the rows the paper quotes from the literature), optionally the paper's
+own names for methods (`layout.labels`) and datasets (`layout.datasets`) where they differ from the
+catalogue's, and, where the paper turns the table around (fastap Table 2),
+`layout.datasets_as_rows`. The columns come from the paper's numbers: for each dataset, the
+table's metrics the paper gives a number for.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+
+import pandas as pd
+
+from dmlbench.report.aggregate import SELECTED
+
+DATASET_LABELS = {"cub": "CUB-200-2011", "cars": "Cars196", "sop": "SOP", "inshop": "In-Shop",
+                  "vehicleid": "VehicleID", "digits": "digits"}
+NOT_RUN = "not run"
+
+
+@dataclass(frozen=True)
+class Row:
+    key: str        # method id, quoted row name, or (datasets as rows) dataset id
+    label: str
+    quoted: bool    # numbers the paper quotes from the literature: never run
+
+
+@dataclass(frozen=True)
+class Group:
+    key: str        # dataset id, or (datasets as rows) method id
+    label: str
+    metrics: tuple[str, ...]  # empty when the rows set the metric (datasets as rows)
+
+
+@dataclass(frozen=True)
+class Layout:
+    rows: tuple[Row, ...]
+    groups: tuple[Group, ...]
+    datasets_as_rows: bool
+    selected: tuple[str, ...]  # metrics the paper reports at the test-selected epoch
+
+
+def metric_label(metric: str) -> str:
+    """`recall@4` → `R@4`, `large_recall@1` → `large R@1`, `nmi` → `NMI`."""
+    prefix, _, name = metric.rpartition("_") if "_recall@" in metric else ("", "", metric)
+    name = re.sub(r"^recall@", "R@", name)
+    name = {"nmi": "NMI", "f1": "F1", "map@r": "MAP@R", "r_precision": "RP"}.get(name, name)
+    return f"{prefix} {name}".strip()
+
+
+def paper_number(exp: dict, row: str, dataset: str, metric: str) -> float | None:
+    """The paper's number of a cell: its own result (`reported`) or one it quotes (`quoted`)."""
+    for source in ("reported", "quoted"):
+        value = ((exp.get(source) or {}).get(row) or {}).get(dataset, {}).get(metric)
+        if value is not None:
+            return float(value)
+    return None
+
+
+def _paper_metrics(exp: dict, dataset: str) -> tuple[str, ...]:
+    """The table's metrics the paper gives a number for on `dataset` (all of them if none)."""
+    metrics = (exp.get("table") or {}).get("metrics") or []
+    given = {m for source in ("reported", "quoted") for per in (exp.get(source) or {}).values()
+             for m in per.get(dataset, {})}
+    return tuple(m for m in metrics if m in given) or tuple(metrics)
+
+
+def table_layout(exp: dict, labels: dict[str, str]) -> Layout:
+    """The layout of an experiment's table; `labels` names its methods (and sweep variants,
+    `method@variant`, which are rows of their own)."""
+    declared = exp.get("layout") or {}
+    quoted = set(exp.get("quoted") or {})
+    labels = {**labels, **(declared.get("labels") or {})}
+    names = {**DATASET_LABELS, **(declared.get("datasets") or {})}
+    runs = [f"{m}@{v}" for m in exp["methods"] for v in exp["sweep"]] if exp.get("sweep") else list(exp["methods"])
+    keys = declared.get("rows") or list(exp.get("quoted") or {}) + runs
+    rows = tuple(Row(k, k if k in quoted else labels.get(k, k), k in quoted) for k in keys)
+    selected = tuple((exp.get("table") or {}).get("test_selected") or [])
+    if declared.get("datasets_as_rows"):
+        return Layout(tuple(Row(d, names.get(d, d), False) for d in exp["datasets"]),
+                      tuple(Group(r.key, r.label, ()) for r in rows), True, selected)
+    groups = tuple(Group(d, names.get(d, d), _paper_metrics(exp, d)) for d in exp["datasets"])
+    return Layout(rows, groups, False, selected)
+
+
+def columns(layout: Layout) -> list[tuple[str, str]]:
+    """(group label, metric label) of every value column, as the header shows them."""
+    if layout.datasets_as_rows:
+        return [(g.label, "") for g in layout.groups]
+    return [(g.label, metric_label(m)) for g in layout.groups for m in g.metrics]
+
+
+def row_metric(exp: dict, dataset: str) -> str:
+    """Datasets as rows: the one metric the paper reports for `dataset`."""
+    return _paper_metrics(exp, dataset)[0]
+
+
+class Cells:
+    """The suite's numbers of one experiment (`table.csv`), by (dataset, method, metric)."""
+
+    def __init__(self, summary: pd.DataFrame | None):
+        self.values = {}
+        if summary is not None:
+            for r in summary.itertuples():
+                self.values[(r.dataset, r.method, r.metric)] = (r.mean, r.std, r.n)
+        self.ran = {(d, m) for d, m, _ in self.values}
+
+    def ours(self, dataset: str, method: str, metric: str) -> str:
+        if (dataset, method) not in self.ran:
+            return f"<td class='muted'>{NOT_RUN}</td>"
+        found = self.values.get((dataset, method, metric))
+        if found is None:
+            return "<td class='muted' title='not measured by this preset'>·</td>"
+        mean, std, n = found
+        spread = "" if pd.isna(std) else f" ± {std:.2f}"
+        return f"<td class='ours' title='mean over {int(n)} seed(s)'>{mean:.2f}{spread}</td>"
+
+
+def _paper_cell(value: float | None) -> str:
+    return "<td class='paper'>–</td>" if value is None else f"<td class='paper'>{_printed(value)}</td>"
+
+
+def _printed(value: float) -> str:
+    """A paper's number as it prints it (the catalogue keeps its digits: 97.0, 66.85, 90.46)."""
+    return repr(float(value))
+
+
+def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str) -> str:
+    """The table as HTML: a header row of groups, a header row of metrics with the suite's value
+    and the paper's in sub-columns; one row per paper row. Without `summary` (not run by this
+    preset) only the paper's sub-columns are shown; without a paper (the suite's own
+    experiments) only ours."""
+    cells = Cells(summary) if summary is not None else None
+    with_paper = cells is None or bool(exp.get("paper"))
+    per_value = (2 if with_paper else 1) if cells is not None else 1
+    head1 = "<tr><th rowspan='2'>" + ("dataset" if layout.datasets_as_rows else "method") + "</th>"
+    head2 = "<tr>"
+    for group in layout.groups:
+        metrics = group.metrics or ("",)
+        extra = sum(1 for m in metrics if m in layout.selected) if cells is not None else 0
+        head1 += f"<th colspan='{per_value * len(metrics) + extra}' class='group'>{html.escape(group.label)}</th>"
+        for metric in metrics:
+            name = html.escape(metric_label(metric)) if metric else "value"
+            if cells is None:
+                head2 += f"<th>{name}</th>"
+                continue
+            paper = "<th class='paper'>paper</th>" if with_paper else ""
+            if metric in layout.selected:
+                head2 += f"<th class='ours'>{name} last</th><th class='ours'>{name} sel.</th>{paper}"
+            else:
+                head2 += f"<th class='ours'>{name}</th>{paper}"
+    body = []
+    for row in layout.rows:
+        parts = [f"<th class='row{' quoted' if row.quoted else ''}'>{html.escape(row.label)}"
+                 + (" <span class='muted'>(quoted)</span>" if row.quoted else "") + "</th>"]
+        for group in layout.groups:
+            if layout.datasets_as_rows:
+                method, dataset, metrics = group.key, row.key, (row_metric(exp, row.key),)
+            else:
+                method, dataset, metrics = row.key, group.key, group.metrics
+            for metric in metrics:
+                paper = paper_number(exp, method, dataset, metric)
+                if cells is not None:
+                    if row.quoted:
+                        parts.append("<td class='muted'>quoted</td>" * (2 if metric in layout.selected else 1))
+                    elif metric in layout.selected:
+                        parts.append(cells.ours(dataset, method, metric) + cells.ours(dataset, method, metric + SELECTED))
+                    else:
+                        parts.append(cells.ours(dataset, method, metric))
+                if with_paper:
+                    parts.append(_paper_cell(paper))
+        body.append("<tr>" + "".join(parts) + "</tr>")
+    return (f"<div class='scroll'><table class='paper-table'><thead>{head1}</tr>{head2}</tr></thead>"
+            f"<tbody>{''.join(body)}</tbody></table></div><p class='note'>{html.escape(caption)}</p>")

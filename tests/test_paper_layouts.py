@@ -54,9 +54,11 @@ class Tables(HTMLParser):
             metrics = []
             for _ in range(span):
                 text, paper = next(cells)
-                if not paper:  # the paper's sub-column follows each metric of ours
+                if paper and span == 1:  # datasets as rows, not run: the paper's column alone
+                    metrics.append("")
+                elif not paper:  # the paper's sub-column follows each metric of ours
                     name = re.sub(r" (last|sel\.)$", "", text)
-                    metrics.append("" if name == "value" else name)
+                    metrics.append("" if name == "ours" else name)
             out += [(group, m) for m in dict.fromkeys(metrics)]
         return out
 

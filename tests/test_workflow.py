@@ -211,3 +211,23 @@ def test_smoke_preset_end_to_end(tmp_path):
         assert path.stat().st_mode & 0o044 == 0o044, path
     again = snakemake(tmp_path, "-n", "--cores", "2", "--config", "preset=smoke")
     assert "Nothing to be done" in again.stdout + again.stderr
+    seen_in_a_browser(tmp_path / "reports/smoke/index.html", plan, contents)
+
+
+def seen_in_a_browser(page, plan, contents) -> None:
+    """The page as Chromium draws it at 1400 pixels: no horizontal scrolling, every image drawn,
+    and each table's rows those of the experiment's layout, in the page's order."""
+    import browser
+    from dmlbench.report import index, layout
+
+    try:
+        seen = browser.inspect(page, width=1400)
+    except browser.Unavailable as reason:
+        pytest.skip(f"no browser here: {reason}")
+    assert seen["scrollWidth"] <= seen["viewport"] == 1400, seen["scrollWidth"]
+    assert seen["images"] and all(i["w"] > 0 and i["shown"] > 0 for i in seen["images"]), seen["images"]
+    expected = [[row.label for row in layout.table_layout(plan.experiments[e["id"]],
+                                                          index._labels(plan, plan.experiments[e["id"]])).rows]
+                for p in contents["papers"] for e in p["experiments"] if not plan.is_analysis(e["id"])]
+    assert [t["rows"] for t in seen["tables"]] == expected
+    assert all(t["box"] <= 1400 for t in seen["tables"])  # wide tables scroll inside their box

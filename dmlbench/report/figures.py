@@ -22,8 +22,9 @@ def _save(fig, path: Path, spec: dict | None = None) -> None:
     """Write `fig`; a figure of training runs on fixture data carries a stamp saying so, so that
     it is safe on its own (copied into a slide, say)."""
     if spec is not None and spec.get("toy_data"):
-        fig.text(0.005, 0.995, STAMP, ha="left", va="top", fontsize=7, color="#b00000",
-                 bbox={"facecolor": "white", "edgecolor": "#b00000", "alpha": 0.85, "pad": 2})
+        below = fig.get_tightbbox(fig.canvas.get_renderer()).y0 - 0.08  # inches, under every label
+        fig.text(0.5, below / fig.get_figheight(), STAMP, ha="center", va="top", fontsize=8,
+                 color="#b00000", bbox={"facecolor": "white", "edgecolor": "#b00000", "pad": 2})
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
@@ -118,8 +119,12 @@ def _recall_bars(ax, rows_of: pd.DataFrame, spec: dict) -> None:
     ax.set_xlabel("method")
 
 
+PER_EPOCH = ("recall@1", "large_recall@1")  # what a run evaluates every epoch (VehicleID: its large list)
+
+
 def learning_curves(run_dirs: list[Path], spec: dict, path: Path) -> None:
-    """Training loss per epoch (top row) and test Recall@1 where recorded (bottom row), per dataset."""
+    """Training loss per epoch (top row) and test Recall@1 where recorded (bottom row; VehicleID's
+    large list), per dataset; a dataset without per-epoch evaluation says so in its panel."""
     rows = []
     for run_dir in run_dirs:
         config = json.loads((run_dir / "config.json").read_text())["run"]
@@ -127,28 +132,32 @@ def learning_curves(run_dirs: list[Path], spec: dict, path: Path) -> None:
             rows.append({**config, **json.loads(line)})
     history = pd.DataFrame(rows)
     datasets = list(dict.fromkeys(history["dataset"]))
-    has_recall = "recall@1" in history and history["recall@1"].notna().any()
+    recall_of = {d: next((m for m in PER_EPOCH if m in history
+                          and history.loc[history["dataset"] == d, m].notna().any()), None) for d in datasets}
+    has_recall = any(recall_of.values())
     n_rows = 2 if has_recall else 1
     fig, axes = plt.subplots(n_rows, len(datasets), figsize=(4.2 * len(datasets), 3.2 * n_rows),
                              squeeze=False, sharex="col")
     fig.suptitle(f"{spec['experiment']}: learning curves", fontsize=10)
     for column, dataset in enumerate(datasets):
+        metric = recall_of[dataset]
         for (method, seed), run in history[history["dataset"] == dataset].groupby(["method", "seed"]):
             label = f"{spec['method_labels'].get(method, method)} (seed {seed})"
             axes[0, column].plot(run["epoch"], run["loss"], marker=".", label=label)
-            if has_recall:
-                evaluated = run.dropna(subset=["recall@1"])
-                axes[1, column].plot(evaluated["epoch"], 100 * evaluated["recall@1"], marker="o",
-                                     label=label)
-        if has_recall:
-            evaluated = 100 * history.loc[history["dataset"] == dataset, "recall@1"].dropna()
-            if len(evaluated):
-                honest_ylim(axes[1, column], float(evaluated.min()), float(evaluated.max()))
+            if metric:
+                evaluated = run.dropna(subset=[metric])
+                axes[1, column].plot(evaluated["epoch"], 100 * evaluated[metric], marker="o", label=label)
         axes[0, column].set_title(dataset)
         axes[0, column].set_ylabel("training loss")
         axes[0, column].legend(fontsize=7)
-        if has_recall:
-            axes[1, column].set_ylabel("test Recall@1 (%)")
+        if metric:
+            evaluated = 100 * history.loc[history["dataset"] == dataset, metric].dropna()
+            honest_ylim(axes[1, column], float(evaluated.min()), float(evaluated.max()))
+            axes[1, column].set_ylabel(f"test {metric.replace('_recall', ' Recall').replace('recall', 'Recall')} (%)")
+        elif has_recall:
+            axes[1, column].axis("off")
+            axes[1, column].text(0.5, 0.5, "no per-epoch evaluation", ha="center", va="center",
+                                 transform=axes[1, column].transAxes, color="#777")
         axes[-1, column].set_xlabel("epoch")
         for ax in axes[:, column]:
             ax.grid(alpha=0.3)

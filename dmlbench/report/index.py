@@ -66,8 +66,9 @@ def _labels(plan, exp: dict) -> dict[str, str]:
 
 
 def _caption(exp: dict, ran: bool, toy: bool) -> str:
-    if not exp.get("paper"):
-        return "Mean ± std over the seeds run (hover for n), last epoch; '·': not measured by this preset."
+    if not (exp.get("reported") or exp.get("quoted")):
+        return ("Mean ± std over the seeds run (hover for n), last epoch; 'not run': not trained by this "
+                "preset; '·': not measured by this preset. The paper prints no numbers for this.")
     parts = ["Ours: mean ± std over the seeds run (hover for n), last epoch; paper: the paper's number "
              "(– where it prints none)." if ran else
              "Not run in this preset: the paper's numbers alone."]
@@ -155,10 +156,12 @@ def _experiment_html(plan, exp: dict, preset: str, folder: Path, page_dir: Path)
              f" <a class='top' href='#top'>back to top</a></h3>"]
     is_table = not plan.is_analysis(exp["id"])
     if exp["status"] == "quoted only":
-        if is_table:
+        catalogue = plan.experiments[exp["id"]]
+        if is_table and (catalogue.get("reported") or catalogue.get("quoted")):
             parts.append(_table_html(plan, exp["id"], None))
         else:
-            parts.append(f"<p class='note'>{html.escape(exp['detail'])}.</p>")
+            parts.append("<p class='note'>Not run in this preset; the paper gives it as a figure only "
+                         "(no numbers to show).</p>")
         return "".join(parts)
     rel = Path(os.path.relpath(folder.resolve(), page_dir.resolve()))
     if is_table:

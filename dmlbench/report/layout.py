@@ -138,7 +138,7 @@ def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str
     preset) only the paper's sub-columns are shown; without a paper (the suite's own
     experiments) only ours."""
     cells = Cells(summary) if summary is not None else None
-    with_paper = cells is None or bool(exp.get("paper"))
+    with_paper = cells is None or bool(exp.get("reported") or exp.get("quoted"))
     per_value = (2 if with_paper else 1) if cells is not None else 1
     head1 = "<tr><th rowspan='2'>" + ("dataset" if layout.datasets_as_rows else "method") + "</th>"
     head2 = "<tr>"
@@ -147,9 +147,9 @@ def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str
         extra = sum(1 for m in metrics if m in layout.selected) if cells is not None else 0
         head1 += f"<th colspan='{per_value * len(metrics) + extra}' class='group'>{html.escape(group.label)}</th>"
         for metric in metrics:
-            name = html.escape(metric_label(metric)) if metric else "value"
+            name = html.escape(metric_label(metric)) if metric else "ours"
             if cells is None:
-                head2 += f"<th>{name}</th>"
+                head2 += f"<th>{name}</th>" if metric else "<th class='paper'>paper</th>"
                 continue
             paper = "<th class='paper'>paper</th>" if with_paper else ""
             if metric in layout.selected:

@@ -200,7 +200,8 @@ def summary_text(experiment: str, spec: dict, data: pd.DataFrame, shares: pd.Dat
                      f"the corner, positive pushed away (ΔS_ap_total < 0) on "
                      f"{100 * row.share_dS_ap_total_negative:.1f} %")
     lines += ["", "Files: `field.csv` (every grid point, both computations), `corner.csv`, "
-              "`figure.png` (sign regions and vector fields)."]
+              "`figure.png` (sign regions and vector fields; one figure per γ, `figure_gamma<γ>.png` for the "
+              "others)."]
     return "\n".join(lines) + "\n"
 
 

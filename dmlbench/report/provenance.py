@@ -87,6 +87,10 @@ def panel(plan, preset_dir: Path) -> str:
             f"preset <b>{html.escape(plan.name)}</b>: {html.escape(preset.get('description') or '')} "
             f"Data: {html.escape(str(preset['data']['source']))}; seeds {html.escape(str(preset.get('seeds')))}; "
             f"settings over each experiment's: <code>{html.escape(overrides)}</code>.</p>")
+    if "digits" in plan.datasets:
+        head += ("<p class='note'><b>digits</b> is scikit-learn's handwritten digits (1,797 real 8×8 "
+                 "images shipped with scikit-learn; digits 0-4 train, 5-9 test), the one real dataset a "
+                 "fresh machine has without a download.</p>")
     names = ["backbone", "embedding", "input", "batch", "epochs"]
     lines = []
     for row in experiment_rows(plan, paper_plan):

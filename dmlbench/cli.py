@@ -54,6 +54,10 @@ def cmd_train(args) -> None:
 
 
 def cmd_evaluate(args) -> None:
+    from dmlbench import final_metrics
+
+    if not args.fresh and final_metrics.reuse(Path(args.run_dir), Path(args.output)):
+        return  # the train step's evaluation of this very model.pt: no torch start needed
     from dmlbench import evaluate_run
 
     evaluate_run.evaluate(Path(args.run_dir), Path(args.output))
@@ -155,6 +159,8 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("evaluate", help="embed the test split of a trained run and compute metrics")
     s.add_argument("--run-dir", required=True)
     s.add_argument("--output", required=True)
+    s.add_argument("--fresh", action="store_true",
+                   help="evaluate model.pt again even where the train step kept its evaluation")
     s.set_defaults(func=cmd_evaluate)
 
     s = sub.add_parser("aggregate", help="one experiment's runs → tables (CSV, Markdown) and figures")

@@ -34,17 +34,24 @@ def evaluate(run_dir: Path, output: Path) -> dict:
     device = environment.pick_device(cfg["device"])
     model = models.build(dict(cfg["model"], pretrained=False)).to(device)
     model.load_state_dict(state["model"])
+    result = result_of(model, cfg, run_dir, device)
+    write_json(output, result)
+    shown = ", ".join(f"{k} {v:.4f}" for k, v in result["metrics"].items())
+    print(f"{run_dir}: {shown}", file=sys.stderr)
+    return result
+
+
+def result_of(model, cfg: dict, run_dir: Path, device) -> dict:
+    """What `metrics.json` holds for `model`: the test metrics (with clustering), the time they
+    took, the device, and the test-selected epoch where the run evaluated every epoch."""
     table = manifest.read(Path(cfg["data"]["manifest"]))
     started = time.perf_counter()
     metrics = model_eval.evaluate_model(model, table, Path(cfg["data"]["manifest"]).parent, cfg, device)
     result = {"run": cfg["run"], "metrics": metrics,
               "seconds": round(time.perf_counter() - started, 3), "device": str(device)}
-    selected = test_selected_epoch(run_dir / "epochs.jsonl")
+    selected = test_selected_epoch(Path(run_dir) / "epochs.jsonl")
     if selected:
         result["test_selected"] = selected
-    write_json(output, result)
-    shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
-    print(f"{run_dir}: {shown}", file=sys.stderr)
     return result
 
 

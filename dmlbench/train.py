@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dmlbench import environment, models, recording, run_folder, schemes
+from dmlbench import environment, evaluate_run, final_metrics, models, recording, run_folder, schemes
 from dmlbench.data import batches, manifest
 from dmlbench.errors import DmlbenchError
 from dmlbench.io import atomic_path, write_json
@@ -170,6 +170,9 @@ def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
     final = run_dir / "model.pt"
     with atomic_path(final) as tmp:
         torch.save({"model": model.state_dict(), "config": cfg}, tmp)
+    model.eval()
+    final_metrics.keep(run_dir, evaluate_run.result_of(model, cfg, run_dir, device))
+    log(f"final evaluation kept for the evaluate step ({final_metrics.RECORD})")
     return final
 
 

@@ -1,7 +1,6 @@
 """Every kind of file the suite reads, truncated or garbled: one message naming the file; what the
 suite derived itself is set aside and made again by the rerun."""
 
-import json
 import shutil
 
 import pytest

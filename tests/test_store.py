@@ -179,7 +179,6 @@ def test_a_killed_build_leaves_a_temporary_that_the_rerun_removes(cub, tmp_path)
     import signal
     import subprocess
     import sys
-    import time
 
     from conftest import python_env
     from dmlbench import doctor

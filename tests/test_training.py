@@ -329,3 +329,33 @@ def test_margin_beta_learns_at_its_own_rate_as_in_wu_et_al(method):
                 o.step()
         moved[share] = (criterion.loss.beta.detach() - 1.2).abs().max().item()
     assert moved[False] > 0.05 and moved[True] <= 30 * cfg["optimizer"]["lr"] * 1.01
+
+
+def test_the_evaluate_step_reuses_the_train_steps_evaluation_of_the_same_model(run_config, tmp_path):
+    """Train evaluates the model it wrote; evaluate writes that result without starting torch, the
+    same numbers as evaluating model.pt afresh; for any other model.pt it evaluates afresh."""
+    from dmlbench.train import train
+
+    run_dir = tmp_path / "run"
+    train(dict(run_config, epochs=1, batches_per_epoch=2), run_dir, log=lambda m: None)
+    assert (run_dir / "final_metrics.json").exists()
+    code = ("import sys; from dmlbench.cli import main; main(sys.argv[1:]); "
+            "print('torch imported' if 'torch' in sys.modules else 'no torch')")
+    reused = subprocess.run([sys.executable, "-c", code, "evaluate", "--run-dir", str(run_dir), "--output",
+                             str(tmp_path / "reused.json")], capture_output=True, text=True, env=python_env())
+    assert reused.returncode == 0 and reused.stdout.strip() == "no torch", reused.stderr
+    assert "evaluated by the train step" in reused.stderr
+    fresh = subprocess.run([sys.executable, "-m", "dmlbench", "evaluate", "--fresh", "--run-dir", str(run_dir),
+                            "--output", str(tmp_path / "fresh.json")], capture_output=True, text=True,
+                           env=python_env())
+    assert fresh.returncode == 0, fresh.stderr
+    ours, theirs = (json.loads((tmp_path / name).read_text()) for name in ("reused.json", "fresh.json"))
+    assert ours["metrics"] == theirs["metrics"] and ours["run"] == theirs["run"]
+    # another model.pt (retrained, changed by hand): the record no longer belongs to it
+    state = torch.load(run_dir / "model.pt", weights_only=True)
+    next(iter(state["model"].values())).add_(1.0)
+    torch.save(state, run_dir / "model.pt")
+    again = subprocess.run([sys.executable, "-m", "dmlbench", "evaluate", "--run-dir", str(run_dir),
+                            "--output", str(tmp_path / "again.json")], capture_output=True, text=True,
+                           env=python_env())
+    assert again.returncode == 0 and "evaluated by the train step" not in again.stderr

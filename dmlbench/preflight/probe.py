@@ -14,11 +14,10 @@ from pathlib import Path
 
 import torch
 
-from dmlbench import environment, models
+from dmlbench import environment, final_metrics
 from dmlbench.data import manifest as manifest_io
 from dmlbench.data import store
 from dmlbench.data.prepare import prepare
-from dmlbench.model_eval import evaluate_model
 from dmlbench.train import train
 
 
@@ -105,7 +104,7 @@ def probe(cfg: dict, dataset: str, workdir: Path, image_side: int | None = None,
             cfg["data"]["store"] = fixture_store(manifest, cfg["input"]["resize"])
         torch_device = environment.pick_device(device)
         _train_with_a_kill(cfg, run_dir)
-        eval_seconds, images = _final_evaluation(cfg, run_dir, manifest, torch_device)
+        eval_seconds, images = _final_evaluation(run_dir, manifest)
         steps = [row["seconds"] for row in _history(run_dir)]
         result.update(status="passed", seconds_per_step=steps[-1], peak_mb=peak_memory_mb(torch_device),
                       eval_seconds_per_image=eval_seconds / images)
@@ -133,22 +132,20 @@ def _train_with_a_kill(cfg: dict, run_dir: Path) -> None:
         raise RuntimeError("the second start did not resume from the checkpoint")
 
 
-def _final_evaluation(cfg: dict, run_dir: Path, manifest: Path, device) -> tuple[float, int]:
+def _final_evaluation(run_dir: Path, manifest: Path) -> tuple[float, int]:
+    """The train step's own final evaluation (kept for the evaluate step), checked: finite
+    parameters and metrics, and the seconds it took."""
     state = torch.load(run_dir / "model.pt", map_location="cpu", weights_only=True)
     bad = [name for name, value in state["model"].items()
            if value.is_floating_point() and not torch.isfinite(value).all()]
     if bad:
         raise FloatingPointError(f"non-finite parameters after two steps (a non-finite gradient): "
                                  f"{', '.join(bad[:3])}")
-    model = models.build(dict(cfg["model"], pretrained=False)).to(device)
-    model.load_state_dict(state["model"])
+    kept = json.loads((run_dir / final_metrics.RECORD).read_text())["result"]
+    if not all(math.isfinite(v) for v in kept["metrics"].values()):
+        raise FloatingPointError(f"non-finite metrics: {kept['metrics']}")
     table = manifest_io.read(manifest)
-    started = time.perf_counter()
-    metrics = evaluate_model(model, table, manifest.parent, cfg, device)
-    seconds = time.perf_counter() - started
-    if not all(math.isfinite(v) for v in metrics.values()):
-        raise FloatingPointError(f"non-finite metrics: {metrics}")
-    return seconds, int((table["split"] != "train").sum())
+    return kept["seconds"], int((table["split"] != "train").sum())
 
 
 def _history(run_dir: Path) -> list[dict]:

@@ -66,7 +66,14 @@ def cmd_evaluate(args) -> None:
 def cmd_aggregate(args) -> None:
     from dmlbench.report import aggregate
 
-    aggregate.aggregate(_spec(args.spec), [Path(p) for p in args.metrics], Path(args.output_dir))
+    aggregate.aggregate(_spec(args.spec), [Path(p) for p in args.metrics], Path(args.output_dir),
+                        [Path(p) for p in args.references])
+
+
+def cmd_reference(args) -> None:
+    from dmlbench import reference
+
+    reference.run(_spec(args.spec), Path(args.output))
 
 
 def cmd_analyse(args) -> None:
@@ -166,8 +173,16 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("aggregate", help="one experiment's runs → tables (CSV, Markdown) and figures")
     s.add_argument("--spec", required=True)
     s.add_argument("--metrics", nargs="+", required=True)
+    s.add_argument("--references", nargs="*", default=[],
+                   help="metrics.json of the reference jobs (embeddings before training)")
     s.add_argument("--output-dir", required=True)
     s.set_defaults(func=cmd_aggregate)
+
+    s = sub.add_parser("reference", help="evaluate the embeddings before any training step "
+                                         "(network at initialisation, trunk features, raw pixels)")
+    s.add_argument("--spec", required=True, help="JSON: what Plan.reference_spec gives")
+    s.add_argument("--output", required=True)
+    s.set_defaults(func=cmd_reference)
 
     s = sub.add_parser("analyse", help="compute a CPU-exact figure (kind: analysis experiments)")
     s.add_argument("--spec", required=True)

@@ -232,11 +232,12 @@ def urls_to_probe(plan) -> list[str]:
 def _weights_needed(plan) -> list[tuple[str, str, Path]]:
     """(backbone, url, local path) of the ImageNet weights the plan's runs load."""
     from dmlbench.models import bninception, weights
+    from dmlbench.models.embedding import SMALL
 
     needed = {}
     for run in plan.runs():
         model = plan.resolve(run)["model"]
-        if not model["pretrained"] or model["backbone"] == "small_cnn":
+        if not model["pretrained"] or model["backbone"] in SMALL:
             continue
         backbone = model["backbone"]
         if backbone == "bninception":

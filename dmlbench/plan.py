@@ -18,7 +18,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from dmlbench import settings
+from dmlbench import reference, settings
 from dmlbench.data.datasets import DATASETS
 from dmlbench.errors import ConfigError
 
@@ -263,6 +263,8 @@ class Plan:
                     raise ConfigError(f"preset {self.name}: unknown experiment id {key!r}{hint}; "
                                       f"known: {', '.join(sorted(self.experiments))}")
         self._check_settings(self.preset["overrides"], f"preset {self.name}.overrides")
+        for dataset, update in (self.preset.get("per_dataset") or {}).items():
+            self._check_settings(update, f"preset {self.name}.per_dataset.{dataset}")
         for key, subset in (self.preset.get("subset") or {}).items():
             where = f"preset {self.name}.subset.{key}"
             if key not in self.experiments or self.is_analysis(key):
@@ -420,6 +422,7 @@ class Plan:
         cfg = deep_merge(cfg, (exp.get("per_dataset") or {}).get(run.dataset))
         cfg = deep_merge(cfg, method.get("train"))
         cfg = deep_merge(cfg, self.preset["overrides"])
+        cfg = deep_merge(cfg, (self.preset.get("per_dataset") or {}).get(run.dataset))
         cfg = deep_merge(cfg, self._subset(run.experiment).get("train"))
         cfg = deep_merge(cfg, sweep.get("train"))
         miner = deep_merge(method["miner"], sweep["miner"]) if sweep.get("miner") else method.get("miner")
@@ -447,7 +450,59 @@ class Plan:
                 "reported": exp.get("reported", {}), "quoted": exp.get("quoted", {}),
                 "method_labels": {run.method: self._label(run) for run in self.runs(experiment)},
                 "plot": exp.get("plot"), "figures": exp.get("figures") or [],
-                "datasets": self.datasets_of(experiment)}
+                "datasets": self.datasets_of(experiment),
+                "reference_of": [[d, m, name] for (d, m), name in self.reference_map(experiment).items()]}
+
+    # --- reference rows (embeddings before any training step) ------------------------------
+
+    def reference_map(self, experiment: str) -> dict[tuple[str, str], str]:
+        """(dataset, method) → the name of the reference its table rows are compared with: the
+        run of the experiment's first seed."""
+        runs = self.runs(experiment)
+        first = min((run.seed for run in runs), default=0)
+        return {(run.dataset, run.method): reference.name_of(self._reference_key(run))
+                for run in runs if run.seed == first}
+
+    def _reference_key(self, run: Run) -> dict:
+        return reference.key_of(self.resolve(run), DATASETS[run.dataset].pixel_side,
+                                f"{self.data_dir}/{run.dataset}/manifest.csv")
+
+    def _references(self) -> dict[str, Run]:
+        """Every reference job of the chosen experiments, with a run that defines it."""
+        if not hasattr(self, "_reference_runs"):
+            found = {}
+            for key in self.experiment_ids:
+                runs = self.runs(key)
+                first = min((run.seed for run in runs), default=0)
+                for run in runs:
+                    if run.seed == first:
+                        found.setdefault(reference.name_of(self._reference_key(run)), run)
+            self._reference_runs = found
+        return self._reference_runs
+
+    def reference_path(self, name: str) -> str:
+        return f"results/{self.name}/reference/{name}/metrics.json"
+
+    def experiment_references(self, experiment: str) -> list[str]:
+        return [self.reference_path(name) for name in dict.fromkeys(self.reference_map(experiment).values())]
+
+    def reference_spec(self, name: str) -> dict:
+        run = self._run_of_reference(name)
+        return reference.spec_of(self.resolve(run), self._reference_key(run))
+
+    def reference_inputs(self, name: str) -> list[str]:
+        """The files a reference job reads: the runs' manifest (and store), the raw one for pixels."""
+        run = self._run_of_reference(name)
+        inputs = [self.manifest(run.dataset), *self.store_marker(run)]
+        if DATASETS[run.dataset].pixel_side:
+            inputs.append(f"{self.data_dir}/{run.dataset}/manifest.csv")
+        return list(dict.fromkeys(inputs))
+
+    def _run_of_reference(self, name: str) -> Run:
+        try:
+            return self._references()[name]
+        except KeyError:
+            raise ConfigError(f"preset {self.name} has no reference {name!r}") from None
 
     def _label(self, run: Run) -> str:
         label = self.methods[run.base_method].get("label", run.base_method)

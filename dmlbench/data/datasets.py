@@ -49,6 +49,7 @@ class DatasetSpec:
     manual: str | None = None
     disk_gb: float = 0.0  # archives + extracted images + 256-pixel cache, roughly
     notes: dict = field(default_factory=dict)
+    pixel_side: int | None = None  # equal-sized small images: raw pixels are a reference row
 
     @property
     def files(self) -> tuple[SourceFile, ...]:
@@ -383,7 +384,8 @@ DATASETS: dict[str, DatasetSpec] = {
         parse_vehicleid, manual=VEHICLEID_MANUAL, disk_gb=12.0),
     "digits": DatasetSpec(
         "digits", "scikit-learn handwritten digits (shipped with scikit-learn)", (),
-        SplitStats({"train": 901, "test": 896}, {"train": 5, "test": 5}), parse_digits),
+        SplitStats({"train": 901, "test": 896}, {"train": 5, "test": 5}), parse_digits,
+        pixel_side=8),
 }
 
 

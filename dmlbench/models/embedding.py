@@ -36,6 +36,27 @@ class SmallCNN(nn.Module):
         return self.features(x)
 
 
+class SpatialCNN(nn.Module):
+    """For images of a few pixels (scikit-learn's 8×8 digits): two conv-BN-ReLU-max-pool blocks,
+    the map brought to 4×4 and flattened rather than pooled (where a stroke lies is what tells
+    digits apart), then a 1,024-unit ReLU layer. Returns a 1×1 map, so global pooling keeps it."""
+
+    out_features = 1024
+
+    def __init__(self):
+        super().__init__()
+        layers, channels = [], 3
+        for width in (64, 128):
+            layers += [nn.Conv2d(channels, width, 3, padding=1), nn.BatchNorm2d(width), nn.ReLU(),
+                       nn.MaxPool2d(2, ceil_mode=True)]
+            channels = width
+        self.features = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(4), nn.Flatten(),
+                                      nn.Linear(channels * 16, self.out_features), nn.ReLU())
+
+    def forward(self, x):
+        return self.features(x)[:, :, None, None]
+
+
 def _torchvision_trunk(name: str, pretrained: bool) -> tuple[nn.Module, int]:
     models = torchvision.models
     table = {
@@ -84,7 +105,8 @@ class _GoogLeNetTrunk(nn.Module):
         return n.inception5b(n.inception5a(n.maxpool4(x)))
 
 
-BACKBONES = ("small_cnn", "resnet18", "resnet50", "googlenet", "bninception")
+SMALL = {"small_cnn": SmallCNN, "spatial_cnn": SpatialCNN}  # CPU-sized, never pretrained
+BACKBONES = ("small_cnn", "spatial_cnn", "resnet18", "resnet50", "googlenet", "bninception")
 
 
 class EmbeddingNet(nn.Module):
@@ -102,8 +124,8 @@ class EmbeddingNet(nn.Module):
         if pooling not in ("avg", "max"):
             raise ConfigError(f"model.pooling must be 'avg' or 'max', not {pooling!r}")
         self.backbone_name, self.pooling, self.frozen_bn = backbone, pooling, frozen_bn
-        if backbone == "small_cnn":
-            self.trunk, features = SmallCNN(), SmallCNN.out_features
+        if backbone in SMALL:
+            self.trunk, features = SMALL[backbone](), SMALL[backbone].out_features
         elif backbone == "bninception":
             self.trunk, features = bninception.BNInception(), bninception.BNInception.out_features
             if pretrained:

@@ -13,7 +13,7 @@ import pandas as pd
 
 from dmlbench.errors import DmlbenchError
 from dmlbench.io import atomic_path, set_aside
-from dmlbench.report import figures, triplet_figures
+from dmlbench.report import figures, references, triplet_figures
 
 SELECTED = " (test-selected)"
 SELECTED_NOTE = ("Columns marked (test-selected) take each run's epoch with the best test Recall@1, "
@@ -85,6 +85,10 @@ def markdown(summary: pd.DataFrame, spec: dict, quoted: pd.DataFrame) -> str:
                   "in %. Last-epoch model.", ""]
     if spec["table"].get("test_selected"):
         lines += [SELECTED_NOTE, ""]
+    said = references.sentences(summary, spec.get("reference_of") or [], labels)
+    if said:
+        lines += ["Rows \"no training\": the same evaluation of embeddings before any training step. "
+                  + " ".join(said), ""]
     for dataset, block in summary.groupby("dataset", sort=False):
         metrics = list(dict.fromkeys(block["metric"]))
         lines += [f"## {dataset}", "", "| method | " + " | ".join(metrics) + " |",
@@ -110,7 +114,8 @@ def _cell(row) -> str:
     return text
 
 
-def aggregate(spec: dict, metric_files: list[Path], output_dir: Path) -> None:
+def aggregate(spec: dict, metric_files: list[Path], output_dir: Path,
+              reference_files: list[Path] = ()) -> None:
     output_dir.mkdir(parents=True, exist_ok=True)
     try:
         runs = collect(metric_files)
@@ -122,9 +127,12 @@ def aggregate(spec: dict, metric_files: list[Path], output_dir: Path) -> None:
         raise
     metrics = spec["table"].get("metrics") or [c for c in runs.columns if "@" in c]
     metrics = metrics + [m + SELECTED for m in spec["table"].get("test_selected") or []]
-    summary = summarise(runs, metrics, spec.get("reported") or {})
+    summary = summarise(runs, metrics, spec.get("reported") or {}).assign(reference=False)
     if spec.get("toy_data"):  # a difference to the paper would suggest a comparison there is none
         summary = summary.drop(columns="difference")
+    refs = references.read(list(reference_files), metrics)
+    refs = refs[refs["dataset"].isin(summary["dataset"])] if len(refs) else refs
+    summary = pd.concat([refs, summary], ignore_index=True) if len(refs) else summary
     order = {dataset: i for i, dataset in enumerate(spec.get("datasets") or [])}
     summary = summary.sort_values("dataset", key=lambda col: col.map(order), kind="stable")
     quoted = quoted_rows(spec)
@@ -136,7 +144,7 @@ def aggregate(spec: dict, metric_files: list[Path], output_dir: Path) -> None:
         tmp.write_text(markdown(summary, spec, quoted))
     figures.recall_curves(summary, spec, output_dir / "recall_at_k.png")
     if spec.get("plot"):
-        figures.sweep_plot(summary, spec, output_dir / "sweep.png")
+        figures.sweep_plot(summary[~summary["reference"].astype(bool)], spec, output_dir / "sweep.png")
     run_dirs = [Path(p).parent for p in metric_files]
     figures.learning_curves(run_dirs, spec, output_dir / "learning_curves.png")
     for name in spec.get("figures") or []:

@@ -91,8 +91,16 @@ def recall_curves(summary: pd.DataFrame, spec: dict, path: Path) -> None:
     _save(fig, path, spec)
 
 
+def _is_reference(rows: pd.DataFrame) -> pd.Series:
+    return rows["reference"].fillna(False).astype(bool) if "reference" in rows else pd.Series(False, rows.index)
+
+
 def _recall_lines(ax, rows_of: pd.DataFrame, spec: dict, ks: list[int]) -> None:
-    for method, rows in rows_of.groupby("method"):
+    for method, rows in rows_of[_is_reference(rows_of)].groupby("method", sort=False):
+        rows = rows.sort_values("k")  # no training: grey dashed, beneath the runs
+        ax.plot(rows["k"], rows["mean"], linestyle="--", marker=".", color="grey", alpha=0.8,
+                linewidth=1, label=method)
+    for method, rows in rows_of[~_is_reference(rows_of)].groupby("method"):
         rows = rows.sort_values("k")
         label = spec["method_labels"].get(method, method)
         line, = ax.plot(rows["k"], rows["mean"], marker="o", label=label)
@@ -110,8 +118,9 @@ def _recall_lines(ax, rows_of: pd.DataFrame, spec: dict, ks: list[int]) -> None:
 def _recall_bars(ax, rows_of: pd.DataFrame, spec: dict) -> None:
     rows_of = rows_of.reset_index(drop=True)
     labels = [spec["method_labels"].get(m, m) for m in rows_of["method"]]
+    reference = _is_reference(rows_of)
     ax.bar(range(len(rows_of)), rows_of["mean"], yerr=rows_of["std"].fillna(0), capsize=3,
-           color="tab:blue", label="ours")
+           color=["lightgrey" if r else "tab:blue" for r in reference], label="ours")
     paper = rows_of["paper"].notna()
     if paper.any():
         ax.plot(rows_of.index[paper], rows_of.loc[paper, "paper"], "x", color="k", markersize=9, label="paper")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from dmlbench.io import atomic_path, read_json, write_json
-from dmlbench.report import contents, layout, provenance
+from dmlbench.report import contents, layout, provenance, references
 from dmlbench.report.aggregate import TOY_NOTE
 
 STYLE = """
@@ -88,7 +88,16 @@ def _table_html(plan, key: str, folder: Path | None) -> str:
     exp = plan.experiments[key]
     grid = layout.table_layout(exp, _labels(plan, exp))
     summary = pd.read_csv(folder / "table.csv") if folder is not None and (folder / "table.csv").exists() else None
-    return layout.render(exp, grid, summary, _caption(exp, summary is not None, plan.toy_data))
+    caption = _caption(exp, summary is not None, plan.toy_data)
+    if summary is not None:
+        said = references.sentences(summary, [[d, m, n] for (d, m), n in plan.reference_map(key).items()],
+                                    _labels(plan, exp))
+        if said:
+            caption += (" Rows 'no training': the same evaluation of the embeddings before any training "
+                        "step (first seed's network at initialisation, its trunk's pooled features"
+                        + (", the raw pixels" if any("raw pixels" in s for s in said) else "") + "). "
+                        + " ".join(said))
+    return layout.render(exp, grid, summary, caption)
 
 
 def _summary_html(lines: list[str]) -> str:

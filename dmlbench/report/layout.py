@@ -30,6 +30,7 @@ class Row:
     key: str        # method id, quoted row name, or (datasets as rows) dataset id
     label: str
     quoted: bool    # numbers the paper quotes from the literature: never run
+    reference: bool = False  # no training (dmlbench.reference): the suite's number only
 
 
 @dataclass(frozen=True)
@@ -111,9 +112,12 @@ class Cells:
             for r in summary.itertuples():
                 self.values[(r.dataset, r.method, r.metric)] = (r.mean, r.std, r.n)
         self.ran = {(d, m) for d, m, _ in self.values}
+        self.references = reference_labels(summary)
 
     def ours(self, dataset: str, method: str, metric: str) -> str:
         if (dataset, method) not in self.ran:
+            if method in self.references:  # another backbone or size on this dataset
+                return "<td class='muted'>–</td>"
             return f"<td class='muted'>{NOT_RUN}</td>"
         found = self.values.get((dataset, method, metric))
         if found is None:
@@ -121,6 +125,24 @@ class Cells:
         mean, std, n = found
         spread = "" if pd.isna(std) else f" ± {std:.2f}"
         return f"<td class='ours' title='mean over {int(n)} seed(s)'>{mean:.2f}{spread}</td>"
+
+
+def reference_labels(summary: pd.DataFrame | None) -> list[str]:
+    """The labels of the table's reference rows (no training), in their order."""
+    if summary is None or "reference" not in summary:
+        return []
+    return list(dict.fromkeys(summary.loc[summary["reference"].fillna(False).astype(bool), "method"]))
+
+
+def with_references(layout: Layout, summary: pd.DataFrame | None) -> Layout:
+    """The layout with the reference rows first (groups last where datasets are the rows)."""
+    labels = reference_labels(summary)
+    if not labels:
+        return layout
+    if layout.datasets_as_rows:
+        return Layout(layout.rows, layout.groups + tuple(Group(k, k, ()) for k in labels), True, layout.selected)
+    return Layout(tuple(Row(k, k, False, True) for k in labels) + layout.rows, layout.groups, False,
+                  layout.selected)
 
 
 def _paper_cell(value: float | None) -> str:
@@ -138,6 +160,7 @@ def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str
     preset) only the paper's sub-columns are shown; without a paper (the suite's own
     experiments) only ours."""
     cells = Cells(summary) if summary is not None else None
+    layout = with_references(layout, summary)
     with_paper = cells is None or bool(exp.get("reported") or exp.get("quoted"))
     per_value = (2 if with_paper else 1) if cells is not None else 1
     head1 = "<tr><th rowspan='2'>" + ("dataset" if layout.datasets_as_rows else "method") + "</th>"
@@ -158,7 +181,8 @@ def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str
                 head2 += f"<th class='ours'>{name}</th>{paper}"
     body = []
     for row in layout.rows:
-        parts = [f"<th class='row{' quoted' if row.quoted else ''}'>{html.escape(row.label)}"
+        parts = [f"<th class='row{' quoted' if row.quoted else ''}{' reference' if row.reference else ''}'>"
+                 f"{html.escape(row.label)}"
                  + (" <span class='muted'>(quoted)</span>" if row.quoted else "") + "</th>"]
         for group in layout.groups:
             if layout.datasets_as_rows:
@@ -170,6 +194,8 @@ def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str
                 if cells is not None:
                     if row.quoted:
                         parts.append("<td class='muted'>quoted</td>" * (2 if metric in layout.selected else 1))
+                    elif metric in layout.selected and row.reference:
+                        parts.append(cells.ours(dataset, method, metric) * 2)
                     elif metric in layout.selected:
                         parts.append(cells.ours(dataset, method, metric) + cells.ours(dataset, method, metric + SELECTED))
                     else:

@@ -1,6 +1,7 @@
 rule aggregate:
     input:
-        experiment_metrics,
+        metrics=experiment_metrics,
+        references=lambda w: PLAN.experiment_references(w.experiment),
     output:
         table=f"reports/{{preset}}/{{experiment}}/table.csv",
         markdown=f"reports/{{preset}}/{{experiment}}/table.md",
@@ -13,7 +14,8 @@ rule aggregate:
         spec=lambda w: json.dumps(PLAN.aggregate_spec(w.experiment)),
         folder=f"reports/{{preset}}/{{experiment}}",
     shell:
-        "python -m dmlbench aggregate --spec {params.spec:q} --metrics {input:q}"
+        "python -m dmlbench aggregate --spec {params.spec:q} --metrics {input.metrics:q}"
+        " --references {input.references:q}"
         " --output-dir {params.folder:q}"
 
 

@@ -1,0 +1,80 @@
+"""The reference rows of a table (embeddings before any training step, `dmlbench.reference`) and
+the sentence that says how each method compares with them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from dmlbench import reference
+from dmlbench.errors import DmlbenchError
+from dmlbench.io import set_aside
+
+SHORT = {"initial": "the untrained network", "trunk": "the untrained trunk's features",
+         "pixels": "the raw pixels"}
+
+
+def read(files: list[Path], metrics: list[str]) -> pd.DataFrame:
+    """One summary row (as `aggregate.summarise` writes them, `reference` true) per reference
+    file × kind × metric; `method` is the reference's row label, `kind` its kind."""
+    rows = []
+    for path in files:
+        try:
+            data = json.loads(Path(path).read_text())
+            key = data["reference"]
+            for kind, values in data["rows"].items():
+                for metric in metrics:
+                    if metric in values:
+                        rows.append({"dataset": key["dataset"], "method": reference.label(key, kind),
+                                     "metric": metric, "mean": 100.0 * float(values[metric]),
+                                     "std": float("nan"), "n": 1, "paper": None, "reference": True,
+                                     "kind": kind, "name": Path(path).parent.name})
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as error:
+            moved = set_aside(Path(path))
+            raise DmlbenchError(f"{path} is not a reference file of the suite ({type(error).__name__}: "
+                                f"{error}); set aside as {moved.name}. Rerun: the reference step "
+                                f"writes it again") from None
+    return pd.DataFrame(rows)
+
+
+def comparison_metric(summary: pd.DataFrame) -> str | None:
+    """MAP@R where the table has it, else its first metric."""
+    metrics = list(dict.fromkeys(summary["metric"]))
+    return "map@r" if "map@r" in metrics else (metrics[0] if metrics else None)
+
+
+def sentences(summary: pd.DataFrame, reference_of: list, labels: dict) -> list[str]:
+    """Per dataset, one sentence: each method's number against each of its reference rows."""
+    if "reference" not in summary or not summary["reference"].fillna(False).astype(bool).any():
+        return []
+    refs = summary[summary["reference"].fillna(False).astype(bool)]
+    runs = summary[~summary["reference"].fillna(False).astype(bool)]
+    metric = comparison_metric(summary)
+    out = []
+    for dataset in dict.fromkeys(runs["dataset"]):
+        parts = []
+        for dataset_, method, name in reference_of:
+            if dataset_ != dataset:
+                continue
+            ours = runs[(runs["dataset"] == dataset) & (runs["method"] == method) & (runs["metric"] == metric)]
+            own = refs[(refs["name"] == name) & (refs["metric"] == metric)]
+            if ours.empty or own.empty:
+                continue
+            value = float(ours["mean"].iloc[0])
+            against = [f"{_relation(value - float(r.mean))} {SHORT[r.kind]} ({r.mean:.2f})"
+                       for r in own.itertuples()]
+            parts.append(f"{labels.get(method, method)} {value:.2f} is " + ", ".join(against))
+        if parts:
+            from dmlbench.report.layout import DATASET_LABELS, metric_label
+
+            out.append(f"{DATASET_LABELS.get(dataset, dataset)}, {metric_label(metric)}: "
+                       + "; ".join(parts) + ".")
+    return out
+
+
+def _relation(difference: float) -> str:
+    if abs(difference) < 0.005:
+        return "level with"
+    return f"{abs(difference):.2f} {'above' if difference > 0 else 'below'}"

@@ -1,0 +1,140 @@
+"""Reference rows (embeddings before any training step) against an independent computation: the
+images read with PIL, the network built and applied by hand, ranks by a brute-force sort."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from PIL import Image
+from test_evaluation import brute_metrics
+
+from conftest import python_env
+from dmlbench import models, reference
+from dmlbench.data.prepare import prepare
+from dmlbench.plan import Plan
+
+CONFIG_DIR = "workflow/config"
+METRICS = ("recall@1", "recall@2", "map@r")
+
+
+def prepared(tmp_path, dataset, **size):
+    manifest = tmp_path / "fixture" / dataset / "manifest.csv"
+    prepare(dataset, "fixture", tmp_path, manifest, fixture_size=size or None)
+    return manifest
+
+
+def spec_for(plan, experiment, dataset, method, manifest):
+    cfg = plan.resolve(plan.find_run(experiment, dataset, method, 0))
+    cfg["data"] = {"manifest": str(manifest)}
+    side = 8 if dataset == "digits" else None
+    return reference.spec_of(cfg, reference.key_of(cfg, side, str(manifest)))
+
+
+def images_by_hand(manifest, rows, resize, crop):
+    """The split's images as the network sees them: resized, centre crop, [0, 1], NCHW."""
+    out = []
+    for path in rows["path"]:
+        image = Image.open(manifest.parent / path).convert("RGB").resize((resize, resize), Image.BILINEAR)
+        left = (resize - crop) // 2
+        image = image.crop((left, left, left + crop, left + crop))
+        out.append(torch.from_numpy(np.asarray(image, dtype=np.float32) / 255.0).permute(2, 0, 1))
+    return torch.stack(out)
+
+
+def run_step(spec, output):
+    subprocess.run([sys.executable, "-m", "dmlbench", "reference", "--spec", json.dumps(spec),
+                    "--output", str(output)], check=True, env=python_env())
+    return json.loads(output.read_text())
+
+
+def assert_close(ours: dict, expected: dict):
+    for metric in METRICS:
+        assert ours[metric] == pytest.approx(expected[metric], abs=1e-6), metric
+
+
+def test_untrained_network_and_trunk_rows_equal_a_computation_by_hand(tmp_path):
+    manifest = prepared(tmp_path, "cub", n_classes=8, per_class=6, image_size=40)
+    plan = Plan.load(CONFIG_DIR, {"preset": "smoke"})
+    spec = spec_for(plan, "suite.baselines", "cub", "ms", manifest)
+    result = run_step(spec, tmp_path / "reference.json")
+
+    key = spec["key"]
+    table = pd.read_csv(manifest)
+    test = table[table["split"] == "test"]
+    images = images_by_hand(manifest, test, key["input"]["resize"], key["input"]["crop"])
+    torch.manual_seed(key["seed"])  # what train does before it builds the run's model
+    net = models.build(dict(spec["key"]["model"], frozen_bn=False)).eval()
+    with torch.no_grad():
+        head = net(images).numpy()
+        trunk = net.trunk((images - net.mean) / net.std).mean(dim=(2, 3)).numpy()
+    labels = test["label"].to_numpy()
+    for kind, embeddings in (("initial", head), ("trunk", trunk)):
+        expected = brute_metrics(embeddings, labels, embeddings, labels, (1, 2), self_retrieval=True)
+        assert_close(result["rows"][kind], expected)
+    assert "pixels" not in result["rows"]  # CUB's images differ in size: no raw-pixel row
+    assert result["reference"] == key
+
+
+def test_raw_pixel_row_of_digits_equals_the_8x8_images_by_hand(tmp_path):
+    manifest = prepared(tmp_path, "digits")
+    plan = Plan.load(CONFIG_DIR, {"preset": "demo"})
+    spec = spec_for(plan, "suite.baselines", "digits", "ms", manifest)
+    result = run_step(spec, tmp_path / "reference.json")
+    table = pd.read_csv(manifest)
+    test = table[table["split"] == "test"]
+    pixels = np.stack([np.asarray(Image.open(manifest.parent / p).convert("RGB"), dtype=np.float64).ravel()
+                       for p in test["path"]])
+    labels = test["label"].to_numpy()
+    expected = brute_metrics(pixels, labels, pixels, labels, (1, 2), self_retrieval=True)
+    assert_close(result["rows"]["pixels"], expected)
+    # the network rows exist too, and the raw pixels are not what the network gives
+    assert set(result["rows"]) == {"initial", "trunk", "pixels"}
+    assert result["rows"]["initial"]["map@r"] != result["rows"]["pixels"]["map@r"]
+
+
+def test_a_reference_uses_the_runs_protocol_query_gallery_for_inshop(tmp_path):
+    manifest = prepared(tmp_path, "inshop", n_classes=8, per_class=6, image_size=40)
+    plan = Plan.load(CONFIG_DIR, {"preset": "smoke"})
+    spec = spec_for(plan, "suite.baselines", "inshop", "ms", manifest)
+    result = run_step(spec, tmp_path / "reference.json")
+    key = spec["key"]
+    table = pd.read_csv(manifest)
+    torch.manual_seed(key["seed"])
+    net = models.build(dict(key["model"], frozen_bn=False)).eval()
+    parts = {}
+    for split in ("query", "gallery"):
+        rows = table[table["split"] == split]
+        with torch.no_grad():
+            parts[split] = (net(images_by_hand(manifest, rows, key["input"]["resize"], key["input"]["crop"])).numpy(),
+                            rows["label"].to_numpy())
+    expected = brute_metrics(*parts["query"], *parts["gallery"], (1, 2), self_retrieval=False)
+    assert_close(result["rows"]["initial"], expected)
+
+
+def test_every_table_of_the_full_plan_has_its_reference_jobs():
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    for experiment in plan.experiment_ids:
+        if plan.is_analysis(experiment):
+            continue
+        mapping = plan.reference_map(experiment)
+        first = min(run.seed for run in plan.runs(experiment))
+        assert {(r.dataset, r.method) for r in plan.runs(experiment) if r.seed == first} == set(mapping)
+        for name in set(mapping.values()):
+            spec = plan.reference_spec(name)
+            assert spec["key"]["dataset"] == name.split("-")[0]
+            assert plan.manifest(spec["key"]["dataset"]) in plan.reference_inputs(name)
+    # shared: one job per dataset × backbone × input × embedding size, not one per run
+    assert len(plan._references()) < len(plan.runs()) / 10
+
+
+def test_runs_that_differ_in_backbone_get_different_references_and_share_otherwise():
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    mapping = plan.reference_map("fastap.t2")
+    r18 = {n for (d, m), n in mapping.items() if d == "sop" and m.endswith("r18")}
+    r50 = {n for (d, m), n in mapping.items() if d == "sop" and m.endswith("r50")}
+    assert len(r18) == 1 and len(r50) == 1 and r18 != r50
+    assert "resnet18" in next(iter(r18)) and "resnet50" in next(iter(r50))

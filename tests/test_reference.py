@@ -138,3 +138,41 @@ def test_runs_that_differ_in_backbone_get_different_references_and_share_otherwi
     r50 = {n for (d, m), n in mapping.items() if d == "sop" and m.endswith("r50")}
     assert len(r18) == 1 and len(r50) == 1 and r18 != r50
     assert "resnet18" in next(iter(r18)) and "resnet50" in next(iter(r50))
+
+
+def summary_with_references():
+    rows = [("digits", "ms", "map@r", 61.3, False, None, None), ("digits", "contrastive", "map@r", 58.0, False, None, None),
+            ("digits", "ms", "recall@1", 98.0, False, None, None),
+            ("digits", "no training: raw pixels", "map@r", 60.5, True, "pixels", "d1"),
+            ("digits", "no training: net", "map@r", 62.25, True, "initial", "d1"),
+            ("digits", "no training: net", "recall@1", 97.0, True, "initial", "d1")]
+    return pd.DataFrame(rows, columns=["dataset", "method", "metric", "mean", "reference", "kind", "name"]).assign(
+        std=float("nan"), n=1, paper=None)
+
+
+def test_the_sentence_gives_each_methods_difference_to_each_reference_row():
+    said = references_module().sentences(summary_with_references(),
+                                         [["digits", "ms", "d1"], ["digits", "contrastive", "d1"]],
+                                         {"ms": "MS", "contrastive": "Contrastive"})
+    assert said == ["digits, MAP@R, trained vs no training: MS 61.30 (untrained network 62.25: -0.95; "
+                    "raw pixels 60.50: +0.80), Contrastive 58.00 (untrained network 62.25: -4.25; "
+                    "raw pixels 60.50: -2.50)."]
+
+
+def test_reference_rows_come_first_in_the_paper_layout_with_no_paper_number():
+    from dmlbench.report import layout
+
+    exp = {"methods": ["ms", "contrastive"], "datasets": ["digits"], "table": {"metrics": ["map@r"]},
+           "reported": {"ms": {"digits": {"map@r": 70.0}}}}
+    grid = layout.table_layout(exp, {"ms": "MS", "contrastive": "Contrastive"})
+    page = layout.render(exp, grid, summary_with_references(), "caption")
+    heads = [h.split(">")[-1] for h in page.split("</th>") if "class='row" in h]
+    assert heads == ["no training: raw pixels", "no training: net", "MS", "Contrastive"]
+    first_row = page.split("<tbody>")[1].split("</tr>")[0]
+    assert "60.50" in first_row and "<td class='paper'>–</td>" in first_row
+
+
+def references_module():
+    from dmlbench.report import references
+
+    return references

@@ -24,6 +24,8 @@ th.group { text-align: center; background: #f3f3f3; }
 td.paper, th.paper { background: #f6f6f6; color: #444; }
 td.ours { font-weight: 500; }
 .muted { color: #999; font-weight: normal; }
+tr.reference th, tr.reference td, th.group.reference { font-style: italic; color: #555; background: #f7f7f7; }
+th.group.reference { white-space: normal; max-width: 14em; }
 .scroll { overflow-x: auto; max-width: 100%; }
 img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
 .note { color: #555; font-size: 0.9em; }

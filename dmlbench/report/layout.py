@@ -38,6 +38,7 @@ class Group:
     key: str        # dataset id, or (datasets as rows) method id
     label: str
     metrics: tuple[str, ...]  # empty when the rows set the metric (datasets as rows)
+    reference: bool = False   # (datasets as rows) a no-training column: the suite's number only
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,8 @@ def with_references(layout: Layout, summary: pd.DataFrame | None) -> Layout:
     if not labels:
         return layout
     if layout.datasets_as_rows:
-        return Layout(layout.rows, layout.groups + tuple(Group(k, k, ()) for k in labels), True, layout.selected)
+        return Layout(layout.rows, layout.groups + tuple(Group(k, k, (), True) for k in labels), True,
+                      layout.selected)
     return Layout(tuple(Row(k, k, False, True) for k in labels) + layout.rows, layout.groups, False,
                   layout.selected)
 
@@ -168,13 +170,15 @@ def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str
     for group in layout.groups:
         metrics = group.metrics or ("",)
         extra = sum(1 for m in metrics if m in layout.selected) if cells is not None else 0
-        head1 += f"<th colspan='{per_value * len(metrics) + extra}' class='group'>{html.escape(group.label)}</th>"
+        width = 1 if group.reference else per_value
+        head1 += (f"<th colspan='{width * len(metrics) + extra}' class='group{' reference' if group.reference else ''}'>"
+                  f"{html.escape(group.label)}</th>")
         for metric in metrics:
             name = html.escape(metric_label(metric)) if metric else "ours"
             if cells is None:
                 head2 += f"<th>{name}</th>" if metric else "<th class='paper'>paper</th>"
                 continue
-            paper = "<th class='paper'>paper</th>" if with_paper else ""
+            paper = "<th class='paper'>paper</th>" if with_paper and not group.reference else ""
             if metric in layout.selected:
                 head2 += f"<th class='ours'>{name} last</th><th class='ours'>{name} sel.</th>{paper}"
             else:
@@ -200,8 +204,8 @@ def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str
                         parts.append(cells.ours(dataset, method, metric) + cells.ours(dataset, method, metric + SELECTED))
                     else:
                         parts.append(cells.ours(dataset, method, metric))
-                if with_paper:
+                if with_paper and not group.reference:
                     parts.append(_paper_cell(paper))
-        body.append("<tr>" + "".join(parts) + "</tr>")
+        body.append(("<tr class='reference'>" if row.reference else "<tr>") + "".join(parts) + "</tr>")
     return (f"<div class='scroll'><table class='paper-table'><thead>{head1}</tr>{head2}</tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table></div><p class='note'>{html.escape(caption)}</p>")

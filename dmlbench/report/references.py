@@ -12,8 +12,8 @@ from dmlbench import reference
 from dmlbench.errors import DmlbenchError
 from dmlbench.io import set_aside
 
-SHORT = {"initial": "the untrained network", "trunk": "the untrained trunk's features",
-         "pixels": "the raw pixels"}
+KIND_ORDER = {kind: i for i, kind in enumerate(reference.KINDS)}
+SHORT = {"initial": "untrained network", "trunk": "its trunk's features", "pixels": "raw pixels"}
 
 
 def read(files: list[Path], metrics: list[str]) -> pd.DataFrame:
@@ -24,7 +24,7 @@ def read(files: list[Path], metrics: list[str]) -> pd.DataFrame:
         try:
             data = json.loads(Path(path).read_text())
             key = data["reference"]
-            for kind, values in data["rows"].items():
+            for kind, values in sorted(data["rows"].items(), key=lambda item: KIND_ORDER[item[0]]):
                 for metric in metrics:
                     if metric in values:
                         rows.append({"dataset": key["dataset"], "method": reference.label(key, kind),
@@ -40,9 +40,9 @@ def read(files: list[Path], metrics: list[str]) -> pd.DataFrame:
 
 
 def comparison_metric(summary: pd.DataFrame) -> str | None:
-    """MAP@R where the table has it, else its first metric."""
+    """MAP@R where the table has it, else Recall@1, else its first metric."""
     metrics = list(dict.fromkeys(summary["metric"]))
-    return "map@r" if "map@r" in metrics else (metrics[0] if metrics else None)
+    return next((m for m in ("map@r", "recall@1") if m in metrics), metrics[0] if metrics else None)
 
 
 def sentences(summary: pd.DataFrame, reference_of: list, labels: dict) -> list[str]:
@@ -63,18 +63,14 @@ def sentences(summary: pd.DataFrame, reference_of: list, labels: dict) -> list[s
             if ours.empty or own.empty:
                 continue
             value = float(ours["mean"].iloc[0])
-            against = [f"{_relation(value - float(r.mean))} {SHORT[r.kind]} ({r.mean:.2f})"
-                       for r in own.itertuples()]
-            parts.append(f"{labels.get(method, method)} {value:.2f} is " + ", ".join(against))
+            against = [f"{SHORT[r.kind]} {r.mean:.2f}: {value - float(r.mean):+.2f}"
+                       for r in own.sort_values("kind", key=lambda k: k.map(KIND_ORDER)).itertuples()]
+            parts.append(f"{labels.get(method, method)} {value:.2f} ({'; '.join(against)})")
         if parts:
             from dmlbench.report.layout import DATASET_LABELS, metric_label
 
-            out.append(f"{DATASET_LABELS.get(dataset, dataset)}, {metric_label(metric)}: "
-                       + "; ".join(parts) + ".")
+            out.append(f"{DATASET_LABELS.get(dataset, dataset)}, {metric_label(metric)}, trained vs no "
+                       f"training: " + ", ".join(parts) + ".")
     return out
 
 
-def _relation(difference: float) -> str:
-    if abs(difference) < 0.005:
-        return "level with"
-    return f"{abs(difference):.2f} {'above' if difference > 0 else 'below'}"

@@ -123,7 +123,8 @@ def cmd_preflight(args) -> None:
     plan = Plan.load(args.config_dir, config)
     output = Path(args.output_dir or f"reports/{plan.name}/preflight")
     passed = runner.run(plan, Path(args.workdir), output, args.image_side, args.device, args.devices,
-                        only_bounded=args.bounded, log=lambda m: print(m, file=sys.stderr, flush=True))
+                        only_bounded=args.bounded, jobs=args.jobs,
+                        log=lambda m: print(m, file=sys.stderr, flush=True))
     if not passed:
         sys.exit(1)
 
@@ -224,6 +225,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--devices", type=int, default=8, help="devices for the wall-time projection")
     s.add_argument("--bounded", action="store_true",
                    help="only a part covering every paper, backbone, loss, miner, sampler and scheme")
+    s.add_argument("--jobs", type=int, default=None,
+                   help="probes at a time (default: 1 on a GPU, one per two CPU cores)")
     s.add_argument("--workdir", default="data/preflight", help="fixtures and scratch run folders")
     s.add_argument("--output-dir", default=None, help="default: reports/<preset>/preflight")
     s.set_defaults(func=cmd_preflight)

@@ -60,7 +60,8 @@ def test_bounded_part_covers_every_paper_backbone_loss_and_miner(full):
         assert {of(g) for g in part} == {of(g) for g in groups}, name
 
 
-def test_an_injected_failure_is_reported_for_exactly_its_group(tmp_path):
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_an_injected_failure_is_reported_for_exactly_its_group(tmp_path, jobs):
     smoke = Plan.load(CONFIG_DIR, {"preset": "smoke"})
     groups = group_runs(smoke, smoke.runs("ms.t1") + smoke.runs("dro.t1"))
     assert len(groups) == 4
@@ -69,12 +70,46 @@ def test_an_injected_failure_is_reported_for_exactly_its_group(tmp_path):
                                "miner": None, "sampler": "shuffle"}
     groups[2].cfg["model"].update(backbone="bninception", embedding_dim=8)  # rejects 16-pixel input
     groups[2].cfg["input"].update(resize=16, crop=16)
-    table = probe_all(groups, tmp_path, None, "cpu", "smoke", log=lambda m: None)
+    table = probe_all(groups, tmp_path, None, "cpu", "smoke", log=lambda m: None, jobs=jobs, threads=1)
     assert list(table["status"]) == ["passed", "failed", "failed", "passed"]
     assert "training diverged" in table.loc[1, "error"] and "nan" in table.loc[1, "error"]
     assert table.loc[2, "error"] and "diverged" not in table.loc[2, "error"]
     assert table.loc[1, "run_list"] == " ".join(r.path("smoke") for r in groups[1].runs)
     assert (table.loc[[0, 3], "seconds_per_step"] > 0).all()
+
+
+def test_a_killed_preflight_leaves_the_table_and_budget_of_what_it_probed(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import pandas as pd
+
+    from conftest import python_env
+
+    out = tmp_path / "out"
+    child = subprocess.Popen([sys.executable, "-m", "dmlbench", "preflight", "--preset", "smoke", "--jobs", "1",
+                              "--workdir", str(tmp_path / "work"), "--output-dir", str(out)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=python_env())
+    try:
+        deadline = time.monotonic() + 600
+        while not (out / "budget.md").exists() and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        child.send_signal(signal.SIGKILL)  # no chance to tidy up
+        child.wait()
+    finally:
+        child.kill()
+    table = pd.read_csv(out / "preflight.csv")
+    groups = group_runs(Plan.load(CONFIG_DIR, {"preset": "smoke"}))
+    assert 1 <= len(table) < len(groups)
+    assert list(table["group"]) == [g.key for g in groups[:len(table)]]
+    left = len(groups) - len(table)
+    assert f"**Incomplete**: {left} group(s) not probed" in (out / "preflight.md").read_text()
+    budget_text = (out / "budget.md").read_text()
+    assert "**Incomplete**" in budget_text and "| **all** |" in budget_text
+    probed = {r.path("smoke") for g in groups[:len(table)] for r in g.runs}
+    assert set(pd.read_csv(out / "budget.csv")["run"]) <= probed
 
 
 def test_budget_of_a_hand_computed_plan():

@@ -66,13 +66,13 @@ def running():
 
 @pytest.mark.slow
 def test_small_chain_through_the_slurm_profile(running, tmp_path):
-    # digits: prepare, cache, store (CPU partition), train, evaluate (one GPU each), aggregate,
+    # digits: prepare, cache, store (CPU partition), train, evaluate, reference (one GPU each), aggregate,
     # analyse, report (local rules)
     result = slurm_cluster.run_workflow(running, tmp_path, [
         "preset=smoke", "experiments=[suite.baselines,ms.f1]", "datasets=[digits]"], timeout=1500)
     assert result.returncode == 0, result.stderr[-5000:]
     jobs = running.completed_jobs()
-    assert len(jobs) == 1 + 1 + 1 + 3 + 3  # prepare, cache, store, 3 × train, 3 × evaluate
+    assert len(jobs) == 1 + 1 + 1 + 3 + 3 + 1  # prepare, cache, store, 3 × train, 3 × evaluate, reference
     assert set(jobs.values()) == {"COMPLETED"}, jobs
     assert (tmp_path / "reports/smoke/index.html").exists()
     logs = "\n".join(p.read_text() for p in tmp_path.glob("logs/smoke/train/**/*.log"))

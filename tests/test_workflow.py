@@ -157,8 +157,13 @@ def test_smoke_preset_end_to_end(tmp_path):
             assert {f"{size}{m}" for m in ("recall@1", "nmi", "f1", "map@r")} <= set(metrics)
     table = pd.read_csv(tmp_path / "reports/smoke/suite.baselines/table.csv")
     assert set(table["dataset"]) == {"cub", "cars", "sop", "inshop", "digits"}
-    assert set(table["method"]) == {"contrastive", "triplet_semihard", "ms"}
-    assert {"recall@1", "nmi", "f1", "map@r"} <= set(table["metric"])
+    trained = table[~table["reference"]]
+    assert set(trained["method"]) == {"contrastive", "triplet_semihard", "ms"}
+    assert {"recall@1", "nmi", "f1", "map@r"} <= set(trained["metric"])
+    untrained = table[table["reference"]]  # every dataset's no-training rows; raw pixels for digits alone
+    assert set(untrained["dataset"]) == set(table["dataset"])
+    assert set(untrained.loc[untrained["kind"] == "pixels", "dataset"]) == {"digits"}
+    assert len(list(tmp_path.glob("results/smoke/reference/*/metrics.json"))) >= 5
     runs = pd.read_csv(tmp_path / "reports/smoke/suite.baselines/runs.csv")
     one = runs.iloc[0]
     stored = json.loads((tmp_path / plan.find_run("suite.baselines", one["dataset"], one["method"], 0)
@@ -194,6 +199,7 @@ def test_smoke_preset_end_to_end(tmp_path):
     assert statuses["ms.f1"] == "computed" and statuses["ms.t2"] == "quoted only"
     assert statuses["profs.t1"] == "ran" and statuses["profs.t2"] == "quoted only"
     profs = pd.read_csv(tmp_path / "reports/smoke/profs.t1/table.csv")
+    profs = profs[~profs["reference"]]
     assert set(profs["method"]) == {"m_profs", "m_profs_hncm"}
     assert {"nmi", "f1", "recall@1", "recall@4", "recall@1 (test-selected)"} <= set(profs["metric"])
     selected = profs[profs["metric"] == "recall@1 (test-selected)"].set_index("method")["mean"]
@@ -225,8 +231,14 @@ def seen_in_a_browser(page, plan, contents) -> None:
         pytest.skip(f"no browser here: {reason}")
     assert seen["scrollWidth"] <= seen["viewport"] == 1400, seen["scrollWidth"]
     assert seen["images"] and all(i["w"] > 0 and i["shown"] > 0 for i in seen["images"]), seen["images"]
-    expected = [[row.label for row in layout.table_layout(plan.experiments[e["id"]],
-                                                          index._labels(plan, plan.experiments[e["id"]])).rows]
+    def rows(experiment: str) -> list[str]:  # the paper's rows, after the no-training rows of what ran
+        exp = plan.experiments[experiment]
+        table = page.parent / experiment / "table.csv"
+        summary = pd.read_csv(table) if table.exists() else None
+        grid = layout.with_references(layout.table_layout(exp, index._labels(plan, exp)), summary)
+        return [row.label for row in grid.rows]
+
+    expected = [rows(e["id"])
                 for p in contents["papers"] for e in p["experiments"] if not plan.is_analysis(e["id"])
                 and (e["status"] != "quoted only" or plan.experiments[e["id"]].get("reported")
                      or plan.experiments[e["id"]].get("quoted"))]  # a figure the paper gives no numbers for: a note

@@ -4,7 +4,9 @@ final evaluation with the run's K values, and what the run records."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import fcntl
 import json
 import math
 import shutil
@@ -61,20 +63,31 @@ def fixture_size(cfg: dict) -> dict:
     return {"n_classes": 2 * train_classes, "per_class": images}
 
 
+@contextlib.contextmanager
+def _only_one_writer(folder: Path):
+    """Probes running at once that need the same fixture: one writes it, the others wait."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".preflight.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
 def fixture_manifest(dataset: str, size: dict, image_size: int, root: Path) -> Path:
     """The fixture of `dataset` at `size`, made once per size under `root`."""
     folder = root / f"{dataset}-{size['n_classes']}x{size['per_class']}-{image_size}"
     out = folder / "fixture" / dataset / "manifest.csv"
-    if not out.exists():
-        prepare(dataset, "fixture", folder, out, fixture_size=dict(size, image_size=image_size))
+    with _only_one_writer(folder):
+        if not out.exists():
+            prepare(dataset, "fixture", folder, out, fixture_size=dict(size, image_size=image_size))
     return out
 
 
 def fixture_store(manifest: Path, side: int) -> str:
     """The decoded-image store of a fixture manifest at `side`, built once."""
     folder = manifest.parent / f"store{side}"
-    if not (folder / "store.json").exists():
-        store.build(manifest, folder, side, log=lambda m: None)
+    with _only_one_writer(manifest.parent):
+        if not (folder / "store.json").exists():
+            store.build(manifest, folder, side, log=lambda m: None)
     return str(folder)
 
 

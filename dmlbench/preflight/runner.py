@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import multiprocessing.connection
 import os
 import platform
 from pathlib import Path
@@ -45,21 +46,32 @@ def device_label(device: torch.device) -> str:
 
 
 def run(plan: Plan, workdir: Path, output_dir: Path, image_side: int | None, device: str,
-        devices: int, only_bounded: bool = False, log=print) -> bool:
-    """Probe the plan's groups; write `preflight.csv/.md` and `budget.csv/.md` to `output_dir`.
-    True when every group passed."""
+        devices: int, only_bounded: bool = False, jobs: int | None = None, log=print) -> bool:
+    """Probe the plan's groups; write `preflight.csv/.md` and `budget.csv/.md` to `output_dir`
+    after every group (marked incomplete until the last), so a preflight stopped part-way leaves
+    what it probed. True when every group passed."""
     groups = group_runs(plan)
     total = len(groups)
     if only_bounded:
         groups = bounded(groups)
+    torch_device = environment.pick_device(device)
+    jobs = jobs or parallel_probes(torch_device)
+    threads = max(1, (os.cpu_count() or 1) // jobs) if torch_device.type == "cpu" else None
     log(f"preflight of preset {plan.name}: {len(plan.runs())} runs in {total} code paths; probing "
         f"{len(groups)}{' (bounded part)' if only_bounded else ''}"
-        f"{f', image side {image_side} px' if image_side else ''}")
-    table = probe_all(groups, Path(workdir), image_side, device, plan.name, log)
-    measured_on = device_label(environment.pick_device(device))
-    _write_table(table, output_dir, plan.name, measured_on, image_side)
-    projection = project(plan, groups, table, image_side, devices)
-    _write_budget(projection, output_dir, measured_on, image_side, devices, plan.name)
+        f"{f', image side {image_side} px' if image_side else ''}"
+        f"{f', {jobs} probes at a time on {threads} thread(s) each' if jobs > 1 else ''}")
+    measured_on = device_label(torch_device) + (f"; {jobs} probes at a time, {threads} thread(s) each"
+                                                if jobs > 1 else "")
+
+    def write(table: pd.DataFrame) -> None:
+        probed = [g for g in groups if g.key in set(table["group"])]
+        left = len(groups) - len(probed)
+        _write_table(table, output_dir, plan.name, measured_on, image_side, left)
+        projection = project(plan, probed, table, image_side, devices)
+        _write_budget(projection, output_dir, measured_on, image_side, devices, plan.name, left)
+
+    table = probe_all(groups, Path(workdir), image_side, device, plan.name, log, jobs, threads, write)
     failed = table[table["status"] != "passed"]
     for row in failed.itertuples():
         log(f"FAILED {row.group} {row.code_path}: {row.error}\n  runs: {row.run_list}")
@@ -68,33 +80,63 @@ def run(plan: Plan, workdir: Path, output_dir: Path, image_side: int | None, dev
     return failed.empty
 
 
-def probe_all(groups: list[Group], workdir: Path, image_side, device: str, preset: str, log=print) -> pd.DataFrame:
-    """One row per group: its runs, the probe's status, timings, peak memory and error."""
-    rows = []
-    for number, group in enumerate(groups, 1):
-        result = probe_in_subprocess(group, workdir / "groups" / group.key, image_side, device)
-        rows.append({"group": group.key, "code_path": group.label, "runs": len(group.runs),
-                     "run_list": " ".join(r.path(preset) for r in group.runs), **result})
-        shown = (f"{result['seconds_per_step']:.2f} s/step, {result['peak_mb']} MB"
-                 if result["status"] == "passed" else result["error"])
-        log(f"[{number}/{len(groups)}] {result['status']}: {group.label} ({len(group.runs)} runs): {shown}")
-    return pd.DataFrame(rows)
+def parallel_probes(device: torch.device) -> int:
+    """Probes run at once: one on a GPU (its timing is the device's), on a CPU one per core,
+    each on one thread (a probe is mostly single-threaded work: process start, fixture images,
+    small batches)."""
+    return 1 if device.type == "cuda" else max(1, os.cpu_count() or 1)
 
 
-def probe_in_subprocess(group: Group, workdir: Path, image_side, device: str) -> dict:
-    """`probe` in a process of its own: its peak memory is its own, and a crash (a segfault, the
-    kernel's out-of-memory kill) is a failure of this group, not of the preflight. Forked from a
-    fork server that has imported the probe once and run nothing (forking a process whose
-    torch thread pools have run deadlocks), so each group skips the imports."""
+def probe_all(groups: list[Group], workdir: Path, image_side, device: str, preset: str, log=print,
+              jobs: int = 1, threads: int | None = None, after_each=None) -> pd.DataFrame:
+    """One row per group (in the groups' order): its runs, the probe's status, timings, peak
+    memory and error. Up to `jobs` probes run at once, each in a process of its own;
+    `after_each(table)` is called with the rows so far whenever a probe ends."""
+    rows: dict[str, dict] = {}
+    waiting = list(groups)
+    running: dict[int, tuple] = {}
+    order = {group.key: i for i, group in enumerate(groups)}
+    while waiting or running:
+        while waiting and len(running) < jobs:
+            group = waiting.pop(0)
+            child, result_file = start_probe(group, workdir / "groups" / group.key, image_side, device, threads)
+            running[child.sentinel] = (child, group, result_file)
+        ready = multiprocessing.connection.wait(list(running))
+        for sentinel in ready:
+            child, group, result_file = running.pop(sentinel)
+            child.join()
+            result = probe_result(child, result_file)
+            rows[group.key] = {"group": group.key, "code_path": group.label, "runs": len(group.runs),
+                               "run_list": " ".join(r.path(preset) for r in group.runs), **result}
+            shown = (f"{result['seconds_per_step']:.2f} s/step, {result['peak_mb']} MB"
+                     if result["status"] == "passed" else result["error"])
+            log(f"[{len(rows)}/{len(groups)}] {result['status']}: {group.label} ({len(group.runs)} runs): {shown}")
+            if after_each:
+                after_each(_frame(rows, order))
+    return _frame(rows, order)
+
+
+def _frame(rows: dict[str, dict], order: dict[str, int]) -> pd.DataFrame:
+    return pd.DataFrame(sorted(rows.values(), key=lambda row: order[row["group"]]))
+
+
+def start_probe(group: Group, workdir: Path, image_side, device: str, threads: int | None):
+    """Start `probe` in a process of its own: its peak memory is its own, and a crash (a
+    segfault, the kernel's out-of-memory kill) is a failure of this group, not of the preflight.
+    Forked from a fork server that has imported the probe once and run nothing (forking a
+    process whose torch thread pools have run deadlocks), so each group skips the imports."""
     workdir.mkdir(parents=True, exist_ok=True)
     result_file = workdir / "result.json"
     result_file.unlink(missing_ok=True)
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["dmlbench.preflight.probe"])
-    child = context.Process(
-        target=_probe_to_file, args=(group.cfg, group.run.dataset, workdir, image_side, device, result_file))
+    child = context.Process(target=_probe_to_file,
+                            args=(group.cfg, group.run.dataset, workdir, image_side, device, result_file, threads))
     child.start()
-    child.join()
+    return child, result_file
+
+
+def probe_result(child, result_file: Path) -> dict:
     if child.exitcode == 0 and result_file.exists():
         return json.loads(result_file.read_text())
     how = f"signal {-child.exitcode}" if child.exitcode < 0 else f"status {child.exitcode}"
@@ -103,7 +145,9 @@ def probe_in_subprocess(group: Group, workdir: Path, image_side, device: str) ->
             "traceback": "", "seconds": None}
 
 
-def _probe_to_file(cfg, dataset, workdir, image_side, device, result_file) -> None:
+def _probe_to_file(cfg, dataset, workdir, image_side, device, result_file, threads=None) -> None:
+    if threads:
+        torch.set_num_threads(threads)
     write_json(result_file, probe(cfg, dataset, workdir, image_side, device))
 
 
@@ -126,14 +170,20 @@ def project(plan: Plan, groups: list[Group], table: pd.DataFrame, image_side, de
     return pd.DataFrame(rows, columns=["experiment", "run", "group", "steps", "hours"])
 
 
-def _write_table(table: pd.DataFrame, output_dir: Path, preset: str, measured_on: str, image_side) -> None:
+def _incomplete(left: int) -> list[str]:
+    return [f"**Incomplete**: {left} group(s) not probed yet (the preflight is running, or was stopped).", ""] \
+        if left else []
+
+
+def _write_table(table: pd.DataFrame, output_dir: Path, preset: str, measured_on: str, image_side,
+                 left: int = 0) -> None:
     output_dir.mkdir(parents=True, exist_ok=True)
     with atomic_path(output_dir / "preflight.csv") as tmp:
         table.drop(columns=["traceback"]).to_csv(tmp, index=False)
     lines = [f"# Preflight of preset `{preset}`", "",
              f"Measured on {measured_on}" + (f", image side {image_side} px (batch, method and "
                                             f"network as planned)" if image_side else "") + ".", "",
-             "| group | code path | runs | status | s/step | peak MB | error |", "|---|---|---|---|---|---|---|"]
+             *_incomplete(left), "| group | code path | runs | status | s/step | peak MB | error |", "|---|---|---|---|---|---|---|"]
     for row in table.itertuples():
         step = f"{row.seconds_per_step:.3f}" if row.status == "passed" else ""
         peak = f"{row.peak_mb}" if row.status == "passed" else ""
@@ -143,14 +193,14 @@ def _write_table(table: pd.DataFrame, output_dir: Path, preset: str, measured_on
 
 
 def _write_budget(projection: pd.DataFrame, output_dir: Path, measured_on: str, image_side,
-                  devices: int, preset: str) -> None:
+                  devices: int, preset: str, left: int = 0) -> None:
     with atomic_path(output_dir / "budget.csv") as tmp:
         projection.to_csv(tmp, index=False)
     scaled = f", times scaled from {image_side} px by the pixel ratio" if image_side else ""
     lines = [f"# Compute budget of preset `{preset}`", "",
              f"Projected from seconds per step measured on {measured_on}{scaled}; "
              f"formula in the README (Preflight). Runs of failed groups are not counted.", "",
-             f"| experiment | runs | device-hours | wall hours on {devices} devices |", "|---|---|---|---|"]
+             *_incomplete(left), f"| experiment | runs | device-hours | wall hours on {devices} devices |", "|---|---|---|---|"]
     for experiment, part in projection.groupby("experiment", sort=False):
         lines.append(f"| {experiment} | {len(part)} | {part['hours'].sum():.1f} | "
                      f"{budget.wall_seconds(list(part['hours']), devices):.1f} |")

@@ -5,7 +5,10 @@ CORES ?= 2
 # crop side of the preflight's probes on CPU; `make preflight PREFLIGHT_SIDE=` probes at the real size (GPU)
 PREFLIGHT_SIDE ?= 64
 
-.PHONY: demo test smoke dry-run doctor preflight test-slurm clean-demo
+# where `make wheelhouse` writes every wheel the project needs (for machines without a package index)
+WHEELHOUSE ?= wheelhouse
+
+.PHONY: demo test smoke dry-run doctor preflight test-slurm clean-demo wheelhouse install-offline
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -35,6 +38,16 @@ preflight: $(VENV)/.installed  ## every code path of the full preset run once on
 
 dry-run: $(VENV)/.installed  ## the full preset's jobs, as a GPU box would run them
 	snakemake -n --cores all --resources gpu=8
+
+wheelhouse: $(VENV)/.installed  ## every wheel of the project and its needs, for this Python and platform
+	$(VENV)/bin/python -m pip wheel --quiet --wheel-dir '$(WHEELHOUSE)' '.[dev]'
+	@echo "$(WHEELHOUSE)/: $$(ls '$(WHEELHOUSE)' | wc -l) wheels for $$($(VENV)/bin/python -c 'import platform; print("Python", platform.python_version(), platform.system(), platform.machine())')."
+	@echo "Copy it with this checkout; there: make install-offline WHEELHOUSE=<folder>"
+
+install-offline:  ## .venv from the wheels of `make wheelhouse`, no package index
+	python3 -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --no-index --find-links '$(WHEELHOUSE)' 'dmlbench[dev]'
+	touch $(VENV)/.installed
 
 clean-demo:
 	rm -rf results/demo results/smoke reports/demo reports/smoke data/fixture

@@ -72,6 +72,14 @@ def markdown(results: dict) -> str:
                          f"{f['cached_images_per_s']:.0f} | {f['store_images_per_s']:.0f} | "
                          f"{f['store_over_cache']:.1f} | {_target(f['store_over_cache'] >= 5)} | "
                          f"{f['store_over_full']:.1f} | {_target(f['store_over_full'] >= 10)} |")
+    lines += ["", "## Cache and store steps across cores (target: images/s grows with the workers)", "",
+              "Photo-sized JPEGs (500 × 375) → cache (shorter side 256) → store (256 × 256); SOP: the "
+              "minutes both steps would take for its 120,053 images at that rate.", "",
+              "| workers | cache img/s | per worker | store img/s | per worker | SOP, both steps |",
+              "|---|---|---|---|---|---|"]
+    for r in results["decoding"]:
+        lines.append(f"| {r['workers']} | {r['cache_images_per_s']:.0f} | {r['cache_per_worker']:.0f} | "
+                     f"{r['store_images_per_s']:.0f} | {r['store_per_worker']:.0f} | {r['sop_minutes']:.1f} min |")
     w = results["workflow"]
     lines += ["", "## Workflow (target: `snakemake -n` of the full catalogue < 15 s)", "",
               f"- {w['median_s']:.1f} s median (min {w['min_s']:.1f}, max {w['max_s']:.1f}) for "
@@ -100,6 +108,7 @@ def main(argv=None) -> None:
     results["evaluation"] = {size: evaluation.run(size, repeats=1 if tiny else 3) for size in sizes}
     results["input_pipeline"] = input_pipeline.run(count=8 if tiny else 400, workers=(0,) if tiny else (1, 2),
                                                  samples=16 if tiny else 1600)
+    results["decoding"] = input_pipeline.decoding_rates(count=8 if tiny else 600, workers=(1, 2))
     results["workflow"] = workflow.run(repeats=1 if tiny else 3)
     results["training"] = training.run(steps=1 if tiny else 5)
     out = Path(args.out)

@@ -88,3 +88,27 @@ def run(count: int = 400, workers=(1, 2), samples: int = 1600) -> list[dict]:
 
 if __name__ == "__main__":
     run()
+
+
+SOP_IMAGES = 120_053
+
+
+def decoding_rates(count: int = 600, workers=(1, 2)) -> list[dict]:
+    """The cache step (full-size JPEG → shorter side 256) and the store step (cache → 256 × 256)
+    on `count` photo-sized images with each worker count: images per second, per worker, and
+    the minutes SOP's 120,053 images would take at that rate."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        full = write_images(Path(tmp), count)
+        for n in workers:
+            cached = Path(tmp) / f"cache-{n}" / "manifest.csv"
+            start = time.perf_counter()
+            cache.build(full, cached, 256, workers=n)
+            cache_rate = count / (time.perf_counter() - start)
+            start = time.perf_counter()
+            store.build(cached, cached.parent / "store256", 256, log=lambda m: None, workers=n)
+            store_rate = count / (time.perf_counter() - start)
+            rows.append({"workers": n, "cache_images_per_s": cache_rate, "store_images_per_s": store_rate,
+                         "cache_per_worker": cache_rate / n, "store_per_worker": store_rate / n,
+                         "sop_minutes": SOP_IMAGES / cache_rate / 60 + SOP_IMAGES / store_rate / 60})
+    return rows

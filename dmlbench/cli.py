@@ -32,9 +32,10 @@ def cmd_prepare(args) -> None:
 
 
 def cmd_cache(args) -> None:
-    from dmlbench.data import cache
+    from dmlbench.data import cache, parallel
 
-    cache.build(Path(args.manifest), Path(args.output), args.size)
+    args.workers = args.workers or parallel.default_workers()
+    cache.build(Path(args.manifest), Path(args.output), args.size, workers=args.workers)
 
 
 def _run_config(args) -> dict:
@@ -110,9 +111,10 @@ def cmd_doctor(args) -> None:
 
 
 def cmd_store(args) -> None:
-    from dmlbench.data import store
+    from dmlbench.data import parallel, store
 
-    store.build(Path(args.manifest), Path(args.output), args.side)
+    args.workers = args.workers or parallel.default_workers()
+    store.build(Path(args.manifest), Path(args.output), args.side, workers=args.workers)
 
 
 def cmd_preflight(args) -> None:
@@ -150,6 +152,7 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("cache", help="pre-resize the images of a manifest")
     s.add_argument("--manifest", required=True)
     s.add_argument("--size", type=int, required=True, help="shorter side in pixels")
+    s.add_argument("--workers", type=int, default=None, help="processes decoding images (default: every core)")
     s.add_argument("--output", required=True)
     s.set_defaults(func=cmd_cache)
 
@@ -212,6 +215,7 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("store", help="decode a manifest's images once into a memory-mapped array")
     s.add_argument("--manifest", required=True)
     s.add_argument("--side", type=int, required=True, help="images are resized to side × side")
+    s.add_argument("--workers", type=int, default=None, help="processes decoding images (default: every core)")
     s.add_argument("--output", required=True, help="the store folder")
     s.set_defaults(func=cmd_store)
 

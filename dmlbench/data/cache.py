@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
 
-from dmlbench.data import manifest
+from dmlbench.data import manifest, parallel
 from dmlbench.errors import DatasetError
 from dmlbench.io import atomic_dir
 
 UNREADABLE = (OSError, UnidentifiedImageError, SyntaxError, ValueError)  # what PIL raises on bad files
 
 
-def build(source_manifest: Path, output: Path, shorter_side: int) -> None:
+def build(source_manifest: Path, output: Path, shorter_side: int, workers: int = 1) -> None:
     """Write every image of `source_manifest` resized so its shorter side is `shorter_side`
-    (never enlarged) as JPEG (quality 95), and a manifest pointing at the copies.
+    (never enlarged) as JPEG (quality 95), and a manifest pointing at the copies; `workers`
+    processes decode blocks of images side by side.
 
     Every image is decoded here, so this is where unreadable or truncated images are found: all of
     them are named, and nothing is written."""
@@ -24,29 +24,35 @@ def build(source_manifest: Path, output: Path, shorter_side: int) -> None:
     table = manifest.read(source_manifest)
     base = source_manifest.parent
     images = output.parent / "images"
-    with atomic_dir(images) as tmp:
-        copies, bad = {}, []  # an image listed in several splits (VehicleID) is cached once
-        for rel in table["path"]:
-            if rel in copies:
-                continue
+    copies: dict[str, Path] = {}  # an image listed in several splits (VehicleID) is cached once
+    for rel in table["path"]:
+        if rel not in copies:
             n = len(copies)
-            target = Path(f"{n // 1000:04d}") / f"{n:07d}.jpg"
-            try:
-                _resize_copy(base / rel, tmp / target, shorter_side)
-            except UNREADABLE as error:
-                bad.append(f"{base / rel} ({error})")
-            copies[rel] = str(Path("images") / target)
-            if (n + 1) % 5000 == 0:
-                print(f"  cached {n + 1} images", file=sys.stderr)
-        paths = [copies[rel] for rel in table["path"]]
+            copies[rel] = Path(f"{n // 1000:04d}") / f"{n:07d}.jpg"
+    with atomic_dir(images) as tmp:
+        pairs = [(str(base / rel), str(tmp / target)) for rel, target in copies.items()]
+        tasks = [(start, part, shorter_side) for start, part in parallel.blocks(pairs)]
+        bad = [problem for found in parallel.map_blocks(_copy_block, tasks, workers, "images cached")
+               for problem in found]
         if bad:
             raise DatasetError(
                 f"{len(bad)} of {len(table)} images of {source_manifest} cannot be decoded, e.g. "
                 + "; ".join(bad[:5]) + ". Replace those files with intact copies (or re-extract "
                 "the dataset), then rerun.")
     cached = table.copy()
-    cached["path"] = paths
+    cached["path"] = [str(Path("images") / copies[rel]) for rel in table["path"]]
     manifest.write(cached, output)
+
+
+def _copy_block(start: int, pairs: list[tuple[str, str]], shorter_side: int) -> list[str]:
+    """Resized copies of a block of (source, target) images; the problems of those that fail."""
+    bad = []
+    for source, target in pairs:
+        try:
+            _resize_copy(Path(source), Path(target), shorter_side)
+        except UNREADABLE as error:
+            bad.append(f"{source} ({error})")
+    return bad
 
 
 def _resize_copy(source: Path, target: Path, shorter_side: int) -> None:

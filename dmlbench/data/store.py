@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from dmlbench.data import manifest
+from dmlbench.data import manifest, parallel
 from dmlbench.data.cache import UNREADABLE
 from dmlbench.errors import DatasetError
 from dmlbench.io import DiskFullError, atomic_dir, read_json, remove_stale_temporaries, set_aside, write_json
@@ -35,8 +35,10 @@ def manifest_sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def build(manifest_path: Path, output: Path, side: int, log=lambda m: print(m, file=sys.stderr)) -> None:
-    """Decode and resize every image of `manifest_path` into the store folder `output`."""
+def build(manifest_path: Path, output: Path, side: int, log=lambda m: print(m, file=sys.stderr),
+          workers: int = 1) -> None:
+    """Decode and resize every image of `manifest_path` into the store folder `output`, in
+    `workers` processes side by side (each writes its blocks of rows into the memory map)."""
     manifest_path, output = Path(manifest_path), Path(output)
     table = manifest.read(manifest_path)
     need = size_bytes(len(table), side)
@@ -51,22 +53,31 @@ def build(manifest_path: Path, output: Path, side: int, log=lambda m: print(m, f
     with atomic_dir(output) as tmp:
         pixels = np.lib.format.open_memmap(tmp / "pixels.npy", mode="w+", dtype=np.uint8,
                                            shape=(len(table), side, side, 3))
-        bad = []
-        for row, rel in enumerate(table["path"]):
-            try:
-                pixels[row] = decode(base / rel, side)
-            except UNREADABLE as error:
-                bad.append(f"{base / rel} ({error})")
-            if (row + 1) % 5000 == 0:
-                log(f"  stored {row + 1} of {len(table)} images")
+        del pixels  # the header is written; the workers fill the rows
+        sources = [str(base / rel) for rel in table["path"]]
+        tasks = [(start, part, str(tmp / "pixels.npy"), side) for start, part in parallel.blocks(sources)]
+        bad = [problem for found in parallel.map_blocks(_store_block, tasks, workers, "images stored", log)
+               for problem in found]
         if bad:
             raise DatasetError(f"{len(bad)} of {len(table)} images of {manifest_path} cannot be decoded, "
                                f"e.g. " + "; ".join(bad[:5]) + ". Replace them with intact copies, then rerun.")
-        pixels.flush()
-        del pixels
         write_json(tmp / "store.json", {"version": VERSION, "count": len(table), "side": side,
                                         "manifest": str(manifest_path),
                                         "manifest_sha256": manifest_sha256(manifest_path)})
+
+
+def _store_block(start: int, sources: list[str], pixels_path: str, side: int) -> list[str]:
+    """Decode a block of images into rows start, start + 1, … of the store; the problems of
+    those that fail."""
+    pixels = np.load(pixels_path, mmap_mode="r+")
+    bad = []
+    for offset, source in enumerate(sources):
+        try:
+            pixels[start + offset] = decode(Path(source), side)
+        except UNREADABLE as error:
+            bad.append(f"{source} ({error})")
+    pixels.flush()
+    return bad
 
 
 def decode(path: Path, side: int) -> np.ndarray:

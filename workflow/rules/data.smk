@@ -1,3 +1,7 @@
+# the cache and store steps decode on every core Snakemake gives them (capped at --cores)
+DECODE_THREADS = 64
+
+
 rule prepare:
     output:
         f"{PLAN.data_dir}/{{dataset}}/manifest.csv",
@@ -16,10 +20,12 @@ rule cache:
         f"{PLAN.data_dir}/{{dataset}}/cache{{size}}/manifest.csv",
     wildcard_constraints:
         size=r"\d+",
+    threads: DECODE_THREADS
     log:
         f"logs/{PRESET}/cache/{{dataset}}-{{size}}.log",
     shell:
         "python -m dmlbench cache --manifest {input:q} --size {wildcards.size} --output {output:q}"
+        " --workers {threads}"
         " 2> >(tee {log:q} >&2)"
 
 
@@ -33,8 +39,9 @@ rule store:
         side=r"\d+",
     params:
         folder=lambda w: f"{w.folder}/store{w.side}",
+    threads: DECODE_THREADS
     log:
         f"logs/{PRESET}/store/{{folder}}-{{side}}.log",
     shell:
         "python -m dmlbench store --manifest {input:q} --side {wildcards.side}"
-        " --output {params.folder:q} 2> >(tee {log:q} >&2)"
+        " --output {params.folder:q} --workers {threads} 2> >(tee {log:q} >&2)"

@@ -263,6 +263,7 @@ class Plan:
                     raise ConfigError(f"preset {self.name}: unknown experiment id {key!r}{hint}; "
                                       f"known: {', '.join(sorted(self.experiments))}")
         self._check_settings(self.preset["overrides"], f"preset {self.name}.overrides")
+        self._check_settings(self.preset.get("cpu_fallback"), f"preset {self.name}.cpu_fallback")
         for dataset, update in (self.preset.get("per_dataset") or {}).items():
             self._check_settings(update, f"preset {self.name}.per_dataset.{dataset}")
         for key, subset in (self.preset.get("subset") or {}).items():
@@ -423,6 +424,7 @@ class Plan:
         cfg = deep_merge(cfg, method.get("train"))
         cfg = deep_merge(cfg, self.preset["overrides"])
         cfg = deep_merge(cfg, (self.preset.get("per_dataset") or {}).get(run.dataset))
+        cfg = deep_merge(cfg, self.cpu_fallback)
         cfg = deep_merge(cfg, self._subset(run.experiment).get("train"))
         cfg = deep_merge(cfg, sweep.get("train"))
         miner = deep_merge(method["miner"], sweep["miner"]) if sweep.get("miner") else method.get("miner")
@@ -437,6 +439,18 @@ class Plan:
         if store:
             cfg["data"]["store"] = store
         return cfg
+
+    @property
+    def cpu_fallback(self) -> dict | None:
+        """The preset's `cpu_fallback` settings when this machine has no CUDA device (asked once)."""
+        fallback = self.preset.get("cpu_fallback")
+        if not fallback:
+            return None
+        if not hasattr(self, "_cuda"):
+            import torch  # only presets with a fallback pay for the import
+
+            self._cuda = torch.cuda.is_available()
+        return None if self._cuda else fallback
 
     @property
     def toy_data(self) -> bool:

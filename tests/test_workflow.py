@@ -244,3 +244,35 @@ def seen_in_a_browser(page, plan, contents) -> None:
                      or plan.experiments[e["id"]].get("quoted"))]  # a figure the paper gives no numbers for: a note
     assert [t["rows"] for t in seen["tables"]] == expected
     assert all(t["box"] <= 1400 for t in seen["tables"])  # wide tables scroll inside their box
+
+
+def test_gpu_smoke_plans_each_papers_real_backbone_and_input_size_with_cuda():
+    plan = Plan.load(CONFIG_DIR, {"preset": "gpu-smoke"})
+    plan._cuda = True  # as on a GPU machine
+    full = Plan.load(CONFIG_DIR, {"preset": "full"})
+    papers = {run.experiment.split(".")[0] for run in plan.runs()}
+    assert papers == {"ms", "dro", "ephn", "fastap", "profs"}
+    for run in plan.runs():
+        ours = plan.resolve(run)
+        paper = full.resolve(full.find_run(run.experiment, run.dataset, run.method, 0))
+        assert ours["model"]["backbone"] == paper["model"]["backbone"]
+        assert ours["input"] == paper["input"] and ours["model"]["embedding_dim"] == paper["model"]["embedding_dim"]
+        assert ours["device"] == "auto" and ours["data"]["store"]
+    off = Plan.load(CONFIG_DIR, {"preset": "gpu-smoke", "cpu_fallback": None})
+    assert off.cpu_fallback is None and off.resolve(off.runs()[0])["input"]["crop"] == 227
+
+
+@pytest.mark.slow
+def test_gpu_smoke_through_snakemake_with_gpu_slots_on_this_cpu(tmp_path):
+    result = snakemake(tmp_path, "--cores", "2", "--resources", "gpu=1", "--config", "preset=gpu-smoke")
+    assert result.returncode == 0, result.stderr[-4000:]
+    plan = Plan.load(CONFIG_DIR, {"preset": "gpu-smoke"})
+    for run in plan.runs():
+        folder = tmp_path / run.path("gpu-smoke")
+        assert "recall@1" in json.loads((folder / "metrics.json").read_text())["metrics"]
+        config = json.loads((folder / "config.json").read_text())
+        assert config["input"]["crop"] == (64 if plan.cpu_fallback else plan.resolve(run)["input"]["crop"])
+    logs = "\n".join(p.read_text() for p in tmp_path.glob("logs/gpu-smoke/train/**/*.log"))
+    assert logs.count("[gpu-slot] device 0") == len(plan.runs())  # every training through the wrapper
+    page = (tmp_path / "reports/gpu-smoke/index.html").read_text()
+    assert ("Reduced size" in page) == bool(plan.cpu_fallback)

@@ -87,6 +87,11 @@ def panel(plan, preset_dir: Path) -> str:
             f"preset <b>{html.escape(plan.name)}</b>: {html.escape(preset.get('description') or '')} "
             f"Data: {html.escape(str(preset['data']['source']))}; seeds {html.escape(str(preset.get('seeds')))}; "
             f"settings over each experiment's: <code>{html.escape(overrides)}</code>.</p>")
+    if plan.cpu_fallback:
+        head += ("<p class='note'><b>Reduced size</b>: planned on a machine without a CUDA device, so the "
+                 "preset's CPU settings replaced its own: <code>"
+                 + html.escape(json.dumps(plan.cpu_fallback, sort_keys=True)) + "</code> (the input column "
+                 "below shows what ran).</p>")
     if "digits" in plan.datasets:
         head += ("<p class='note'><b>digits</b> is scikit-learn's handwritten digits (1,797 real 8×8 "
                  "images shipped with scikit-learn; digits 0-4 train, 5-9 test), the one real dataset a "

@@ -56,18 +56,23 @@ def assert_close(ours: dict, expected: dict):
         assert ours[metric] == pytest.approx(expected[metric], abs=1e-6), metric
 
 
-def test_untrained_network_and_trunk_rows_equal_a_computation_by_hand(tmp_path):
-    manifest = prepared(tmp_path, "cub", n_classes=8, per_class=6, image_size=40)
+def smoke_reference(tmp_path, dataset):
+    """A fixture of `dataset`, the reference step's result on it, its key and the first seed's
+    untrained network built by hand (what train builds right after seeding)."""
+    manifest = prepared(tmp_path, dataset, n_classes=8, per_class=6, image_size=40)
     plan = Plan.load(CONFIG_DIR, {"preset": "smoke"})
-    spec = spec_for(plan, "suite.baselines", "cub", "ms", manifest)
+    spec = spec_for(plan, "suite.baselines", dataset, "ms", manifest)
     result = run_step(spec, tmp_path / "reference.json")
+    torch.manual_seed(spec["key"]["seed"])
+    net = models.build(dict(spec["key"]["model"], frozen_bn=False)).eval()
+    return manifest, result, spec["key"], net
 
-    key = spec["key"]
+
+def test_untrained_network_and_trunk_rows_equal_a_computation_by_hand(tmp_path):
+    manifest, result, key, net = smoke_reference(tmp_path, "cub")
     table = pd.read_csv(manifest)
     test = table[table["split"] == "test"]
     images = images_by_hand(manifest, test, key["input"]["resize"], key["input"]["crop"])
-    torch.manual_seed(key["seed"])  # what train does before it builds the run's model
-    net = models.build(dict(spec["key"]["model"], frozen_bn=False)).eval()
     with torch.no_grad():
         head = net(images).numpy()
         trunk = net.trunk((images - net.mean) / net.std).mean(dim=(2, 3)).numpy()
@@ -97,14 +102,8 @@ def test_raw_pixel_row_of_digits_equals_the_8x8_images_by_hand(tmp_path):
 
 
 def test_a_reference_uses_the_runs_protocol_query_gallery_for_inshop(tmp_path):
-    manifest = prepared(tmp_path, "inshop", n_classes=8, per_class=6, image_size=40)
-    plan = Plan.load(CONFIG_DIR, {"preset": "smoke"})
-    spec = spec_for(plan, "suite.baselines", "inshop", "ms", manifest)
-    result = run_step(spec, tmp_path / "reference.json")
-    key = spec["key"]
+    manifest, result, key, net = smoke_reference(tmp_path, "inshop")
     table = pd.read_csv(manifest)
-    torch.manual_seed(key["seed"])
-    net = models.build(dict(key["model"], frozen_bn=False)).eval()
     parts = {}
     for split in ("query", "gallery"):
         rows = table[table["split"] == split]
@@ -176,3 +175,24 @@ def references_module():
     from dmlbench.report import references
 
     return references
+
+
+def test_a_garbled_reference_file_is_named_set_aside_and_the_page_removed(tmp_path):
+    from dmlbench.errors import DmlbenchError
+    from dmlbench.report import aggregate
+
+    run = tmp_path / "run" / "metrics.json"
+    run.parent.mkdir()
+    run.write_text(json.dumps({"run": {"experiment": "x", "dataset": "cub", "method": "ms", "seed": 0},
+                               "metrics": {"recall@1": 0.5}}))
+    garbled = tmp_path / "reference" / "cub-x" / "metrics.json"
+    garbled.parent.mkdir(parents=True)
+    garbled.write_text('{"reference": {"dataset": "cub"}, "rows": {"initial": ')
+    page = tmp_path / "reports" / "index.html"
+    page.parent.mkdir()
+    page.write_text("old page")
+    spec = {"experiment": "x", "title": "x", "table": {"metrics": ["recall@1"]}, "method_labels": {}}
+    with pytest.raises(DmlbenchError, match="cub-x/metrics.json is not a reference file"):
+        aggregate.aggregate(spec, [run], page.parent / "x", [garbled])
+    assert not garbled.exists() and list(garbled.parent.glob("metrics.json.corrupt*"))
+    assert not page.exists()

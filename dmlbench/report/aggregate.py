@@ -114,23 +114,28 @@ def _cell(row) -> str:
     return text
 
 
+def _metrics(spec: dict, runs: pd.DataFrame) -> list[str]:
+    """The table's metrics (every recall of the runs where the catalogue names none)."""
+    metrics = spec["table"].get("metrics") or [c for c in runs.columns if "@" in c]
+    return metrics + [m + SELECTED for m in spec["table"].get("test_selected") or []]
+
+
 def aggregate(spec: dict, metric_files: list[Path], output_dir: Path,
               reference_files: list[Path] = ()) -> None:
     output_dir.mkdir(parents=True, exist_ok=True)
     try:
         runs = collect(metric_files)
+        refs = references.read(list(reference_files), _metrics(spec, runs))
     except DmlbenchError:
         # the preset's page shows numbers of a file now known to be damaged: without it, the rerun
         # makes the page again, and with it this table and the metrics file (Snakemake does not
         # remake a missing intermediate file while the final page is present)
         (output_dir.parent / "index.html").unlink(missing_ok=True)
         raise
-    metrics = spec["table"].get("metrics") or [c for c in runs.columns if "@" in c]
-    metrics = metrics + [m + SELECTED for m in spec["table"].get("test_selected") or []]
+    metrics = _metrics(spec, runs)
     summary = summarise(runs, metrics, spec.get("reported") or {}).assign(reference=False)
     if spec.get("toy_data"):  # a difference to the paper would suggest a comparison there is none
         summary = summary.drop(columns="difference")
-    refs = references.read(list(reference_files), metrics)
     refs = refs[refs["dataset"].isin(summary["dataset"])] if len(refs) else refs
     summary = pd.concat([refs, summary], ignore_index=True) if len(refs) else summary
     order = {dataset: i for i, dataset in enumerate(spec.get("datasets") or [])}

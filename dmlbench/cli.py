@@ -125,7 +125,7 @@ def cmd_preflight(args) -> None:
     plan = Plan.load(args.config_dir, config)
     output = Path(args.output_dir or f"reports/{plan.name}/preflight")
     passed = runner.run(plan, Path(args.workdir), output, args.image_side, args.device, args.devices,
-                        only_bounded=args.bounded, jobs=args.jobs,
+                        only_bounded=args.bounded, jobs=args.jobs, warm_steps=args.warm_steps,
                         log=lambda m: print(m, file=sys.stderr, flush=True))
     if not passed:
         sys.exit(1)
@@ -229,6 +229,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--devices", type=int, default=8, help="devices for the wall-time projection")
     s.add_argument("--bounded", action="store_true",
                    help="only a part covering every paper, backbone, loss, miner, sampler and scheme")
+    s.add_argument("--warm-steps", type=int, default=None,
+                   help="steps timed after a first one, per group (default: 5 on a GPU, 0 on a CPU)")
     s.add_argument("--jobs", type=int, default=None,
                    help="probes at a time (default: 1 on a GPU, one per two CPU cores)")
     s.add_argument("--workdir", default="data/preflight", help="fixtures and scratch run folders")

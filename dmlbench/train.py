@@ -183,6 +183,7 @@ def _train_epoch(model, criterion, optimizers, scheme, loader, device, epoch, ep
     optimizer = optimizers[0]
     started = time.perf_counter()
     total, steps, skipped = 0.0, 0, 0
+    first_done = None  # when the first step ended: the later steps are the warm ones
     memory = torch.channels_last if perf["channels_last"] else torch.contiguous_format
     for step, loaded in enumerate(loader, 1):
         plan = scheme.begin_step()
@@ -209,12 +210,16 @@ def _train_epoch(model, criterion, optimizers, scheme, loader, device, epoch, ep
         else:
             skipped += 1
         scheme.end_step(plan, embeddings)
-        total += loss.item()
+        total += loss.item()  # waits for the device: each step's time is its own
         steps += 1
+        if steps == 1:
+            first_done = time.perf_counter()
         if step % 50 == 0:
             log(f"  epoch {epoch + 1}/{epochs} step {step}/{len(loader)} loss {total / steps:.4f}")
+    ended = time.perf_counter()
+    warm = {"warm_seconds_per_step": round((ended - first_done) / (steps - 1), 5)} if steps > 1 else {}
     return {"epoch": epoch + 1, "loss": total / max(steps, 1), "steps": steps,
-            "skipped_steps": skipped, "seconds": round(time.perf_counter() - started, 3),
+            "skipped_steps": skipped, "seconds": round(ended - started, 3), **warm,
             "lr": optimizer.param_groups[0]["lr"], **criterion.take_stats()}
 
 

@@ -60,8 +60,8 @@ def test_bounded_part_covers_every_paper_backbone_loss_and_miner(full):
         assert {of(g) for g in part} == {of(g) for g in groups}, name
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
-def test_an_injected_failure_is_reported_for_exactly_its_group(tmp_path, jobs):
+@pytest.mark.parametrize("jobs, warm_steps", [(1, 0), (2, 2)])
+def test_an_injected_failure_is_reported_for_exactly_its_group(tmp_path, jobs, warm_steps):
     smoke = Plan.load(CONFIG_DIR, {"preset": "smoke"})
     groups = group_runs(smoke, smoke.runs("ms.t1") + smoke.runs("dro.t1"))
     assert len(groups) == 4
@@ -70,7 +70,8 @@ def test_an_injected_failure_is_reported_for_exactly_its_group(tmp_path, jobs):
                                "miner": None, "sampler": "shuffle"}
     groups[2].cfg["model"].update(backbone="bninception", embedding_dim=8)  # rejects 16-pixel input
     groups[2].cfg["input"].update(resize=16, crop=16)
-    table = probe_all(groups, tmp_path, None, "cpu", "smoke", log=lambda m: None, jobs=jobs, threads=1)
+    table = probe_all(groups, tmp_path, None, "cpu", "smoke", log=lambda m: None, jobs=jobs, threads=1,
+                      warm_steps=warm_steps)
     assert list(table["status"]) == ["passed", "failed", "failed", "passed"]
     assert "training diverged" in table.loc[1, "error"] and "nan" in table.loc[1, "error"]
     assert table.loc[2, "error"] and "diverged" not in table.loc[2, "error"]

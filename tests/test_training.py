@@ -359,3 +359,24 @@ def test_the_evaluate_step_reuses_the_train_steps_evaluation_of_the_same_model(r
                             "--output", str(tmp_path / "again.json")], capture_output=True, text=True,
                            env=python_env())
     assert again.returncode == 0 and "evaluated by the train step" not in again.stderr
+
+
+def test_warm_step_time_leaves_out_the_first_step(run_config, tmp_path, monkeypatch):
+    from dmlbench import method, train as training
+
+    calls = []
+    forward = method.Criterion.forward
+
+    def slow_first(self, *args, **kwargs):  # a first step a second longer than the others
+        calls.append(1)
+        if len(calls) == 1:
+            time.sleep(1.0)
+        return forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(method.Criterion, "forward", slow_first)
+    cfg = dict(run_config, epochs=1, batches_per_epoch=4)
+    cfg["eval"] = dict(cfg["eval"], every=0)
+    training.train(cfg, tmp_path / "run", log=lambda m: None)
+    row = json.loads((tmp_path / "run" / "epochs.jsonl").read_text().splitlines()[0])
+    assert row["seconds"] >= 1.0 and row["steps"] == 4
+    assert row["warm_seconds_per_step"] < 0.15  # with the first step in it, it would be over 0.25

@@ -27,12 +27,13 @@ class _Interrupted(Exception):
     """Raised after the first epoch's checkpoint: the preflight's kill."""
 
 
-def probe_config(cfg: dict, manifest: Path, image_side: int | None, device: str) -> dict:
-    """The group's config, shrunk only where the preflight must: two epochs of one batch, no
-    pretrained weights to download, no loader workers; with `image_side`, the crop becomes
-    that many pixels and the resize and padding scale with it (batch, method and network stay)."""
+def probe_config(cfg: dict, manifest: Path, image_side: int | None, device: str, warm_steps: int = 0) -> dict:
+    """The group's config, shrunk only where the preflight must: two epochs of 1 + `warm_steps`
+    batches, no pretrained weights to download, no loader workers; with `image_side`, the crop
+    becomes that many pixels and the resize and padding scale with it (batch, method and network
+    stay)."""
     cfg = copy.deepcopy(cfg)
-    cfg.update(epochs=2, batches_per_epoch=1, device=device)
+    cfg.update(epochs=2, batches_per_epoch=1 + warm_steps, device=device)
     cfg["data"] = {"manifest": str(manifest)}
     cfg["model"]["pretrained"] = False
     cfg["loader"].update(workers=0, persistent_workers=False)
@@ -100,9 +101,11 @@ def peak_memory_mb(device: torch.device) -> int:
 
 
 def probe(cfg: dict, dataset: str, workdir: Path, image_side: int | None = None,
-          device: str = "auto") -> dict:
-    """Run the group's code path; return status, seconds per step, evaluation seconds per image,
-    peak memory and the error (the last line, and the traceback) of a failure."""
+          device: str = "auto", warm_steps: int = 0) -> dict:
+    """Run the group's code path; return status, seconds per step (with `warm_steps`, the mean of
+    that many steps after a first one in the epoch after the resume; else that epoch's one step),
+    evaluation seconds per image, peak memory and the error (the last line, and the traceback)
+    of a failure."""
     started = time.perf_counter()
     result = {"status": "failed", "seconds_per_step": None, "eval_seconds_per_image": None,
               "peak_mb": None, "error": "", "traceback": ""}
@@ -112,14 +115,15 @@ def probe(cfg: dict, dataset: str, workdir: Path, image_side: int | None = None,
         image_size = (image_side or cfg["input"]["crop"]) + 8
         manifest = fixture_manifest(dataset, fixture_size(cfg), image_size, workdir.parent / "fixtures")
         uses_store = bool(cfg["data"].get("store"))
-        cfg = probe_config(cfg, manifest, image_side, device)
+        cfg = probe_config(cfg, manifest, image_side, device, warm_steps)
         if uses_store:  # the decoded-image store path, as the preset runs it
             cfg["data"]["store"] = fixture_store(manifest, cfg["input"]["resize"])
         torch_device = environment.pick_device(device)
         _train_with_a_kill(cfg, run_dir)
         eval_seconds, images = _final_evaluation(run_dir, manifest)
-        steps = [row["seconds"] for row in _history(run_dir)]
-        result.update(status="passed", seconds_per_step=steps[-1], peak_mb=peak_memory_mb(torch_device),
+        last = _history(run_dir)[-1]
+        result.update(status="passed", seconds_per_step=last.get("warm_seconds_per_step", last["seconds"]),
+                      peak_mb=peak_memory_mb(torch_device),
                       eval_seconds_per_image=eval_seconds / images)
     except Exception as error:  # every failure is reported with its group, never raised
         lines = traceback.format_exception_only(type(error), error)

@@ -46,7 +46,8 @@ def device_label(device: torch.device) -> str:
 
 
 def run(plan: Plan, workdir: Path, output_dir: Path, image_side: int | None, device: str,
-        devices: int, only_bounded: bool = False, jobs: int | None = None, log=print) -> bool:
+        devices: int, only_bounded: bool = False, jobs: int | None = None,
+        warm_steps: int | None = None, log=print) -> bool:
     """Probe the plan's groups; write `preflight.csv/.md` and `budget.csv/.md` to `output_dir`
     after every group (marked incomplete until the last), so a preflight stopped part-way leaves
     what it probed. True when every group passed."""
@@ -56,6 +57,7 @@ def run(plan: Plan, workdir: Path, output_dir: Path, image_side: int | None, dev
         groups = bounded(groups)
     torch_device = environment.pick_device(device)
     jobs = jobs or parallel_probes(torch_device)
+    warm_steps = default_warm_steps(torch_device) if warm_steps is None else warm_steps
     threads = max(1, (os.cpu_count() or 1) // jobs) if torch_device.type == "cpu" else None
     log(f"preflight of preset {plan.name}: {len(plan.runs())} runs in {total} code paths; probing "
         f"{len(groups)}{' (bounded part)' if only_bounded else ''}"
@@ -63,6 +65,10 @@ def run(plan: Plan, workdir: Path, output_dir: Path, image_side: int | None, dev
         f"{f', {jobs} probes at a time on {threads} thread(s) each' if jobs > 1 else ''}")
     measured_on = device_label(torch_device) + (f"; {jobs} probes at a time, {threads} thread(s) each"
                                                 if jobs > 1 else "")
+    measured_on += (f"; seconds per step: the mean of {warm_steps} warm steps after a first one, in the "
+                    f"epoch after a resume" if warm_steps else
+                    "; seconds per step: the one step of the epoch after a resume (a cold step: it "
+                    "includes the loader's start; `--warm-steps N` times N warm steps)")
 
     def write(table: pd.DataFrame) -> None:
         probed = [g for g in groups if g.key in set(table["group"])]
@@ -71,7 +77,8 @@ def run(plan: Plan, workdir: Path, output_dir: Path, image_side: int | None, dev
         projection = project(plan, probed, table, image_side, devices)
         _write_budget(projection, output_dir, measured_on, image_side, devices, plan.name, left)
 
-    table = probe_all(groups, Path(workdir), image_side, device, plan.name, log, jobs, threads, write)
+    table = probe_all(groups, Path(workdir), image_side, device, plan.name, log, jobs, threads, write,
+                      warm_steps)
     failed = table[table["status"] != "passed"]
     for row in failed.itertuples():
         log(f"FAILED {row.group} {row.code_path}: {row.error}\n  runs: {row.run_list}")
@@ -87,8 +94,14 @@ def parallel_probes(device: torch.device) -> int:
     return 1 if device.type == "cuda" else max(1, os.cpu_count() or 1)
 
 
+def default_warm_steps(device: torch.device) -> int:
+    """Timed steps per probe: 5 warm steps on a GPU (what the budget needs, seconds there); none
+    on a CPU, where the preflight checks code paths and each step of a large batch takes seconds."""
+    return 5 if device.type == "cuda" else 0
+
+
 def probe_all(groups: list[Group], workdir: Path, image_side, device: str, preset: str, log=print,
-              jobs: int = 1, threads: int | None = None, after_each=None) -> pd.DataFrame:
+              jobs: int = 1, threads: int | None = None, after_each=None, warm_steps: int = 0) -> pd.DataFrame:
     """One row per group (in the groups' order): its runs, the probe's status, timings, peak
     memory and error. Up to `jobs` probes run at once, each in a process of its own;
     `after_each(table)` is called with the rows so far whenever a probe ends."""
@@ -99,7 +112,8 @@ def probe_all(groups: list[Group], workdir: Path, image_side, device: str, prese
     while waiting or running:
         while waiting and len(running) < jobs:
             group = waiting.pop(0)
-            child, result_file = start_probe(group, workdir / "groups" / group.key, image_side, device, threads)
+            child, result_file = start_probe(group, workdir / "groups" / group.key, image_side, device, threads,
+                                             warm_steps)
             running[child.sentinel] = (child, group, result_file)
         ready = multiprocessing.connection.wait(list(running))
         for sentinel in ready:
@@ -120,7 +134,7 @@ def _frame(rows: dict[str, dict], order: dict[str, int]) -> pd.DataFrame:
     return pd.DataFrame(sorted(rows.values(), key=lambda row: order[row["group"]]))
 
 
-def start_probe(group: Group, workdir: Path, image_side, device: str, threads: int | None):
+def start_probe(group: Group, workdir: Path, image_side, device: str, threads: int | None, warm_steps: int = 0):
     """Start `probe` in a process of its own: its peak memory is its own, and a crash (a
     segfault, the kernel's out-of-memory kill) is a failure of this group, not of the preflight.
     Forked from a fork server that has imported the probe once and run nothing (forking a
@@ -131,7 +145,8 @@ def start_probe(group: Group, workdir: Path, image_side, device: str, threads: i
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["dmlbench.preflight.probe"])
     child = context.Process(target=_probe_to_file,
-                            args=(group.cfg, group.run.dataset, workdir, image_side, device, result_file, threads))
+                            args=(group.cfg, group.run.dataset, workdir, image_side, device, result_file, threads,
+                                  warm_steps))
     child.start()
     return child, result_file
 
@@ -145,10 +160,10 @@ def probe_result(child, result_file: Path) -> dict:
             "traceback": "", "seconds": None}
 
 
-def _probe_to_file(cfg, dataset, workdir, image_side, device, result_file, threads=None) -> None:
+def _probe_to_file(cfg, dataset, workdir, image_side, device, result_file, threads=None, warm_steps=0) -> None:
     if threads:
         torch.set_num_threads(threads)
-    write_json(result_file, probe(cfg, dataset, workdir, image_side, device))
+    write_json(result_file, probe(cfg, dataset, workdir, image_side, device, warm_steps))
 
 
 def project(plan: Plan, groups: list[Group], table: pd.DataFrame, image_side, devices: int) -> pd.DataFrame:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks import evaluation, input_pipeline, losses, training, workflow
+from benchmarks import budget_check, evaluation, input_pipeline, losses, training, workflow
 from dmlbench.analysis import loss_timing
 from dmlbench.plan import Plan
 
@@ -89,6 +89,13 @@ def markdown(results: dict) -> str:
     for r in results["training"]["rows"]:
         lines.append(f"| {r['device']} | {r['backbone']} | {r['size']} | {r['setting']} | "
                      f"{r['images_per_s']:.0f} |")
+    b = results["budget"]
+    lines += ["", "## Compute budget against a real run (target: projection within ±15 %)", "",
+              f"ResNet-18 at 64 px, batch 16, MS, CUB fixture ({b['test_images']} test images), {b['steps']} "
+              f"steps; seconds per step from the preflight's probe ({b['warm_steps']} warm steps): "
+              f"{b['seconds_per_step']:.3f} s.", "",
+              f"- projected {b['projected_s']:.1f} s, measured {b['measured_s']:.1f} s: {b['ratio']:.2f}× — "
+              f"{_target(b['within_15_percent'])}"]
     return "\n".join(lines) + "\n"
 
 
@@ -111,6 +118,8 @@ def main(argv=None) -> None:
     results["decoding"] = input_pipeline.decoding_rates(count=8 if tiny else 600, workers=(1, 2))
     results["workflow"] = workflow.run(repeats=1 if tiny else 3)
     results["training"] = training.run(steps=1 if tiny else 5)
+    results["budget"] = budget_check.run(epochs=2 if tiny else 3, batches=3 if tiny else 20,
+                                         warm_steps=2 if tiny else 5)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "benchmarks.json").write_text(json.dumps(results, indent=2, default=float) + "\n")

@@ -63,6 +63,11 @@ def _wait(what: str, check, seconds: float = 60.0) -> None:
         time.sleep(0.5)
 
 
+def _pid_written(pid_file: Path) -> bool:
+    """A daemon creates its pid file before it writes the number in it: wait for the number."""
+    return pid_file.exists() and bool(pid_file.read_text().split())
+
+
 class Cluster:
     """The daemons of a one-node cluster, their configuration and PIDs under `folder`."""
 
@@ -107,7 +112,7 @@ class Cluster:
         result = subprocess.run(command, capture_output=True, text=True, env=self.env, timeout=60)
         if result.returncode:
             raise RuntimeError(f"{name} did not start: {result.stderr.strip()[-800:]}")
-        _wait(f"{name}'s pid file", pid_file.exists)
+        _wait(f"{name}'s pid file", lambda: _pid_written(pid_file))
         self._record(name, pid_file)
 
     def _record(self, name: str, pid_file: Path) -> None:
@@ -139,7 +144,7 @@ class Cluster:
         subprocess.Popen(["mariadbd", "--user=root", f"--datadir={data}", f"--socket={socket_path}",
                           f"--pid-file={pid}", "--port=3306", "--bind-address=127.0.0.1"],
                          stdout=log, stderr=log, start_new_session=True)
-        _wait("mariadb", lambda: socket_path.exists() and pid.exists())
+        _wait("mariadb", lambda: socket_path.exists() and _pid_written(pid))
         self._record("mariadbd", pid)
         sql = ("CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurm';"
                "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1'; FLUSH PRIVILEGES;")
@@ -154,7 +159,7 @@ class Cluster:
         result = subprocess.run(["slurmdbd"], capture_output=True, text=True, env=self.env)
         if result.returncode:
             raise RuntimeError(f"slurmdbd did not start: {result.stderr[-800:]}")
-        _wait("slurmdbd", (self.folder / "slurmdbd.pid").exists)
+        _wait("slurmdbd", lambda: _pid_written(self.folder / "slurmdbd.pid"))
         self._record("slurmdbd", self.folder / "slurmdbd.pid")
         _wait("slurmdbd's port 6819", lambda: _listening(6819), 90)
         subprocess.run(["sacctmgr", "-i", "add", "cluster", "dmlbench"], capture_output=True, env=self.env)

@@ -12,7 +12,7 @@ def test_tiny_benchmarks_write_their_report(tmp_path):
                    cwd=REPO, check=True, env=python_env(), capture_output=True, timeout=900)
     text = (tmp_path / "benchmarks.md").read_text()
     for heading in ("## Loss side", "## DRO variants", "## Evaluation", "## Input pipeline",
-                    "## Workflow", "## Training step"):
+                    "## Workflow", "## Training step", "## Cache and store steps", "## Compute budget"):
         assert heading in text
     results = json.loads((tmp_path / "benchmarks.json").read_text())
     assert results["tiny"] and results["workflow"]["jobs"] > 100

@@ -91,15 +91,19 @@ def recall_curves(summary: pd.DataFrame, spec: dict, path: Path) -> None:
     _save(fig, path, spec)
 
 
+REFERENCE_LEGEND = {"initial": "no training: network", "trunk": "no training: trunk features",
+                    "pixels": "no training: raw pixels"}
+
+
 def _is_reference(rows: pd.DataFrame) -> pd.Series:
     return rows["reference"].fillna(False).astype(bool) if "reference" in rows else pd.Series(False, rows.index)
 
 
 def _recall_lines(ax, rows_of: pd.DataFrame, spec: dict, ks: list[int]) -> None:
     for method, rows in rows_of[_is_reference(rows_of)].groupby("method", sort=False):
-        rows = rows.sort_values("k")  # no training: grey dashed, beneath the runs
+        rows = rows.sort_values("k")  # no training: grey dashed, beneath the runs, named by kind
         ax.plot(rows["k"], rows["mean"], linestyle="--", marker=".", color="grey", alpha=0.8,
-                linewidth=1, label=method)
+                linewidth=1, label=REFERENCE_LEGEND.get(rows["kind"].iloc[0], method))
     for method, rows in rows_of[~_is_reference(rows_of)].groupby("method"):
         rows = rows.sort_values("k")
         label = spec["method_labels"].get(method, method)
@@ -117,10 +121,14 @@ def _recall_lines(ax, rows_of: pd.DataFrame, spec: dict, ks: list[int]) -> None:
 
 def _recall_bars(ax, rows_of: pd.DataFrame, spec: dict) -> None:
     rows_of = rows_of.reset_index(drop=True)
-    labels = [spec["method_labels"].get(m, m) for m in rows_of["method"]]
+    labels = [REFERENCE_LEGEND.get(kind, m) if reference else spec["method_labels"].get(m, m)
+              for m, kind, reference in zip(rows_of["method"], rows_of.get("kind", [None] * len(rows_of)),
+                                            _is_reference(rows_of))]
     reference = _is_reference(rows_of)
-    ax.bar(range(len(rows_of)), rows_of["mean"], yerr=rows_of["std"].fillna(0), capsize=3,
-           color=["lightgrey" if r else "tab:blue" for r in reference], label="ours")
+    for chosen, color, name in ((~reference, "tab:blue", "ours"), (reference, "lightgrey", "ours, no training")):
+        if chosen.any():
+            ax.bar(rows_of.index[chosen], rows_of.loc[chosen, "mean"], yerr=rows_of.loc[chosen, "std"].fillna(0),
+                   capsize=3, color=color, label=name)
     paper = rows_of["paper"].notna()
     if paper.any():
         ax.plot(rows_of.index[paper], rows_of.loc[paper, "paper"], "x", color="k", markersize=9, label="paper")

@@ -1,5 +1,7 @@
 """Config validation: every typo stops with a message naming it."""
 
+import re
+
 import pytest
 
 from conftest import CONFIG_DIR
@@ -132,6 +134,16 @@ def test_setting_values_are_checked_before_any_job(overrides, message):
     with pytest.raises(ConfigError) as error:
         Plan.load(CONFIG_DIR, {"preset": "smoke", "overrides": overrides})
     assert f"preset smoke.overrides: {message}" in str(error.value)
+
+
+@pytest.mark.parametrize("key, value, where", [
+    ("per_dataset", {"digits": {"model": {"backbone": "lenet"}}}, "preset smoke.per_dataset.digits"),
+    ("per_dataset", {"mnist": {"epochs": 2}}, "key per_dataset"),
+    ("cpu_fallback", {"input": {"crop": -64}}, "preset smoke.cpu_fallback"),
+])
+def test_per_dataset_and_cpu_fallback_values_are_checked_before_any_job(key, value, where):
+    with pytest.raises(ConfigError, match=re.escape(where)):
+        Plan.load(CONFIG_DIR, {"preset": "smoke", key: value})
 
 
 @pytest.mark.parametrize("overrides, message", [

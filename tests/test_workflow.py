@@ -276,3 +276,18 @@ def test_gpu_smoke_through_snakemake_with_gpu_slots_on_this_cpu(tmp_path):
     assert logs.count("[gpu-slot] device 0") == len(plan.runs())  # every training through the wrapper
     page = (tmp_path / "reports/gpu-smoke/index.html").read_text()
     assert ("Reduced size" in page) == bool(plan.cpu_fallback)
+
+
+@pytest.mark.slow
+def test_the_digits_demo_shows_learning_every_method_beats_the_raw_pixels_over_three_seeds(tmp_path):
+    """The demo's digits setting (issue #33): each trained method's MAP@R on the test digits, averaged
+    over seeds 0-2, above the raw pixels' row of the same table."""
+    result = snakemake(tmp_path, "--cores", "2", "--config", "preset=demo", "experiments=[suite.baselines]",
+                       "datasets=[digits]", "seeds=[0,1,2]")
+    assert result.returncode == 0, result.stderr[-4000:]
+    table = pd.read_csv(tmp_path / "reports/demo/suite.baselines/table.csv")
+    map_at_r = table[table["metric"] == "map@r"]
+    raw_pixels = map_at_r.loc[map_at_r["kind"] == "pixels", "mean"].item()
+    trained = map_at_r[~map_at_r["reference"]].set_index("method")
+    assert set(trained.index) == {"contrastive", "triplet_semihard", "ms"} and trained["n"].eq(3).all()
+    assert (trained["mean"] > raw_pixels).all(), (trained["mean"].to_dict(), raw_pixels)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks import budget_check, evaluation, input_pipeline, losses, training, workflow
+from benchmarks import budget_check, evaluation, gpu_feed, input_pipeline, losses, preflight_time, training, workflow
 from dmlbench.analysis import loss_timing
 from dmlbench.plan import Plan
 
@@ -89,6 +89,23 @@ def markdown(results: dict) -> str:
     for r in results["training"]["rows"]:
         lines.append(f"| {r['device']} | {r['backbone']} | {r['size']} | {r['setting']} | "
                      f"{r['images_per_s']:.0f} |")
+    g = results["gpu_feed"]
+    lines += ["", f"## The GPU fed (target: end to end ≥ {gpu_feed.TARGET}× model only) — {g['device']}", "",
+              "Each paper configuration of `full` through the training loop on a fixture via the "
+              "decoded-image store (warm steps of the second epoch) against the same step on images "
+              "already on the device.", "",
+              "| experiment | backbone | px | batch | workers | end to end img/s | model only img/s | ratio | target |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for r in g["rows"]:
+        lines.append(f"| {r['experiment']} | {r['backbone']} | {r['crop']} | {r['batch']} | {r['workers']} | "
+                     f"{r['end_to_end']:.0f} | {r['model_only']:.0f} | {r['ratio']:.2f} | "
+                     f"{_target(r['target_met']) if g['cuda'] else 'unmeasured (no GPU)'} |")
+    p = results["preflight"]
+    lines += ["", f"## Preflight per group — {p['device']}", "",
+              f"{p['groups']} group(s) of {p['experiments']} ({p['image_side']}): {p['seconds']:.1f} s, "
+              f"{p['seconds'] / max(p['groups'], 1):.1f} s per group (all {p['full_groups']} groups of `full` "
+              f"at this rate: {p['full_minutes']:.1f} min; target on one GPU ≤ 10 min: "
+              f"{_target(p['full_minutes'] <= 10) if p['cuda'] else 'unmeasured (no GPU)'})."]
     b = results["budget"]
     lines += ["", "## Compute budget against a real run (target: projection within ±15 %)", "",
               f"ResNet-18 at 64 px, batch 16, MS, CUB fixture ({b['test_images']} test images), {b['steps']} "
@@ -118,6 +135,9 @@ def main(argv=None) -> None:
     results["decoding"] = input_pipeline.decoding_rates(count=8 if tiny else 600, workers=(1, 2))
     results["workflow"] = workflow.run(repeats=1 if tiny else 3)
     results["training"] = training.run(steps=1 if tiny else 5)
+    results["gpu_feed"] = gpu_feed.run(steps=3 if tiny else 20,
+                                       configs=gpu_feed.CONFIGS[:1] if tiny else gpu_feed.CONFIGS)
+    results["preflight"] = preflight_time.run()
     results["budget"] = budget_check.run(epochs=2 if tiny else 3, batches=3 if tiny else 20,
                                          warm_steps=2 if tiny else 5)
     out = Path(args.out)

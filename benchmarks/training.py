@@ -12,28 +12,33 @@ import torch
 
 from dmlbench.method import Criterion
 from dmlbench.models.embedding import EmbeddingNet
+from dmlbench.train import build_loss_optimizer, build_optimizer, train_step
 
 METHOD = {"loss": {"name": "multi_similarity"}, "miner": {"name": "multi_similarity"}}
 
 
 def images_per_second(backbone: str, size: int, batch: int, device, bf16=False,
-                      channels_last=False, steps: int = 5) -> float:
+                      channels_last=False, steps: int = 5, embedding_dim: int = 128, method=METHOD,
+                      optimizer: dict | None = None) -> float:
+    """The training loop's own step (`dmlbench.train.train_step`) on random images already on
+    the device: the model's speed with nothing to load. `optimizer`: a run's optimizer settings
+    (default: Adam at 1e-4 over every parameter)."""
     torch.manual_seed(0)
-    model = EmbeddingNet(backbone, 128, pretrained=False).to(device).train()
+    model = EmbeddingNet(backbone, embedding_dim, pretrained=False).to(device).train()
     memory = torch.channels_last if channels_last else torch.contiguous_format
     model = model.to(memory_format=memory)
-    criterion = Criterion(METHOD)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+    criterion = Criterion(method, num_classes=batch // 4, embedding_dim=embedding_dim).to(device)
+    if optimizer is None:
+        optimizers = [torch.optim.Adam(list(model.parameters()) + list(criterion.parameters()), lr=1e-4)]
+    else:
+        optimizers = [build_optimizer(model, criterion, optimizer), build_loss_optimizer(criterion, optimizer)]
+        optimizers = [each for each in optimizers if each is not None]
     images = torch.rand(batch, 3, size, size, device=device).to(memory_format=memory)
     labels = torch.arange(batch // 4, device=device).repeat_interleave(4)
 
     def step():
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-            embeddings = model(images)
-        loss = criterion(embeddings.float(), labels)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
+        loss, _, _ = train_step(model, criterion, optimizers, images, labels, bf16=bf16)
+        loss.item()
 
     step()
     if device.type == "cuda":

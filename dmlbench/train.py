@@ -188,27 +188,11 @@ def _train_epoch(model, criterion, optimizers, scheme, loader, device, epoch, ep
     for step, loaded in enumerate(loader, 1):
         plan = scheme.begin_step()
         batch, labels = loader.dataset.device_batch(loaded, device, memory)
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=perf["bf16"]):
-            embeddings = model(batch)
         pairs = None if plan.pairs is None else plan.pairs.to(device)
-        loss = criterion(embeddings.float(), labels.to(device, non_blocking=True), pairs=pairs)
-        if not torch.isfinite(loss):
-            raise DivergedError(f"training diverged: epoch {epoch + 1}, step {step}: loss is "
-                                f"{loss.item()}; lower optimizer.lr (now {optimizer.param_groups[0]['lr']:g})")
-        penalty = scheme.penalty()
-        objective = loss if penalty is None else loss + penalty
-        for each in optimizers:
-            each.zero_grad(set_to_none=True)
-        if objective.requires_grad and objective.grad_fn is not None:
-            objective.backward()
-            where = f"epoch {epoch + 1}, step {step}"
-            _check_finite(_grads(optimizers), f"{where}: a gradient is non-finite", optimizer)
-            for each in optimizers:
-                each.step()
-            _check_finite(_params(optimizers), f"{where}: the parameters became non-finite after "
-                                                f"the optimiser's step", optimizer)
-        else:
-            skipped += 1
+        loss, embeddings, stepped = train_step(model, criterion, optimizers, batch,
+                                               labels.to(device, non_blocking=True), pairs, scheme.penalty,
+                                               perf["bf16"], f"epoch {epoch + 1}, step {step}")
+        skipped += not stepped
         scheme.end_step(plan, embeddings)
         total += loss.item()  # waits for the device: each step's time is its own
         steps += 1
@@ -221,6 +205,35 @@ def _train_epoch(model, criterion, optimizers, scheme, loader, device, epoch, ep
     return {"epoch": epoch + 1, "loss": total / max(steps, 1), "steps": steps,
             "skipped_steps": skipped, "seconds": round(ended - started, 3), **warm,
             "lr": optimizer.param_groups[0]["lr"], **criterion.take_stats()}
+
+
+def train_step(model, criterion, optimizers, images, labels, pairs=None, penalty=lambda: None,
+               bf16: bool = False, where: str = "") -> tuple[torch.Tensor, torch.Tensor, bool]:
+    """One optimiser step of the method on a batch already on the device: forward (bf16 autocast
+    when asked), the method's loss (restricted to `pairs` when given) plus the scheme's
+    `penalty()`, backward and every optimiser's step, stopping (DivergedError) on a non-finite
+    loss, gradient or parameter. Returns the loss, the embeddings and whether a step was taken
+    (a batch without a valid pair or triplet has no gradient)."""
+    optimizer = optimizers[0]
+    with torch.autocast(images.device.type, dtype=torch.bfloat16, enabled=bf16):
+        embeddings = model(images)
+    loss = criterion(embeddings.float(), labels, pairs=pairs)
+    if not torch.isfinite(loss):
+        raise DivergedError(f"training diverged: {where}: loss is {loss.item()}; lower optimizer.lr "
+                            f"(now {optimizer.param_groups[0]['lr']:g})")
+    extra = penalty()
+    objective = loss if extra is None else loss + extra
+    for each in optimizers:
+        each.zero_grad(set_to_none=True)
+    if not (objective.requires_grad and objective.grad_fn is not None):
+        return loss, embeddings, False
+    objective.backward()
+    _check_finite(_grads(optimizers), f"{where}: a gradient is non-finite", optimizer)
+    for each in optimizers:
+        each.step()
+    _check_finite(_params(optimizers), f"{where}: the parameters became non-finite after the optimiser's step",
+                  optimizer)
+    return loss, embeddings, True
 
 
 def _params(optimizers) -> list[torch.Tensor]:

@@ -32,6 +32,7 @@ def evaluate(run_dir: Path, output: Path) -> dict:
         print(f"{problem}, and written again from the run's complete checkpoint.pt", file=sys.stderr)
     cfg = state["config"]
     device = environment.pick_device(cfg["device"])
+    environment.set_tf32(cfg["performance"].get("tf32", False))
     model = models.build(dict(cfg["model"], pretrained=False)).to(device)
     model.load_state_dict(state["model"])
     result = result_of(model, cfg, run_dir, device)

@@ -46,7 +46,7 @@ def name_of(key: dict) -> str:
 def spec_of(cfg: dict, key: dict) -> dict:
     """What the reference job reads: the key plus how to run it (device, loader, batch size)."""
     return {"key": key, "device": cfg["device"], "loader": cfg["loader"], "input": cfg["input"],
-            "batch_size": cfg["eval"]["batch_size"]}
+            "batch_size": cfg["eval"]["batch_size"], "tf32": cfg["performance"]["tf32"]}
 
 
 def _eval_config(spec: dict) -> dict:
@@ -109,6 +109,7 @@ def compute(spec: dict) -> dict:
 
     key, cfg = spec["key"], _eval_config(spec)
     device = environment.pick_device(spec["device"])
+    environment.set_tf32(spec["tf32"])
     table = manifest.read(Path(key["data"]["manifest"]))
     base = Path(key["data"]["manifest"]).parent
     torch.manual_seed(key["seed"])  # as train does right before building the model

@@ -110,6 +110,7 @@ def _checkpoint_of(run_dir: Path, cfg: dict, log) -> dict | None:
 def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
     write_json(run_dir / "config.json", cfg)
     device = environment.pick_device(cfg["device"])
+    environment.set_tf32(cfg["performance"]["tf32"])
     write_json(run_dir / "env.json", environment.describe(device))
 
     table = manifest.read(Path(cfg["data"]["manifest"]))

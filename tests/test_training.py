@@ -380,3 +380,22 @@ def test_warm_step_time_leaves_out_the_first_step(run_config, tmp_path, monkeypa
     row = json.loads((tmp_path / "run" / "epochs.jsonl").read_text().splitlines()[0])
     assert row["seconds"] >= 1.0 and row["steps"] == 4
     assert row["warm_seconds_per_step"] < 0.15  # with the first step in it, it would be over 0.25
+
+
+@pytest.mark.parametrize("tf32", [False, True])
+def test_tf32_follows_the_setting_and_env_json_records_it(run_config, tmp_path, tf32):
+    """TF32 is process-wide in PyTorch (and cuDNN's defaults to on): each run sets both flags
+    from `performance.tf32` rather than inherit them."""
+    from dmlbench import train as training
+
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = not tf32
+    cfg = dict(run_config, epochs=1, batches_per_epoch=1)
+    cfg["eval"] = dict(cfg["eval"], every=0)
+    cfg["performance"] = dict(cfg["performance"], tf32=tf32)
+    try:
+        training.train(cfg, tmp_path / "run", log=lambda m: None)
+        assert torch.backends.cuda.matmul.allow_tf32 is tf32 and torch.backends.cudnn.allow_tf32 is tf32
+        env = json.loads((tmp_path / "run" / "env.json").read_text())
+        assert env["tf32"] == {"matmul": tf32, "cudnn": tf32}
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = False, True

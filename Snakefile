@@ -5,7 +5,7 @@
 import sys
 from pathlib import Path
 
-from dmlbench.plan import Plan
+from dmlbench.config.plan import Plan
 
 CONFIG_DIR = Path(workflow.basedir) / "workflow" / "config"
 PLAN = Plan.load(CONFIG_DIR, config)

@@ -16,7 +16,7 @@ import torch
 
 from benchmarks import budget_check, evaluation, gpu_feed, input_pipeline, losses, preflight_time, training, workflow
 from dmlbench.analysis import loss_timing
-from dmlbench.plan import Plan
+from dmlbench.config.plan import Plan
 
 
 def _target(ok: bool) -> str:

@@ -3,7 +3,7 @@
 The preflight's probe of a small run's group (`dmlbench.preflight.probe`, 5 warm steps) gives
 seconds per step and evaluation seconds per image; the budget's formula
 (`dmlbench.preflight.budget`: steps × t_step + evaluations × test images × t_image) projects the
-run; then the run trains for real (`dmlbench.train.train`, the same process start excluded) and its
+run; then the run trains for real (`dmlbench.training.train.train`, the same process start excluded) and its
 wall time is compared. A CPU figure: ResNet-18 at 64 px on a CUB fixture, MS loss, batch 16.
 """
 
@@ -16,10 +16,10 @@ from pathlib import Path
 
 from dmlbench.data import manifest as manifest_io
 from dmlbench.data.prepare import prepare
-from dmlbench.plan import Plan
+from dmlbench.config.plan import Plan
 from dmlbench.preflight import budget
 from dmlbench.preflight.probe import probe
-from dmlbench.train import train
+from dmlbench.training.train import train
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "workflow" / "config"
 

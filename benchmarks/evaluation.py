@@ -53,7 +53,7 @@ def _contender(name: str, ks):
     if name in ("suite", "suite_knn_only"):
         import sklearn.metrics  # noqa: F401  (imported on first use by the suite's clustering metrics)
 
-        from dmlbench.evaluation import retrieval_metrics
+        from dmlbench.evaluation.metrics import retrieval_metrics
 
         return lambda g, gl, q, ql: retrieval_metrics(g, gl, ks, q, ql, clustering=name == "suite")
     if name == "pml":
@@ -82,7 +82,7 @@ def _contender(name: str, ks):
         import torch
 
         def roofline(g, gl, q, ql):  # the suite's chunk, into one reused output
-            from dmlbench.ranking import CHUNK
+            from dmlbench.evaluation.ranking import CHUNK
 
             gallery = torch.from_numpy(g)
             queries = torch.from_numpy(g if q is None else q)

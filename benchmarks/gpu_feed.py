@@ -1,5 +1,5 @@
 """Is the GPU fed? Per paper configuration of `full` (its backbone, input size, batch, loader and
-decoded-image store): images per second of the real training loop (`dmlbench.train.train` on a
+decoded-image store): images per second of the real training loop (`dmlbench.training.train.train` on a
 fixture at photo size, through the store; the mean of the warm steps of its second epoch) against
 the same network and loss on tensors already on the device (`benchmarks.training`). Target: the
 ratio ≥ 0.9.
@@ -19,8 +19,8 @@ import torch
 from benchmarks import training
 from dmlbench.data import store
 from dmlbench.data.prepare import prepare
-from dmlbench.plan import Plan
-from dmlbench.train import train
+from dmlbench.config.plan import Plan
+from dmlbench.training.train import train
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "workflow" / "config"
 CONFIGS = (("ms.t2", "ms"), ("ephn.t1", "ephn_1st"), ("profs.t1", "contrastive_hard"),

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from dmlbench import losses, miners
+from dmlbench.methods import losses, miners
 
 PER_CLASS = 5
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from dmlbench.plan import Plan
+from dmlbench.config.plan import Plan
 from dmlbench.preflight import runner
 from dmlbench.preflight.grouping import group_runs
 

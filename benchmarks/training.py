@@ -10,9 +10,9 @@ import time
 
 import torch
 
-from dmlbench.method import Criterion
+from dmlbench.methods.criterion import Criterion
 from dmlbench.models.embedding import EmbeddingNet
-from dmlbench.train import build_loss_optimizer, build_optimizer, train_step
+from dmlbench.training.train import build_loss_optimizer, build_optimizer, train_step
 
 METHOD = {"loss": {"name": "multi_similarity"}, "miner": {"name": "multi_similarity"}}
 
@@ -20,7 +20,7 @@ METHOD = {"loss": {"name": "multi_similarity"}, "miner": {"name": "multi_similar
 def images_per_second(backbone: str, size: int, batch: int, device, bf16=False,
                       channels_last=False, steps: int = 5, embedding_dim: int = 128, method=METHOD,
                       optimizer: dict | None = None) -> float:
-    """The training loop's own step (`dmlbench.train.train_step`) on random images already on
+    """The training loop's own step (`dmlbench.training.train.train_step`) on random images already on
     the device: the model's speed with nothing to load. `optimizer`: a run's optimizer settings
     (default: Adam at 1e-4 over every parameter)."""
     torch.manual_seed(0)

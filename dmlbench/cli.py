@@ -41,25 +41,25 @@ def cmd_cache(args) -> None:
 def _run_config(args) -> dict:
     if args.spec:
         return _spec(args.spec)
-    from dmlbench.plan import Plan
+    from dmlbench.config.plan import Plan
 
     plan = Plan.load(args.config_dir, {"preset": args.preset})
     return plan.resolve(plan.find_run(args.experiment, args.dataset, args.method, args.seed))
 
 
 def cmd_train(args) -> None:
-    from dmlbench import train
+    from dmlbench.training import train
 
     cfg = _run_config(args)
     train.train(cfg, Path(args.run_dir), log=train.log_stderr)
 
 
 def cmd_evaluate(args) -> None:
-    from dmlbench import final_metrics
+    from dmlbench.evaluation import final_metrics
 
     if not args.fresh and final_metrics.reuse(Path(args.run_dir), Path(args.output)):
         return  # the train step's evaluation of this very model.pt: no torch start needed
-    from dmlbench import evaluate_run
+    from dmlbench.evaluation import evaluate_run
 
     evaluate_run.evaluate(Path(args.run_dir), Path(args.output))
 
@@ -72,7 +72,7 @@ def cmd_aggregate(args) -> None:
 
 
 def cmd_reference(args) -> None:
-    from dmlbench import reference
+    from dmlbench.evaluation import reference
 
     reference.run(_spec(args.spec), Path(args.output))
 
@@ -85,14 +85,14 @@ def cmd_analyse(args) -> None:
 
 
 def cmd_report(args) -> None:
-    from dmlbench.plan import Plan
+    from dmlbench.config.plan import Plan
     from dmlbench.report import index
 
     index.write(Plan.load(args.config_dir, _spec(args.config)), Path(args.output))
 
 
 def cmd_plan(args) -> None:
-    from dmlbench.plan import Plan
+    from dmlbench.config.plan import Plan
 
     plan = Plan.load(args.config_dir, {"preset": args.preset})
     for run in plan.runs():
@@ -101,7 +101,7 @@ def cmd_plan(args) -> None:
 
 def cmd_doctor(args) -> None:
     from dmlbench import doctor
-    from dmlbench.plan import Plan
+    from dmlbench.config.plan import Plan
 
     config = dict(_spec(args.config), **({"preset": args.preset} if args.preset else {}))
     checks = doctor.run(Plan.load(args.config_dir, config), slurm=args.slurm, timeout=args.timeout)
@@ -118,7 +118,7 @@ def cmd_store(args) -> None:
 
 
 def cmd_preflight(args) -> None:
-    from dmlbench.plan import Plan
+    from dmlbench.config.plan import Plan
     from dmlbench.preflight import runner
 
     config = dict(_spec(args.config), **({"preset": args.preset} if args.preset else {}))

@@ -6,7 +6,7 @@ import pytest
 
 from conftest import CONFIG_DIR
 from dmlbench.errors import ConfigError
-from dmlbench.plan import Plan
+from dmlbench.config.plan import Plan
 
 
 @pytest.mark.parametrize("config, message", [
@@ -64,7 +64,7 @@ def test_catalogue_ids_follow_reproduction_md():
 def test_every_method_builds():
     import torch
 
-    from dmlbench.method import Criterion
+    from dmlbench.methods.criterion import Criterion
 
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     labels = torch.arange(4).repeat_interleave(4)
@@ -76,9 +76,9 @@ def test_every_method_builds():
 
 
 def test_every_full_run_resolves_to_a_buildable_criterion():
-    from dmlbench.method import Criterion
+    from dmlbench.methods.criterion import Criterion
 
-    from dmlbench import schemes
+    from dmlbench.training import schemes
 
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     labels = [c for c in range(200) for _ in range(6)]
@@ -196,9 +196,9 @@ def test_every_run_of_the_cpu_presets_gets_its_batches(preset, tmp_path):
     batch: a batch that a fixture cannot fill is found here, not minutes into the demo."""
     import torch
 
-    from dmlbench import schemes
+    from dmlbench.training import schemes
     from dmlbench.data import manifest
-    from dmlbench.method import Criterion
+    from dmlbench.methods.criterion import Criterion
     from dmlbench.data.prepare import prepare
 
     plan = Plan.load(CONFIG_DIR, {"preset": preset, "data": {"root": str(tmp_path)}})

@@ -10,7 +10,7 @@ from conftest import CONFIG_DIR
 from dmlbench.data import batches, cache, manifest, store
 from dmlbench.data.prepare import prepare
 from dmlbench.errors import ConfigError, DatasetError, DmlbenchError
-from dmlbench.plan import Plan
+from dmlbench.config.plan import Plan
 
 
 def truncate(path, keep=0.5):
@@ -95,7 +95,7 @@ def trained(tmp_path_factory, cub):
 
 
 def train_quietly(cfg, run_dir, messages=None):
-    from dmlbench.train import train
+    from dmlbench.training.train import train
 
     return train(cfg, run_dir, log=(messages.append if messages is not None else lambda m: None))
 
@@ -116,7 +116,7 @@ def test_a_damaged_checkpoint_is_named_and_the_run_trains_afresh(trained, tmp_pa
 
 @pytest.mark.parametrize("damage", [truncate, garble])
 def test_a_damaged_model_is_named_set_aside_and_written_again_from_the_checkpoint(trained, tmp_path, damage, capsys):
-    from dmlbench.evaluate_run import evaluate
+    from dmlbench.evaluation.evaluate_run import evaluate
 
     run_dir = tmp_path / "run"
     train_quietly(trained, run_dir)

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from conftest import CONFIG_DIR
-from dmlbench.method import Criterion
-from dmlbench.plan import Plan
+from dmlbench.methods.criterion import Criterion
+from dmlbench.config.plan import Plan
 
 B, D = 8, 16
 METHODS = Plan.load(CONFIG_DIR, {"preset": "full"}).methods

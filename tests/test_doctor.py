@@ -9,7 +9,7 @@ from conftest import CONFIG_DIR
 from dmlbench import doctor
 from dmlbench.data import datasets, fixtures
 from dmlbench.data.datasets import Layout, SourceFile
-from dmlbench.plan import Plan
+from dmlbench.config.plan import Plan
 
 
 def plan_for(tmp_path, **extra):

@@ -5,9 +5,9 @@ import pytest
 import torch
 from scipy.optimize import minimize
 
-from dmlbench import losses
+from dmlbench.methods import losses
 from dmlbench.analysis import dro_identities
-from dmlbench.pairs import PairBatch
+from dmlbench.methods.pairs import PairBatch
 from test_losses import batch, check_against, cosine
 
 
@@ -165,7 +165,7 @@ def test_code_kl_draws_4k_code_pairs_from_the_truncated_expm1_weights(monkeypatc
 
 
 def test_code_weights_do_not_overflow_in_float32():
-    from dmlbench.losses.dro import code_weights
+    from dmlbench.methods.losses.dro import code_weights
 
     values = torch.tensor([0.0, 0.5, 0.9, 1.3], dtype=torch.float32)
     w = code_weights(values, 0.01)  # e^{130} overflows float32
@@ -271,7 +271,7 @@ def test_zero_loss_pairs_are_dropped():
 def test_loss_timing_measures_both_scopes():
     from conftest import CONFIG_DIR
     from dmlbench.analysis import loss_timing
-    from dmlbench.plan import Plan
+    from dmlbench.config.plan import Plan
 
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     methods = plan.analysis_spec("dro.f3")["methods"]
@@ -284,7 +284,7 @@ def test_loss_timing_measures_both_scopes():
 
 def test_dro_f3_times_the_same_baselines_as_the_other_figures():
     from conftest import CONFIG_DIR
-    from dmlbench.plan import Plan
+    from dmlbench.config.plan import Plan
 
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     timed = plan.analysis_spec("dro.f3")["methods"]
@@ -298,7 +298,7 @@ def test_dro_f3_times_the_same_baselines_as_the_other_figures():
 
 def test_the_tables_dro_kl_m_samples_k_pairs_and_the_closed_form_is_its_own_method():
     from conftest import CONFIG_DIR
-    from dmlbench.plan import Plan
+    from dmlbench.config.plan import Plan
 
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     sampled = losses.build(**plan.methods["dro_kl_m"]["loss"])

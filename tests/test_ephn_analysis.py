@@ -106,7 +106,7 @@ def test_vanilla_direct_form_is_the_suites_distance_triplet_loss():
     """The vanilla simulation differentiates `triplet_distance`: [D_ap² - D_an² + m]_+ (eq. 28)."""
     f_a, f_p, f_n = tu.unit_triplets(np.array([0.3]), np.array([0.6]), 0.5)
     s_ap, s_an = tu.similarities("vanilla", f_a, f_p, f_n)
-    from dmlbench import losses
+    from dmlbench.methods import losses
     value = losses.build("triplet_distance", margin=0.7).triplet_terms(s_ap, s_an)
     expected = (f_a - f_p).pow(2).sum() - (f_a - f_n).pow(2).sum() + 0.7
     assert value.item() == pytest.approx(torch.clamp(expected, min=0).item(), abs=1e-14)

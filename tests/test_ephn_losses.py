@@ -6,9 +6,9 @@ import math
 import pytest
 import torch
 
-from dmlbench import losses, miners
-from dmlbench.method import Criterion
-from dmlbench.pairs import PairBatch
+from dmlbench.methods import losses, miners
+from dmlbench.methods.criterion import Criterion
+from dmlbench.methods.pairs import PairBatch
 
 
 def unit_triplets(count, dim=5, seed=0):
@@ -206,7 +206,7 @@ def ephn_code_loss(e, y, semi=False, sigma=0.1):
 @pytest.mark.parametrize("method, semi", [("ephn_1st_code", False), ("epshn_1st_code", True)])
 def test_ephn_code_variant_drops_triplets_with_non_positive_similarities(seed, method, semi):
     from conftest import CONFIG_DIR
-    from dmlbench.plan import Plan
+    from dmlbench.config.plan import Plan
 
     spec = Plan.load(CONFIG_DIR, {"preset": "full"}).methods[method]
     e, y = random_batch(seed, n_classes=4, per_class=4, dim=6)

@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 import torch
 
-from dmlbench import recording
+from dmlbench.training import recording
 from dmlbench.errors import ConfigError
-from dmlbench.method import Criterion
-from dmlbench.plan import FIGURES, Plan
+from dmlbench.methods.criterion import Criterion
+from dmlbench.config.plan import FIGURES, Plan
 from dmlbench.report import triplet_figures
 
 from conftest import CONFIG_DIR
@@ -89,7 +89,7 @@ def test_probe_after_similarities_are_those_of_the_updated_copy():
     criterion = Criterion(cfg["method"])
     moves = recording.probe(model, criterion, data, cfg, "cpu", torch.Generator().manual_seed(5))
     generator = torch.Generator().manual_seed(5)
-    from dmlbench import samplers
+    from dmlbench.methods import samplers
     sampler = samplers.build("m_per_class", data.labels, 16, 4, generator, 1)
     images, labels = next(iter(torch.utils.data.DataLoader(data, batch_sampler=sampler,
                                                            generator=generator)))

@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from dmlbench import evaluation, ranking, search
+from dmlbench.evaluation import ranking, search
+from dmlbench.evaluation.metrics import pairwise_f1, retrieval_metrics
 
 
 def brute_neighbours(queries, gallery, self_retrieval):
@@ -47,7 +48,7 @@ def data(seed, n=300, classes=12, dim=16, spread=1.5):
 def test_self_retrieval_matches_brute_force(seed):
     x, y = data(seed)
     ks = (1, 2, 4, 8, 16)
-    ours = evaluation.retrieval_metrics(x, y, ks, clustering=False)
+    ours = retrieval_metrics(x, y, ks, clustering=False)
     expected = brute_metrics(x, y, x, y, ks, self_retrieval=True)
     for key, value in expected.items():
         assert ours[key] == pytest.approx(value, abs=1e-9), key
@@ -59,7 +60,7 @@ def test_query_gallery_matches_brute_force(seed):
     g, gl = x[:180], y[:180]
     q, ql = x[180:], y[180:]
     ks = (1, 5, 10, 20)
-    ours = evaluation.retrieval_metrics(g, gl, ks, q, ql, clustering=False)
+    ours = retrieval_metrics(g, gl, ks, q, ql, clustering=False)
     expected = brute_metrics(q, ql, g, gl, ks, self_retrieval=False)
     for key, value in expected.items():
         assert ours[key] == pytest.approx(value, abs=1e-9), key
@@ -69,7 +70,7 @@ def test_query_is_excluded_even_with_exact_duplicates():
     # two identical items of different classes: each must not count itself
     x = np.array([[1, 0], [1, 0], [0, 1], [0, 1]], dtype=np.float32)
     y = np.array([0, 1, 1, 0])
-    metrics = evaluation.retrieval_metrics(x, y, (1,), clustering=False)
+    metrics = retrieval_metrics(x, y, (1,), clustering=False)
     assert metrics["recall@1"] == 0.0
 
 
@@ -122,7 +123,7 @@ def test_ranks_with_ties_self_exclusion_and_query_gallery_equal_brute_force(seed
         assert first[i] == (hits.index(True) if any(hits) else len(g)), i
         assert list(top[i]) == hits[:r] + [False] * (top.shape[1] - r), i
     ks = (1, 2, 4, 8, 16)
-    ours = evaluation.retrieval_metrics(g, gl, ks, None if self_retrieval else q,
+    ours = retrieval_metrics(g, gl, ks, None if self_retrieval else q,
                                         None if self_retrieval else ql, clustering=False)
     orders = brute_order_ties_to_higher_index(q, g, self_retrieval)
     for k in ks:
@@ -169,7 +170,7 @@ def brute_nmi(labels, clusters):
 def test_pairwise_f1_matches_pair_loop(seed):
     rng = np.random.default_rng(seed)
     labels, clusters = rng.integers(0, 6, 120), rng.integers(0, 5, 120)
-    assert evaluation.pairwise_f1(labels, clusters) == pytest.approx(brute_f1(labels, clusters))
+    assert pairwise_f1(labels, clusters) == pytest.approx(brute_f1(labels, clusters))
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -177,14 +178,14 @@ def test_nmi_and_f1_use_the_kmeans_assignment(seed, monkeypatch):
     x, y = data(seed)
     assignment = np.random.default_rng(seed).integers(0, 12, len(y))
     monkeypatch.setattr(search, "kmeans", lambda *a, **k: assignment)
-    metrics = evaluation.retrieval_metrics(x, y, (1,))
+    metrics = retrieval_metrics(x, y, (1,))
     assert metrics["nmi"] == pytest.approx(brute_nmi(y, assignment))
     assert metrics["f1"] == pytest.approx(brute_f1(y, assignment))
 
 
 def test_kmeans_recovers_well_separated_classes():
     x, y = data(0, n=400, classes=8, spread=20.0)
-    metrics = evaluation.retrieval_metrics(x, y, (1,), kmeans_restarts=10)
+    metrics = retrieval_metrics(x, y, (1,), kmeans_restarts=10)
     assert metrics["nmi"] == pytest.approx(1.0)
     assert metrics["f1"] == pytest.approx(1.0)
 
@@ -194,7 +195,7 @@ def test_kmeans_runs_once_per_evaluation(monkeypatch):
     real = search.kmeans
     monkeypatch.setattr(search, "kmeans", lambda *a, **k: calls.append(1) or real(*a, **k))
     x, y = data(1)
-    evaluation.retrieval_metrics(x, y, (1, 2, 4))
+    retrieval_metrics(x, y, (1, 2, 4))
     assert len(calls) == 1
 
 
@@ -216,7 +217,7 @@ def test_symmetric_blocks_rank_as_brute_force_and_rank_most_rows_themselves(seed
     """Self-retrieval from half the matrix: blocks read along rows and down columns, runs of
     `group` entries, ragged last blocks, samples down to every item; few rows are left to the
     row-by-row ranking."""
-    from dmlbench import symmetric_ranking
+    from dmlbench.evaluation import symmetric_ranking
 
     monkeypatch.setattr(symmetric_ranking, "GROUP", group)
     monkeypatch.setattr(symmetric_ranking, "STRIDE", stride)
@@ -233,7 +234,7 @@ def test_symmetric_blocks_rank_as_brute_force_and_rank_most_rows_themselves(seed
 def test_rows_the_symmetric_blocks_cannot_rank_are_ranked_row_by_row(setting, monkeypatch):
     """Bounds set too high (no candidates: the check must refuse them), rows routed away, rows
     capped before or part-way through their blocks."""
-    from dmlbench import symmetric_ranking
+    from dmlbench.evaluation import symmetric_ranking
 
     for name, value in setting.items():
         monkeypatch.setattr(symmetric_ranking, name, value)
@@ -251,7 +252,7 @@ def test_a_row_leaves_the_symmetric_blocks_exactly_when_its_candidates_pass_the_
     """The cap bounds the candidates held: counted along rows and down columns alike."""
     import torch
 
-    from dmlbench import symmetric_ranking
+    from dmlbench.evaluation import symmetric_ranking
 
     x, y = data(2, n=120)
     x = x / np.linalg.norm(x, axis=1, keepdims=True)
@@ -274,7 +275,7 @@ def test_a_row_leaves_the_symmetric_blocks_exactly_when_its_candidates_pass_the_
 def test_rows_the_sample_predicts_many_candidates_for_are_routed_and_the_rest_ranked():
     import torch
 
-    from dmlbench import symmetric_ranking
+    from dmlbench.evaluation import symmetric_ranking
 
     x, y = data(3, n=2000, classes=200, dim=16, spread=0.7)
     x = x / np.linalg.norm(x, axis=1, keepdims=True)
@@ -292,7 +293,7 @@ def test_rows_the_sample_predicts_many_candidates_for_are_routed_and_the_rest_ra
 def test_the_symmetric_blocks_are_skipped_when_most_rows_would_be_routed(classes, monkeypatch):
     """Large classes (R × STRIDE > ROUTED for most rows), or most rows routed by their bounds:
     every row goes to the row-by-row ranking, which still equals brute force."""
-    from dmlbench import symmetric_ranking
+    from dmlbench.evaluation import symmetric_ranking
 
     blocks, bounds = [], []
     monkeypatch.setattr(symmetric_ranking, "_rank_block", lambda *a: blocks.append(a))
@@ -316,7 +317,7 @@ def test_nan_embeddings_are_refused():
     x, y = data(0)
     x[3, 2] = np.nan
     with pytest.raises(ValueError, match="NaN"):
-        evaluation.retrieval_metrics(x, y, (1,))
+        retrieval_metrics(x, y, (1,))
 
 
 def test_ties_are_ordered_as_the_faiss_flat_index_ordered_them():

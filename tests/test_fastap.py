@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from dmlbench import losses
-from dmlbench.losses.fastap import bin_centres
+from dmlbench.methods import losses
+from dmlbench.methods.losses.fastap import bin_centres
 
 
 def brute_fastap(embeddings, labels, num_bins, bins):

@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 import torch
 
-from dmlbench import samplers
+from dmlbench.methods import samplers
 from dmlbench.errors import ConfigError
 
 
@@ -93,7 +93,7 @@ def test_category_pairs_refuses_data_without_categories():
 
 def test_every_configured_sampler_exists():
     from conftest import CONFIG_DIR
-    from dmlbench.plan import Plan
+    from dmlbench.config.plan import Plan
 
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     for name, method in plan.methods.items():

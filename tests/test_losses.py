@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from dmlbench import losses, miners
+from dmlbench.methods import losses, miners
 
 
 def batch(seed=0, n_classes=4, per_class=3, dim=8):
@@ -147,7 +147,7 @@ def test_vthm_keeps_exactly_the_pairs_of_its_two_rules():
     # anchor 0: positives S = 0.9, 0.3; negatives S = 0.35, 0.1
     sim = torch.eye(5)
     sim[0, 1:] = torch.tensor([0.9, 0.3, 0.35, 0.1])
-    from dmlbench.pairs import PairBatch
+    from dmlbench.methods.pairs import PairBatch
 
     mined = miners.build("multi_similarity", epsilon=0.1)(PairBatch.from_similarity(sim, labels))
     # positive kept if S < max neg (0.35) + 0.1 = 0.45 → only index 2

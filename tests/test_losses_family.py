@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from dmlbench import losses, miners
-from dmlbench.pairs import PairBatch
+from dmlbench.methods import losses, miners
+from dmlbench.methods.pairs import PairBatch
 from test_losses import batch, check_against, cosine
 
 
@@ -190,7 +190,7 @@ def test_the_catalogues_npair_methods_train_unnormalised_embeddings_as_sohn():
     L2 penalty: the model feeds the loss unnormalised vectors, and the penalty is not constant."""
     from conftest import CONFIG_DIR
     from dmlbench import models
-    from dmlbench.plan import Plan
+    from dmlbench.config.plan import Plan
 
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     for method in ("npair", "n_profs", "n_profs_hncm"):
@@ -403,7 +403,7 @@ def _triplets_with_repeats(embeddings, labels):
 
 
 def test_margin_loss_counts_every_drawn_negative():
-    from dmlbench.pairs import PairBatch
+    from dmlbench.methods.pairs import PairBatch
 
     e, y = batch(7)
     a, p, n = _triplets_with_repeats(e, y)
@@ -421,7 +421,7 @@ def test_margin_loss_counts_every_drawn_negative():
 
 
 def test_pair_margin_counts_every_drawn_negative():
-    from dmlbench.pairs import PairBatch
+    from dmlbench.methods.pairs import PairBatch
 
     e, y = batch(8)
     a, p, n = _triplets_with_repeats(e, y)

@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 import pytest
 
 from conftest import CONFIG_DIR
-from dmlbench.plan import Plan
+from dmlbench.config.plan import Plan
 from dmlbench.report import aggregate, index, layout
 from test_report import fake_run
 

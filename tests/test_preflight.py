@@ -6,7 +6,7 @@ import math
 import pytest
 
 from conftest import CONFIG_DIR
-from dmlbench.plan import Plan
+from dmlbench.config.plan import Plan
 from dmlbench.preflight import budget
 from dmlbench.preflight.grouping import code_path, group_runs
 from dmlbench.preflight.runner import bounded, probe_all

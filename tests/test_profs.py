@@ -11,11 +11,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from conftest import CONFIG_DIR
-from dmlbench import losses, schemes
+from dmlbench.methods import losses
+from dmlbench.training import schemes
 from dmlbench.data.prepare import prepare
-from dmlbench.method import Criterion
-from dmlbench.plan import Plan
-from dmlbench.schemes.profs import hardest_classes, iterations_per_cycle
+from dmlbench.methods.criterion import Criterion
+from dmlbench.config.plan import Plan
+from dmlbench.training.schemes.profs import hardest_classes, iterations_per_cycle
 
 LABELS = [c for c in range(10) for _ in range(6)]  # 10 classes × 6 images
 
@@ -229,10 +230,10 @@ class StopAfterFirstEpoch(Exception):
 
 
 def test_kill_inside_a_cycle_and_resume_gives_the_uninterrupted_run(tmp_path):
-    from dmlbench.model_eval import evaluate_model
+    from dmlbench.evaluation.model_eval import evaluate_model
     from dmlbench.data import manifest as manifest_io
     from dmlbench import models
-    from dmlbench.train import train
+    from dmlbench.training.train import train
 
     manifest = tmp_path / "data" / "fixture" / "cub" / "manifest.csv"
     prepare("cub", "fixture", tmp_path / "data", manifest,

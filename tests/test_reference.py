@@ -13,9 +13,10 @@ from PIL import Image
 from test_evaluation import brute_metrics
 
 from conftest import python_env
-from dmlbench import models, reference
+from dmlbench import models
+from dmlbench.evaluation import reference
 from dmlbench.data.prepare import prepare
-from dmlbench.plan import Plan
+from dmlbench.config.plan import Plan
 
 CONFIG_DIR = "workflow/config"
 METRICS = ("recall@1", "recall@2", "map@r")

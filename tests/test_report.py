@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from conftest import CONFIG_DIR
-from dmlbench.plan import Plan
+from dmlbench.config.plan import Plan
 from dmlbench.report import aggregate, index
 
 
@@ -179,7 +179,7 @@ def test_dro_quotes_wang_et_al_rows_as_quoted_not_as_its_own(tmp_path):
 
 
 def test_test_selected_epoch_is_the_best_recall_at_1_and_shown_beside_the_last(tmp_path):
-    from dmlbench.evaluate_run import test_selected_epoch
+    from dmlbench.evaluation.evaluate_run import test_selected_epoch
 
     history = tmp_path / "epochs.jsonl"
     rows = [{"epoch": 1, "loss": 1.0, "recall@1": 0.5, "recall@2": 0.6},

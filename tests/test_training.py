@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from conftest import CONFIG_DIR, python_env
-from dmlbench import samplers
+from dmlbench.methods import samplers
 from dmlbench.data.prepare import prepare
-from dmlbench.plan import Plan
+from dmlbench.config.plan import Plan
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,7 @@ def test_resume_after_kill_gives_the_same_result(run_config, tmp_path):
 
 
 def test_same_seed_same_numbers_other_seed_differs(run_config, tmp_path):
-    from dmlbench.train import train
+    from dmlbench.training.train import train
 
     cfg = dict(run_config, epochs=1, batches_per_epoch=3)
     logs = []
@@ -172,8 +172,8 @@ def test_bad_spec_json_is_named():
 
 
 def test_diverging_loss_stops_the_run(run_config, tmp_path, monkeypatch):
-    from dmlbench import train as training
-    from dmlbench.method import Criterion
+    from dmlbench.training import train as training
+    from dmlbench.methods.criterion import Criterion
 
     class Diverged(Criterion):
         def forward(self, embeddings, labels, pairs=None):
@@ -188,8 +188,8 @@ def test_diverging_loss_stops_the_run(run_config, tmp_path, monkeypatch):
 
 def test_diverging_loss_is_one_line_on_the_command_line(run_config, tmp_path, monkeypatch, capsys):
     from dmlbench import cli
-    from dmlbench import train as training
-    from dmlbench.method import Criterion
+    from dmlbench.training import train as training
+    from dmlbench.methods.criterion import Criterion
 
     class Diverged(Criterion):
         def forward(self, embeddings, labels, pairs=None):
@@ -210,7 +210,7 @@ def test_a_run_whose_weights_blow_up_stops_and_writes_no_model(run_config, tmp_p
     """The probe's scenario: SGD at lr 1e30, no per-epoch evaluation. The loss can stay finite
     while the weights become infinite; the step's check stops the run, naming it, and no
     model.pt is written."""
-    from dmlbench import train as training
+    from dmlbench.training import train as training
 
     cfg = json.loads(json.dumps(run_config))
     cfg.update(epochs=2, batches_per_epoch=3)
@@ -231,7 +231,7 @@ def test_non_finite_settings_are_refused_before_any_job(key, value):
 
 
 def test_changed_setting_trains_afresh_instead_of_resuming(run_config, tmp_path):
-    from dmlbench.train import train
+    from dmlbench.training.train import train
 
     cfg = dict(run_config, epochs=2, batches_per_epoch=2)
     logs = []
@@ -262,7 +262,7 @@ def test_a_refused_trainer_leaves_the_holders_lock(tmp_path):
     the third must be refused too (the refused one once removed the holder's lock and folder)."""
     folder = tmp_path / "run"
     folder.mkdir()
-    code = ("import sys, time; from pathlib import Path; from dmlbench import run_folder\n"
+    code = ("import sys, time; from pathlib import Path; from dmlbench.training import run_folder\n"
             "try:\n"
             "    with run_folder.exclusive(Path(sys.argv[1])):\n"
             "        print('held', flush=True); time.sleep(float(sys.argv[2]))\n"
@@ -283,8 +283,8 @@ def test_a_refused_trainer_leaves_the_holders_lock(tmp_path):
 
 
 def test_two_trainings_of_one_run_folder_cannot_run_at_once(run_config, tmp_path):
-    from dmlbench import run_folder
-    from dmlbench.train import train
+    from dmlbench.training import run_folder
+    from dmlbench.training.train import train
 
     folder = tmp_path / "run"
     folder.mkdir()
@@ -299,9 +299,9 @@ def test_margin_beta_learns_at_its_own_rate_as_in_wu_et_al(method):
     """Wu et al.'s code trains β with its own SGD (lr 0.1, momentum 0.9): over 30 steps it moves
     by more than 0.05, where the network's optimizer (Adam at the paper's lr) moves it by at most
     30 × lr (Adam's steps are bounded by its rate)."""
-    from dmlbench.method import Criterion
+    from dmlbench.methods.criterion import Criterion
     from dmlbench.models.embedding import EmbeddingNet
-    from dmlbench.train import build_loss_optimizer, build_optimizer
+    from dmlbench.training.train import build_loss_optimizer, build_optimizer
 
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     run = next(r for e in plan.experiment_ids if not plan.is_analysis(e) for r in plan.runs(e)
@@ -334,7 +334,7 @@ def test_margin_beta_learns_at_its_own_rate_as_in_wu_et_al(method):
 def test_the_evaluate_step_reuses_the_train_steps_evaluation_of_the_same_model(run_config, tmp_path):
     """Train evaluates the model it wrote; evaluate writes that result without starting torch, the
     same numbers as evaluating model.pt afresh; for any other model.pt it evaluates afresh."""
-    from dmlbench.train import train
+    from dmlbench.training.train import train
 
     run_dir = tmp_path / "run"
     train(dict(run_config, epochs=1, batches_per_epoch=2), run_dir, log=lambda m: None)
@@ -362,10 +362,11 @@ def test_the_evaluate_step_reuses_the_train_steps_evaluation_of_the_same_model(r
 
 
 def test_warm_step_time_leaves_out_the_first_step(run_config, tmp_path, monkeypatch):
-    from dmlbench import method, train as training
+    from dmlbench.methods import criterion
+    from dmlbench.training import train as training
 
     calls = []
-    forward = method.Criterion.forward
+    forward = criterion.Criterion.forward
 
     def slow_first(self, *args, **kwargs):  # a first step a second longer than the others
         calls.append(1)
@@ -373,7 +374,7 @@ def test_warm_step_time_leaves_out_the_first_step(run_config, tmp_path, monkeypa
             time.sleep(1.0)
         return forward(self, *args, **kwargs)
 
-    monkeypatch.setattr(method.Criterion, "forward", slow_first)
+    monkeypatch.setattr(criterion.Criterion, "forward", slow_first)
     cfg = dict(run_config, epochs=1, batches_per_epoch=4)
     cfg["eval"] = dict(cfg["eval"], every=0)
     training.train(cfg, tmp_path / "run", log=lambda m: None)
@@ -386,7 +387,7 @@ def test_warm_step_time_leaves_out_the_first_step(run_config, tmp_path, monkeypa
 def test_tf32_follows_the_setting_and_env_json_records_it(run_config, tmp_path, tf32):
     """TF32 is process-wide in PyTorch (and cuDNN's defaults to on): each run sets both flags
     from `performance.tf32` rather than inherit them."""
-    from dmlbench import train as training
+    from dmlbench.training import train as training
 
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = not tf32
     cfg = dict(run_config, epochs=1, batches_per_epoch=1)

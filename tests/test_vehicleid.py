@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dmlbench import evaluation
+from dmlbench.evaluation.metrics import retrieval_metrics, vehicleid_metrics
 from dmlbench.data import acquire
 from dmlbench.data.prepare import prepare
 from dmlbench.errors import DatasetError
@@ -43,8 +43,8 @@ def clustered(n_vehicles=12, per=4, dim=16, seed=0):
 
 def test_all_vs_all_is_the_dml_protocol():
     x, y = clustered()
-    ours = evaluation.vehicleid_metrics(x, y, (1, 5), "all_vs_all", clustering=False)
-    assert ours == evaluation.retrieval_metrics(x, y, (1, 5), clustering=False)
+    ours = vehicleid_metrics(x, y, (1, 5), "all_vs_all", clustering=False)
+    assert ours == retrieval_metrics(x, y, (1, 5), clustering=False)
 
 
 def test_one_gallery_image_per_vehicle_averages_ten_draws():
@@ -58,6 +58,6 @@ def test_one_gallery_image_per_vehicle_averages_ten_draws():
         for k in recalls:
             hits = [y[i] in y[gallery[np.argsort(-(unit[gallery] @ unit[i]))[:k]]] for i in queries]
             recalls[k].append(np.mean(hits))
-    ours = evaluation.vehicleid_metrics(x, y, (1, 5), "one_gallery_per_vehicle")
+    ours = vehicleid_metrics(x, y, (1, 5), "one_gallery_per_vehicle")
     assert ours["recall@1"] == pytest.approx(np.mean(recalls[1]))
     assert ours["recall@5"] == pytest.approx(np.mean(recalls[5]))

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from conftest import CONFIG_DIR, REPO, python_env
-from dmlbench.plan import Plan
+from dmlbench.config.plan import Plan
 
 
 def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:

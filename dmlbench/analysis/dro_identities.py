@@ -21,9 +21,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from dmlbench import losses
+from dmlbench.methods import losses
 from dmlbench.io import atomic_path
-from dmlbench.pairs import PairBatch
+from dmlbench.methods.pairs import PairBatch
 
 
 def random_batch(seed: int, classes: int = 4, per_class: int = 4, dim: int = 16):

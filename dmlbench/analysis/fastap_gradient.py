@@ -13,9 +13,9 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from dmlbench import losses
+from dmlbench.methods import losses
 from dmlbench.io import atomic_path
-from dmlbench.losses.fastap import bin_centres
+from dmlbench.methods.losses.fastap import bin_centres
 
 TOLERANCE = 1e-9  # largest relative difference accepted (float64)
 

@@ -19,7 +19,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from dmlbench import losses, miners
+from dmlbench.methods import losses, miners
 from dmlbench.io import atomic_path
 
 BATCHES = (80, 160, 320, 480, 640)

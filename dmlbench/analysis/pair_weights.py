@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from dmlbench import losses
+from dmlbench.methods import losses
 from dmlbench.io import atomic_path
-from dmlbench.pairs import PairBatch
+from dmlbench.methods.pairs import PairBatch
 
 # Per loss: its parameters and the fixed similarities of the anchor's other positive and negative
 # pairs. Contrastive and triplet get one partner pair (one triplet); lifted and binomial a group.

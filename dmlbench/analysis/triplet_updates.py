@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from dmlbench import losses
+from dmlbench.methods import losses
 from dmlbench.errors import DmlbenchError
 from dmlbench.io import atomic_path
 

@@ -112,7 +112,7 @@ BACKBONES = ("small_cnn", "spatial_cnn", "resnet18", "resnet50", "googlenet", "b
 class EmbeddingNet(nn.Module):
     """Images (RGB, [0, 1]) → embeddings of size `embedding_dim`, L2-normalised unless
     `normalize=False` (Sohn's N-pair loss trains unnormalised embeddings with an L2 penalty;
-    retrieval then normalises them, `dmlbench.model_eval.embed`)."""
+    retrieval then normalises them, `dmlbench.evaluation.model_eval.embed`)."""
 
     def __init__(self, backbone: str = "resnet50", embedding_dim: int = 512, pretrained: bool = True,
                  pooling: str = "avg", frozen_bn: bool = False, weights_path: str | None = None,

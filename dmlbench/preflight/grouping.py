@@ -7,7 +7,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from dmlbench.plan import Plan, Run
+from dmlbench.config.plan import Plan, Run
 
 # evaluation layouts: every test image queries the others | query vs gallery | three test lists
 LAYOUTS = {"inshop": "query_gallery", "vehicleid": "test_lists"}

@@ -16,11 +16,12 @@ from pathlib import Path
 
 import torch
 
-from dmlbench import environment, final_metrics
+from dmlbench import environment
+from dmlbench.evaluation import final_metrics
 from dmlbench.data import manifest as manifest_io
 from dmlbench.data import store
 from dmlbench.data.prepare import prepare
-from dmlbench.train import train
+from dmlbench.training.train import train
 
 
 class _Interrupted(Exception):

@@ -14,7 +14,7 @@ import torch
 
 from dmlbench import environment
 from dmlbench.io import atomic_path, write_json
-from dmlbench.plan import Plan
+from dmlbench.config.plan import Plan
 from dmlbench.preflight import budget
 from dmlbench.preflight.grouping import LAYOUTS, Group, group_runs
 from dmlbench.preflight.probe import probe

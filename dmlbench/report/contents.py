@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dmlbench.plan import Plan
+from dmlbench.config.plan import Plan
 
 
 def _status(plan: Plan, key: str, folder: Path) -> tuple[str, str]:

@@ -30,7 +30,7 @@ class Row:
     key: str        # method id, quoted row name, or (datasets as rows) dataset id
     label: str
     quoted: bool    # numbers the paper quotes from the literature: never run
-    reference: bool = False  # no training (dmlbench.reference): the suite's number only
+    reference: bool = False  # no training (dmlbench.evaluation.reference): the suite's number only
 
 
 @dataclass(frozen=True)

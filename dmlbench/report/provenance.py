@@ -77,7 +77,7 @@ def experiment_rows(plan, paper_plan) -> list[dict]:
 
 def panel(plan, preset_dir: Path) -> str:
     """The provenance panel of a preset's page."""
-    from dmlbench.plan import Plan
+    from dmlbench.config.plan import Plan
 
     paper_plan = Plan.load(plan.config_dir, {"preset": "full"})
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

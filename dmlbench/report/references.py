@@ -1,4 +1,4 @@
-"""The reference rows of a table (embeddings before any training step, `dmlbench.reference`) and
+"""The reference rows of a table (embeddings before any training step, `dmlbench.evaluation.reference`) and
 the sentence that says how each method compares with them."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dmlbench import reference
+from dmlbench.evaluation import reference
 from dmlbench.errors import DmlbenchError
 from dmlbench.io import set_aside
 

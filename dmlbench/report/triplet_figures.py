@@ -1,4 +1,4 @@
-"""Figures drawn from what runs record about their triplets (`dmlbench.recording`):
+"""Figures drawn from what runs record about their triplets (`dmlbench.training.recording`):
 ephn Figure 6 (triplet scatter diagrams per epoch) and Figure 3 (where triplets move)."""
 
 from __future__ import annotations

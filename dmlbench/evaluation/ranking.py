@@ -1,0 +1,167 @@
+"""Where each query's relevant gallery items rank, from chunks of the similarity matrix.
+
+Recall@K needs only the rank of a query's most similar relevant item (a hit at K when fewer than
+K items rank before it), and MAP@R and R-Precision only the first R places (R = the query's
+relevant items). So, instead of retrieving K = 1000 neighbours:
+
+- a bound: the first R places all hold a similarity of at least the R-th largest, which is not
+  below the least similar relevant item's (R relevant items reach it) nor below the R-th
+  largest of a sample (every `STRIDE`-th gallery item, placed first in the matrix product so
+  that the sample is contiguous); the bound is the larger of the two, or the best relevant
+  item's similarity when that is lower;
+- the candidates, every item at or above the bound, hold the first R places and every item
+  ranked before the best relevant one; ordering them gives both.
+
+Self-retrieval goes through half the matrix first (`dmlbench.evaluation.symmetric_ranking`). The rows it
+leaves, and the queries of a query/gallery split, cost one matrix product per chunk of rows and
+one pass per similarity row here (in a pool of threads: numpy releases the GIL in its loops).
+
+Order: by cosine similarity, most similar first; equal similarities put the higher gallery
+index first (the order the faiss flat-index search gave before). In self-retrieval the query
+itself is left out.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import torch
+
+from dmlbench.evaluation import symmetric_ranking
+from dmlbench.evaluation.rank_keys import max_rows, order_keys
+
+CHUNK = 1024  # query rows per matrix product
+STRIDE = 16  # every STRIDE-th gallery item is in the sample that bounds the R-th largest
+MAX_SORTED = 4096  # a row with more candidates is ranked on its own, by selection and counting
+
+
+def relevant_lists(q_labels: np.ndarray, g_labels: np.ndarray, self_retrieval: bool) -> np.ndarray:
+    """For each query, the gallery indices of its class in ascending order, padded with −1
+    (its own index left out in self-retrieval, as padding at the end)."""
+    order = np.argsort(g_labels, kind="stable")
+    classes, starts, counts = np.unique(g_labels[order], return_index=True, return_counts=True)
+    width = int(counts.max()) if len(counts) else 0
+    table = np.full((len(classes) + 1, max(width, 1)), -1, dtype=np.int64)  # last row: absent class
+    for row, (start, count) in enumerate(zip(starts, counts)):
+        table[row, :count] = order[start:start + count]
+    where = np.searchsorted(classes, q_labels)
+    found = (where < len(classes)) & (classes[np.minimum(where, len(classes) - 1)] == q_labels)
+    lists = table[np.where(found, where, len(classes))]
+    if self_retrieval:
+        lists = np.where(lists == np.arange(len(q_labels))[:, None], -1, lists)
+        lists = np.take_along_axis(lists, np.argsort(lists < 0, axis=1, kind="stable"), axis=1)
+    return lists
+
+
+def relevant_ranks(queries: np.ndarray, q_labels: np.ndarray, gallery: np.ndarray,
+                   g_labels: np.ndarray, self_retrieval: bool, chunk: int = CHUNK,
+                   threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(first, top_hits): the 0-based rank of each query's best relevant item (the gallery size
+    when it has none), and whether each of its first R places holds a relevant item (R = its
+    number of relevant items; the columns up to the largest R, later places False).
+    Self-retrieval goes through the symmetric blocks first (`dmlbench.evaluation.symmetric_ranking`); the
+    rows it leaves, and every query of a query/gallery split, are ranked a chunk of rows at a time."""
+    g_labels, q_labels = np.asarray(g_labels), np.asarray(q_labels)
+    gallery = np.ascontiguousarray(gallery, dtype=np.float32)
+    queries = np.ascontiguousarray(queries, dtype=np.float32)
+    lists = relevant_lists(q_labels, g_labels, self_retrieval)
+    counts = (lists >= 0).sum(axis=1)
+    first = np.full(len(queries), len(gallery), dtype=np.int64)
+    top_hits = np.zeros((len(queries), max(int(counts.max(initial=0)), 1)), dtype=bool)
+    rows = np.flatnonzero(counts > 0)
+    if self_retrieval:
+        rows = symmetric_ranking.rank(gallery, g_labels, lists, counts, first, top_hits, chunk)
+    if len(rows):
+        _rank_by_rows(queries, rows, gallery, g_labels, q_labels, lists, counts, self_retrieval,
+                      first, top_hits, chunk, threads or torch.get_num_threads())
+    return first, top_hits
+
+
+def _rank_by_rows(queries, rows, gallery, g_labels, q_labels, lists, counts, self_retrieval,
+                  first, top_hits, chunk, threads) -> None:
+    """Rank the queries `rows` (in self-retrieval, query i is gallery item i) a chunk at a time:
+    one matrix product against the whole gallery, one pass per similarity row."""
+    n = len(gallery)
+    column_item = np.concatenate([np.arange(0, n, STRIDE), np.delete(np.arange(n), np.s_[::STRIDE])])
+    item_column = np.argsort(column_item)
+    g = torch.from_numpy(np.ascontiguousarray(gallery[column_item]))
+    q = torch.from_numpy(queries)
+    chunk = min(chunk, max_rows(n))
+    product = torch.empty((min(chunk, len(rows)), n), dtype=torch.float32)  # reused: no page faults per chunk
+    with ThreadPoolExecutor(threads) as pool:
+        ranker = _ChunkRanker(column_item, g_labels, len(range(0, n, STRIDE)), pool, threads)
+        for start in range(0, len(rows), chunk):
+            part = rows[start:start + chunk]
+            sim = torch.matmul(q[part], g.T, out=product[:len(part)]).numpy()
+            if self_retrieval:
+                sim[np.arange(len(part)), item_column[part]] = -np.inf
+            columns = np.where(lists[part] >= 0, item_column[np.maximum(lists[part], 0)], -1)
+            part_first, part_hits = first[part], top_hits[part]
+            ranker.rank(sim, lists[part], columns, counts[part], q_labels[part], part_first, part_hits)
+            first[part], top_hits[part] = part_first, part_hits
+
+
+class _ChunkRanker:
+    """Ranks chunks of similarity rows whose columns are gallery items `column_item`, the
+    first `sampled` of them the sample; row passes run on `pool`'s `threads` threads."""
+
+    def __init__(self, column_item: np.ndarray, g_labels: np.ndarray, sampled: int,
+                 pool: ThreadPoolExecutor, threads: int):
+        self.column_item, self.g_labels, self.sampled = column_item, g_labels, sampled
+        self.pool, self.threads = pool, threads
+
+    def rank(self, sim, lists, columns, counts, q_labels, first, hits) -> None:
+        """Fill `first` and `hits` of a chunk of rows (`lists`: relevant items, `columns`:
+        theirs in `sim`, both padded with −1)."""
+        valid = lists >= 0
+        values = np.where(valid, np.take_along_axis(sim, np.maximum(columns, 0), axis=1), -np.inf)
+        best = values.max(axis=1)
+        best_item = np.where(valid & (values == best[:, None]), lists, -1).max(axis=1)
+        least = np.where(valid, values, np.inf).min(axis=1)
+        bound = np.minimum(np.maximum(least, self._sampled_bounds(sim, counts)), best)
+        queried = np.flatnonzero(counts > 0)
+
+        def candidates(rows):
+            return [np.flatnonzero(sim[i] >= bound[i]) for i in rows]
+        found = [c for part in self.pool.map(candidates, np.array_split(queried, self.threads)) for c in part]
+        lengths = np.array([len(c) for c in found], dtype=np.int64)
+        few = lengths <= MAX_SORTED
+        self._rank_together(sim, queried[few], [c for c, f in zip(found, few) if f], lengths[few],
+                            best_item, counts, q_labels, first, hits)
+        alone = [(i, c) for i, c, f in zip(queried, found, few) if not f]
+        list(self.pool.map(lambda part: [self._rank_alone(sim[i], c, best_item[i], counts[i], q_labels[i],
+                                                          first, hits, i) for i, c in part],
+                           [alone[k::self.threads] for k in range(self.threads)]))
+
+    def _sampled_bounds(self, sim: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """Per row, the R-th largest similarity of the sample (−inf where it has fewer than R)."""
+        depth = min(int(counts.max(initial=0)), self.sampled)
+        bounds = np.full(len(sim), -np.inf, dtype=np.float32)
+        if depth:
+            largest = torch.from_numpy(sim[:, :self.sampled]).topk(depth, dim=1).values.numpy()
+            within = (counts >= 1) & (counts <= depth)
+            bounds[within] = largest[within, counts[within] - 1]
+        return bounds
+
+    def _rank_together(self, sim, rows, found, lengths, best_item, counts, q_labels, first, hits) -> None:
+        """Order the candidates of many rows with one sort of their keys."""
+        row_of = np.repeat(rows, lengths)
+        columns = np.concatenate(found or [np.zeros(0, dtype=np.int64)])
+        items = self.column_item[columns]
+        order = np.argsort(order_keys(sim[row_of, columns], items, row_of, len(self.column_item)))
+        row_of, items = row_of[order], items[order]
+        place = np.arange(len(items)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        top = place < counts[row_of]
+        hits[row_of[top], place[top]] = self.g_labels[items[top]] == q_labels[row_of[top]]
+        is_best = items == best_item[row_of]
+        first[row_of[is_best]] = place[is_best]
+
+    def _rank_alone(self, row, columns, best_item, places, label, first, hits, i) -> None:
+        """A row with many candidates: the best relevant item's rank by counting keys, the
+        first places by selection."""
+        items = self.column_item[columns]
+        keys = order_keys(row[columns], items, np.zeros(1, dtype=np.int64), len(self.column_item))
+        first[i] = np.count_nonzero(keys < keys[items == best_item][0])
+        chosen = np.argpartition(keys, places - 1)[:places]
+        hits[i, :places] = self.g_labels[items[chosen[np.argsort(keys[chosen])]]] == label

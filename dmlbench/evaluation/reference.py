@@ -1,0 +1,140 @@
+"""Reference rows: the suite's evaluation of embeddings that no training step has touched.
+
+A table's runs share one reference job per dataset × backbone × input size × embedding size
+(and the first seed, which sets the head's initial weights). It evaluates, with the runs' own
+protocol (query/gallery for In-Shop, VehicleID's three lists, self-retrieval otherwise):
+
+- `initial`: the network exactly as the run of that seed starts training (`torch.manual_seed(seed)`
+  then `models.build`: the ImageNet trunk where the preset loads one, the head at initialisation);
+- `trunk`: the trunk's globally pooled features alone (no head);
+- `pixels`, for datasets of equal-sized small images (`DatasetSpec.pixel_side`, the digits): the
+  raw pixels of each image at its own size, flattened.
+
+Retrieval and clustering compare L2-normalised embeddings, as for the runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+KINDS = ("initial", "trunk", "pixels")
+BACKBONE_NAMES = {"small_cnn": "small CNN", "spatial_cnn": "spatial CNN", "resnet18": "ResNet-18",
+                  "resnet50": "ResNet-50", "googlenet": "GoogLeNet", "bninception": "BN-Inception"}
+MODEL_KEYS = ("backbone", "pretrained", "weights", "embedding_dim", "pooling")
+
+
+def key_of(cfg: dict, pixel_side: int | None, raw_manifest: str) -> dict:
+    """The settings a reference's numbers depend on, taken from a run's resolved config."""
+    return {"dataset": cfg["run"]["dataset"], "data": cfg["data"], "seed": cfg["seed"],
+            "model": {k: cfg["model"][k] for k in MODEL_KEYS},
+            "input": {k: cfg["input"][k] for k in ("resize", "crop")},
+            "eval": {k: cfg["eval"][k] for k in ("ks", "vehicleid_protocol", "kmeans_restarts")},
+            "pixels": {"manifest": raw_manifest, "side": pixel_side} if pixel_side else None}
+
+
+def name_of(key: dict) -> str:
+    """A folder name that reads: `digits-spatial_cnn-16px-512d-1a2b3c4d`."""
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:8]
+    model = key["model"]
+    return f"{key['dataset']}-{model['backbone']}-{key['input']['crop']}px-{model['embedding_dim']}d-{digest}"
+
+
+def spec_of(cfg: dict, key: dict) -> dict:
+    """What the reference job reads: the key plus how to run it (device, loader, batch size)."""
+    return {"key": key, "device": cfg["device"], "loader": cfg["loader"], "input": cfg["input"],
+            "batch_size": cfg["eval"]["batch_size"], "tf32": cfg["performance"]["tf32"]}
+
+
+def _eval_config(spec: dict) -> dict:
+    """The parts of a run's config that `evaluate_model` reads."""
+    key = spec["key"]
+    return {"data": key["data"], "loader": spec["loader"], "input": {**spec["input"], **key["input"]},
+            "eval": {**key["eval"], "batch_size": spec["batch_size"]},
+            "model": dict(key["model"], frozen_bn=False)}
+
+
+def label(key: dict, kind: str) -> str:
+    """How the row is named in the tables."""
+    if kind == "pixels":
+        return "no training: raw pixels"
+    model = key["model"]
+    trunk = BACKBONE_NAMES.get(model["backbone"], model["backbone"])
+    trunk += " (ImageNet)" if model["pretrained"] and model["backbone"] not in ("small_cnn", "spatial_cnn") \
+        else " (random init.)"
+    if kind == "trunk":
+        return f"no training: {trunk}, pooled features"
+    return f"no training: {trunk} + {model['embedding_dim']}-d head at initialisation"
+
+
+class TrunkFeatures:
+    """The trunk's globally pooled features of an `EmbeddingNet`, as a model `embed` accepts."""
+
+    normalize = False  # `embed` L2-normalises
+
+    def __init__(self, net):
+        self.net = net
+
+    def eval(self):
+        self.net.eval()
+        return self
+
+    def __call__(self, images):
+        maps = self.net.trunk(self.net._prepare_input(images))
+        return maps.amax(dim=(2, 3)) if self.net.pooling == "max" else maps.mean(dim=(2, 3))
+
+
+class RawPixels:
+    """The images' pixel values, flattened, as a model `embed` accepts."""
+
+    normalize = False
+
+    def eval(self):
+        return self
+
+    def __call__(self, images):
+        return images.flatten(1)
+
+
+def compute(spec: dict) -> dict:
+    """The metrics of every reference kind of `spec`."""
+    import torch
+
+    from dmlbench import environment, models
+    from dmlbench.data import manifest
+    from dmlbench.evaluation.model_eval import evaluate_model
+
+    key, cfg = spec["key"], _eval_config(spec)
+    device = environment.pick_device(spec["device"])
+    environment.set_tf32(spec["tf32"])
+    table = manifest.read(Path(key["data"]["manifest"]))
+    base = Path(key["data"]["manifest"]).parent
+    torch.manual_seed(key["seed"])  # as train does right before building the model
+    net = models.build(cfg["model"]).to(device).eval()
+    rows = {"initial": evaluate_model(net, table, base, cfg, device),
+            "trunk": evaluate_model(TrunkFeatures(net), table, base, cfg, device)}
+    if key["pixels"]:
+        side, raw_manifest = key["pixels"]["side"], Path(key["pixels"]["manifest"])
+        raw = {**cfg, "data": {"manifest": str(raw_manifest)},
+               "input": {**cfg["input"], "resize": side, "crop": side}}
+        rows["pixels"] = evaluate_model(RawPixels(), manifest.read(raw_manifest), raw_manifest.parent,
+                                        raw, torch.device("cpu"))
+    return rows
+
+
+def run(spec: dict, output: Path) -> dict:
+    """The reference step: compute and write `metrics.json` (key, rows, seconds, device)."""
+    from dmlbench.io import write_json
+
+    started = time.perf_counter()
+    rows = compute(spec)
+    result = {"reference": spec["key"], "rows": rows,
+              "seconds": round(time.perf_counter() - started, 3), "device": spec["device"]}
+    write_json(output, result)
+    for kind, metrics in rows.items():
+        shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
+        print(f"{label(spec['key'], kind)}: {shown}", file=sys.stderr)
+    return result

@@ -1,0 +1,44 @@
+"""Base class of the losses that are functions of the batch similarity matrix."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from dmlbench.methods.pairs import PairBatch
+from dmlbench.registry import Registry
+
+LOSSES = Registry("loss")
+
+
+class PairLoss(nn.Module):
+    """A loss written once against `PairBatch` (S and the masks), as the unified view suggests."""
+
+    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor, miner=None,
+                pairs: torch.Tensor | None = None) -> torch.Tensor:
+        """`pairs` (B×B bool), when given, restricts the pairs before any mining (a training
+        scheme's choice, e.g. PROFS keeps the pairs that contain a class representative)."""
+        batch = PairBatch.from_embeddings(embeddings, labels)
+        if pairs is not None:
+            batch = batch.with_pairs(batch.pos & pairs, batch.neg & pairs)
+        if miner is not None:
+            batch = miner(batch)
+        return self.compute(batch)
+
+    def compute(self, batch: PairBatch) -> torch.Tensor:
+        raise NotImplementedError
+
+
+def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of `values` where `mask` holds; 0 (still attached to the graph) when nothing does."""
+    count = mask.sum()
+    total = (values * mask).sum()
+    return total / count.clamp(min=1)
+
+
+def masked_logsumexp(values: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Row-wise log Σ_{mask} exp(values) and which rows have any entry. Rows with none get a
+    placeholder value (to be discarded by the caller) whose gradient is finite, not NaN."""
+    empty = ~mask.any(dim=1, keepdim=True)
+    filled = values.masked_fill(~mask, float("-inf")).masked_fill(empty, 0.0)
+    return torch.logsumexp(filled, dim=1), ~empty.squeeze(1)

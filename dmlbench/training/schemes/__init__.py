@@ -1,0 +1,22 @@
+"""Training schemes: which batches the iterations see, what they add to the loss, and the state
+that goes into the checkpoint. `plain` is the usual loop; `profs` is Algorithm 1 of the
+alternating-projections paper (dmlbench/training/schemes/profs.py)."""
+
+from __future__ import annotations
+
+from dmlbench.errors import ConfigError
+from dmlbench.training.schemes.base import PlainScheme, Step, TrainingScheme
+from dmlbench.training.schemes.profs import ProfsScheme
+
+SCHEMES = {"plain": PlainScheme, "profs": ProfsScheme}
+
+
+def build(cfg: dict, labels, supers, parameters, criterion) -> TrainingScheme:
+    """The scheme of the resolved run config `cfg` over the training labels."""
+    name = cfg["scheme"]["name"]
+    if name not in SCHEMES:
+        raise ConfigError(f"unknown scheme.name {name!r}; known: {', '.join(SCHEMES)}")
+    return SCHEMES[name](cfg, labels, supers, parameters, criterion)
+
+
+__all__ = ["build", "Step", "TrainingScheme", "SCHEMES"]

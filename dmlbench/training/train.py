@@ -1,0 +1,291 @@
+"""The training loop of one run: checkpoint after every epoch, resume, per-epoch metrics.
+
+Run folder layout: `config.json` (resolved config), `checkpoint.pt` (state and metrics after the
+last finished epoch, and the fingerprint of the config it belongs to), `epochs.jsonl` (one line of
+metrics per finished epoch, written from it), `env.json`, and `model.pt` when done.
+Every epoch starts by seeding from (seed, epoch), so a resumed run continues exactly as an
+uninterrupted one would (on CPU; cuDNN may differ in the last bits on GPU). A checkpoint of other
+settings is never resumed (`dmlbench.training.run_folder`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from dmlbench import environment, models
+from dmlbench.evaluation import evaluate_run, final_metrics
+from dmlbench.training import recording, run_folder, schemes
+from dmlbench.data import batches, manifest
+from dmlbench.errors import DmlbenchError
+from dmlbench.io import atomic_path, write_json
+from dmlbench.methods.criterion import Criterion
+from dmlbench.evaluation.model_eval import embed, evaluate_model, loader_options, split_loader
+
+
+class DivergedError(DmlbenchError):
+    """The loss became NaN or infinite."""
+
+
+def seed_epoch(seed: int, epoch: int) -> torch.Generator:
+    """Seed torch/numpy globally for this epoch and return the sampler's generator."""
+    torch.manual_seed(seed * 100_003 + epoch)
+    np.random.seed((seed * 100_003 + epoch) % 2**32)
+    return torch.Generator().manual_seed(seed * 1_000_003 + epoch)
+
+
+def build_optimizer(model, criterion, cfg: dict):
+    """Adam or SGD over the trunk (lr), the embedding layer (lr × head_lr_mult) and, when they
+    share it (`loss_params.optimizer: shared`), the loss's own parameters such as proxies
+    (lr × loss_lr_mult)."""
+    groups = model.parameter_groups(cfg["lr"], cfg["head_lr_mult"])
+    loss_params = [p for p in criterion.parameters() if p.requires_grad]
+    if loss_params and cfg["loss_params"]["optimizer"] == "shared":
+        groups.append({"params": loss_params, "lr": cfg["lr"] * cfg["loss_lr_mult"]})
+    if cfg["name"] == "adam":
+        return torch.optim.Adam(groups, lr=cfg["lr"], betas=tuple(cfg["betas"]),
+                                weight_decay=cfg["weight_decay"])
+    return torch.optim.SGD(groups, lr=cfg["lr"], momentum=cfg["momentum"],
+                           weight_decay=cfg["weight_decay"])
+
+
+def build_loss_optimizer(criterion, cfg: dict):
+    """The loss's own parameters' optimizer when they have one (`loss_params.optimizer: sgd`, Wu et
+    al.'s margin β: SGD at its own constant rate, with momentum, no weight decay), else None."""
+    own = cfg["loss_params"]
+    loss_params = [p for p in criterion.parameters() if p.requires_grad]
+    if own["optimizer"] == "shared" or not loss_params:
+        return None
+    return torch.optim.SGD(loss_params, lr=own["lr"], momentum=own["momentum"])
+
+
+def train(cfg: dict, run_dir: Path, log=print) -> Path:
+    """Train the run described by the resolved config `cfg` in `run_dir`; return the final model path.
+
+    Resumes from the checkpoint when it belongs to `cfg`; otherwise moves the old files aside and
+    starts afresh. A failure before the first checkpoint leaves nothing behind.
+    """
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with run_folder.exclusive(run_dir):
+        state = _checkpoint_of(run_dir, cfg, log)
+        try:
+            return _train(cfg, run_dir, log, state)
+        except BaseException as error:
+            if not (run_dir / "checkpoint.pt").exists():
+                run_folder.discard_unfinished(run_dir)
+            if isinstance(error, DivergedError):  # one line naming the run; no model.pt written
+                raise DivergedError(f"{run_dir}: {error}") from None
+            raise
+
+
+def _checkpoint_of(run_dir: Path, cfg: dict, log) -> dict | None:
+    """The checkpoint to resume, if it belongs to `cfg`. One made with other settings is moved
+    aside with its files; files of an attempt without a checkpoint are cleared."""
+    path = run_dir / "checkpoint.pt"
+    if not path.exists():
+        run_folder.discard_unfinished(run_dir)
+        return None
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        state.get("fingerprint")
+    except Exception as error:  # truncated or garbled: torch raises several kinds
+        moved = run_folder.supersede(run_dir, "corrupt")
+        log(f"{path} is corrupt ({' '.join(str(error).split())[:200]}); the run's files were moved to "
+            f"{moved} and it trains afresh")
+        return None
+    if state.get("fingerprint") == run_folder.fingerprint(cfg):
+        return state
+    old = json.loads(state["config"]) if "config" in state else {}
+    changes = run_folder.changed_settings(old, cfg) if old else ["(checkpoint of an older version)"]
+    moved = run_folder.supersede(run_dir, state.get("fingerprint", "unknown"))
+    log(f"settings changed since {path} was written ({'; '.join(changes[:6])}"
+        f"{' …' if len(changes) > 6 else ''}): training afresh; the previous files are in {moved}")
+    return None
+
+
+def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
+    write_json(run_dir / "config.json", cfg)
+    device = environment.pick_device(cfg["device"])
+    environment.set_tf32(cfg["performance"]["tf32"])
+    write_json(run_dir / "env.json", environment.describe(device))
+
+    table = manifest.read(Path(cfg["data"]["manifest"]))
+    base = Path(cfg["data"]["manifest"]).parent
+    # training labels as 0..C-1 (proxy losses index their proxies by label)
+    is_train = table["split"] == "train"
+    class_ids = table.loc[is_train, "label"].rank(method="dense").astype(int) - 1
+    data = batches.split_images(table.assign(label=class_ids.reindex(table.index, fill_value=-1)),
+                                table.index[is_train], base, cfg, train=True)
+
+    torch.manual_seed(cfg["seed"])
+    model = models.build(cfg["model"]).to(device)
+    if cfg["performance"]["channels_last"]:
+        model = model.to(memory_format=torch.channels_last)
+    model.train()
+    criterion = Criterion(cfg["method"], num_classes=int(class_ids.max()) + 1,
+                          embedding_dim=cfg["model"]["embedding_dim"]).to(device)
+    optimizer = build_optimizer(model, criterion, cfg["optimizer"])
+    loss_optimizer = build_loss_optimizer(criterion, cfg["optimizer"])
+    scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, cfg["schedule"]["milestones"],
+                                                     cfg["schedule"]["gamma"])
+    scheme = schemes.build(cfg, data.labels, data.supers,
+                           list(model.parameters()) + list(criterion.parameters()), criterion)
+    parts = {"model": model, "criterion": criterion, "optimizer": optimizer,
+             "scheduler": scheduler, "scheme": scheme}
+    optimizers = [optimizer]
+    if loss_optimizer is not None:
+        parts["loss_optimizer"] = loss_optimizer
+        optimizers.append(loss_optimizer)
+    start, history = _resume(state, run_dir, parts, log)
+
+    def embed_train():
+        return embed(model, split_loader(table, base, "train", cfg, device), device)
+
+    def record(epochs_done: int) -> None:
+        recording.after_epoch(epochs_done, run_dir, cfg, model, criterion, data, embed_train, device, log)
+        model.train()
+
+    record(start)
+    for epoch in range(start, cfg["epochs"]):
+        generator = seed_epoch(cfg["seed"], epoch)
+        loader = batches.loader(data, generator=generator,
+                                batch_sampler=scheme.batches(generator, cfg["batches_per_epoch"]),
+                                **loader_options(cfg, device))
+        row = _train_epoch(model, criterion, optimizers, scheme, loader, device, epoch, cfg["epochs"],
+                           log, cfg["performance"])
+        scheduler.step()
+        every = cfg["eval"]["every"]
+        if every and ((epoch + 1) % every == 0 or epoch + 1 == cfg["epochs"]):
+            row.update(evaluate_model(model, table, base, cfg, device, clustering=False))
+            model.train()
+        history.append(row)
+        _save_checkpoint(run_dir, parts, history, cfg)
+        _write_history(run_dir, history)
+        log(_format_row(row, cfg["epochs"]))
+        record(epoch + 1)
+
+    final = run_dir / "model.pt"
+    with atomic_path(final) as tmp:
+        torch.save({"model": model.state_dict(), "config": cfg}, tmp)
+    model.eval()
+    final_metrics.keep(run_dir, evaluate_run.result_of(model, cfg, run_dir, device))
+    log(f"final evaluation kept for the evaluate step ({final_metrics.RECORD})")
+    return final
+
+
+def _train_epoch(model, criterion, optimizers, scheme, loader, device, epoch, epochs, log,
+                 perf) -> dict:
+    """One epoch of iterations; the logged loss is the method's loss (without the scheme's term).
+    `optimizers`: the run's optimizer first, then the loss parameters' own, if any."""
+    optimizer = optimizers[0]
+    started = time.perf_counter()
+    total, steps, skipped = 0.0, 0, 0
+    first_done = None  # when the first step ended: the later steps are the warm ones
+    memory = torch.channels_last if perf["channels_last"] else torch.contiguous_format
+    for step, loaded in enumerate(loader, 1):
+        plan = scheme.begin_step()
+        batch, labels = loader.dataset.device_batch(loaded, device, memory)
+        pairs = None if plan.pairs is None else plan.pairs.to(device)
+        loss, embeddings, stepped = train_step(model, criterion, optimizers, batch,
+                                               labels.to(device, non_blocking=True), pairs, scheme.penalty,
+                                               perf["bf16"], f"epoch {epoch + 1}, step {step}")
+        skipped += not stepped
+        scheme.end_step(plan, embeddings)
+        total += loss.item()  # waits for the device: each step's time is its own
+        steps += 1
+        if steps == 1:
+            first_done = time.perf_counter()
+        if step % 50 == 0:
+            log(f"  epoch {epoch + 1}/{epochs} step {step}/{len(loader)} loss {total / steps:.4f}")
+    ended = time.perf_counter()
+    warm = {"warm_seconds_per_step": round((ended - first_done) / (steps - 1), 5)} if steps > 1 else {}
+    return {"epoch": epoch + 1, "loss": total / max(steps, 1), "steps": steps,
+            "skipped_steps": skipped, "seconds": round(ended - started, 3), **warm,
+            "lr": optimizer.param_groups[0]["lr"], **criterion.take_stats()}
+
+
+def train_step(model, criterion, optimizers, images, labels, pairs=None, penalty=lambda: None,
+               bf16: bool = False, where: str = "") -> tuple[torch.Tensor, torch.Tensor, bool]:
+    """One optimiser step of the method on a batch already on the device: forward (bf16 autocast
+    when asked), the method's loss (restricted to `pairs` when given) plus the scheme's
+    `penalty()`, backward and every optimiser's step, stopping (DivergedError) on a non-finite
+    loss, gradient or parameter. Returns the loss, the embeddings and whether a step was taken
+    (a batch without a valid pair or triplet has no gradient)."""
+    optimizer = optimizers[0]
+    with torch.autocast(images.device.type, dtype=torch.bfloat16, enabled=bf16):
+        embeddings = model(images)
+    loss = criterion(embeddings.float(), labels, pairs=pairs)
+    if not torch.isfinite(loss):
+        raise DivergedError(f"training diverged: {where}: loss is {loss.item()}; lower optimizer.lr "
+                            f"(now {optimizer.param_groups[0]['lr']:g})")
+    extra = penalty()
+    objective = loss if extra is None else loss + extra
+    for each in optimizers:
+        each.zero_grad(set_to_none=True)
+    if not (objective.requires_grad and objective.grad_fn is not None):
+        return loss, embeddings, False
+    objective.backward()
+    _check_finite(_grads(optimizers), f"{where}: a gradient is non-finite", optimizer)
+    for each in optimizers:
+        each.step()
+    _check_finite(_params(optimizers), f"{where}: the parameters became non-finite after the optimiser's step",
+                  optimizer)
+    return loss, embeddings, True
+
+
+def _params(optimizers) -> list[torch.Tensor]:
+    return [p for o in optimizers for group in o.param_groups for p in group["params"]]
+
+
+def _grads(optimizers) -> list[torch.Tensor]:
+    return [p.grad for p in _params(optimizers) if p.grad is not None]
+
+
+def _check_finite(tensors: list[torch.Tensor], what: str, optimizer) -> None:
+    """Stop the run (DivergedError) when any element of `tensors` is NaN or infinite: one fused
+    max-abs per tensor list, one synchronisation."""
+    if not tensors:
+        return
+    largest = torch.stack(torch._foreach_norm(tensors, float("inf"))).max()
+    if not torch.isfinite(largest):
+        raise DivergedError(f"training diverged: {what}; lower optimizer.lr (now "
+                            f"{optimizer.param_groups[0]['lr']:g})")
+
+
+def _format_row(row: dict, epochs: int) -> str:
+    extra = "".join(f" {k} {v:.4f}" for k, v in row.items() if k.startswith("recall@1"))
+    return f"epoch {row['epoch']}/{epochs} loss {row['loss']:.4f}{extra} ({row['seconds']:.1f} s)"
+
+
+def _save_checkpoint(run_dir, parts: dict, history: list[dict], cfg: dict) -> None:
+    """One atomic file with everything a resumed run needs (model, loss, optimiser, schedule and
+    the scheme's state), per-epoch metrics included, and the config it belongs to."""
+    with atomic_path(run_dir / "checkpoint.pt") as tmp:
+        torch.save({**{name: part.state_dict() for name, part in parts.items()},
+                    "epochs_done": len(history), "history": json.dumps(history),
+                    "config": json.dumps(cfg, sort_keys=True),
+                    "fingerprint": run_folder.fingerprint(cfg)}, tmp)
+
+
+def _resume(state, run_dir, parts: dict, log) -> tuple[int, list[dict]]:
+    if state is None:
+        return 0, []
+    for name, part in parts.items():
+        part.load_state_dict(state[name])
+    log(f"resuming {run_dir} after epoch {state['epochs_done']}")
+    return state["epochs_done"], json.loads(state["history"])
+
+
+def _write_history(run_dir, rows: list[dict]) -> None:
+    with atomic_path(run_dir / "epochs.jsonl") as tmp:
+        tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def log_stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

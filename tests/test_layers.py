@@ -1,0 +1,72 @@
+"""The package's house plan: each part imports only from the layers below it (README "Layout")."""
+
+import ast
+from pathlib import Path
+
+from conftest import REPO
+
+# lowest first; a part may import from its own layer's other parts and from every layer below
+LAYERS = [
+    {"errors", "io", "registry", "settings", "environment"},
+    {"data", "models", "methods", "plots"},
+    {"evaluation"},
+    {"training"},
+    {"analysis"},
+    {"config"},
+    {"report", "preflight", "doctor", "gpu_slots", "slurm_profile"},
+    {"cli", "__main__"},
+]
+LAYER_OF = {part: n for n, parts in enumerate(LAYERS) for part in parts}
+
+
+def part_of(module: str) -> str:
+    """`dmlbench.evaluation.ranking` → `evaluation`; `dmlbench` itself → ''."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every dmlbench module named by an import of `path` (at the top or inside a function)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "dmlbench":
+            if node.module == "dmlbench":
+                found |= {f"dmlbench.{alias.name}" for alias in node.names}
+            else:
+                found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.split(".")[0] == "dmlbench"}
+    return found
+
+
+def modules():
+    package = REPO / "dmlbench"
+    for path in sorted(package.rglob("*.py")):
+        name = ".".join(path.relative_to(REPO).with_suffix("").parts)
+        yield name, path
+
+
+def test_every_part_of_the_package_has_a_layer():
+    parts = {part_of(name) for name, _ in modules()} - {"__init__", ""}
+    assert parts == set(LAYER_OF), sorted(parts ^ set(LAYER_OF))
+
+
+def test_no_module_imports_from_a_higher_layer():
+    upward = []
+    for name, path in modules():
+        own = part_of(name)
+        if own not in LAYER_OF:
+            continue
+        for target in imports_of(path):
+            other = part_of(target)
+            if other in LAYER_OF and LAYER_OF[other] > LAYER_OF[own]:
+                upward.append(f"{name} imports {target}")
+    assert not upward, "\n".join(upward)
+
+
+def test_the_check_sees_an_upward_import(tmp_path):
+    """The checker itself: a module that imports from above is found."""
+    module = tmp_path / "probe.py"
+    module.write_text("def f():\n    from dmlbench.report import index\n")
+    assert imports_of(module) == {"dmlbench.report"}
+    assert LAYER_OF[part_of("dmlbench.report")] > LAYER_OF[part_of("dmlbench.data.manifest")]

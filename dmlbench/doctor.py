@@ -201,7 +201,7 @@ def dataset_checks(plan, probes: dict[str, Probe]) -> list[Check]:
     checks = []
     for name in plan.datasets:
         spec = datasets.get(name)
-        if name == "digits" or plan.preset["data"]["source"] == "fixture":
+        if spec.write_shipped or plan.preset["data"]["source"] == "fixture":
             checks.append(Check("dataset", name, OK, "made on the machine (fixture or shipped)"))
             continue
         found = _prepared(plan, name) or _local(plan, name)
@@ -220,7 +220,7 @@ def urls_to_probe(plan) -> list[str]:
     urls = []
     if plan.preset["data"]["source"] == "real" and plan.preset["data"]["download"]:
         for name in plan.datasets:
-            if name == "digits" or _prepared(plan, name) or _local(plan, name):
+            if datasets.get(name).write_shipped or _prepared(plan, name) or _local(plan, name):
                 continue
             urls += [u for layout in datasets.get(name).layouts for f in layout.files for u in f.urls]
     urls += [url for _, url, path in _weights_needed(plan) if not path.exists()]

@@ -1,34 +1,68 @@
-"""Name → class registries for losses, miners and samplers."""
+"""Name → implementation registries: every named thing of the config (datasets, backbones,
+losses, miners, samplers, training schemes, analyses, figures) is looked up through one of these,
+and an unknown name is refused with the closest known one and the full list."""
 
 from __future__ import annotations
 
+import difflib
+from importlib import import_module
+
+
+def did_you_mean(name: str, known) -> str:
+    """' (did you mean 'x'?)' for the closest of `known`, or ''."""
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
 
 class Registry:
-    """Maps names used in the config to the classes that implement them."""
+    """Maps the names used in the config to what implements them. Entries are registered with
+    the `register(name)` decorator, or as `"module:attribute"` text (`register_lazy`) where importing
+    the implementation would be slow (torch, matplotlib) and only its name is needed to validate a
+    config. Unknown names raise `error` (KeyError unless given)."""
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, error: type[Exception] = KeyError):
         self.kind = kind
-        self._entries: dict[str, type] = {}
+        self.error = error
+        self._entries: dict[str, object] = {}
+        self._lazy: dict[str, str] = {}
 
     def register(self, name: str):
-        def add(cls: type) -> type:
-            if name in self._entries:
-                raise ValueError(f"{self.kind} {name!r} is registered twice")
-            self._entries[name] = cls
-            return cls
+        def add(item):
+            self._claim(name)
+            self._entries[name] = item
+            return item
 
         return add
 
-    def names(self) -> list[str]:
-        return sorted(self._entries)
+    def register_lazy(self, name: str, target: str) -> None:
+        """`target` is 'package.module:attribute', imported on first use."""
+        self._claim(name)
+        self._lazy[name] = target
 
-    def get(self, name: str) -> type:
-        try:
-            return self._entries[name]
-        except KeyError:
-            raise KeyError(
-                f"unknown {self.kind} {name!r}; known: {', '.join(self.names())}"
-            ) from None
+    def _claim(self, name: str) -> None:
+        if name in self:
+            raise ValueError(f"{self.kind} {name!r} is registered twice")
+
+    def __contains__(self, name) -> bool:
+        return name in self._entries or name in self._lazy
+
+    def names(self) -> list[str]:
+        return sorted({*self._entries, *self._lazy})
+
+    def check(self, name: str, where: str = "", error: type[Exception] | None = None) -> None:
+        """Unless `name` is known, raise `error` (the registry's own by default) naming `where`,
+        `name`, the closest known name and every known one."""
+        if name not in self:
+            prefix = f"{where}: " if where else ""
+            raise (error or self.error)(f"{prefix}unknown {self.kind} {name!r}{did_you_mean(name, self.names())}; "
+                             f"known: {', '.join(self.names())}")
+
+    def get(self, name: str):
+        self.check(name)
+        if name not in self._entries:
+            module, _, attribute = self._lazy[name].partition(":")
+            self._entries[name] = getattr(import_module(module), attribute)
+        return self._entries[name]
 
     def build(self, name: str, **params):
         cls = self.get(name)

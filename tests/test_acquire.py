@@ -72,7 +72,7 @@ def cub_archive(tmp_path):
 def served_cub(monkeypatch, server, archive_folder, stats, checksum, urls=None):
     spec = datasets.get("cub")
     source = SourceFile("CUB_200_2011.tgz", tuple(urls or [f"{server.url}/CUB_200_2011.tgz"]), md5=checksum)
-    monkeypatch.setitem(datasets.DATASETS, "cub",
+    monkeypatch.setitem(datasets.DATASETS._entries, "cub",
                         replace(spec, layouts=(Layout("publisher", (source,)),), expected=stats))
 
 

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from dmlbench.data import datasets, fixtures, manifest
+from dmlbench.data.datasets import cars, cub
 from dmlbench.data.prepare import prepare
 from dmlbench.errors import DatasetError
 
@@ -15,7 +16,7 @@ from dmlbench.errors import DatasetError
 def test_cub_real_lists_give_the_zero_shot_split(shared_datasets, tmp_path):
     root = tmp_path / "cub"
     shutil.copytree(shared_datasets / "CUB_200_2011", root / "CUB_200_2011")
-    table = datasets.parse_cub(root)
+    table = cub.parse_cub(root)
     stats = manifest.SplitStats.of(table)
     # REPRODUCTION.md: classes 1-100 / 5,864 images train, classes 101-200 / 5,924 images test
     assert stats.images == {"train": 5864, "test": 5924}
@@ -28,8 +29,8 @@ def test_cub_real_lists_give_the_zero_shot_split(shared_datasets, tmp_path):
 def test_cars_real_list_through_a_mat_file(shared_datasets, tmp_path):
     rows = [line.split(",") for line in (shared_datasets / "Cars196" / "cars_annos.txt").read_text().split()]
     records = [(path, 10, 10, 100, 100, int(label), int(test)) for path, label, test in rows]
-    fixtures.write_cars_annos(tmp_path / "cars_annos.mat", records, [f"c{i}" for i in range(196)])
-    table = datasets.parse_cars(tmp_path)
+    cars.write_cars_annos(tmp_path / "cars_annos.mat", records, [f"c{i}" for i in range(196)])
+    table = cars.parse_cars(tmp_path)
     stats = manifest.SplitStats.of(table)
     # REPRODUCTION.md: classes 1-98 / 8,054 images train, 99-196 / 8,131 test
     assert stats.images == {"train": 8054, "test": 8131}
@@ -42,7 +43,7 @@ def test_cars_real_list_through_a_mat_file(shared_datasets, tmp_path):
 def test_split_mismatch_names_the_difference(shared_datasets, tmp_path):
     root = tmp_path / "cub"
     shutil.copytree(shared_datasets / "CUB_200_2011", root / "CUB_200_2011")
-    table = datasets.parse_cub(root).iloc[:-3]
+    table = cub.parse_cub(root).iloc[:-3]
     with pytest.raises(DatasetError, match="test images: expected 5924, found 5921"):
         manifest.check(table, datasets.get("cub").expected, "cub")
 
@@ -159,7 +160,7 @@ def test_a_users_extracted_folder_is_reached_through_a_link_with_relative_paths(
     fixture = tmp_path / "fx" / "cub" / "manifest.csv"
     prepare("cub", "fixture", tmp_path / "fx", fixture, fixture_size={"n_classes": 4, "per_class": 2})
     stats = fixtures.read_stats(fixture.parent / "archives")
-    monkeypatch.setitem(datasets.DATASETS, "cub", replace(datasets.get("cub"), expected=stats))
+    monkeypatch.setitem(datasets.DATASETS._entries, "cub", replace(datasets.get("cub"), expected=stats))
     out = tmp_path / "real" / "cub" / "manifest.csv"
     prepare("cub", "real", tmp_path, out, user_path=str(fixture.parent / "raw"))
     table = manifest.read(out)
@@ -189,7 +190,7 @@ def test_every_cars_layout_gives_the_same_standard_split(tmp_path):
 
 def test_cars_devkit_with_a_mismatched_mat_is_refused(tmp_path):
     from dmlbench.data import acquire
-    from dmlbench.data.fixtures import _devkit_annotations
+    from dmlbench.data.datasets.cars import _devkit_annotations
 
     files = tmp_path / "files"
     fixtures.write("cars", files, n_classes=4, per_class=4, layout="devkit")
@@ -218,4 +219,4 @@ def test_cars_class_folder_lists_name_images_outside_their_folder(tmp_path, imag
     lines[1] = ",".join([image] + lines[1].split(",")[1:])
     annos.write_text("\n".join(lines) + "\n")
     with pytest.raises(DatasetError, match=rf"anno_train\.csv: line 2 names the image '{re.escape(image)}'"):
-        datasets.parse_cars(root)
+        cars.parse_cars(root)

@@ -61,7 +61,7 @@ def test_everything_in_place(tmp_path, monkeypatch):
         files = tuple(SourceFile(f.filename, f.urls, size=(folder / f.filename).stat().st_size,
                                  md5=hashlib.md5((folder / f.filename).read_bytes()).hexdigest())
                       for f in spec.layouts[0].files)
-        monkeypatch.setitem(datasets.DATASETS, name,
+        monkeypatch.setitem(datasets.DATASETS._entries, name,
                             replace(spec, layouts=(Layout(spec.layouts[0].name, files),) + spec.layouts[1:]))
 
     def nothing_to_ask(url, timeout):
@@ -90,7 +90,7 @@ def test_answering_sources_and_a_prepared_dataset(tmp_path, monkeypatch):
     fixture = tmp_path / "fx" / "fixture" / "cub" / "manifest.csv"
     prepare("cub", "fixture", tmp_path / "fx", fixture, fixture_size={"n_classes": 4, "per_class": 2})
     stats = fixtures.read_stats(fixture.parent / "archives")
-    monkeypatch.setitem(datasets.DATASETS, "cub", replace(datasets.get("cub"), expected=stats))
+    monkeypatch.setitem(datasets.DATASETS._entries, "cub", replace(datasets.get("cub"), expected=stats))
     prepare("cub", "real", tmp_path / "data", tmp_path / "data" / "real" / "cub" / "manifest.csv",
             user_path=str(fixture.parent / "raw"))
     devkit = {u for f in datasets.get("cars").layouts[1].files for u in f.urls}
@@ -183,6 +183,6 @@ def test_data_paths_that_hold_no_dataset_need_action(tmp_path, monkeypatch):
         cub = lines(doctor.dataset_checks(plan, {}))[("dataset", "cub")]
         assert cub.status == doctor.ACTION and message in cub.detail, (path, cub.detail)
     plan = plan_for(tmp_path, datasets=["cub"], data={"paths": {"cub": str(extracted)}, "root": str(tmp_path / "data")})
-    monkeypatch.setitem(datasets.DATASETS, "cub", replace(datasets.get("cub"), expected=stats))  # the fixture's split
+    monkeypatch.setitem(datasets.DATASETS._entries, "cub", replace(datasets.get("cub"), expected=stats))  # the fixture's split
     cub = lines(doctor.dataset_checks(plan, {}))[("dataset", "cub")]
     assert cub.status == doctor.OK and "the extracted dataset" in cub.detail

@@ -11,8 +11,8 @@ import torch
 from dmlbench.training import recording
 from dmlbench.errors import ConfigError
 from dmlbench.methods.criterion import Criterion
-from dmlbench.config.plan import FIGURES, Plan
-from dmlbench.report import triplet_figures
+from dmlbench.config.plan import Plan
+from dmlbench.plots import FIGURES, triplets as triplet_figures
 
 from conftest import CONFIG_DIR
 
@@ -139,8 +139,10 @@ def test_quadrants():
         "top-right", "top-left", "bottom-left", "bottom-right", "none"]
 
 
-def test_figure_names_of_the_config_are_the_drawn_ones():
-    assert set(triplet_figures.FIGURES) == FIGURES
+def test_every_figure_name_the_config_accepts_is_drawn_by_a_function_of_plots():
+    assert FIGURES.names() == ["triplet_moves", "triplet_scatter"]
+    assert FIGURES.get("triplet_scatter") is triplet_figures.triplet_scatter
+    assert FIGURES.get("triplet_moves") is triplet_figures.triplet_moves
 
 
 def test_triplet_figures_from_recorded_runs(tmp_path):

@@ -118,7 +118,7 @@ def test_dro_f1_f5_mark_the_recalls_the_supplement_prints(tmp_path, monkeypatch,
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     files = [fake_run(tmp_path, run, {"recall@1": 0.5}) for run in plan.runs(key)]
     drawn = {}
-    monkeypatch.setattr(figures, "_save", lambda fig, path, spec=None: drawn.setdefault(path.name, fig))
+    monkeypatch.setattr(figures, "save", lambda fig, path, spec=None: drawn.setdefault(path.name, fig))
     aggregate.aggregate(plan.aggregate_spec(key), files, tmp_path / "out")
     table = pd.read_csv(tmp_path / "out/table.csv").set_index("method")
     for method, value in zip(("dro_topk_m", "dro_topk_pn_m", "dro_kl_m"), values):
@@ -156,7 +156,7 @@ def test_dro_f2_plots_every_recall_of_its_table(tmp_path, monkeypatch):
     ks = (1, 10, 20, 30, 40, 50)
     files = [fake_run(tmp_path, run, {f"recall@{k}": 0.5 + k / 200 for k in ks}) for run in plan.runs("dro.f2")]
     drawn = {}
-    monkeypatch.setattr(figures, "_save", lambda fig, path, spec=None: drawn.setdefault(path.name, fig))
+    monkeypatch.setattr(figures, "save", lambda fig, path, spec=None: drawn.setdefault(path.name, fig))
     aggregate.aggregate(plan.aggregate_spec("dro.f2"), files, tmp_path / "out")
     lines = drawn["sweep.png"].axes[0].get_legend_handles_labels()[1]
     assert lines == [f"DRO-TopK_M, recall@{k}" for k in ks]

@@ -121,7 +121,7 @@ def run(output_dir: Path, spec: dict) -> None:
 
 
 def _figure(path: Path) -> None:
-    from dmlbench.report.figures import agreement
+    from dmlbench.plots.agreement import agreement
 
     panels = []
     for name, fn in (("DRO-KL-G(γ=1) vs lifted structure", lifted_structure_gradients),

@@ -83,7 +83,7 @@ def run(output_dir: Path, spec: dict) -> None:
 
 
 def _figure(path: Path) -> None:
-    from dmlbench.report.figures import agreement
+    from dmlbench.plots.agreement import agreement
 
     panels = []
     for name, (e, y) in (("random batch, M = 32", random_batch(1)), ("ties at bin centres", tied_batch(3))):

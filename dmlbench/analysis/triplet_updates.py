@@ -206,7 +206,7 @@ def summary_text(experiment: str, spec: dict, data: pd.DataFrame, shares: pd.Dat
 
 
 def run(output_dir: Path, spec: dict) -> None:
-    from dmlbench.report.sphere_figures import draw_fields
+    from dmlbench.plots.sphere_fields import draw_fields
 
     experiment = spec["experiment"]
     if experiment not in SETTINGS:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dmlbench.data import acquire, datasets, digits, fixtures, manifest
+from dmlbench.data import acquire, datasets, fixtures, manifest
 from dmlbench.errors import DatasetError
 from dmlbench.io import atomic_dir
 
@@ -26,10 +26,10 @@ def prepare(dataset: str, source: str, root: Path, output: Path, user_path: str 
     output = Path(output)
     folder = output.parent
     expected = spec.expected
-    if dataset == "digits":
+    if spec.write_shipped:  # shipped in a package: the same files whatever the source
         raw = folder / "raw"
         with atomic_dir(raw) as tmp:
-            digits.write(tmp)
+            spec.write_shipped(tmp)
         table = spec.parse(raw)
     elif source == "fixture":
         archives = folder / "archives"

@@ -19,19 +19,18 @@ from __future__ import annotations
 import heapq
 import math
 
-from dmlbench.data.datasets import DATASETS
-
-SUPER_CATEGORIES = {"sop": 12, "inshop": 23}  # REPRODUCTION.md's dataset table
+from dmlbench.data import datasets
 
 
 def steps_per_epoch(cfg: dict, dataset: str) -> int:
     if cfg["batches_per_epoch"]:
         return cfg["batches_per_epoch"]
-    train = DATASETS[dataset].expected.images["train"]
+    spec = datasets.get(dataset)
+    train = spec.expected.images["train"]
     batch, sampler = cfg["batch"]["size"], cfg["method"]["sampler"]
-    if sampler in ("category_pairs", "hard") and dataset in SUPER_CATEGORIES:
-        return math.comb(SUPER_CATEGORIES[dataset], 2) * cfg["batch"]["per_pair"]
-    if sampler in ("vehicleid", "hard") and dataset == "vehicleid":
+    if sampler in ("category_pairs", "hard") and spec.supers == "categories":
+        return math.comb(spec.super_categories, 2) * cfg["batch"]["per_pair"]
+    if sampler in ("vehicleid", "hard") and spec.supers == "vehicle_models":
         return max(1, round(2 * train / batch))
     return max(1, train // batch)
 
@@ -42,7 +41,7 @@ def evaluations(cfg: dict) -> int:
 
 
 def run_seconds(cfg: dict, dataset: str, seconds_per_step: float, seconds_per_image: float) -> float:
-    expected = DATASETS[dataset].expected.images
+    expected = datasets.get(dataset).expected.images
     test_images = sum(n for split, n in expected.items() if split != "train")
     probe = cfg["record"]["probe"]
     steps = cfg["epochs"] * steps_per_epoch(cfg, dataset) + len(probe["epochs"]) * probe["steps"]

@@ -7,10 +7,9 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from dmlbench.config.plan import Plan, Run
-
-# evaluation layouts: every test image queries the others | query vs gallery | three test lists
-LAYOUTS = {"inshop": "query_gallery", "vehicleid": "test_lists"}
+from dmlbench.config.plan import Plan
+from dmlbench.config.run import Run
+from dmlbench.data import datasets
 
 
 def code_path(cfg: dict, dataset: str) -> dict:
@@ -33,7 +32,7 @@ def code_path(cfg: dict, dataset: str) -> dict:
                  "kmeans_restarts": cfg["eval"]["kmeans_restarts"]},
         "record": cfg["record"],
         "performance": cfg["performance"],
-        "layout": LAYOUTS.get(dataset, "all_vs_all"),
+        "layout": datasets.get(dataset).evaluation,
     }
 
 

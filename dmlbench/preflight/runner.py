@@ -16,7 +16,8 @@ from dmlbench import environment
 from dmlbench.io import atomic_path, write_json
 from dmlbench.config.plan import Plan
 from dmlbench.preflight import budget
-from dmlbench.preflight.grouping import LAYOUTS, Group, group_runs
+from dmlbench.data import datasets
+from dmlbench.preflight.grouping import Group, group_runs
 from dmlbench.preflight.probe import probe
 
 
@@ -32,7 +33,7 @@ def bounded(groups: list[Group]) -> list[Group]:
                     "miner:" + json.dumps(cfg["method"]["miner"], sort_keys=True),
                     f"sampler:{cfg['method']['sampler']}",
                     "scheme:" + json.dumps(cfg["scheme"], sort_keys=True),
-                    f"layout:{LAYOUTS.get(run.dataset, 'all_vs_all')}"}
+                    f"layout:{datasets.get(run.dataset).evaluation}"}
         if features - seen:
             chosen.append(group)
             seen |= features

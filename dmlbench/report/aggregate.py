@@ -13,7 +13,8 @@ import pandas as pd
 
 from dmlbench.errors import DmlbenchError
 from dmlbench.io import atomic_path, set_aside
-from dmlbench.report import figures, references, triplet_figures
+from dmlbench.plots import FIGURES
+from dmlbench.report import figures, references
 
 SELECTED = " (test-selected)"
 SELECTED_NOTE = ("Columns marked (test-selected) take each run's epoch with the best test Recall@1, "
@@ -153,4 +154,4 @@ def aggregate(spec: dict, metric_files: list[Path], output_dir: Path,
     run_dirs = [Path(p).parent for p in metric_files]
     figures.learning_curves(run_dirs, spec, output_dir / "learning_curves.png")
     for name in spec.get("figures") or []:
-        triplet_figures.FIGURES[name](run_dirs, spec, output_dir)
+        FIGURES.get(name)(run_dirs, spec, output_dir)

@@ -12,22 +12,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from dmlbench.io import atomic_path  # noqa: E402
+from dmlbench.plots.canvas import save  # noqa: E402
 
 
-STAMP = "fixture data: tests the pipeline, not the paper's numbers"
 MIN_SPAN = 10.0  # percentage points: a y-axis of recalls spans at least this much
-
-
-def _save(fig, path: Path, spec: dict | None = None) -> None:
-    """Write `fig`; a figure of training runs on fixture data carries a stamp saying so, so that
-    it is safe on its own (copied into a slide, say)."""
-    if spec is not None and spec.get("toy_data"):
-        below = fig.get_tightbbox(fig.canvas.get_renderer()).y0 - 0.08  # inches, under every label
-        fig.text(0.5, below / fig.get_figheight(), STAMP, ha="center", va="top", fontsize=8,
-                 color="#b00000", bbox={"facecolor": "white", "edgecolor": "#b00000", "pad": 2})
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
 
 
 def honest_ylim(ax, low: float, high: float) -> None:
@@ -36,23 +24,6 @@ def honest_ylim(ax, low: float, high: float) -> None:
     middle, half = (low + high) / 2, max((high - low) / 2 * 1.15, MIN_SPAN / 2)
     bottom = max(0.0, middle - half)
     ax.set_ylim(bottom, min(100.0, bottom + 2 * half))
-
-
-def agreement(panels: list[tuple[str, object, object]], x_label: str, y_label: str, title: str,
-              path: Path) -> None:
-    """One scatter per panel (name, reference values, values computed the other way) around the
-    diagonal: two computations of the same quantity (dro.eq, fastap.grad)."""
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 4), squeeze=False)
-    for ax, (name, reference, other) in zip(axes[0], panels):
-        ax.plot(reference.flatten(), other.flatten(), ".", markersize=3)
-        lim = float(abs(reference).max()) * 1.05
-        ax.plot([-lim, lim], [-lim, lim], "k--", lw=0.8)
-        ax.set_title(name, fontsize=9)
-        ax.set_xlabel(x_label)
-        ax.set_ylabel(y_label)
-        ax.grid(alpha=0.3)
-    fig.suptitle(title, fontsize=10)
-    _save(fig, path)
 
 
 def _axes(n: int, title: str):
@@ -88,7 +59,7 @@ def recall_curves(summary: pd.DataFrame, spec: dict, path: Path) -> None:
         ax.set_ylabel("Recall@K (%)" if len(ks) > 1 else f"Recall@{ks[0]} (%)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    _save(fig, path, spec)
+    save(fig, path, spec)
 
 
 REFERENCE_LEGEND = {"initial": "no training: network", "trunk": "no training: trunk features",
@@ -178,7 +149,7 @@ def learning_curves(run_dirs: list[Path], spec: dict, path: Path) -> None:
         axes[-1, column].set_xlabel("epoch")
         for ax in axes[:, column]:
             ax.grid(alpha=0.3)
-    _save(fig, path, spec)
+    save(fig, path, spec)
 
 
 def sweep_plot(summary: pd.DataFrame, spec: dict, path: Path) -> None:
@@ -219,4 +190,4 @@ def sweep_plot(summary: pd.DataFrame, spec: dict, path: Path) -> None:
         ax.set_ylabel(f"{shown} (%)" if len(metrics) == 1 else "recall (%)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    _save(fig, path, spec)
+    save(fig, path, spec)

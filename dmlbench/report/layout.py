@@ -18,10 +18,14 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from dmlbench.data import datasets
 from dmlbench.report.aggregate import SELECTED
 
-DATASET_LABELS = {"cub": "CUB-200-2011", "cars": "Cars196", "sop": "SOP", "inshop": "In-Shop",
-                  "vehicleid": "VehicleID", "digits": "digits"}
+
+
+def dataset_label(name: str) -> str:
+    """A dataset's name as the papers' tables print it (its spec's `label`)."""
+    return datasets.get(name).label or name
 NOT_RUN = "not run"
 
 
@@ -80,7 +84,7 @@ def table_layout(exp: dict, labels: dict[str, str]) -> Layout:
     declared = exp.get("layout") or {}
     quoted = set(exp.get("quoted") or {})
     labels = {**labels, **(declared.get("labels") or {})}
-    names = {**DATASET_LABELS, **(declared.get("datasets") or {})}
+    names = {**{d: dataset_label(d) for d in exp["datasets"]}, **(declared.get("datasets") or {})}
     runs = [f"{m}@{v}" for m in exp["methods"] for v in exp["sweep"]] if exp.get("sweep") else list(exp["methods"])
     keys = declared.get("rows") or list(exp.get("quoted") or {}) + runs
     rows = tuple(Row(k, k if k in quoted else labels.get(k, k), k in quoted) for k in keys)

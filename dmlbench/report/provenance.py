@@ -69,7 +69,7 @@ def experiment_rows(plan, paper_plan) -> list[dict]:
         paper = _settings(paper_plan.resolve(paper_run)) if paper_run else {}
         seeds = sorted({r.seed for r in plan.runs(key)})
         test = {d: (test_images(plan, d), f"{_evaluated(datasets.get(d).expected.images):,}")
-                for d in plan.datasets_of(key) if d != "digits"}
+                for d in plan.datasets_of(key) if not datasets.get(d).write_shipped}
         rows.append({"experiment": key, "dataset": run.dataset, "seeds": seeds, "ours": ours,
                      "paper": paper, "test": test})
     return rows
@@ -92,10 +92,10 @@ def panel(plan, preset_dir: Path) -> str:
                  "preset's CPU settings replaced its own: <code>"
                  + html.escape(json.dumps(plan.cpu_fallback, sort_keys=True)) + "</code> (the input column "
                  "below shows what ran).</p>")
-    if "digits" in plan.datasets:
-        head += ("<p class='note'><b>digits</b> is scikit-learn's handwritten digits (1,797 real 8×8 "
-                 "images shipped with scikit-learn; digits 0-4 train, 5-9 test), the one real dataset a "
-                 "fresh machine has without a download.</p>")
+    for name in plan.datasets:
+        if datasets.get(name).about:
+            head += (f"<p class='note'><b>{html.escape(name)}</b> is "
+                     f"{html.escape(datasets.get(name).about)}</p>")
     names = ["backbone", "embedding", "input", "batch", "epochs"]
     lines = []
     for row in experiment_rows(plan, paper_plan):

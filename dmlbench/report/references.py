@@ -67,9 +67,9 @@ def sentences(summary: pd.DataFrame, reference_of: list, labels: dict) -> list[s
                        for r in own.sort_values("kind", key=lambda k: k.map(KIND_ORDER)).itertuples()]
             parts.append(f"{labels.get(method, method)} {value:.2f} ({'; '.join(against)})")
         if parts:
-            from dmlbench.report.layout import DATASET_LABELS, metric_label
+            from dmlbench.report.layout import dataset_label, metric_label
 
-            out.append(f"{DATASET_LABELS.get(dataset, dataset)}, {metric_label(metric)}, trained vs no "
+            out.append(f"{dataset_label(dataset)}, {metric_label(metric)}, trained vs no "
                        f"training: " + ", ".join(parts) + ".")
     return out
 

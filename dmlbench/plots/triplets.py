@@ -14,7 +14,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from dmlbench.io import atomic_path  # noqa: E402
-from dmlbench.report.figures import _save  # noqa: E402
+from dmlbench.plots.canvas import save  # noqa: E402
 
 QUADRANTS = ("top-right", "top-left", "bottom-left", "bottom-right")
 
@@ -71,7 +71,7 @@ def triplet_scatter(run_dirs: list[Path], spec: dict, output_dir: Path) -> None:
         if not ax.has_data():
             ax.axis("off")
     fig.tight_layout(rect=(0, 0.03, 1, 0.97))
-    _save(fig, output_dir / "triplet_scatter.png", spec)
+    save(fig, output_dir / "triplet_scatter.png", spec)
     with atomic_path(output_dir / "scatter.csv") as tmp:
         pd.DataFrame(rows).to_csv(tmp, index=False)
 
@@ -117,9 +117,7 @@ def triplet_moves(run_dirs: list[Path], spec: dict, output_dir: Path) -> None:
         ax.set_ylabel("S_an (before the step)", fontsize=7)
         ax.tick_params(labelsize=6)
     fig.tight_layout(rect=(0, 0.03, 1, 0.97))
-    _save(fig, output_dir / "triplet_moves.png", spec)
+    save(fig, output_dir / "triplet_moves.png", spec)
     with atomic_path(output_dir / "moves.csv") as tmp:
         pd.DataFrame(rows).to_csv(tmp, index=False)
 
-
-FIGURES = {"triplet_scatter": triplet_scatter, "triplet_moves": triplet_moves}

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from dmlbench.report.figures import _save  # noqa: E402
+from dmlbench.plots.canvas import save  # noqa: E402
 
 ARROW_EVERY = 5  # vector fields draw every 5th grid point
 
@@ -82,4 +82,4 @@ def _draw_gamma(data: pd.DataFrame, loss_names, gamma: float, ps, titles: dict, 
         if not ax.has_data():
             ax.axis("off")
     fig.tight_layout(rect=(0, 0, 1, 0.95))
-    _save(fig, path)
+    save(fig, path)

@@ -1,0 +1,69 @@
+"""Reading the catalogue's YAML files and merging settings."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import yaml
+
+from dmlbench.errors import ConfigError
+from dmlbench.registry import did_you_mean
+
+
+def load_yaml(path: Path) -> dict:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path} is not valid YAML: {error}") from None
+    except FileNotFoundError:
+        raise ConfigError(f"{path} does not exist") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path} is not UTF-8 text ({error.reason} at byte {error.start})") from None
+    if data is not None and not isinstance(data, dict):
+        raise ConfigError(f"{path} must hold a mapping of keys to values (key: value lines), "
+                          f"not a {type(data).__name__}")
+    return data or {}
+
+
+def deep_merge(base: dict, update: dict) -> dict:
+    out = copy.deepcopy(base)
+    for key, value in (update or {}).items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def with_settings(preset_schema: dict, settings_schema: dict) -> dict:
+    """The preset schema with `overrides` and `subset.*.train` typed as training settings
+    (used to convert command-line text, not to name unknown keys: `check_keys` does that)."""
+    schema = copy.deepcopy(preset_schema)
+    partial = {k: v for k, v in settings_schema.items() if k not in ("$schema", "$defs")}
+    schema["$defs"] = settings_schema.get("$defs", {})
+    schema["properties"]["overrides"] = partial
+    schema["properties"]["subset"]["additionalProperties"]["properties"]["train"] = partial
+    return schema
+
+
+def with_dataset_names(schema: dict, names: list[str]) -> dict:
+    """The preset schema with the registered dataset names where it takes a dataset: the
+    `datasets` list and the keys of `data.paths` and `per_dataset`."""
+    schema = copy.deepcopy(schema)
+    one_of = {"enum": names}
+    properties = schema["properties"]
+    properties["data"]["properties"]["paths"]["propertyNames"] = one_of
+    properties["datasets"]["oneOf"][1]["items"] = one_of
+    properties["per_dataset"]["propertyNames"] = one_of
+    return schema
+
+
+def check_keys(update: dict, reference: dict, where: str) -> None:
+    """Every key of `update` must exist in `reference` (recursively); name the first that does not."""
+    for key, value in (update or {}).items():
+        if key not in reference:
+            raise ConfigError(f"{where}: unknown setting {key!r}{did_you_mean(key, reference)}; "
+                              f"known: {', '.join(reference)}")
+        if isinstance(value, dict) and isinstance(reference[key], dict):
+            check_keys(value, reference[key], f"{where}.{key}")

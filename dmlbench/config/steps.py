@@ -1,0 +1,108 @@
+"""The paths and specs the pipeline's steps read, per dataset, run, experiment and reference row
+(a part of `Plan`: it uses the plan's preset, catalogue and runs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dmlbench.config.run import Run
+from dmlbench.data.datasets import DATASETS
+from dmlbench.errors import ConfigError
+from dmlbench.evaluation import reference
+
+
+class StepSpecs:
+    """Paths and per-step specs of a `Plan`."""
+
+    @property
+    def data_dir(self) -> str:
+        return f"{self.preset['data']['root']}/{self.preset['data']['source']}"
+
+    def manifest(self, dataset: str) -> str:
+        """The manifest training reads: the cached one when the preset has an image cache."""
+        size = self.preset["data"]["cache"]
+        if size:
+            return f"{self.data_dir}/{dataset}/cache{size}/manifest.csv"
+        return f"{self.data_dir}/{dataset}/manifest.csv"
+
+    def store(self, dataset: str, side: int) -> str | None:
+        """The decoded-image store a run reads (beside its manifest), when the preset has one."""
+        if not self.preset["data"].get("store"):
+            return None
+        return f"{Path(self.manifest(dataset)).parent}/store{side}"
+
+    def store_marker(self, run: Run) -> list[str]:
+        """The store file a run's training needs (none without a store)."""
+        folder = self.resolve(run)["data"].get("store")
+        return [f"{folder}/store.json"] if folder else []
+
+    def prepare_spec(self, dataset: str) -> dict:
+        data = self.preset["data"]
+        return {"dataset": dataset, "source": data["source"], "root": data["root"],
+                "path": data["paths"].get(dataset), "download": data["download"],
+                "fixture": data.get("fixture")}
+
+    def aggregate_spec(self, experiment: str) -> dict:
+        exp = self.experiments[experiment]
+        return {"experiment": experiment, "title": exp.get("title", experiment), "toy_data": self.toy_data,
+                "paper": exp.get("paper"), "table": exp.get("table", {}),
+                "reported": exp.get("reported", {}), "quoted": exp.get("quoted", {}),
+                "method_labels": {run.method: self._label(run) for run in self.runs(experiment)},
+                "plot": exp.get("plot"), "figures": exp.get("figures") or [],
+                "datasets": self.datasets_of(experiment),
+                "reference_of": [[d, m, name] for (d, m), name in self.reference_map(experiment).items()]}
+
+    # --- reference rows (embeddings before any training step) ------------------------------
+
+    def reference_map(self, experiment: str) -> dict[tuple[str, str], str]:
+        """(dataset, method) → the name of the reference its table rows are compared with: the
+        run of the experiment's first seed."""
+        runs = self.runs(experiment)
+        first = min((run.seed for run in runs), default=0)
+        return {(run.dataset, run.method): reference.name_of(self._reference_key(run))
+                for run in runs if run.seed == first}
+
+    def _reference_key(self, run: Run) -> dict:
+        return reference.key_of(self.resolve(run), DATASETS.get(run.dataset).pixel_side,
+                                f"{self.data_dir}/{run.dataset}/manifest.csv")
+
+    def _references(self) -> dict[str, Run]:
+        """Every reference job of the chosen experiments, with a run that defines it."""
+        if not hasattr(self, "_reference_runs"):
+            found = {}
+            for key in self.experiment_ids:
+                runs = self.runs(key)
+                first = min((run.seed for run in runs), default=0)
+                for run in runs:
+                    if run.seed == first:
+                        found.setdefault(reference.name_of(self._reference_key(run)), run)
+            self._reference_runs = found
+        return self._reference_runs
+
+    def reference_path(self, name: str) -> str:
+        return f"results/{self.name}/reference/{name}/metrics.json"
+
+    def experiment_references(self, experiment: str) -> list[str]:
+        return [self.reference_path(name) for name in dict.fromkeys(self.reference_map(experiment).values())]
+
+    def reference_spec(self, name: str) -> dict:
+        run = self._run_of_reference(name)
+        return reference.spec_of(self.resolve(run), self._reference_key(run))
+
+    def reference_inputs(self, name: str) -> list[str]:
+        """The files a reference job reads: the runs' manifest (and store), the raw one for pixels."""
+        run = self._run_of_reference(name)
+        inputs = [self.manifest(run.dataset), *self.store_marker(run)]
+        if DATASETS.get(run.dataset).pixel_side:
+            inputs.append(f"{self.data_dir}/{run.dataset}/manifest.csv")
+        return list(dict.fromkeys(inputs))
+
+    def _run_of_reference(self, name: str) -> Run:
+        try:
+            return self._references()[name]
+        except KeyError:
+            raise ConfigError(f"preset {self.name} has no reference {name!r}") from None
+
+    def _label(self, run: Run) -> str:
+        label = self.methods[run.base_method].get("label", run.base_method)
+        return f"{label} ({run.variant})" if run.variant else label

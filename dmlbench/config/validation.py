@@ -1,0 +1,171 @@
+"""Validation of the catalogue, the preset and every resolved run, before any job starts: unknown
+names are refused with the closest known one, values are checked by type and range."""
+
+from __future__ import annotations
+
+from dmlbench import settings
+from dmlbench.analysis import ANALYSES
+from dmlbench.config.loading import check_keys
+from dmlbench.data.datasets import DATASETS
+from dmlbench.errors import ConfigError
+from dmlbench.plots import FIGURES
+from dmlbench.registry import did_you_mean
+
+EXPERIMENT_KEYS = {"layout", "title", "paper", "datasets", "methods", "seeds", "train", "per_dataset",
+                   "table", "reported", "quoted", "kind", "analysis", "sweep", "plot", "figures"}
+SWEEP_KEYS = {"train", "loss", "miner"}
+ANALYSIS_KEYS = {"title", "paper", "kind", "analysis", "methods", "loss_overrides"}
+METHOD_KEYS = {"label", "paper", "loss", "miner", "sampler", "train"}
+
+
+def check_catalogue(plan) -> None:
+    check_settings(plan, plan.defaults, "defaults.yaml")
+    for key, exp in plan.experiments.items():
+        where = f"experiment {key}"
+        if plan.is_analysis(key):
+            unknown = set(exp) - ANALYSIS_KEYS
+            if unknown or exp.get("analysis") not in ANALYSES:
+                raise ConfigError(f"{where}: an analysis takes keys {sorted(ANALYSIS_KEYS)} and "
+                                  f"`analysis` one of {ANALYSES.names()}")
+            for method in list(exp.get("methods") or []) + list(exp.get("loss_overrides") or {}):
+                plan.method_of(method, where)
+            continue
+        unknown = set(exp) - EXPERIMENT_KEYS
+        if unknown:
+            raise ConfigError(f"{where}: unknown keys {sorted(unknown)}")
+        for dataset in exp["datasets"]:
+            DATASETS.check(dataset, where, ConfigError)
+        for method in exp["methods"]:
+            plan.method_of(method, where)
+        check_settings(plan, exp.get("train"), f"{where}.train")
+        for dataset, values in (exp.get("per_dataset") or {}).items():
+            check_settings(plan, values, f"{where}.per_dataset.{dataset}")
+        table = exp.get("table") or {}
+        if not set(table) <= {"metrics", "test_selected"}:
+            raise ConfigError(f"{where}.table: keys must be among ['metrics', 'test_selected'], "
+                              f"not {sorted(table)}")
+        if set(table.get("test_selected") or []) - {"recall@1"}:
+            raise ConfigError(f"{where}.table.test_selected: only recall@1 (the epoch is chosen "
+                              f"by it), not {table['test_selected']}")
+        for name in exp.get("figures") or []:
+            FIGURES.check(name, f"{where}.figures", ConfigError)
+        check_reported(exp, where)
+        check_layout(exp, where)
+        for label, entry in (exp.get("sweep") or {}).items():
+            if not set(entry) <= SWEEP_KEYS:
+                raise ConfigError(f"{where}.sweep.{label}: keys must be among {sorted(SWEEP_KEYS)}")
+            check_settings(plan, entry.get("train"), f"{where}.sweep.{label}.train")
+            without = [m for m in exp["methods"] if entry.get("miner") and not plan.methods[m].get("miner")]
+            if without:
+                raise ConfigError(f"{where}.sweep.{label}: sets miner options but method "
+                                  f"{without[0]} has no miner")
+    for name, method in plan.methods.items():
+        unknown = set(method) - METHOD_KEYS
+        if unknown:
+            raise ConfigError(f"method {name}: unknown keys {sorted(unknown)}")
+        check_settings(plan, method.get("train"), f"method {name}.train")
+
+
+def check_reported(exp: dict, where: str) -> None:
+    """The paper's numbers name a run of the experiment (a method, or method@variant of a
+    sweep), one of its datasets and a metric of its table."""
+    labels = set(exp["methods"]) | {f"{m}@{v}" for m in exp["methods"] for v in exp.get("sweep") or {}}
+    metrics = set((exp.get("table") or {}).get("metrics") or [])
+    for method, per_dataset in (exp.get("reported") or {}).items():
+        if method not in labels:
+            raise ConfigError(f"{where}.reported: {method!r} is none of the experiment's runs "
+                              f"({', '.join(sorted(labels))})")
+        for dataset, values in per_dataset.items():
+            if dataset not in exp["datasets"]:
+                raise ConfigError(f"{where}.reported.{method}: dataset {dataset!r} is not among "
+                                  f"the experiment's datasets {exp['datasets']}")
+            extra = sorted(set(values) - metrics) if metrics else []
+            if extra:
+                raise ConfigError(f"{where}.reported.{method}.{dataset}: {extra} not among the "
+                                  f"table's metrics {sorted(metrics)}")
+
+
+def check_layout(exp: dict, where: str) -> None:
+    """`layout.rows` lists every method and quoted row of the table once, in the paper's order."""
+    layout = exp.get("layout")
+    if not layout:
+        return
+    extra = set(layout) - {"rows", "labels", "datasets", "datasets_as_rows"}
+    if extra:
+        raise ConfigError(f"{where}.layout: unknown keys {sorted(extra)}; known: rows, labels, "
+                          f"datasets, datasets_as_rows")
+    expected = list(exp.get("quoted") or {}) + list(exp["methods"])
+    rows = layout.get("rows") or expected
+    missing = [r for r in expected if r not in rows]
+    unknown = [r for r in rows if r not in expected]
+    repeated = sorted({r for r in rows if rows.count(r) > 1})
+    if missing or unknown or repeated:
+        raise ConfigError(f"{where}.layout.rows must list each method and quoted row once: "
+                          + "; ".join(f"{what} {names}" for what, names in
+                                      (("missing", missing), ("unknown", unknown), ("repeated", repeated))
+                                      if names))
+    for key, known, what in (("labels", exp["methods"], "methods"), ("datasets", exp["datasets"], "datasets")):
+        stray = sorted(set(layout.get(key) or {}) - set(known))
+        if stray:
+            raise ConfigError(f"{where}.layout.{key}: {stray} are not among the experiment's {what}")
+
+
+def check_settings(plan, update: dict | None, where: str) -> None:
+    """Names of `update` exist in defaults.yaml, and its values have their type and range."""
+    check_keys(update, plan.defaults, where)
+    settings.check(update, plan.settings_schema, where)
+
+
+def check_preset(plan) -> None:
+    chosen = plan.preset["experiments"]
+    if chosen != "all":
+        for key in chosen:
+            if key not in plan.experiments:
+                raise ConfigError(f"preset {plan.name}: unknown experiment id {key!r}"
+                                  f"{did_you_mean(key, plan.experiments)}; "
+                                  f"known: {', '.join(sorted(plan.experiments))}")
+    check_settings(plan, plan.preset["overrides"], f"preset {plan.name}.overrides")
+    check_settings(plan, plan.preset.get("cpu_fallback"), f"preset {plan.name}.cpu_fallback")
+    for dataset, update in (plan.preset.get("per_dataset") or {}).items():
+        check_settings(plan, update, f"preset {plan.name}.per_dataset.{dataset}")
+    for key, subset in (plan.preset.get("subset") or {}).items():
+        where = f"preset {plan.name}.subset.{key}"
+        if key not in plan.experiments or plan.is_analysis(key):
+            raise ConfigError(f"{where}: {key!r} is not a training experiment of the catalogue")
+        if key not in plan.chosen_ids:
+            continue  # the preset was narrowed to other experiments
+        exp = plan.experiments[key]
+        for field, known in (("datasets", exp["datasets"]), ("methods", exp["methods"]),
+                             ("variants", list(exp.get("sweep") or {}))):
+            unknown = set(subset.get(field) or []) - set(known)
+            if unknown:
+                raise ConfigError(f"{where}.{field}: {sorted(unknown)} not in the experiment's "
+                                  f"{field} {known}")
+        check_settings(plan, subset.get("train"), f"{where}.train")
+
+
+def check_runs(plan) -> None:
+    """Every resolved run's settings, by value, before any job starts."""
+    for run in plan.runs():
+        cfg = plan.resolve(run)
+        where = f"run {run.path(plan.name)}"
+        settings.check({k: cfg[k] for k in plan.defaults}, plan.settings_schema, where)
+        settings.check_run(cfg, where)
+        check_classes(plan, cfg, run.dataset, where)
+        if (plan.experiments[run.experiment].get("table") or {}).get("test_selected") \
+                and not cfg["eval"]["every"]:
+            raise ConfigError(f"{where}: the table of {run.experiment} shows a test-selected "
+                              f"epoch, which needs eval.every ≥ 1 (now 0)")
+
+
+def check_classes(plan, cfg: dict, dataset: str, where: str) -> None:
+    """A batch of batch.size / per_class classes needs that many training classes (the real
+    dataset's count; fixtures are checked by the tests on their own sizes)."""
+    if plan.toy_data or cfg["method"]["sampler"] != "m_per_class" or cfg["scheme"]["name"] != "plain":
+        return
+    needed = cfg["batch"]["size"] // cfg["batch"]["per_class"]
+    available = DATASETS.get(dataset).expected.classes["train"]
+    if needed > available:
+        raise ConfigError(f"{where}: batch.size {cfg['batch']['size']} at batch.per_class "
+                          f"{cfg['batch']['per_class']} needs {needed} classes, but {dataset}'s "
+                          f"training split has {available}: raise batch.per_class or lower batch.size")

@@ -1,0 +1,94 @@
+"""What a dataset is to the suite: where its files come from (`SourceFile`, `Layout`), its split
+statistics, its parser and fixture writer (`DatasetSpec`), and the helpers parsers share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from dmlbench.data.manifest import SplitStats
+from dmlbench.errors import DatasetError
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One distributed file: its sources (tried in order; none where it must be fetched by hand),
+    and the size and checksums where they are public."""
+
+    filename: str
+    urls: tuple[str, ...] = ()
+    size: int | None = None
+    md5: str | None = None
+    sha256: str | None = None
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One way a dataset is distributed: the files that together make it."""
+
+    name: str
+    files: tuple[SourceFile, ...]
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """Everything the suite knows of one dataset; a module of `dmlbench.data.datasets` each."""
+
+    name: str
+    title: str
+    layouts: tuple[Layout, ...]
+    expected: SplitStats
+    parse: Callable[[Path], pd.DataFrame]
+    manual: str | None = None
+    disk_gb: float = 0.0  # archives + extracted images + 256-pixel cache, roughly
+    notes: dict = field(default_factory=dict)
+    pixel_side: int | None = None  # equal-sized small images: raw pixels are a reference row
+    label: str = ""  # the name the papers' tables print
+    evaluation: str = "all_vs_all"  # | query_gallery (In-Shop) | test_lists (VehicleID)
+    supers: str | None = None  # what the `super` column holds: categories | vehicle_models
+    super_categories: int | None = None  # how many categories (the category-pair samplers)
+    write_fixture: Callable | None = None  # (folder, n_classes, per_class, rng, image_size) → SplitStats
+    write_shipped: Callable[[Path], None] | None = None  # data shipped in a package: its files, written
+    about: str = ""  # one sentence for the report, where the data needs one
+
+    @property
+    def files(self) -> tuple[SourceFile, ...]:
+        """The files of the first (the publisher's own) layout."""
+        return self.layouts[0].files if self.layouts else ()
+
+
+def find_file(root: Path, name: str) -> Path:
+    """The first file called `name` under `root` (the user may point at a parent folder)."""
+    direct = root / name
+    if direct.exists():
+        return direct
+    for candidate in sorted(root.rglob(name)):
+        return candidate
+    raise DatasetError(f"{name} not found under {root}: is this the extracted dataset folder?")
+
+
+def read_table(path: Path, names: list[str], unique: str | None = None, integers: tuple[str, ...] = ()) -> pd.DataFrame:
+    """A whitespace-separated list with columns `names`; a line that does not fit, a repeated
+    `unique` value or a non-integer in `integers` stops with the file and line named."""
+    try:
+        table = pd.read_csv(path, sep=r"\s+", header=None, names=names, dtype=str, engine="python")
+    except FileNotFoundError:
+        raise DatasetError(f"{path} is missing: is this the complete extracted dataset?") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as error:
+        raise DatasetError(f"{path} cannot be read as '{' '.join(f'<{n}>' for n in names)}' lines "
+                           f"({' '.join(str(error).split())[:160]}); use an intact copy") from None
+    incomplete = table[names].isna().any(axis=1)
+    for column in integers:
+        incomplete |= ~table[column].fillna("").str.fullmatch(r"\d+")
+    if incomplete.any():
+        line = int(incomplete.to_numpy().argmax()) + 1
+        raise DatasetError(f"{path}: line {line} is not '{' '.join(f'<{n}>' for n in names)}'; use an "
+                           f"intact copy of the file")
+    if unique is not None and table[unique].duplicated().any():
+        line = int(table[unique].duplicated().to_numpy().argmax()) + 1
+        raise DatasetError(f"{path}: line {line} repeats the {unique} {table[unique].iloc[line - 1]!r} of an "
+                           f"earlier line; use an intact copy of the file")
+    return table

@@ -24,9 +24,6 @@ from dmlbench.data import acquire, datasets, manifest, store
 from dmlbench.errors import DmlbenchError
 
 OK, ACTION, INFO = "OK", "action needed", "info"
-TORCHVISION_WEIGHTS = {"resnet18": "resnet18-f37072fd.pth", "resnet50": "resnet50-0676ba61.pth",
-                       "googlenet": "googlenet-1378be20.pth"}
-TORCHVISION_URL = "https://download.pytorch.org/models/"
 WEIGHTS_GB = 0.3
 
 
@@ -231,22 +228,18 @@ def urls_to_probe(plan) -> list[str]:
 
 def _weights_needed(plan) -> list[tuple[str, str, Path]]:
     """(backbone, url, local path) of the ImageNet weights the plan's runs load."""
-    from dmlbench.models import bninception, weights
-    from dmlbench.models.embedding import SMALL
+    from dmlbench.models import weights
+    from dmlbench.models.backbones import BACKBONES
 
     needed = {}
     for run in plan.runs():
         model = plan.resolve(run)["model"]
-        if not model["pretrained"] or model["backbone"] in SMALL:
+        backbone = BACKBONES.get(model["backbone"])
+        if not model["pretrained"] or backbone.weights_url is None:
             continue
-        backbone = model["backbone"]
-        if backbone == "bninception":
-            path = Path(model["weights"]) if model["weights"] else \
-                weights.cache_dir() / Path(bninception.WEIGHTS_URL).name
-            needed[backbone] = (bninception.WEIGHTS_URL, path)
-        else:
-            filename = TORCHVISION_WEIGHTS[backbone]
-            needed[backbone] = (TORCHVISION_URL + filename, weights.cache_dir() / filename)
+        url = backbone.weights_url
+        local = backbone.local_weights and model["weights"]
+        needed[model["backbone"]] = (url, Path(local) if local else weights.cache_dir() / Path(url).name)
     return [(b, url, path) for b, (url, path) in sorted(needed.items())]
 
 

@@ -238,3 +238,11 @@ def build(name: str, labels, batch_size: int, per_class: int, generator, batches
                "supers": supers, "per_pair": per_pair}
     wanted = inspect.signature(SAMPLERS.get(name)).parameters
     return SAMPLERS.build(name, **{k: v for k, v in offered.items() if k in wanted})
+
+
+def from_config(cfg: dict, labels, supers, generator, batches=None):
+    """The batch sampler of a resolved run config: its method's sampler with the run's `batch`
+    settings, over the training `labels` (and `supers`), `batches` batches."""
+    batch = cfg["batch"]
+    return build(cfg["method"]["sampler"], labels, batch["size"], batch["per_class"], generator, batches,
+                 batch["small_classes"], supers, batch["per_pair"])

@@ -8,105 +8,14 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-import torchvision
 from torch import nn
 
 from dmlbench.errors import ConfigError
-from dmlbench.models import bninception, weights
+from dmlbench.models import bninception
+from dmlbench.models.backbones import BACKBONES
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
-
-
-class SmallCNN(nn.Module):
-    """Four conv-BN-ReLU blocks for CPU presets (no pretrained weights)."""
-
-    out_features = 128
-
-    def __init__(self):
-        super().__init__()
-        layers, channels = [], 3
-        for width in (32, 64, 128, 128):
-            layers += [nn.Conv2d(channels, width, 3, padding=1), nn.BatchNorm2d(width), nn.ReLU(),
-                       nn.MaxPool2d(2, ceil_mode=True)]
-            channels = width
-        self.features = nn.Sequential(*layers)
-
-    def forward(self, x):
-        return self.features(x)
-
-
-class SpatialCNN(nn.Module):
-    """For images of a few pixels (scikit-learn's 8×8 digits): two conv-BN-ReLU-max-pool blocks,
-    the map brought to 4×4 and flattened rather than pooled (where a stroke lies is what tells
-    digits apart), then a 1,024-unit ReLU layer. Returns a 1×1 map, so global pooling keeps it."""
-
-    out_features = 1024
-
-    def __init__(self):
-        super().__init__()
-        layers, channels = [], 3
-        for width in (64, 128):
-            layers += [nn.Conv2d(channels, width, 3, padding=1), nn.BatchNorm2d(width), nn.ReLU(),
-                       nn.MaxPool2d(2, ceil_mode=True)]
-            channels = width
-        self.features = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(4), nn.Flatten(),
-                                      nn.Linear(channels * 16, self.out_features), nn.ReLU())
-
-    def forward(self, x):
-        return self.features(x)[:, :, None, None]
-
-
-def _torchvision_trunk(name: str, pretrained: bool) -> tuple[nn.Module, int]:
-    models = torchvision.models
-    table = {
-        "resnet18": (models.resnet18, models.ResNet18_Weights.IMAGENET1K_V1),
-        "resnet50": (models.resnet50, models.ResNet50_Weights.IMAGENET1K_V1),
-        "googlenet": (models.googlenet, models.GoogLeNet_Weights.IMAGENET1K_V1),
-    }
-    builder, enum = table[name]
-    if pretrained:
-        # googlenet: the arguments torchvision builds its ImageNet model with (aux heads dropped after)
-        extra = {"aux_logits": True, "transform_input": True, "init_weights": False} if name == "googlenet" else {}
-        net = weights.torchvision_weights(builder, enum, **extra)
-        if name == "googlenet":
-            net.aux_logits, net.aux1, net.aux2 = False, None, None
-    else:
-        extra = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
-        net = builder(weights=None, **extra)
-    features = net.fc.in_features
-    if name == "googlenet":
-        net.avgpool, net.dropout, net.fc = nn.Identity(), nn.Identity(), nn.Identity()
-        trunk = _GoogLeNetTrunk(net)
-    else:
-        trunk = nn.Sequential(*list(net.children())[:-2])
-    return trunk, features
-
-
-class _GoogLeNetTrunk(nn.Module):
-    """torchvision GoogLeNet up to its last inception block (feature maps, not pooled).
-
-    With ImageNet weights torchvision sets `transform_input`: the weights (ported from another
-    framework) expect (x - 0.5) / 0.5 per channel, and `_transform_input` maps the
-    ImageNet-normalised input onto that scale, as torchvision's own forward does. Random
-    initialisation leaves it off (then the normalised input goes in as it is)."""
-
-    def __init__(self, net):
-        super().__init__()
-        self.net = net
-
-    def forward(self, x):
-        n = self.net
-        x = n._transform_input(x)
-        x = n.maxpool1(n.conv1(x))
-        x = n.maxpool2(n.conv3(n.conv2(x)))
-        x = n.maxpool3(n.inception3b(n.inception3a(x)))
-        x = n.inception4e(n.inception4d(n.inception4c(n.inception4b(n.inception4a(x)))))
-        return n.inception5b(n.inception5a(n.maxpool4(x)))
-
-
-SMALL = {"small_cnn": SmallCNN, "spatial_cnn": SpatialCNN}  # CPU-sized, never pretrained
-BACKBONES = ("small_cnn", "spatial_cnn", "resnet18", "resnet50", "googlenet", "bninception")
 
 
 class EmbeddingNet(nn.Module):
@@ -119,24 +28,15 @@ class EmbeddingNet(nn.Module):
                  normalize: bool = True):
         super().__init__()
         self.normalize = normalize
-        if backbone not in BACKBONES:
-            raise ConfigError(f"unknown backbone {backbone!r}; known: {', '.join(BACKBONES)}")
+        BACKBONES.check(backbone, "model.backbone")
         if pooling not in ("avg", "max"):
             raise ConfigError(f"model.pooling must be 'avg' or 'max', not {pooling!r}")
         self.backbone_name, self.pooling, self.frozen_bn = backbone, pooling, frozen_bn
-        if backbone in SMALL:
-            self.trunk, features = SMALL[backbone](), SMALL[backbone].out_features
-        elif backbone == "bninception":
-            self.trunk, features = bninception.BNInception(), bninception.BNInception.out_features
-            if pretrained:
-                state = weights.load_checked(bninception.WEIGHTS_URL,
-                                             bninception.WEIGHTS_SHA256, weights_path)
-                state = {k: v for k, v in state.items() if not k.startswith("last_linear")}
-                self.trunk.load_state_dict(state)
-        else:
-            self.trunk, features = _torchvision_trunk(backbone, pretrained)
+        spec = BACKBONES.get(backbone)
+        self.trunk, features = spec.build(pretrained, weights_path)
+        self.caffe_input = spec.caffe_input
         self.head = nn.Linear(features, embedding_dim)
-        if backbone == "bninception":
+        if spec.caffe_input:
             self.register_buffer("mean", torch.tensor(bninception.MEAN_BGR).view(1, 3, 1, 1))
             self.register_buffer("std", torch.ones(1, 3, 1, 1))
         else:
@@ -144,7 +44,7 @@ class EmbeddingNet(nn.Module):
             self.register_buffer("std", torch.tensor(IMAGENET_STD).view(1, 3, 1, 1))
 
     def _prepare_input(self, images: torch.Tensor) -> torch.Tensor:
-        if self.backbone_name == "bninception":
+        if self.caffe_input:
             images = images.flip(1) * 255.0
         return (images - self.mean) / self.std
 

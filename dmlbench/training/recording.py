@@ -77,9 +77,7 @@ def probe(model, criterion, data, cfg: dict, device, generator: torch.Generator)
     model.train()
     optimizer = torch.optim.SGD(list(model.parameters()) + list(criterion.parameters()),
                                 lr=settings["lr"], momentum=0.0)
-    sampler = samplers.build(cfg["method"]["sampler"], data.labels, cfg["batch"]["size"],
-                             cfg["batch"]["per_class"], generator, settings["steps"],
-                             cfg["batch"]["small_classes"], data.supers, cfg["batch"]["per_pair"])
+    sampler = samplers.from_config(cfg, data.labels, data.supers, generator, settings["steps"])
     loader = batches.loader(data, batch_sampler=sampler, generator=generator,
                             num_workers=cfg["loader"]["workers"])
     rows = []

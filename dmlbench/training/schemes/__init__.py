@@ -5,18 +5,19 @@ alternating-projections paper (dmlbench/training/schemes/profs.py)."""
 from __future__ import annotations
 
 from dmlbench.errors import ConfigError
+from dmlbench.registry import Registry
 from dmlbench.training.schemes.base import PlainScheme, Step, TrainingScheme
 from dmlbench.training.schemes.profs import ProfsScheme
 
-SCHEMES = {"plain": PlainScheme, "profs": ProfsScheme}
+SCHEMES = Registry("scheme", error=ConfigError)
+SCHEMES.register("plain")(PlainScheme)
+SCHEMES.register("profs")(ProfsScheme)
 
 
 def build(cfg: dict, labels, supers, parameters, criterion) -> TrainingScheme:
     """The scheme of the resolved run config `cfg` over the training labels."""
-    name = cfg["scheme"]["name"]
-    if name not in SCHEMES:
-        raise ConfigError(f"unknown scheme.name {name!r}; known: {', '.join(SCHEMES)}")
-    return SCHEMES[name](cfg, labels, supers, parameters, criterion)
+    SCHEMES.check(cfg["scheme"]["name"], "scheme.name")
+    return SCHEMES.get(cfg["scheme"]["name"])(cfg, labels, supers, parameters, criterion)
 
 
 __all__ = ["build", "Step", "TrainingScheme", "SCHEMES"]

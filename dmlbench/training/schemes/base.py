@@ -81,11 +81,7 @@ class PlainScheme(TrainingScheme):
     """The method's batch sampler (`samplers.build`), no extra term, no state."""
 
     def plan(self, generator, count):
-        batch = self.cfg["batch"]
-        sampler = samplers.build(self.cfg["method"]["sampler"], self.labels, batch["size"],
-                                 batch["per_class"], generator, count, batch["small_classes"],
-                                 self.supers, batch["per_pair"])
-        return Steps(sampler)
+        return Steps(samplers.from_config(self.cfg, self.labels, self.supers, generator, count))
 
 
 class Steps:

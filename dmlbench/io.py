@@ -103,17 +103,8 @@ def atomic_path(path: str | os.PathLike):
     remove_stale_temporaries(path)
     fd, tmp = tempfile.mkstemp(prefix=_prefix(path), suffix=".tmp", dir=path.parent)
     os.close(fd)
-    tmp = Path(tmp)
-    try:
-        os.chmod(tmp, 0o666 & ~_umask())
+    with _into_place(Path(tmp), path, 0o666, Path.unlink) as tmp:
         yield tmp
-        os.replace(tmp, path)
-    except BaseException as error:
-        _explain_full_disk(error, path)
-        raise
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 @contextmanager
@@ -123,10 +114,18 @@ def atomic_dir(path: str | os.PathLike):
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(path)
     tmp = Path(tempfile.mkdtemp(prefix=_prefix(path), dir=path.parent))
-    try:
-        os.chmod(tmp, 0o777 & ~_umask())
+    with _into_place(tmp, path, 0o777, shutil.rmtree) as tmp:
         yield tmp
-        if path.exists():
+
+
+@contextmanager
+def _into_place(tmp: Path, path: Path, mode: int, remove):
+    """Yield `tmp` (given `mode` less the umask); then replace `path` with it (a folder in
+    the way is removed first), or, if the block fails, `remove` it and explain a full disk."""
+    try:
+        os.chmod(tmp, mode & ~_umask())
+        yield tmp
+        if tmp.is_dir() and path.exists():
             shutil.rmtree(path)
         os.replace(tmp, path)
     except BaseException as error:
@@ -134,7 +133,7 @@ def atomic_dir(path: str | os.PathLike):
         raise
     finally:
         if tmp.exists():
-            shutil.rmtree(tmp)
+            remove(tmp)
 
 
 def set_aside(path: Path) -> Path:

@@ -165,7 +165,7 @@ def test_code_kl_draws_4k_code_pairs_from_the_truncated_expm1_weights(monkeypatc
 
 
 def test_code_weights_do_not_overflow_in_float32():
-    from dmlbench.methods.losses.dro import code_weights
+    from dmlbench.methods.losses.robust_losses import code_weights
 
     values = torch.tensor([0.0, 0.5, 0.9, 1.3], dtype=torch.float32)
     w = code_weights(values, 0.01)  # e^{130} overflows float32

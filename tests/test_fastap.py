@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from dmlbench.methods import losses
-from dmlbench.methods.losses.fastap import bin_centres
+from dmlbench.methods.losses.ranking_losses import bin_centres
 
 
 def brute_fastap(embeddings, labels, num_bins, bins):

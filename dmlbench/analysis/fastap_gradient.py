@@ -15,7 +15,7 @@ import torch
 
 from dmlbench.methods import losses
 from dmlbench.io import atomic_path
-from dmlbench.methods.losses.fastap import bin_centres
+from dmlbench.methods.losses.ranking_losses import bin_centres
 
 TOLERANCE = 1e-9  # largest relative difference accepted (float64)
 

@@ -131,7 +131,7 @@ def main(argv=None) -> None:
     sizes = ("tiny",) if tiny else ("sop", "inshop")
     results["evaluation"] = {size: evaluation.run(size, repeats=1 if tiny else 3) for size in sizes}
     results["input_pipeline"] = input_pipeline.run(count=8 if tiny else 400, workers=(0,) if tiny else (1, 2),
-                                                 samples=16 if tiny else 1600)
+                                                   samples=16 if tiny else 1600)
     results["decoding"] = input_pipeline.decoding_rates(count=8 if tiny else 600, workers=(1, 2))
     results["workflow"] = workflow.run(repeats=1 if tiny else 3)
     results["training"] = training.run(steps=1 if tiny else 5)

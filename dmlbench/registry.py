@@ -54,8 +54,9 @@ class Registry:
         `name`, the closest known name and every known one."""
         if name not in self:
             prefix = f"{where}: " if where else ""
-            raise (error or self.error)(f"{prefix}unknown {self.kind} {name!r}{did_you_mean(name, self.names())}; "
-                             f"known: {', '.join(self.names())}")
+            hint = did_you_mean(name, self.names())
+            raise (error or self.error)(f"{prefix}unknown {self.kind} {name!r}{hint}; "
+                                        f"known: {', '.join(self.names())}")
 
     def get(self, name: str):
         self.check(name)

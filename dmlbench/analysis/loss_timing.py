@@ -26,7 +26,6 @@ BATCHES = (80, 160, 320, 480, 640)
 DIM, PER_CLASS = 1024, 5
 
 
-
 def time_method(method: dict, batch: int, repeats: int, device, network=None,
                 image_size: int = 227) -> list[float]:
     """Seconds per iteration: loss side only, or with `network` its forward and backward too."""

@@ -49,16 +49,16 @@ def evaluate_model(model, table, base, cfg: dict, device, clustering: bool = Tru
         for size in ("small", "medium", "large"):
             test, labels = embed(model, split_loader(table, base, f"test_{size}", cfg, device), device)
             metrics = vehicleid_metrics(test, labels, cfg["eval"]["ks"],
-                                                   cfg["eval"]["vehicleid_protocol"], clustering,
-                                                   cfg["eval"]["kmeans_restarts"])
+                                        cfg["eval"]["vehicleid_protocol"], clustering,
+                                        cfg["eval"]["kmeans_restarts"])
             out.update({f"{size}_{k}": v for k, v in metrics.items()})
         return out
     if (table["split"] == "query").any():
         gallery, gallery_labels = embed(model, split_loader(table, base, "gallery", cfg, device), device)
         queries, query_labels = embed(model, split_loader(table, base, "query", cfg, device), device)
         return retrieval_metrics(gallery, gallery_labels, cfg["eval"]["ks"], queries,
-                                            query_labels, clustering=clustering,
-                                            kmeans_restarts=cfg["eval"]["kmeans_restarts"])
+                                 query_labels, clustering=clustering,
+                                 kmeans_restarts=cfg["eval"]["kmeans_restarts"])
     test, labels = embed(model, split_loader(table, base, "test", cfg, device), device)
     return retrieval_metrics(test, labels, cfg["eval"]["ks"], clustering=clustering,
-                                        kmeans_restarts=cfg["eval"]["kmeans_restarts"])
+                             kmeans_restarts=cfg["eval"]["kmeans_restarts"])

@@ -120,4 +120,3 @@ def triplet_moves(run_dirs: list[Path], spec: dict, output_dir: Path) -> None:
     save(fig, output_dir / "triplet_moves.png", spec)
     with atomic_path(output_dir / "moves.csv") as tmp:
         pd.DataFrame(rows).to_csv(tmp, index=False)
-

@@ -198,7 +198,7 @@ def _write_table(table: pd.DataFrame, output_dir: Path, preset: str, measured_on
         table.drop(columns=["traceback"]).to_csv(tmp, index=False)
     lines = [f"# Preflight of preset `{preset}`", "",
              f"Measured on {measured_on}" + (f", image side {image_side} px (batch, method and "
-                                            f"network as planned)" if image_side else "") + ".", "",
+                                             f"network as planned)" if image_side else "") + ".", "",
              *_incomplete(left), "| group | code path | runs | status | s/step | peak MB | error |", "|---|---|---|---|---|---|---|"]
     for row in table.itertuples():
         step = f"{row.seconds_per_step:.3f}" if row.status == "passed" else ""

@@ -22,10 +22,11 @@ from dmlbench.data import datasets
 from dmlbench.report.aggregate import SELECTED
 
 
-
 def dataset_label(name: str) -> str:
     """A dataset's name as the papers' tables print it (its spec's `label`)."""
     return datasets.get(name).label or name
+
+
 NOT_RUN = "not run"
 
 

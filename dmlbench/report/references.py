@@ -72,5 +72,3 @@ def sentences(summary: pd.DataFrame, reference_of: list, labels: dict) -> list[s
             out.append(f"{dataset_label(dataset)}, {metric_label(metric)}, trained vs no "
                        f"training: " + ", ".join(parts) + ".")
     return out
-
-

@@ -164,7 +164,7 @@ def cars_class_names(n_classes: int) -> list[str]:
 
 
 def write_fixture(folder: Path, n_classes: int, per_class: int, rng, image_size: int,
-               layout: str = "original") -> SplitStats:
+                  layout: str = "original") -> SplitStats:
     """Cars196 in one of its layouts: `original` (car_ims.tgz + cars_annos.mat), `devkit`
     (cars_train.tgz, cars_test.tgz, car_devkit.tgz, cars_test_annos_withlabels.mat) or `folders`
     (the class-folder zip pytorch-metric-learning downloads)."""

@@ -11,7 +11,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from dmlbench.io import atomic_path  # noqa: E402
 from dmlbench.plots.canvas import save  # noqa: E402
 
 

@@ -54,7 +54,7 @@ class Plan(StepSpecs):
         preset_file = config_dir / "presets" / f"{name}.yaml"
         if not preset_file.exists():
             known = sorted(p.stem for p in (config_dir / "presets").glob("*.yaml"))
-            raise ConfigError(f"unknown preset {name!r}; known: {', '.join(known)}")
+            raise ConfigError(f"unknown preset {name!r}{did_you_mean(name, known)}; known: {', '.join(known)}")
         schema = with_dataset_names(load_yaml(config_dir / "schema.yaml"), DATASETS.names())
         config = settings.coerce(config, with_settings(schema, load_yaml(config_dir / SETTINGS_SCHEMA)))
         preset = deep_merge(load_yaml(preset_file), config)

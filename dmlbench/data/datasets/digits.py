@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from PIL import Image
-from sklearn.datasets import load_digits
 
 from dmlbench.data.datasets import register
 from dmlbench.data.datasets.spec import DatasetSpec, find_file
@@ -17,6 +16,8 @@ from dmlbench.data.manifest import SplitStats, half_split
 
 def write_shipped(folder: Path) -> None:
     """Write every digit as `images/<digit>/<n>.png` (grey levels 0-16 scaled to 0-255) and `labels.csv`."""
+    from sklearn.datasets import load_digits  # 1-2 s to import: only when the files are written
+
     digits = load_digits()
     rows = ["path,label"]
     for n, (pixels, label) in enumerate(zip(digits.images, digits.target)):

@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from dmlbench.plots.canvas import save  # noqa: E402
@@ -146,8 +147,11 @@ def learning_curves(run_dirs: list[Path], spec: dict, path: Path) -> None:
             axes[1, column].text(0.5, 0.5, "no per-epoch evaluation", ha="center", va="center",
                                  transform=axes[1, column].transAxes, color="#777")
         axes[-1, column].set_xlabel("epoch")
+        last = int(history.loc[history["dataset"] == dataset, "epoch"].max())
         for ax in axes[:, column]:
             ax.grid(alpha=0.3)
+            ax.set_xlim(0.5, last + 0.5)  # whole epochs, also for a run of one epoch
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
     save(fig, path, spec)
 
 

@@ -24,10 +24,11 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/fair.smk"
 
 
 # cheap steps stay on the submitting machine under a cluster executor
-localrules: all, aggregate, analyse, report
+localrules: all, aggregate, analyse, report, fair_splits, fair_ask, fair_tell, fair_best, fair_aggregate
 
 
 rule all:

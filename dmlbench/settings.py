@@ -150,6 +150,9 @@ def check_run(cfg: dict, where: str) -> None:
         late = [e for e in listed if e > epochs]
         if late:
             raise ConfigError(f"{where}: {key} {late} lie after the last epoch ({epochs})")
+    if cfg["early_stopping"]["patience"] and cfg["eval"]["every"] != 1:
+        raise ConfigError(f"{where}: early_stopping.patience needs an evaluation after every epoch "
+                          f"(eval.every: 1, now {cfg['eval']['every']})")
     if cfg["model"]["weights"] and cfg["model"]["backbone"] != "bninception":
         raise ConfigError(f"{where}: model.weights is read for bninception only, not "
                           f"{cfg['model']['backbone']}")

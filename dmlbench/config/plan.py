@@ -19,7 +19,8 @@ import jsonschema
 from dmlbench import settings
 from dmlbench.config import validation
 from dmlbench.config.loading import deep_merge, load_yaml, with_dataset_names, with_settings
-from dmlbench.config.run import Run
+from dmlbench.config.run import FairRun, Run
+from dmlbench.config.fair_specs import FairSpecs
 from dmlbench.config.steps import StepSpecs
 from dmlbench.data.datasets import DATASETS
 from dmlbench.errors import ConfigError
@@ -28,7 +29,7 @@ from dmlbench.registry import did_you_mean
 SETTINGS_SCHEMA = "settings.schema.yaml"
 
 
-class Plan(StepSpecs):
+class Plan(StepSpecs, FairSpecs):
     """The preset, the catalogue, the runs they expand into, and each run's resolved config."""
 
     def __init__(self, config_dir: Path, preset: dict):
@@ -44,6 +45,7 @@ class Plan(StepSpecs):
         validation.check_preset(self)
         self.skipped = self._experiments_without_runs()
         validation.check_runs(self)
+        validation.check_fair_runs(self)
 
     @classmethod
     def load(cls, config_dir: str | Path, config: dict | None = None) -> "Plan":
@@ -90,7 +92,8 @@ class Plan(StepSpecs):
 
     def report_marker(self, experiment: str) -> str:
         """The file whose presence says the experiment's report folder is complete."""
-        name = "summary.md" if self.is_analysis(experiment) else "table.csv"
+        name = ("summary.md" if self.is_analysis(experiment)
+                else "fair_table.csv" if self.is_fair(experiment) else "table.csv")
         return f"reports/{self.name}/{experiment}/{name}"
 
     def analysis_spec(self, experiment: str) -> dict:
@@ -118,7 +121,8 @@ class Plan(StepSpecs):
         """Chosen training experiments left without a run by `datasets`/`subset`, with the reason."""
         skipped = {}
         for key in self.chosen_ids:
-            if not self.is_analysis(key) and not self.runs(key):
+            has_work = self.fair_pairs(key) if self.is_fair(key) else self.runs(key)
+            if not self.is_analysis(key) and not has_work:
                 own = self._subset(key).get("datasets") or self.experiments[key]["datasets"]
                 skipped[key] = f"none of its datasets {own} is among datasets={self.preset['datasets']}"
 
@@ -140,8 +144,8 @@ class Plan(StepSpecs):
     def runs(self, experiment: str | None = None) -> list[Run]:
         out = []
         for key in [experiment] if experiment else self.chosen_ids:
-            if self.is_analysis(key):
-                continue
+            if self.is_analysis(key) or self.is_fair(key):
+                continue  # analyses train nothing; fair experiments: `fair_runs`
             exp = self.experiments[key]
             seeds = self.preset["seeds"] or exp.get("seeds") or [0]
             subset = self._subset(key)
@@ -181,6 +185,10 @@ class Plan(StepSpecs):
         cfg["run"] = {"preset": self.name, "experiment": run.experiment, "dataset": run.dataset,
                       "method": run.method, "seed": run.seed}
         cfg["data"] = {"manifest": self.manifest(run.dataset)}
+        if isinstance(run, FairRun):
+            cfg["data"]["fold"] = {"splits": self.fair_splits(run.dataset, self.fair_settings(run.experiment)["folds"]),
+                                   "index": run.fold}
+            cfg["run"].update(stage=run.stage, index=run.index, fold=run.fold)
         store = self.store(run.dataset, cfg["input"]["resize"])
         if store:
             cfg["data"]["store"] = store

@@ -24,3 +24,21 @@ class Run:
 
     def path(self, preset: str) -> str:
         return f"results/{preset}/{self.experiment}/{self.dataset}/{self.method}/seed{self.seed}"
+
+
+@dataclass(frozen=True, order=True)
+class FairRun(Run):
+    """One fold training of the fair protocol: of search trial `index` (`stage` "search") or of
+    final repetition `index` (`stage` "final")."""
+
+    stage: str = "search"
+    index: int = 0
+    fold: int = 0
+
+    def folder(self, preset: str) -> str:
+        """Where the method × dataset's search and final runs live."""
+        return f"results/{preset}/{self.experiment}/{self.dataset}/{self.method}"
+
+    def path(self, preset: str) -> str:
+        name = "trial" if self.stage == "search" else "rep"
+        return f"{self.folder(preset)}/{self.stage}/{name}{self.index}/fold{self.fold}"

@@ -12,10 +12,15 @@ from dmlbench.plots import FIGURES
 from dmlbench.registry import did_you_mean
 
 EXPERIMENT_KEYS = {"layout", "title", "paper", "datasets", "methods", "seeds", "train", "per_dataset",
-                   "table", "reported", "quoted", "kind", "analysis", "sweep", "plot", "figures"}
+                   "table", "reported", "quoted", "kind", "analysis", "sweep", "plot", "figures", "fair"}
 SWEEP_KEYS = {"train", "loss", "miner"}
 ANALYSIS_KEYS = {"title", "paper", "kind", "analysis", "methods", "loss_overrides"}
-METHOD_KEYS = {"label", "paper", "loss", "miner", "sampler", "train"}
+METHOD_KEYS = {"label", "paper", "loss", "miner", "sampler", "train", "search"}
+# what the fair protocol holds equal for every method: a method's own `train` may not change it
+FAIR_PROTOCOL = {"model": ["backbone", "pretrained", "embedding_dim", "pooling", "frozen_bn"],
+                 "input": ["resize", "crop", "padding", "flip"], "optimizer": ["name", "lr", "weight_decay"],
+                 "batch": ["size"], "epochs": None, "batches_per_epoch": None, "early_stopping": None,
+                 "eval": ["every"]}
 
 
 def check_catalogue(plan) -> None:
@@ -51,6 +56,10 @@ def check_catalogue(plan) -> None:
             FIGURES.check(name, f"{where}.figures", ConfigError)
         check_reported(exp, where)
         check_layout(exp, where)
+        if exp.get("kind") == "fair":
+            check_fair(plan, key, where)
+        elif "fair" in exp or exp.get("kind") is not None:
+            raise ConfigError(f"{where}: `kind` is analysis or fair, and only a fair experiment has `fair` settings")
         for label, entry in (exp.get("sweep") or {}).items():
             if not set(entry) <= SWEEP_KEYS:
                 raise ConfigError(f"{where}.sweep.{label}: keys must be among {sorted(SWEEP_KEYS)}")
@@ -64,6 +73,37 @@ def check_catalogue(plan) -> None:
         if unknown:
             raise ConfigError(f"method {name}: unknown keys {sorted(unknown)}")
         check_settings(plan, method.get("train"), f"method {name}.train")
+
+
+def check_fair_settings(values: dict, where: str, complete: bool) -> None:
+    """folds, trials, parallel, repetitions: integers at least their least value."""
+    from dmlbench.config.fair_specs import FAIR_KEYS
+
+    unknown = set(values) - set(FAIR_KEYS)
+    missing = set(FAIR_KEYS) - set(values) if complete else set()
+    if unknown or missing:
+        raise ConfigError(f"{where}: keys are {sorted(FAIR_KEYS)}; "
+                          + "; ".join(f"{what} {sorted(names)}" for what, names in
+                                      (("unknown", unknown), ("missing", missing)) if names))
+    for key, value in values.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < FAIR_KEYS[key]:
+            raise ConfigError(f"{where}.{key}: an integer ≥ {FAIR_KEYS[key]}, not {value!r}")
+
+
+def check_fair(plan, key: str, where: str) -> None:
+    """A fair experiment: its protocol settings, and every method searchable without changing the
+    protocol's trunk and recipe."""
+    exp = plan.experiments[key]
+    check_fair_settings(exp.get("fair") or {}, f"{where}.fair", complete=True)
+    for method in exp["methods"]:
+        plan.fair_space(method)  # refuses a method without a search space, naming it
+        own = plan.methods[method].get("train") or {}
+        for group, names in FAIR_PROTOCOL.items():
+            changed = ([f"{group}.{n}" for n in names if n in (own.get(group) or {})] if names
+                       else [group] if group in own else [])
+            if changed:
+                raise ConfigError(f"{where}: method {method}.train changes {changed[0]}, which the fair "
+                                  f"protocol holds equal for every method; use a method entry without it")
 
 
 def check_reported(exp: dict, where: str) -> None:
@@ -142,6 +182,10 @@ def check_preset(plan) -> None:
                 raise ConfigError(f"{where}.{field}: {sorted(unknown)} not in the experiment's "
                                   f"{field} {known}")
         check_settings(plan, subset.get("train"), f"{where}.train")
+        if "fair" in subset:
+            if not plan.is_fair(key):
+                raise ConfigError(f"{where}.fair: {key} is not a fair experiment")
+            check_fair_settings(subset["fair"], f"{where}.fair", complete=False)
 
 
 def check_runs(plan) -> None:
@@ -156,6 +200,27 @@ def check_runs(plan) -> None:
                 and not cfg["eval"]["every"]:
             raise ConfigError(f"{where}: the table of {run.experiment} shows a test-selected "
                               f"epoch, which needs eval.every ≥ 1 (now 0)")
+
+
+def check_fair_runs(plan) -> None:
+    """One fold training per fair experiment × dataset × method and stage (the others differ in
+    fold and seed only), by value, with the paper's setting inside the method's search range."""
+    from dmlbench.fair import space as spaces
+
+    seen = set()
+    for run in plan.fair_runs():
+        if (run.experiment, run.dataset, run.method, run.stage) in seen:
+            continue
+        seen.add((run.experiment, run.dataset, run.method, run.stage))
+        cfg = plan.resolve(run)
+        where = f"fair run {run.path(plan.name)}"
+        settings.check({k: cfg[k] for k in plan.defaults}, plan.settings_schema, where)
+        settings.check_run(cfg, where)
+        check_classes(plan, cfg, run.dataset, where)
+        if not cfg["early_stopping"]["patience"]:
+            raise ConfigError(f"{where}: the fair protocol selects each fold's epoch on its validation fold: "
+                              f"set early_stopping.patience")
+        spaces.check(run.method, plan.fair_space(run.method), cfg, where)
 
 
 def check_classes(plan, cfg: dict, dataset: str, where: str) -> None:

@@ -11,7 +11,7 @@ import torch
 
 from dmlbench import environment, models
 from dmlbench.evaluation import model_eval
-from dmlbench.data import manifest
+from dmlbench.data import folds, manifest
 from dmlbench.errors import DmlbenchError
 from dmlbench.io import atomic_path, set_aside, write_json
 
@@ -46,7 +46,7 @@ def evaluate(run_dir: Path, output: Path) -> dict:
 def result_of(model, cfg: dict, run_dir: Path, device) -> dict:
     """What `metrics.json` holds for `model`: the test metrics (with clustering), the time they
     took, the device, and the test-selected epoch where the run evaluated every epoch."""
-    table = manifest.read(Path(cfg["data"]["manifest"]))
+    table = folds.view_of(manifest.read(Path(cfg["data"]["manifest"])), cfg["data"])
     started = time.perf_counter()
     metrics = model_eval.evaluate_model(model, table, Path(cfg["data"]["manifest"]).parent, cfg, device)
     result = {"run": cfg["run"], "metrics": metrics,
@@ -68,6 +68,8 @@ def _model_from_checkpoint(run_dir: Path) -> dict | None:
     try:
         checkpoint = torch.load(run_dir / "checkpoint.pt", map_location="cpu", weights_only=True)
         cfg = json.loads(checkpoint["config"])
+        if cfg["early_stopping"]["patience"]:
+            return None  # where it stopped and which epoch it kept: the train step decides
         if checkpoint["epochs_done"] != cfg["epochs"]:
             return None
         return {"model": checkpoint["model"], "config": cfg}

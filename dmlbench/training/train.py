@@ -20,8 +20,8 @@ import torch
 
 from dmlbench import environment, models
 from dmlbench.evaluation import evaluate_run, final_metrics
-from dmlbench.training import recording, run_folder, schemes
-from dmlbench.data import batches, manifest
+from dmlbench.training import early_stopping, recording, run_folder, schemes
+from dmlbench.data import batches, folds, manifest
 from dmlbench.errors import DmlbenchError
 from dmlbench.io import atomic_path, write_json
 from dmlbench.methods.criterion import Criterion
@@ -40,7 +40,7 @@ def seed_epoch(seed: int, epoch: int) -> torch.Generator:
 
 
 def build_optimizer(model, criterion, cfg: dict):
-    """Adam or SGD over the trunk (lr), the embedding layer (lr × head_lr_mult) and, when they
+    """Adam, SGD or RMSprop over the trunk (lr), the embedding layer (lr × head_lr_mult) and, when they
     share it (`loss_params.optimizer: shared`), the loss's own parameters such as proxies
     (lr × loss_lr_mult)."""
     groups = model.parameter_groups(cfg["lr"], cfg["head_lr_mult"])
@@ -50,6 +50,9 @@ def build_optimizer(model, criterion, cfg: dict):
     if cfg["name"] == "adam":
         return torch.optim.Adam(groups, lr=cfg["lr"], betas=tuple(cfg["betas"]),
                                 weight_decay=cfg["weight_decay"])
+    if cfg["name"] == "rmsprop":
+        return torch.optim.RMSprop(groups, lr=cfg["lr"], momentum=cfg["momentum"],
+                                   weight_decay=cfg["weight_decay"])
     return torch.optim.SGD(groups, lr=cfg["lr"], momentum=cfg["momentum"],
                            weight_decay=cfg["weight_decay"])
 
@@ -115,7 +118,7 @@ def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
     environment.set_tf32(cfg["performance"]["tf32"])
     write_json(run_dir / "env.json", environment.describe(device))
 
-    table = manifest.read(Path(cfg["data"]["manifest"]))
+    table = folds.view_of(manifest.read(Path(cfg["data"]["manifest"])), cfg["data"])
     base = Path(cfg["data"]["manifest"]).parent
     # training labels as 0..C-1 (proxy losses index their proxies by label)
     is_train = table["split"] == "train"
@@ -143,6 +146,7 @@ def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
         parts["loss_optimizer"] = loss_optimizer
         optimizers.append(loss_optimizer)
     start, history = _resume(state, run_dir, parts, log)
+    selection = early_stopping.Selection(cfg["early_stopping"], history, state)
 
     def embed_train():
         return embed(model, split_loader(table, base, "train", cfg, device), device)
@@ -153,6 +157,8 @@ def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
 
     record(start)
     for epoch in range(start, cfg["epochs"]):
+        if selection.stop():
+            break
         generator = seed_epoch(cfg["seed"], epoch)
         loader = batches.loader(data, generator=generator,
                                 batch_sampler=scheme.batches(generator, cfg["batches_per_epoch"]),
@@ -165,14 +171,16 @@ def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
             row.update(evaluate_model(model, table, base, cfg, device, clustering=False))
             model.train()
         history.append(row)
-        _save_checkpoint(run_dir, parts, history, cfg)
+        selection.after_epoch(row, model)
+        _save_checkpoint(run_dir, parts, history, cfg, selection.state())
         _write_history(run_dir, history)
         log(_format_row(row, cfg["epochs"]))
         record(epoch + 1)
 
+    selection.restore_best(model, log)
     final = run_dir / "model.pt"
     with atomic_path(final) as tmp:
-        torch.save({"model": model.state_dict(), "config": cfg}, tmp)
+        torch.save({"model": model.state_dict(), "config": cfg, **selection.summary()}, tmp)
     model.eval()
     final_metrics.keep(run_dir, evaluate_run.result_of(model, cfg, run_dir, device))
     log(f"final evaluation kept for the evaluate step ({final_metrics.RECORD})")
@@ -263,11 +271,12 @@ def _format_row(row: dict, epochs: int) -> str:
     return f"epoch {row['epoch']}/{epochs} loss {row['loss']:.4f}{extra} ({row['seconds']:.1f} s)"
 
 
-def _save_checkpoint(run_dir, parts: dict, history: list[dict], cfg: dict) -> None:
+def _save_checkpoint(run_dir, parts: dict, history: list[dict], cfg: dict, selection: dict) -> None:
     """One atomic file with everything a resumed run needs (model, loss, optimiser, schedule and
-    the scheme's state), per-epoch metrics included, and the config it belongs to."""
+    the scheme's state, the early stopping's best model), per-epoch metrics included, and the
+    config it belongs to."""
     with atomic_path(run_dir / "checkpoint.pt") as tmp:
-        torch.save({**{name: part.state_dict() for name, part in parts.items()},
+        torch.save({**{name: part.state_dict() for name, part in parts.items()}, **selection,
                     "epochs_done": len(history), "history": json.dumps(history),
                     "config": json.dumps(cfg, sort_keys=True),
                     "fingerprint": run_folder.fingerprint(cfg)}, tmp)
@@ -289,3 +298,8 @@ def _write_history(run_dir, rows: list[dict]) -> None:
 
 def log_stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+def read_history(run_dir: Path) -> list[dict]:
+    """The per-epoch rows of a run (`epochs.jsonl`)."""
+    return [json.loads(line) for line in (Path(run_dir) / "epochs.jsonl").read_text().splitlines() if line.strip()]

@@ -1,0 +1,157 @@
+"""The jobs of fair experiments (`kind: fair`, `suite.fair`) and the specs their steps read (a
+part of `Plan`). Per method × dataset: the split file (shared by the dataset), `trials` ask jobs,
+`trials` × `folds` fold trainings, `trials` tell jobs, one best job, `repetitions` × `folds`
+final fold trainings, one summary; per experiment one aggregate job. Trial slot t asks after slot
+t − 1 has asked and slot t − `parallel` has been told, so `parallel` trials run at once, each
+seeing the results of those before it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dmlbench.config.run import FairRun, Run
+from dmlbench.errors import ConfigError
+from dmlbench.fair import space as spaces
+
+FAIR_KEYS = {"folds": 2, "trials": 1, "parallel": 1, "repetitions": 2}  # each setting and its least value
+
+
+class FairSpecs:
+    """Paths and specs of the fair protocol's steps."""
+
+    def is_fair(self, experiment: str) -> bool:
+        return self.experiments[experiment].get("kind") == "fair"
+
+    def fair_settings(self, experiment: str) -> dict:
+        """folds, trials, parallel and repetitions: the experiment's, with the preset's subset over them."""
+        return {**self.experiments[experiment]["fair"], **(self._subset(experiment).get("fair") or {})}
+
+    def fair_methods(self, experiment: str) -> list[str]:
+        subset = self._subset(experiment).get("methods")
+        return [m for m in self.experiments[experiment]["methods"] if subset is None or m in subset]
+
+    def fair_pairs(self, experiment: str) -> list[tuple[str, str]]:
+        """(dataset, method) of the experiment in this preset."""
+        return [(d, m) for d in self.datasets_of(experiment) for m in self.fair_methods(experiment)]
+
+    def fair_runs(self, experiment: str | None = None) -> list[FairRun]:
+        """Every fold training of the chosen fair experiments (search trials, then final repetitions)."""
+        out = []
+        for key in [experiment] if experiment else self.chosen_ids:
+            if not self.is_fair(key):
+                continue
+            s = self.fair_settings(key)
+            for dataset, method in self.fair_pairs(key):
+                out += [FairRun(key, dataset, method, 0, "search", t, k)
+                        for t in range(s["trials"]) for k in range(s["folds"])]
+                out += [FairRun(key, dataset, method, r, "final", r, k)
+                        for r in range(s["repetitions"]) for k in range(s["folds"])]
+        return out
+
+    def find_fair_run(self, experiment, dataset, method, stage, index, fold) -> FairRun:
+        seed = 0 if stage == "search" else int(index)
+        run = FairRun(experiment, dataset, method, seed, stage, int(index), int(fold))
+        if run not in self.fair_runs(experiment):
+            raise ConfigError(f"preset {self.name} has no fair run {run}")
+        return run
+
+    # --- paths ------------------------------------------------------------------------------
+
+    def fair_splits(self, dataset: str, folds: int) -> str:
+        """The split file beside the manifest training reads."""
+        return f"{Path(self.manifest(dataset)).parent}/fair_folds{folds}.csv"
+
+    def fair_folder(self, experiment: str, dataset: str, method: str) -> str:
+        return FairRun(experiment, dataset, method, 0).folder(self.name)
+
+    def fair_params(self, experiment, dataset, method, slot) -> str:
+        return f"{self.fair_folder(experiment, dataset, method)}/search/trial{slot}/params.json"
+
+    def fair_result(self, experiment, dataset, method, slot) -> str:
+        return f"{self.fair_folder(experiment, dataset, method)}/search/trial{slot}/result.json"
+
+    def fair_best(self, experiment, dataset, method) -> str:
+        return f"{self.fair_folder(experiment, dataset, method)}/search/best.json"
+
+    def fair_summary(self, experiment, dataset, method) -> str:
+        return f"{self.fair_folder(experiment, dataset, method)}/final/summary.json"
+
+    # --- the steps' inputs and specs ----------------------------------------------------------
+
+    def fair_space(self, method: str) -> spaces.Space:
+        return spaces.parse(method, self.methods[method])
+
+    def _fair_base(self, experiment: str, dataset: str, method: str) -> dict:
+        return self.resolve(Run(experiment, dataset, method, 0))
+
+    def fair_ask_inputs(self, experiment, dataset, method, slot) -> list[str]:
+        slot, parallel = int(slot), self.fair_settings(experiment)["parallel"]
+        out = [self.fair_params(experiment, dataset, method, slot - 1)] if slot > 0 else []
+        if slot >= parallel:
+            out.append(self.fair_result(experiment, dataset, method, slot - parallel))
+        return out
+
+    def fair_ask_spec(self, experiment, dataset, method, slot) -> dict:
+        space = self.fair_space(method)
+        return {"journal": f"{self.fair_folder(experiment, dataset, method)}/search/study.journal",
+                "study": f"{experiment}/{dataset}/{method}", "slot": int(slot),
+                "space": spaces.to_json(space),
+                "paper": spaces.paper_setting(space, self._fair_base(experiment, dataset, method))}
+
+    def fair_run_spec(self, run: FairRun) -> dict:
+        return {"run": self.resolve(run), "space": spaces.to_json(self.fair_space(run.method))}
+
+    def fair_run_inputs(self, run: FairRun) -> list[str]:
+        parameters = (self.fair_params(run.experiment, run.dataset, run.method, run.index)
+                      if run.stage == "search" else self.fair_best(run.experiment, run.dataset, run.method))
+        folds = self.fair_settings(run.experiment)["folds"]
+        return [parameters, self.manifest(run.dataset), self.fair_splits(run.dataset, folds),
+                *self.store_marker(Run(run.experiment, run.dataset, run.method, 0))]
+
+    def fair_tell_inputs(self, experiment, dataset, method, slot) -> list[str]:
+        folds = self.fair_settings(experiment)["folds"]
+        return [f"{FairRun(experiment, dataset, method, 0, 'search', int(slot), k).path(self.name)}/validation.json"
+                for k in range(folds)]
+
+    def fair_best_inputs(self, experiment, dataset, method) -> list[str]:
+        return [self.fair_result(experiment, dataset, method, t)
+                for t in range(self.fair_settings(experiment)["trials"])]
+
+    def fair_summary_inputs(self, experiment, dataset, method) -> list[str]:
+        s = self.fair_settings(experiment)
+        return [f"{FairRun(experiment, dataset, method, r, 'final', r, k).path(self.name)}/test.npz"
+                for r in range(s["repetitions"]) for k in range(s["folds"])]
+
+    def fair_summary_spec(self, experiment, dataset, method) -> dict:
+        s = self.fair_settings(experiment)
+        return {"method": method, "dataset": dataset, "folds": s["folds"], "repetitions": s["repetitions"],
+                "ks": self._fair_base(experiment, dataset, method)["eval"]["ks"]}
+
+    def fair_aggregate_inputs(self, experiment: str) -> list[str]:
+        return [path for d, m in self.fair_pairs(experiment)
+                for path in (self.fair_summary(experiment, d, m), self.fair_best(experiment, d, m))]
+
+    def fair_aggregate_spec(self, experiment: str) -> dict:
+        exp = self.experiments[experiment]
+        methods = self.fair_methods(experiment)
+        return {"experiment": experiment, "title": exp.get("title", experiment), "toy_data": self.toy_data,
+                "settings": self.fair_settings(experiment), "datasets": self.datasets_of(experiment),
+                "methods": {m: {"label": self.methods[m].get("label", m), "paper": self.methods[m].get("paper"),
+                                "space": self.fair_space(m).describe()} for m in methods},
+                "papers": dict(self.papers),
+                "paper_recall": self.paper_recall_at_1(methods, self.datasets_of(experiment)),
+                "folder": self.fair_folder(experiment, "DATASET", "METHOD")}
+
+    def paper_recall_at_1(self, methods: list[str], datasets: list[str]) -> dict:
+        """method → dataset → (the paper's Recall@1, the experiment that quotes it), from the
+        catalogue's paper tables: the method's own paper first."""
+        out: dict = {}
+        for method in methods:
+            own = self.methods[method].get("paper")
+            keys = sorted(self.experiments, key=lambda k: (self.experiments[k].get("paper") != own, k))
+            for key in keys:
+                for dataset, values in ((self.experiments[key].get("reported") or {}).get(method) or {}).items():
+                    if dataset in datasets and "recall@1" in values:
+                        out.setdefault(method, {}).setdefault(dataset, [values["recall@1"], key])
+        return out

@@ -1,0 +1,62 @@
+"""One fold of the fair protocol: train on the other folds with the trial's (or the best)
+parameters, select the epoch on the held-out fold's MAP@R, write `validation.json`; for the final
+runs also the test half's embeddings of the selected model (`test.npz`), which only the summary
+step reads. A trial that diverges is recorded as diverged (the search goes on without it); a
+final run that diverges stops with the error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from dmlbench import environment, models
+from dmlbench.data import folds, manifest
+from dmlbench.evaluation.model_eval import embed, split_loader
+from dmlbench.fair import space as spaces
+from dmlbench.io import atomic_path, read_json, write_json
+from dmlbench.training import train
+
+VALIDATION_KEYS = ("map@r", "r_precision", "recall@1")
+
+
+def run(spec: dict, params_file: Path, run_dir: Path, output: Path, test_output: Path | None = None,
+        log=train.log_stderr) -> dict:
+    chosen = read_json(params_file)["params"]
+    space = spaces.from_json(spec["space"])
+    cfg = spaces.apply(spec["run"], space, chosen)
+    try:
+        train.train(cfg, run_dir, log=log)
+    except train.DivergedError as error:
+        if test_output is not None:
+            raise
+        result = {"status": "diverged", "error": str(error), "params": chosen}
+        write_json(output, result)
+        return result
+    state = torch.load(Path(run_dir) / "model.pt", map_location="cpu", weights_only=True)
+    history = [row for row in train.read_history(Path(run_dir)) if row["epoch"] == state["selected_epoch"]]
+    result = {"status": "finished", "params": chosen, "selected_epoch": state["selected_epoch"],
+              "epochs_trained": state["epochs_trained"],
+              "validation": {key: history[0][key] for key in VALIDATION_KEYS}}
+    if test_output is not None:
+        _write_test_embeddings(state, cfg, Path(test_output))
+    write_json(output, result)
+    return result
+
+
+def _write_test_embeddings(state: dict, cfg: dict, output: Path) -> None:
+    """The test half's embeddings (and labels, and query/gallery membership) of the selected model."""
+    device = environment.pick_device(cfg["device"])
+    model = models.build(dict(cfg["model"], pretrained=False)).to(device)
+    model.load_state_dict(state["model"])
+    path = Path(cfg["data"]["manifest"])
+    table = manifest.read(path)
+    test = folds.test_view(table, folds.read(Path(cfg["data"]["fold"]["splits"]), table))
+    out = {}
+    for split in sorted(set(test["split"])):
+        embeddings, labels = embed(model, split_loader(test, path.parent, split, cfg, device), device)
+        out[f"{split}_embeddings"], out[f"{split}_labels"] = embeddings, labels
+    with atomic_path(output) as tmp:
+        with open(tmp, "wb") as handle:
+            np.savez(handle, **out)

@@ -1,0 +1,62 @@
+"""The final test numbers of one method × dataset: for each repetition, "separated" (each fold's
+128-d model evaluated alone, the four results averaged) and "concatenated" (the folds' embeddings
+of each test image joined into one vector, each part L2-normalised, then evaluated); then mean and
+95 % interval over the repetitions (`intervals`). Metrics: P@1 (= Recall@1), R-Precision, MAP@R and
+Recall@K at the dataset's K. In-Shop: its query images search its gallery."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from dmlbench.evaluation.metrics import retrieval_metrics
+from dmlbench.fair.intervals import mean_interval
+from dmlbench.io import write_json
+
+MODES = ("separated", "concatenated")
+
+
+def _metrics(parts: list[dict], ks) -> dict:
+    """Metrics of embeddings given per split (`test`, or `query` and `gallery`); `parts` are the
+    folds' arrays, joined along the feature axis."""
+    def joined(split):
+        return np.concatenate([_unit(p[f"{split}_embeddings"]) for p in parts], axis=1)
+
+    first = parts[0]
+    for p in parts[1:]:
+        for key in first.files:
+            if key.endswith("_labels") and not np.array_equal(first[key], p[key]):
+                raise ValueError("the folds' test embeddings are of other images (labels differ)")
+    if "query_embeddings" in first.files:
+        out = retrieval_metrics(joined("gallery"), first["gallery_labels"], ks, joined("query"),
+                                first["query_labels"], clustering=False)
+    else:
+        out = retrieval_metrics(joined("test"), first["test_labels"], ks, clustering=False)
+    out["p@1"] = out["recall@1"]
+    return out
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
+def repetition(files: list[Path], ks) -> dict:
+    loaded = [np.load(path) for path in files]
+    per_fold = [_metrics([part], ks) for part in loaded]
+    separated = {key: float(np.mean([m[key] for m in per_fold])) for key in per_fold[0]}
+    return {"separated": separated, "concatenated": _metrics(loaded, ks), "folds": per_fold}
+
+
+def summarise(spec: dict, embeddings: list[list[Path]], output: Path) -> dict:
+    """`embeddings[r][k]`: repetition r's fold k test.npz."""
+    reps = [repetition(files, spec["ks"]) for files in embeddings]
+    result = {"method": spec["method"], "dataset": spec["dataset"], "repetitions": len(reps),
+              "interval": "mean ± t(0.975, n−1) · s / √n over the repetitions", "per_repetition": reps}
+    for mode in MODES:
+        result[mode] = {}
+        for key in reps[0][mode]:
+            mean, half = mean_interval([r[mode][key] for r in reps])
+            result[mode][key] = {"mean": mean, "ci95": half}
+    write_json(output, result)
+    return result

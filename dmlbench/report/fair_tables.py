@@ -1,0 +1,127 @@
+"""The fair experiment's outputs: `fair_table.csv` (one row per dataset × method × mode × metric,
+with the best of each column and the methods whose interval overlaps it marked), `fair_table.md`,
+`paper_vs_fair.csv` (the paper's own Recall@1 beside the fair P@1) and `fair_map_r.png` (MAP@R with
+its 95 % interval per method, sorted, one panel per dataset)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dmlbench.fair.intervals import overlaps
+from dmlbench.io import atomic_path, read_json
+from dmlbench.plots import canvas
+
+MODES = ("separated", "concatenated")
+METRICS = {"p@1": "P@1", "r_precision": "RP", "map@r": "MAP@R"}
+
+
+def _files(spec: dict, dataset: str, method: str) -> tuple[dict, dict]:
+    folder = Path(spec["folder"].replace("DATASET", dataset).replace("METHOD", method))
+    return read_json(folder / "final" / "summary.json"), read_json(folder / "search" / "best.json")
+
+
+def table(spec: dict) -> pd.DataFrame:
+    rows = []
+    for dataset in spec["datasets"]:
+        for method, about in spec["methods"].items():
+            summary, best = _files(spec, dataset, method)
+            for mode in MODES:
+                for metric, value in summary[mode].items():
+                    rows.append({"dataset": dataset, "method": method, "label": about["label"],
+                                 "paper": about["paper"], "mode": mode, "metric": metric,
+                                 "mean": 100 * value["mean"], "ci95": 100 * value["ci95"],
+                                 "repetitions": summary["repetitions"],
+                                 "tuned": json.dumps(best["params"], sort_keys=True),
+                                 "paper_setting": json.dumps(best["paper"], sort_keys=True),
+                                 "trials": best["trials"], "diverged_trials": best["diverged"],
+                                 "validation_map@r": 100 * best["objective"]})
+    frame = pd.DataFrame(rows)
+    return _mark_best(frame)
+
+
+def _mark_best(frame: pd.DataFrame) -> pd.DataFrame:
+    """`best`: the highest mean of its dataset × mode × metric; `overlaps_best`: its interval
+    shares a point with the best one's."""
+    frame = frame.copy()
+    frame["best"] = False
+    frame["overlaps_best"] = False
+    for _, group in frame.groupby(["dataset", "mode", "metric"]):
+        top = group["mean"].idxmax()
+        frame.loc[top, "best"] = True
+        best = (frame.at[top, "mean"], frame.at[top, "ci95"])
+        for index in group.index:
+            frame.loc[index, "overlaps_best"] = index != top and overlaps((frame.at[index, "mean"],
+                                                                           frame.at[index, "ci95"]), best)
+    return frame
+
+
+def paper_vs_fair(frame: pd.DataFrame, spec: dict) -> pd.DataFrame:
+    """Per dataset × method: the paper's Recall@1 (from the catalogue's tables) and the fair P@1."""
+    fair = frame[(frame["mode"] == "separated") & (frame["metric"] == "p@1")]
+    rows = []
+    for _, row in fair.iterrows():
+        quoted = (spec["paper_recall"].get(row["method"]) or {}).get(row["dataset"])
+        rows.append({"dataset": row["dataset"], "method": row["method"], "label": row["label"],
+                     "paper_recall@1": quoted[0] if quoted else None, "quoted_in": quoted[1] if quoted else None,
+                     "fair_p@1": row["mean"], "fair_ci95": row["ci95"],
+                     "difference": row["mean"] - quoted[0] if quoted else None})
+    return pd.DataFrame(rows)
+
+
+def cell(row) -> str:
+    mark = " (best)" if row["best"] else " (≈ best)" if row["overlaps_best"] else ""
+    return f"{row['mean']:.2f} ± {row['ci95']:.2f}{mark}"
+
+
+def markdown(frame: pd.DataFrame, spec: dict) -> str:
+    lines = [f"# {spec['title']}", "",
+             "Mean ± 95 % interval (t(0.975, n−1) · s / √n) over the final repetitions, in %. "
+             "(best): the column's highest mean; (≈ best): its interval overlaps the best one's.", ""]
+    for dataset in spec["datasets"]:
+        rows = frame[frame["dataset"] == dataset]
+        header = [f"{mode[:3]}. {name}" for mode in MODES for name in METRICS.values()]
+        lines += [f"## {dataset}", "", "| method | paper | " + " | ".join(header) + " | tuned | paper setting |",
+                  "|---|---|" + "---|" * len(header) + "---|---|"]
+        for method, about in spec["methods"].items():
+            mine = rows[rows["method"] == method].set_index(["mode", "metric"])
+            cells = [cell(mine.loc[(mode, metric)]) for mode in MODES for metric in METRICS]
+            first = mine.iloc[0]
+            lines.append(f"| {about['label']} | {about['paper']} | " + " | ".join(cells)
+                         + f" | {first['tuned']} | {first['paper_setting']} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def figure(frame: pd.DataFrame, spec: dict, path: Path) -> None:
+    plt = canvas.plt
+    datasets = spec["datasets"]
+    methods = len(spec["methods"])
+    fig, axes = plt.subplots(1, len(datasets), figsize=(4.2 * len(datasets), 0.9 + 0.28 * methods), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets):
+        rows = frame[(frame["dataset"] == dataset) & (frame["mode"] == "separated") & (frame["metric"] == "map@r")]
+        rows = rows.sort_values("mean")
+        y = np.arange(len(rows))
+        ax.barh(y, rows["mean"], xerr=rows["ci95"], color="#4c72b0", ecolor="#222", capsize=3)
+        ax.set_yticks(y, rows["label"], fontsize=8)
+        ax.set_xlabel("MAP@R (%), separated, mean ± 95 % CI")
+        ax.set_title(dataset)
+        ax.set_xlim(0, min(100, float((rows["mean"] + rows["ci95"]).max()) * 1.15 + 1))
+    fig.suptitle(spec["title"], fontsize=10)
+    fig.tight_layout()
+    canvas.save(fig, path, spec)
+
+
+def aggregate(spec: dict, output_dir: Path) -> None:
+    output_dir.mkdir(parents=True, exist_ok=True)
+    frame = table(spec)
+    figure(frame, spec, output_dir / "fair_map_r.png")
+    with atomic_path(output_dir / "paper_vs_fair.csv") as tmp:
+        paper_vs_fair(frame, spec).to_csv(tmp, index=False)
+    with atomic_path(output_dir / "fair_table.md") as tmp:
+        tmp.write_text(markdown(frame, spec) + "\n")
+    with atomic_path(output_dir / "fair_table.csv") as tmp:  # last: the report's marker
+        frame.to_csv(tmp, index=False)

@@ -20,6 +20,12 @@ def _status(plan: Plan, key: str, folder: Path) -> tuple[str, str]:
     if plan.is_analysis(key):
         done = (folder / "summary.md").exists()
         return ("computed", "CPU-exact analysis") if done else ("partial", "not computed yet")
+    if plan.is_fair(key):
+        planned = len(plan.fair_pairs(key))
+        found = sum(Path(plan.fair_summary(key, d, m)).exists() for d, m in plan.fair_pairs(key))
+        if (folder / "fair_table.csv").exists() and found >= planned:
+            return "ran", f"{planned} of {planned} method × dataset searches and final runs"
+        return "partial", f"{found} of {planned} method × dataset final runs"
     planned = len(plan.runs(key))
     found = len(pd.read_csv(folder / "runs.csv")) if (folder / "runs.csv").exists() else 0
     if found >= planned:

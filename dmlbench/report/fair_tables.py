@@ -68,7 +68,7 @@ def paper_vs_fair(frame: pd.DataFrame, spec: dict) -> pd.DataFrame:
         rows.append({"dataset": row["dataset"], "method": row["method"], "label": row["label"],
                      "paper_recall@1": quoted[0] if quoted else None, "quoted_in": quoted[1] if quoted else None,
                      "fair_p@1": row["mean"], "fair_ci95": row["ci95"],
-                     "difference": row["mean"] - quoted[0] if quoted else None})
+                     "difference": row["mean"] - quoted[0] if quoted and not spec["toy_data"] else None})
     return pd.DataFrame(rows)
 
 

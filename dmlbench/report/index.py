@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from dmlbench.io import atomic_path, read_json, write_json
-from dmlbench.report import contents, layout, provenance, references
+from dmlbench.report import contents, fair_section, layout, provenance, references
 from dmlbench.report.aggregate import TOY_NOTE
 
 STYLE = """
@@ -168,18 +168,23 @@ def _experiment_html(plan, exp: dict, preset: str, folder: Path, page_dir: Path)
     is_table = not plan.is_analysis(exp["id"])
     if exp["status"] == "quoted only":
         catalogue = plan.experiments[exp["id"]]
-        if is_table and (catalogue.get("reported") or catalogue.get("quoted")):
+        if plan.is_fair(exp["id"]):
+            parts.append("<p class='note'>Not run in this preset (README \"The fair table\").</p>")
+        elif is_table and (catalogue.get("reported") or catalogue.get("quoted")):
             parts.append(_table_html(plan, exp["id"], None))
         else:
             parts.append("<p class='note'>Not run in this preset; the paper gives it as a figure only "
                          "(no numbers to show).</p>")
         return "".join(parts)
     rel = Path(os.path.relpath(folder.resolve(), page_dir.resolve()))
-    if is_table:
+    if plan.is_fair(exp["id"]):
+        if (folder / "fair_table.csv").exists():
+            parts.append(fair_section.render(folder, plan, exp["id"], _url(rel / "fair_map_r.png")))
+    elif is_table:
         parts.append(_table_html(plan, exp["id"], folder))
     elif (folder / "summary.md").exists():
         parts.append(_summary_html((folder / "summary.md").read_text().splitlines()[1:]))
-    for name in exp["figures"]:
+    for name in [] if plan.is_fair(exp["id"]) else exp["figures"]:
         parts.append(f"<figure id='{anchor}-{html.escape(name)}'><img src='{_url(rel / name)}' "
                      f"alt='{html.escape(exp['id'])}: {html.escape(name)}'></figure>")
     if folder.exists():

@@ -232,7 +232,7 @@ def _weights_needed(plan) -> list[tuple[str, str, Path]]:
     from dmlbench.models.backbones import BACKBONES
 
     needed = {}
-    for run in plan.runs():
+    for run in plan.all_runs():
         model = plan.resolve(run)["model"]
         backbone = BACKBONES.get(model["backbone"])
         if not model["pretrained"] or backbone.weights_url is None:
@@ -261,7 +261,7 @@ def store_gb(plan, dataset: str) -> float:
     if not plan.preset["data"].get("store"):
         return 0.0
     rows = sum(datasets.get(dataset).expected.images.values())
-    sides = {plan.resolve(run)["input"]["resize"] for run in plan.runs() if run.dataset == dataset}
+    sides = {plan.resolve(run)["input"]["resize"] for run in plan.all_runs() if run.dataset == dataset}
     return round(sum(store.size_bytes(rows, side) for side in sides) / 1e9, 1)
 
 
@@ -306,7 +306,7 @@ def run(plan, slurm: bool = False, timeout: float = 5.0, probe=probe_url,
     urls = urls_to_probe(plan)
     with ThreadPoolExecutor(max_workers=16) as pool:
         probes = dict(zip(urls, pool.map(lambda u: probe(u, timeout), urls)))
-    needs_gpu = any(plan.resolve(run)["device"] != "cpu" for run in plan.runs())
+    needs_gpu = any(plan.resolve(run)["device"] != "cpu" for run in plan.all_runs())
     checks = environment(slurm, needs_gpu)
     if urls and all(p.no_answer for p in probes.values()):
         checks.append(Check("network", "sources", INFO,

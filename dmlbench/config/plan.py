@@ -160,6 +160,10 @@ class Plan(StepSpecs, FairSpecs):
                         out += [Run(key, dataset, name, seed) for seed in seeds]
         return out
 
+    def all_runs(self) -> list[Run]:
+        """Every training of the plan: the experiments' runs and the fair experiments' fold trainings."""
+        return self.runs() + self.fair_runs()
+
     @property
     def datasets(self) -> list[str]:
         return sorted({run.dataset for run in self.runs()})
@@ -186,8 +190,8 @@ class Plan(StepSpecs, FairSpecs):
                       "method": run.method, "seed": run.seed}
         cfg["data"] = {"manifest": self.manifest(run.dataset)}
         if isinstance(run, FairRun):
-            cfg["data"]["fold"] = {"splits": self.fair_splits(run.dataset, self.fair_settings(run.experiment)["folds"]),
-                                   "index": run.fold}
+            folds = self.fair_settings(run.experiment)["folds"]
+            cfg["data"]["fold"] = {"splits": self.fair_splits(run.dataset, folds), "index": run.fold, "of": folds}
             cfg["run"].update(stage=run.stage, index=run.index, fold=run.fold)
         store = self.store(run.dataset, cfg["input"]["resize"])
         if store:

@@ -5,6 +5,9 @@ For a run r of group g on the real dataset:
   steps(r)   = epochs × batches per epoch (batches_per_epoch, or the sampler's epoch on the real
                training split: ⌊N / B⌋; category pairs: C(S, 2) × per_pair; VehicleID ≈ 2N / B)
   evals(r)   = 1 + ⌈epochs / every⌉ (per-epoch evaluations, then the final one; 1 without)
+  (a fold training of the fair protocol evaluates its validation fold, N / folds images, and a
+  final one also embeds the test half once; its epochs are the most it may train: the budget
+  is an upper bound, since early stopping ends most folds sooner)
   time(r)    = (steps(r) + probe steps) × t_step(g) + (evals(r) × test images
                + scatter epochs × training images) × t_image(g)
 
@@ -45,7 +48,13 @@ def run_seconds(cfg: dict, dataset: str, seconds_per_step: float, seconds_per_im
     test_images = sum(n for split, n in expected.items() if split != "train")
     probe = cfg["record"]["probe"]
     steps = cfg["epochs"] * steps_per_epoch(cfg, dataset) + len(probe["epochs"]) * probe["steps"]
-    images = evaluations(cfg) * test_images + len(cfg["record"]["scatter_epochs"]) * expected["train"]
+    fold = cfg["data"].get("fold")
+    if fold:  # the fair protocol: each epoch's evaluation is of the validation fold; final runs embed the test half
+        evaluated = evaluations(cfg) * expected["train"] / fold["of"]
+        evaluated += test_images if cfg["run"].get("stage") == "final" else 0
+    else:
+        evaluated = evaluations(cfg) * test_images
+    images = evaluated + len(cfg["record"]["scatter_epochs"]) * expected["train"]
     return steps * seconds_per_step + images * seconds_per_image
 
 

@@ -19,7 +19,7 @@ import torch
 from dmlbench import environment
 from dmlbench.evaluation import final_metrics
 from dmlbench.data import manifest as manifest_io
-from dmlbench.data import store
+from dmlbench.data import folds, store
 from dmlbench.data.prepare import prepare
 from dmlbench.training.train import train
 
@@ -35,7 +35,14 @@ def probe_config(cfg: dict, manifest: Path, image_side: int | None, device: str,
     stay)."""
     cfg = copy.deepcopy(cfg)
     cfg.update(epochs=2, batches_per_epoch=1 + warm_steps, device=device)
+    fold = cfg["data"].get("fold")
     cfg["data"] = {"manifest": str(manifest)}
+    if fold:  # the fair protocol's fold view, over the fixture's own split file
+        splits = Path(manifest).parent / f"fair_folds{fold['of']}.csv"
+        with _only_one_writer(Path(manifest).parent):
+            if not splits.exists():
+                folds.write(Path(manifest), splits, fold["of"])
+        cfg["data"]["fold"] = dict(fold, splits=str(splits))
     cfg["model"]["pretrained"] = False
     cfg["loader"].update(workers=0, persistent_workers=False)
     cfg["eval"]["every"] = 1 if cfg["eval"]["every"] else 0
@@ -60,6 +67,9 @@ def fixture_size(cfg: dict) -> dict:
     batch, per_class = cfg["batch"]["size"], cfg["batch"]["per_class"]
     images = max(per_class + 1, 6)
     train_classes = math.ceil(batch / per_class) + 2
+    fold = cfg["data"].get("fold")
+    if fold:  # a fold trains on (folds − 1) of `folds` parts of the training classes
+        train_classes = max(math.ceil(train_classes * fold["of"] / (fold["of"] - 1)) + fold["of"], 2 * fold["of"])
     if cfg["method"]["sampler"] in ("category_pairs", "vehicleid", "hard"):
         train_classes = max(train_classes, FIXTURE_GROUPS * (math.ceil(batch / 2 / images) + 1))
     return {"n_classes": 2 * train_classes, "per_class": images}
@@ -121,7 +131,7 @@ def probe(cfg: dict, dataset: str, workdir: Path, image_side: int | None = None,
             cfg["data"]["store"] = fixture_store(manifest, cfg["input"]["resize"])
         torch_device = environment.pick_device(device)
         _train_with_a_kill(cfg, run_dir)
-        eval_seconds, images = _final_evaluation(run_dir, manifest)
+        eval_seconds, images = _final_evaluation(run_dir, cfg)
         last = _history(run_dir)[-1]
         result.update(status="passed", seconds_per_step=last.get("warm_seconds_per_step", last["seconds"]),
                       peak_mb=peak_memory_mb(torch_device),
@@ -150,7 +160,7 @@ def _train_with_a_kill(cfg: dict, run_dir: Path) -> None:
         raise RuntimeError("the second start did not resume from the checkpoint")
 
 
-def _final_evaluation(run_dir: Path, manifest: Path) -> tuple[float, int]:
+def _final_evaluation(run_dir: Path, cfg: dict) -> tuple[float, int]:
     """The train step's own final evaluation (kept for the evaluate step), checked: finite
     parameters and metrics, and the seconds it took."""
     state = torch.load(run_dir / "model.pt", map_location="cpu", weights_only=True)
@@ -162,7 +172,7 @@ def _final_evaluation(run_dir: Path, manifest: Path) -> tuple[float, int]:
     kept = json.loads((run_dir / final_metrics.RECORD).read_text())["result"]
     if not all(math.isfinite(v) for v in kept["metrics"].values()):
         raise FloatingPointError(f"non-finite metrics: {kept['metrics']}")
-    table = manifest_io.read(manifest)
+    table = folds.view_of(manifest_io.read(Path(cfg["data"]["manifest"])), cfg["data"])
     return kept["seconds"], int((table["split"] != "train").sum())
 
 

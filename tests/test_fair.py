@@ -1,0 +1,295 @@
+"""The fair protocol (`suite.fair`): folds, the search on validation only, the interval, the
+journal's resumption, and the refusal of a method without a search space."""
+
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import CONFIG_DIR, REPO, python_env
+from dmlbench.config.plan import Plan
+from dmlbench.config.run import FairRun
+from dmlbench.data import folds, manifest
+from dmlbench.data.datasets import cub
+from dmlbench.data.prepare import prepare
+from dmlbench.errors import ConfigError
+from dmlbench.fair import fold_run, space, study
+from dmlbench.fair.intervals import mean_interval
+from dmlbench.io import read_json, write_json
+
+
+def _cub_table(shared_datasets, tmp_path) -> pd.DataFrame:
+    root = tmp_path / "cub"
+    shutil.copytree(shared_datasets / "CUB_200_2011", root / "CUB_200_2011")
+    return cub.parse_cub(root)
+
+
+def test_folds_partition_the_first_half_of_cubs_classes_and_hold_no_test_class(shared_datasets, tmp_path):
+    table = _cub_table(shared_datasets, tmp_path)
+    classes = sorted(table["label"].unique())
+    first_half = set(classes[:len(classes) // 2])
+    assert set(table.loc[table["split"] == "train", "label"]) == first_half  # the training half
+    splits = folds.assign(table, 4)
+    parts = {p: set(splits.loc[splits["part"] == p, "label"]) for p in set(splits["part"])}
+    fold_sets = [parts[f"fold{k}"] for k in range(4)]
+    assert set().union(*fold_sets) == first_half
+    assert sum(len(s) for s in fold_sets) == len(first_half)  # disjoint
+    assert [len(s) for s in fold_sets] == [25, 25, 25, 25]
+    assert all(max(fold_sets[k]) < min(fold_sets[k + 1]) for k in range(3))  # in class order
+    assert parts["test"] == set(classes) - first_half
+    assert (splits.loc[splits["part"] == "test"].index == table.index[table["split"] == "test"]).all()
+    for k in range(4):
+        view = folds.fold_view(table, splits, k)
+        assert set(view["label"]) <= first_half  # no test class in a fold's view
+        assert set(view.loc[view["split"] == "test", "label"]) == fold_sets[k]
+        assert set(view.loc[view["split"] == "train", "label"]) == first_half - fold_sets[k]
+        assert len(view) == (table["split"] == "train").sum()
+
+
+def test_a_split_file_of_another_manifest_is_refused(tmp_path):
+    out = tmp_path / "fixture" / "cub" / "manifest.csv"
+    prepare("cub", "fixture", tmp_path, out, fixture_size={"n_classes": 16, "per_class": 3, "image_size": 24})
+    table = manifest.read(out)
+    splits = folds.write(out, out.parent / "fair_folds2.csv", 2)
+    assert folds.read(out.parent / "fair_folds2.csv", table).equals(splits)
+    shuffled = splits.assign(label=splits["label"].sample(frac=1, random_state=0).to_numpy())
+    shuffled.to_csv(out.parent / "bad.csv", index=False)
+    with pytest.raises(Exception, match="does not belong to the manifest"):
+        folds.read(out.parent / "bad.csv", table)
+
+
+def test_interval_against_the_t_table_and_its_coverage():
+    # Student-t quantiles t(0.975, df) from the printed table: df 1, 4, 9
+    for n, quantile in ((2, 12.706), (5, 2.776), (10, 2.262)):
+        x = np.arange(n, dtype=float) ** 1.5
+        mean, half = mean_interval(x)
+        assert mean == pytest.approx(x.mean())
+        by_hand = quantile * math.sqrt(sum((v - x.mean()) ** 2 for v in x) / (n - 1)) / math.sqrt(n)
+        assert half == pytest.approx(by_hand, rel=1e-3)
+    rng = np.random.default_rng(0)  # the interval covers the true mean 95 % of the time
+    covered = [abs(mean - 3.0) <= half for mean, half in
+               (mean_interval(rng.normal(3.0, 2.0, size=10)) for _ in range(4000))]
+    assert np.mean(covered) == pytest.approx(0.95, abs=0.012)
+    with pytest.raises(ValueError):
+        mean_interval([0.5])
+
+
+def _fair_plan(**fair) -> Plan:
+    config = {"preset": "smoke", "experiments": ["suite.fair"]}
+    if fair:
+        config["subset"] = {"suite.fair": {"fair": fair}}
+    return Plan.load(CONFIG_DIR, config)
+
+
+def _fixture_fold_spec(tmp_path, method="ms", stage="search", fold=0) -> tuple[dict, Path]:
+    """A fold run's spec of the smoke preset over a fixture written here, without the store."""
+    out = tmp_path / "data" / "fixture" / "cub" / "manifest.csv"
+    prepare("cub", "fixture", tmp_path / "data", out, fixture_size={"n_classes": 16, "per_class": 6, "image_size": 40})
+    splits = out.parent / "fair_folds2.csv"
+    folds.write(out, splits, 2)
+    plan = _fair_plan()
+    spec = plan.fair_run_spec(FairRun("suite.fair", "cub", method, 0, stage, 0, fold))
+    spec["run"]["data"] = {"manifest": str(out), "fold": {"splits": str(splits), "index": fold, "of": 2}}
+    return spec, out
+
+
+def test_the_search_reads_the_validation_fold_only_never_the_test_half(tmp_path):
+    spec, out = _fixture_fold_spec(tmp_path)
+    params = tmp_path / "params.json"
+    write_json(params, {"params": {"loss.alpha": 2.0, "loss.beta": 50.0, "loss.gamma": 0.5, "miner.epsilon": 0.1}})
+    first = fold_run.run(spec, params, tmp_path / "run1", tmp_path / "v1.json", log=lambda m: None)
+    assert first["status"] == "finished"
+    table = manifest.read(out)
+    test_rows = table[table["split"] != "train"]
+    for path in test_rows["path"]:  # every test-half image becomes unreadable
+        (out.parent / path).write_bytes(b"not an image")
+    again = fold_run.run(spec, params, tmp_path / "run2", tmp_path / "v2.json", log=lambda m: None)
+    assert again["validation"] == first["validation"]
+    assert again["selected_epoch"] == first["selected_epoch"]
+    # a final run does read the test half: there the broken images stop it
+    with pytest.raises(Exception):
+        fold_run.run(spec, params, tmp_path / "run3", tmp_path / "v3.json", tmp_path / "test.npz", log=lambda m: None)
+
+
+def _ask_spec(tmp_path, slot: int) -> dict:
+    plan = _fair_plan()
+    spec = plan.fair_ask_spec("suite.fair", "cub", "ms", slot)
+    spec["journal"] = str(tmp_path / "study.journal")
+    return spec
+
+
+def test_the_papers_setting_is_the_first_trial_and_asking_again_repeats_nothing(tmp_path):
+    first = study.ask(_ask_spec(tmp_path, 0), tmp_path / "p0.json")
+    assert first["paper"] and first["params"] == {"loss.alpha": 2.0, "loss.beta": 50.0, "loss.gamma": 0.5,
+                                                  "miner.epsilon": 0.1}
+    second = study.ask(_ask_spec(tmp_path, 1), tmp_path / "p1.json")
+    assert second["trial"] != first["trial"] and not second["paper"]
+    dims = {d.path: d for d in space.from_json(_ask_spec(tmp_path, 1)["space"]).dimensions}
+    assert all(dims[k].low <= v <= dims[k].high for k, v in second["params"].items())
+    assert study.ask(_ask_spec(tmp_path, 1), tmp_path / "p1b.json") == second  # a rerun gets the same trial
+    folds_out = []
+    for k, value in enumerate((0.4, 0.6)):
+        path = tmp_path / f"v{k}.json"
+        write_json(path, {"status": "finished", "params": second["params"], "validation": {"map@r": value}})
+        folds_out.append(path)
+    told = study.tell(_ask_spec(tmp_path, 1), tmp_path / "p1.json", folds_out, tmp_path / "r1.json")
+    assert told["objective"] == pytest.approx(0.5)
+    study.tell(_ask_spec(tmp_path, 1), tmp_path / "p1.json", folds_out, tmp_path / "r1.json")  # told once
+    trials = study.open_study(tmp_path / "study.journal", _ask_spec(tmp_path, 0)["study"]).get_trials()
+    assert len(trials) == 2 and [t.value for t in trials if t.value is not None] == [pytest.approx(0.5)]
+    wrong = tmp_path / "wrong.json"
+    write_json(wrong, {"status": "finished", "params": first["params"], "validation": {"map@r": 0.9}})
+    with pytest.raises(Exception, match="not trial"):
+        study.tell(_ask_spec(tmp_path, 1), tmp_path / "p1.json", [wrong, folds_out[1]], tmp_path / "r1.json")
+
+
+def test_the_objective_is_the_mean_validation_map_at_r_and_a_diverged_fold_fails_the_trial():
+    assert study.fold_objective([{"status": "finished", "validation": {"map@r": 0.2, "recall@1": 0.9}},
+                                 {"status": "finished", "validation": {"map@r": 0.4, "recall@1": 0.1}}]) \
+        == pytest.approx(0.3)
+    assert study.fold_objective([{"status": "finished", "validation": {"map@r": 0.2}},
+                                 {"status": "diverged"}]) is None
+
+
+def _catalogue_copy(tmp_path) -> Path:
+    folder = tmp_path / "config"
+    shutil.copytree(CONFIG_DIR, folder)
+    return folder
+
+
+def test_a_method_without_a_search_space_is_refused_before_any_job_naming_it(tmp_path):
+    folder = _catalogue_copy(tmp_path)
+    methods = yaml.safe_load((folder / "methods.yaml").read_text())
+    del methods["dro_topk_m"]["search"]
+    (folder / "methods.yaml").write_text(yaml.safe_dump(methods))
+    with pytest.raises(ConfigError, match="method dro_topk_m has no search space"):
+        Plan.load(folder, {"preset": "smoke"})  # what the Snakefile does first: before any job
+    methods["dro_topk_m"]["search"] = {"loss.margin": {"low": 0.5, "high": 1.0}}
+    (folder / "methods.yaml").write_text(yaml.safe_dump(methods))
+    with pytest.raises(ConfigError, match=r"paper's loss.margin = 0.2 lies outside method dro_topk_m"):
+        Plan.load(folder, {"preset": "smoke"})
+    methods["dro_topk_m"]["search"] = {"loss.nonsense": {"low": 0.0, "high": 1.0}}
+    (folder / "methods.yaml").write_text(yaml.safe_dump(methods))
+    with pytest.raises(ConfigError, match="loss.nonsense names no setting"):
+        Plan.load(folder, {"preset": "smoke"})
+
+
+def test_fair_settings_are_checked_by_value():
+    with pytest.raises(ConfigError, match=r"suite.fair.fair.repetitions: an integer ≥ 2, not 1"):
+        _fair_plan(repetitions=1)
+    with pytest.raises(ConfigError, match=r"keys are .*unknown \['rounds'\]"):
+        _fair_plan(rounds=3)
+
+
+def test_a_method_that_changes_the_protocols_trunk_is_refused(tmp_path):
+    folder = _catalogue_copy(tmp_path)
+    methods = yaml.safe_load((folder / "methods.yaml").read_text())
+    methods["ms"]["train"] = {"model": {"embedding_dim": 512}}
+    (folder / "methods.yaml").write_text(yaml.safe_dump(methods))
+    with pytest.raises(ConfigError, match="method ms.train changes model.embedding_dim"):
+        Plan.load(folder, {"preset": "smoke"})
+
+
+def test_tied_settings_follow_their_source():
+    tied = space.parse("triplet_semihard", {"search": {"loss.margin": {"low": 0, "high": 1},
+                                                       "miner.margin": {"same_as": "loss.margin"}}})
+    cfg = {"method": {"loss": {"margin": 0.1}, "miner": {"margin": 0.1}}}
+    moved = space.apply(cfg, tied, {"loss.margin": 0.3})
+    assert moved["method"]["loss"]["margin"] == moved["method"]["miner"]["margin"] == 0.3
+    assert cfg["method"]["loss"]["margin"] == 0.1
+
+
+def test_early_stopping_keeps_the_best_validation_epoch(tmp_path):
+    spec, _ = _fixture_fold_spec(tmp_path)
+    spec["run"].update(epochs=8)
+    spec["run"]["early_stopping"] = {"patience": 1, "metric": "map@r"}
+    params = tmp_path / "params.json"
+    write_json(params, {"params": space.paper_setting(space.from_json(spec["space"]), spec["run"])})
+    result = fold_run.run(spec, params, tmp_path / "run", tmp_path / "v.json", log=lambda m: None)
+    rows = [json.loads(line) for line in (tmp_path / "run" / "epochs.jsonl").read_text().splitlines()]
+    best = max(rows, key=lambda r: r["map@r"])  # the first of equal values
+    assert result["selected_epoch"] == best["epoch"]
+    assert len(rows) == min(8, best["epoch"] + 1)  # one epoch without improvement, then stop
+    assert result["validation"]["map@r"] == best["map@r"]
+    kept = read_json(tmp_path / "run" / "final_metrics.json")["result"]["metrics"]
+    assert kept["map@r"] == pytest.approx(best["map@r"], abs=1e-6)  # model.pt is the selected epoch's
+
+
+def snakemake_command(workdir: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+            "--scheduler", "greedy", *args]
+
+
+@pytest.mark.slow
+def test_kill_9_during_the_search_resumes_without_losing_or_repeating_a_trial(tmp_path):
+    args = ["--cores", "1", "--config", "preset=smoke", "experiments=[suite.fair]",
+            "subset={suite.fair: {datasets: [cub], methods: [ephn_2nd], fair: {folds: 2, trials: 4, parallel: 1,"
+            " repetitions: 2}, train: {epochs: 2, eval: {every: 1}, early_stopping: {patience: 1}}}}"]
+    search = tmp_path / "results/smoke/suite.fair/cub/ephn_2nd/search"
+    child = subprocess.Popen(snakemake_command(tmp_path, *args), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, env=python_env(), start_new_session=True)
+    try:
+        deadline = time.time() + 600
+        while not (search / "trial2" / "params.json").exists():  # trials 0 and 1 told, trial 2 training
+            assert child.poll() is None and time.time() < deadline, "the search ended before the kill"
+            time.sleep(0.2)
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+    told = {t: (search / f"trial{t}" / "result.json").read_text() for t in (0, 1)}
+    assert not (search / "best.json").exists()
+    result = subprocess.run(snakemake_command(tmp_path, "--rerun-incomplete", *args), capture_output=True,
+                            text=True, env=python_env(), timeout=1200)
+    assert result.returncode == 0, result.stderr[-3000:]
+    for t, text in told.items():  # finished trials kept as they were
+        assert (search / f"trial{t}" / "result.json").read_text() == text
+    trials = pd.read_csv(search / "trials.csv")
+    assert list(trials["slot"]) == [0, 1, 2, 3] and trials["trial"].is_unique
+    found = study.open_study(search / "study.journal", "suite.fair/cub/ephn_2nd").get_trials()
+    complete = [t for t in found if t.state.name == "COMPLETE"]
+    assert sorted(t.user_attrs[study.SLOT] for t in complete) == [0, 1, 2, 3]  # none lost, none twice
+    assert sorted(t.number for t in complete) == sorted(trials["trial"])
+    assert (tmp_path / "reports/smoke/suite.fair/fair_table.csv").exists()
+
+
+@pytest.mark.slow
+def test_full_dry_run_lists_every_fold_trial_and_final_run_of_suite_fair(tmp_path):
+    result = subprocess.run(snakemake_command(tmp_path, "-n", "--cores", "all", "--resources", "gpu=8", "--config",
+                                              "preset=full", "experiments=[suite.fair]"),
+                            capture_output=True, text=True, env=python_env(), timeout=1200)
+    assert result.returncode == 0, result.stderr[-3000:]
+    plan = Plan.load(CONFIG_DIR, {"preset": "full", "experiments": ["suite.fair"]})
+    settings = plan.fair_settings("suite.fair")
+    pairs = plan.fair_pairs("suite.fair")
+    assert len(pairs) == 4 * len(plan.experiments["suite.fair"]["methods"])
+    assert {d for d, _ in pairs} == {"cub", "cars", "sop", "inshop"}
+    assert settings == {"folds": 4, "trials": 50, "parallel": 2, "repetitions": 10}
+    stdout = result.stdout
+    for dataset, method in pairs:
+        folder = plan.fair_folder("suite.fair", dataset, method)
+        for t in range(settings["trials"]):
+            assert f"{folder}/search/trial{t}/params.json" in stdout
+            assert f"{folder}/search/trial{t}/result.json" in stdout
+            for k in range(settings["folds"]):
+                assert f"{folder}/search/trial{t}/fold{k}/validation.json" in stdout
+        for r in range(settings["repetitions"]):
+            for k in range(settings["folds"]):
+                assert f"{folder}/final/rep{r}/fold{k}/test.npz" in stdout
+        assert f"{folder}/final/summary.json" in stdout
+    counts = {line.split()[0]: int(line.split()[1]) for line in stdout[stdout.index("Job stats:"):].splitlines()
+              if len(line.split()) == 2 and line.split()[1].isdigit()}
+    assert counts["fair_trial_fold"] == len(pairs) * settings["trials"] * settings["folds"]
+    assert counts["fair_final_fold"] == len(pairs) * settings["repetitions"] * settings["folds"]
+    assert counts["fair_ask"] == counts["fair_tell"] == len(pairs) * settings["trials"]
+    assert counts["fair_best"] == counts["fair_summary"] == len(pairs)
+    assert counts["fair_splits"] == 4 and counts["fair_aggregate"] == 1

@@ -4,6 +4,7 @@ journal's resumption, and the refusal of a method without a search space."""
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -17,6 +18,7 @@ import pytest
 import yaml
 
 from conftest import CONFIG_DIR, REPO, python_env
+from dmlbench.config import validation
 from dmlbench.config.plan import Plan
 from dmlbench.config.run import FairRun
 from dmlbench.data import folds, manifest
@@ -185,10 +187,17 @@ def test_a_method_without_a_search_space_is_refused_before_any_job_naming_it(tmp
 
 
 def test_fair_settings_are_checked_by_value():
-    with pytest.raises(ConfigError, match=r"suite.fair.fair.repetitions: an integer ≥ 2, not 1"):
+    with pytest.raises(ConfigError, match=r"suite.fair.fair.repetitions: 1 is less than the minimum of 2"):
         _fair_plan(repetitions=1)
-    with pytest.raises(ConfigError, match=r"keys are .*unknown \['rounds'\]"):
+    with pytest.raises(ConfigError, match=r"suite.fair.fair.*'rounds' was unexpected"):
         _fair_plan(rounds=3)
+    plan = Plan.load(CONFIG_DIR, {"preset": "smoke", "experiments": ["suite.fair"],  # command-line text
+                                  "subset": {"suite.fair": {"fair": {"trials": "3"}}}})
+    assert plan.fair_settings("suite.fair")["trials"] == 3
+    catalogue = dict(plan.experiments["suite.fair"], fair={"folds": 1, "trials": 2, "parallel": 1, "repetitions": 2})
+    plan.experiments["suite.fair"] = catalogue
+    with pytest.raises(ConfigError, match=r"experiment suite.fair.fair.folds: an integer ≥ 2, not 1"):
+        validation.check_fair(plan, "suite.fair", "experiment suite.fair")
 
 
 def test_a_method_that_changes_the_protocols_trunk_is_refused(tmp_path):
@@ -248,6 +257,9 @@ def test_kill_9_during_the_search_resumes_without_losing_or_repeating_a_trial(tm
         child.wait()
     told = {t: (search / f"trial{t}" / "result.json").read_text() for t in (0, 1)}
     assert not (search / "best.json").exists()
+    unlocked = subprocess.run(snakemake_command(tmp_path, "--unlock", *args), capture_output=True, text=True,
+                              env=python_env(), timeout=300)  # what Snakemake asks for after a kill
+    assert unlocked.returncode == 0, unlocked.stderr[-2000:]
     result = subprocess.run(snakemake_command(tmp_path, "--rerun-incomplete", *args), capture_output=True,
                             text=True, env=python_env(), timeout=1200)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -275,17 +287,18 @@ def test_full_dry_run_lists_every_fold_trial_and_final_run_of_suite_fair(tmp_pat
     assert {d for d, _ in pairs} == {"cub", "cars", "sop", "inshop"}
     assert settings == {"folds": 4, "trials": 50, "parallel": 2, "repetitions": 10}
     stdout = result.stdout
+    listed = {path.strip() for line in re.findall(r"^\s+output: (.*)$", stdout, re.M) for path in line.split(",")}
     for dataset, method in pairs:
         folder = plan.fair_folder("suite.fair", dataset, method)
         for t in range(settings["trials"]):
-            assert f"{folder}/search/trial{t}/params.json" in stdout
-            assert f"{folder}/search/trial{t}/result.json" in stdout
+            assert f"{folder}/search/trial{t}/params.json" in listed
+            assert f"{folder}/search/trial{t}/result.json" in listed
             for k in range(settings["folds"]):
-                assert f"{folder}/search/trial{t}/fold{k}/validation.json" in stdout
+                assert f"{folder}/search/trial{t}/fold{k}/validation.json" in listed
         for r in range(settings["repetitions"]):
             for k in range(settings["folds"]):
-                assert f"{folder}/final/rep{r}/fold{k}/test.npz" in stdout
-        assert f"{folder}/final/summary.json" in stdout
+                assert f"{folder}/final/rep{r}/fold{k}/test.npz" in listed
+        assert f"{folder}/final/summary.json" in listed
     counts = {line.split()[0]: int(line.split()[1]) for line in stdout[stdout.index("Job stats:"):].splitlines()
               if len(line.split()) == 2 and line.split()[1].isdigit()}
     assert counts["fair_trial_fold"] == len(pairs) * settings["trials"] * settings["folds"]

@@ -28,30 +28,33 @@ def test_full_preset_dry_run_lists_every_job(tmp_path):
     result = snakemake(tmp_path, "-n", "--cores", "all", "--resources", "gpu=8")
     assert result.returncode == 0, result.stderr + result.stdout
     counts = job_counts(result.stdout)
+    listed = "\n".join(line for line in result.stdout.splitlines() if "model.pt" in line or "summary.md" in line)
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     assert counts["prepare"] == len(plan.datasets) == 6
     assert counts["train"] == counts["evaluate"] == len(plan.runs())
     analyses = [e for e in plan.experiment_ids if plan.is_analysis(e)]
-    assert counts["aggregate"] == len(plan.experiment_ids) - len(analyses)
+    fair = [e for e in plan.experiment_ids if plan.is_fair(e)]
+    assert fair == ["suite.fair"] and counts["fair_aggregate"] == 1  # its jobs: tests/test_fair.py
+    assert counts["aggregate"] == len(plan.experiment_ids) - len(analyses) - len(fair)
     assert counts["analyse"] == len(analyses) >= 1
     ephn = {e for e in plan.experiment_ids if e.startswith("ephn.")}
     assert ephn == {"ephn.t1", "ephn.f2", "ephn.f3", "ephn.f4", "ephn.f5", "ephn.f6"}
     for experiment in ephn - {"ephn.f2", "ephn.f5"}:
         for run in plan.runs(experiment):
-            assert f"{run.path('full')}/model.pt" in result.stdout
+            assert f"{run.path('full')}/model.pt" in listed
     assert len(plan.runs("ephn.f4")) == 4 * 4 * 5  # datasets × methods × group sizes
     fastap = {e for e in plan.experiment_ids if e.startswith("fastap.")}
     assert fastap == {"fastap.t2", "fastap.t3", "fastap.f3", "fastap.grad"}
     for experiment in fastap - {"fastap.grad"}:
         for run in plan.runs(experiment):
-            assert f"{run.path('full')}/model.pt" in result.stdout
-    assert "reports/full/fastap.grad/summary.md" in result.stdout
+            assert f"{run.path('full')}/model.pt" in listed
+    assert "reports/full/fastap.grad/summary.md" in listed
     assert len(plan.runs("fastap.t2")) == 3 * 4 and len(plan.runs("fastap.t3")) == 3 * 3
     profs = {e for e in plan.experiment_ids if e.startswith("profs.")}
     assert profs == {"profs.t1", "profs.t2", "profs.f2", "profs.f3"}
     for experiment in profs:
         for run in plan.runs(experiment):
-            assert f"{run.path('full')}/model.pt" in result.stdout
+            assert f"{run.path('full')}/model.pt" in listed
     assert len(plan.runs("profs.t1")) == 3 * 22 and len(plan.runs("profs.f2")) == 3 * 4 * 7
     assert len(plan.runs("profs.t2")) == 3 * 7 and len(plan.runs("profs.f3")) == 3 * 6
     assert not any(tmp_path.iterdir()) or {p.name for p in tmp_path.iterdir()} <= {".snakemake"}
@@ -214,6 +217,15 @@ def test_smoke_preset_end_to_end(tmp_path):
             assert link[1:] in anchors if link.startswith("#") else (page.parent / link).exists(), link
     for path in (tmp_path / "reports/smoke").rglob("*"):  # readable by the group and the web server
         assert path.stat().st_mode & 0o044 == 0o044, path
+    assert statuses["suite.fair"] == "ran"
+    fair = pd.read_csv(tmp_path / "reports/smoke/suite.fair/fair_table.csv")
+    assert set(fair["method"]) == {"ms", "dro_topk_m", "ephn_2nd"} and set(fair["dataset"]) == {"cub"}
+    assert set(fair["mode"]) == {"separated", "concatenated"} and {"p@1", "r_precision", "map@r"} <= set(fair["metric"])
+    assert (fair["ci95"] >= 0).all() and (fair["repetitions"] == 2).all()
+    for word in ("Paper vs fair", "fair_map_r.png", "separated", "concatenated", " ± "):
+        assert word in html
+    search = tmp_path / "results/smoke/suite.fair/cub/ms/search"
+    assert len(pd.read_csv(search / "trials.csv")) == 2 and (search / "study.journal").exists()
     again = snakemake(tmp_path, "-n", "--cores", "2", "--config", "preset=smoke")
     assert "Nothing to be done" in again.stdout + again.stderr
     seen_in_a_browser(tmp_path / "reports/smoke/index.html", plan, contents)
@@ -238,10 +250,22 @@ def seen_in_a_browser(page, plan, contents) -> None:
         grid = layout.with_references(layout.table_layout(exp, index._labels(plan, exp)), summary)
         return [row.label for row in grid.rows]
 
-    expected = [rows(e["id"])
-                for p in contents["papers"] for e in p["experiments"] if not plan.is_analysis(e["id"])
-                and (e["status"] != "quoted only" or plan.experiments[e["id"]].get("reported")
-                     or plan.experiments[e["id"]].get("quoted"))]  # a figure the paper gives no numbers for: a note
+    def fair_rows(experiment: str) -> list[list[str]]:  # per dataset: paper, its methods, …; then paper vs fair
+        frame = pd.read_csv(page.parent / experiment / "fair_table.csv")
+        tables = []
+        for dataset in dict.fromkeys(frame["dataset"]):
+            mine = frame[frame["dataset"] == dataset]
+            tables.append([name for paper, group in mine.groupby("paper", sort=False)
+                           for name in [plan.papers[paper], *dict.fromkeys(group["label"])]])
+        return tables + [list(pd.read_csv(page.parent / experiment / "paper_vs_fair.csv")["label"])]
+
+    expected = []
+    for e in (e for p in contents["papers"] for e in p["experiments"] if not plan.is_analysis(e["id"])):
+        if plan.is_fair(e["id"]):
+            expected += fair_rows(e["id"]) if e["status"] == "ran" else []
+        elif (e["status"] != "quoted only" or plan.experiments[e["id"]].get("reported")
+              or plan.experiments[e["id"]].get("quoted")):  # a figure the paper gives no numbers for: a note
+            expected.append(rows(e["id"]))
     assert [t["rows"] for t in seen["tables"]] == expected
     assert all(t["box"] <= 1400 for t in seen["tables"])  # wide tables scroll inside their box
 

@@ -52,7 +52,9 @@ class FairSpecs:
     def find_fair_run(self, experiment, dataset, method, stage, index, fold) -> FairRun:
         seed = 0 if stage == "search" else int(index)
         run = FairRun(experiment, dataset, method, seed, stage, int(index), int(fold))
-        if run not in self.fair_runs(experiment):
+        if not hasattr(self, "_fair_run_set"):
+            self._fair_run_set = set(self.fair_runs())
+        if run not in self._fair_run_set:
             raise ConfigError(f"preset {self.name} has no fair run {run}")
         return run
 
@@ -80,10 +82,17 @@ class FairSpecs:
     # --- the steps' inputs and specs ----------------------------------------------------------
 
     def fair_space(self, method: str) -> spaces.Space:
-        return spaces.parse(method, self.methods[method])
+        cache = self.__dict__.setdefault("_fair_spaces", {})
+        if method not in cache:
+            cache[method] = spaces.parse(method, self.methods[method])
+        return cache[method]
 
     def _fair_base(self, experiment: str, dataset: str, method: str) -> dict:
-        return self.resolve(Run(experiment, dataset, method, 0))
+        """The settings of the method's first fold training (shared: not to be changed)."""
+        cache = self.__dict__.setdefault("_fair_first", {})
+        if (experiment, dataset, method) not in cache:
+            cache[experiment, dataset, method] = self.resolve(FairRun(experiment, dataset, method, 0))
+        return cache[experiment, dataset, method]
 
     def fair_ask_inputs(self, experiment, dataset, method, slot) -> list[str]:
         slot, parallel = int(slot), self.fair_settings(experiment)["parallel"]
@@ -106,8 +115,9 @@ class FairSpecs:
         parameters = (self.fair_params(run.experiment, run.dataset, run.method, run.index)
                       if run.stage == "search" else self.fair_best(run.experiment, run.dataset, run.method))
         folds = self.fair_settings(run.experiment)["folds"]
+        store = self._fair_base(run.experiment, run.dataset, run.method)["data"].get("store")
         return [parameters, self.manifest(run.dataset), self.fair_splits(run.dataset, folds),
-                *self.store_marker(Run(run.experiment, run.dataset, run.method, 0))]
+                *([f"{store}/store.json"] if store else [])]
 
     def fair_tell_inputs(self, experiment, dataset, method, slot) -> list[str]:
         folds = self.fair_settings(experiment)["folds"]

@@ -12,6 +12,7 @@ specs of the pipeline's steps in `steps`.
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import jsonschema
@@ -170,6 +171,8 @@ class Plan(StepSpecs, FairSpecs):
 
     def resolve(self, run: Run) -> dict:
         """The complete settings of one run, as training reads them."""
+        if isinstance(run, FairRun):
+            return self._resolve_fair(run)
         exp = self.experiments[run.experiment]
         method = self.method_of(run.base_method, f"experiment {run.experiment}")
         sweep = (exp.get("sweep") or {}).get(run.variant) or {}
@@ -189,13 +192,23 @@ class Plan(StepSpecs, FairSpecs):
         cfg["run"] = {"preset": self.name, "experiment": run.experiment, "dataset": run.dataset,
                       "method": run.method, "seed": run.seed}
         cfg["data"] = {"manifest": self.manifest(run.dataset)}
-        if isinstance(run, FairRun):
-            folds = self.fair_settings(run.experiment)["folds"]
-            cfg["data"]["fold"] = {"splits": self.fair_splits(run.dataset, folds), "index": run.fold, "of": folds}
-            cfg["run"].update(stage=run.stage, index=run.index, fold=run.fold)
         store = self.store(run.dataset, cfg["input"]["resize"])
         if store:
             cfg["data"]["store"] = store
+        return cfg
+
+    def _resolve_fair(self, run: FairRun) -> dict:
+        """A fold training: the method's run settings with its seed, stage, index and fold (the
+        settings without those are merged once per experiment × dataset × method)."""
+        cache = self.__dict__.setdefault("_fair_bases", {})
+        key = (run.experiment, run.dataset, run.method)
+        if key not in cache:
+            cache[key] = self.resolve(Run(run.experiment, run.dataset, run.method, 0))
+        cfg = copy.deepcopy(cache[key])
+        folds = self.fair_settings(run.experiment)["folds"]
+        cfg["seed"] = cfg["run"]["seed"] = run.seed
+        cfg["run"].update(stage=run.stage, index=run.index, fold=run.fold)
+        cfg["data"]["fold"] = {"splits": self.fair_splits(run.dataset, folds), "index": run.fold, "of": folds}
         return cfg
 
     @property

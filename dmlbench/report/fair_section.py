@@ -38,10 +38,10 @@ def _cell(row) -> str:
 
 def dataset_table(frame: pd.DataFrame, dataset: str, papers: dict) -> str:
     rows = frame[frame["dataset"] == dataset]
-    head = ("<tr><th rowspan='2'>method</th>" + "".join(f"<th class='group' colspan='3'>{m}</th>" for m in MODES)
+    head = ("<thead><tr><th rowspan='2'>method</th>" + "".join(f"<th class='group' colspan='3'>{m}</th>" for m in MODES)
             + "<th rowspan='2'>tuned</th><th rowspan='2' class='paper'>paper setting</th>"
             + "<th rowspan='2'>trials (diverged)</th></tr><tr>"
-            + "".join(f"<th>{name}</th>" for _ in MODES for name in METRICS.values()) + "</tr>")
+            + "".join(f"<th>{name}</th>" for _ in MODES for name in METRICS.values()) + "</tr></thead>")
     body = []
     for paper, group in rows.groupby("paper", sort=False):
         body.append(f"<tr><th class='group' colspan='{3 + 2 * len(METRICS)}' style='text-align:left'>"
@@ -54,7 +54,8 @@ def dataset_table(frame: pd.DataFrame, dataset: str, papers: dict) -> str:
                         f"<td>{html.escape(_setting(first['tuned']))}</td>"
                         f"<td class='paper'>{html.escape(_setting(first['paper_setting']))}</td>"
                         f"<td>{int(first['trials'])} ({int(first['diverged_trials'])})</td></tr>")
-    return f"<h4>{html.escape(dataset)}</h4><div class='scroll'><table>{head}{''.join(body)}</table></div>"
+    return (f"<h4>{html.escape(dataset)}</h4><div class='scroll'><table>{head}<tbody>{''.join(body)}</tbody>"
+            f"</table></div>")
 
 
 def paper_vs_fair_table(frame: pd.DataFrame, toy: bool) -> str:
@@ -70,8 +71,9 @@ def paper_vs_fair_table(frame: pd.DataFrame, toy: bool) -> str:
     return ("<h4>Paper vs fair</h4><p class='note'>The paper's own Recall@1 (its backbone, embedding size, batch "
             "and model selection, as the catalogue quotes it) beside the fair P@1 (separated): how much of "
             "each claimed number survives one protocol." + (" Fixture data: no difference is shown." if toy else "")
-            + "</p><div class='scroll'><table><tr><th>method</th><th>dataset</th><th class='paper'>paper R@1</th>"
-            "<th>quoted in</th><th>fair P@1</th><th>fair − paper</th></tr>" + rows + "</table></div>")
+            + "</p><div class='scroll'><table><thead><tr><th>method</th><th>dataset</th><th class='paper'>paper R@1</th>"
+            "<th>quoted in</th><th>fair P@1</th><th>fair − paper</th></tr></thead><tbody>" + rows
+            + "</tbody></table></div>")
 
 
 def render(folder: Path, plan, key: str, figure_url: str) -> str:

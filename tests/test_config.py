@@ -49,7 +49,9 @@ def test_merge_order_defaults_experiment_dataset_preset():
 def test_every_experiment_expands_into_runs_or_is_an_analysis():
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     for experiment in plan.experiment_ids:
-        assert plan.is_analysis(experiment) != bool(plan.runs(experiment)), experiment
+        trains = bool(plan.runs(experiment)) or bool(plan.fair_runs(experiment))
+        assert plan.is_analysis(experiment) != trains, experiment
+        assert not (plan.runs(experiment) and plan.fair_runs(experiment)), experiment
 
 
 def test_catalogue_ids_follow_reproduction_md():
@@ -119,7 +121,7 @@ def test_text_stays_text_where_the_schema_wants_text():
 
 
 @pytest.mark.parametrize("overrides, message", [
-    ({"optimizer": {"name": "adamw"}}, "setting optimizer.name: 'adamw' is not one of ['adam', 'sgd']"),
+    ({"optimizer": {"name": "adamw"}}, "setting optimizer.name: 'adamw' is not one of ['adam', 'sgd', 'rmsprop']"),
     ({"optimizer": {"lr": "fast"}}, "setting optimizer.lr: 'fast' is not of type 'number'"),
     ({"optimizer": {"lr": "1.0e+6"}}, "setting optimizer.lr: 1000000.0 is greater than the maximum of 10"),
     ({"device": "gpu"}, "setting device: 'gpu' does not match"),
@@ -165,8 +167,8 @@ def test_a_catalogue_value_out_of_range_is_named(tmp_path):
     path = tmp_path / "config" / "experiments" / "suite.yaml"
     text = path.read_text()
     assert "train:" in text
-    path.write_text(text.replace("train:", "train:\n    optimizer: {name: rmsprop}", 1))
-    with pytest.raises(ConfigError, match=r"experiment suite.baselines.train: setting optimizer.name: 'rmsprop'"):
+    path.write_text(text.replace("train:", "train:\n    optimizer: {name: rmsprob}", 1))
+    with pytest.raises(ConfigError, match=r"experiment suite.baselines.train: setting optimizer.name: 'rmsprob'"):
         Plan.load(tmp_path / "config", {"preset": "demo"})
 
 

@@ -120,6 +120,10 @@ def test_budget_of_a_hand_computed_plan():
     assert budget.steps_per_epoch(cfg, "cub") == 5864 // 80 == 73
     assert budget.evaluations(cfg) == 3
     assert budget.run_seconds(cfg, "cub", 0.5, 0.001) == pytest.approx(10 * 73 * 0.5 + 3 * 5924 * 0.001)
+    fold = dict(cfg, data={"fold": {"of": 4}}, run={"stage": "search"})  # the fair protocol's fold training
+    assert budget.run_seconds(fold, "cub", 0.5, 0.001) == pytest.approx(10 * 73 * 0.5 + 3 * 5864 / 4 * 0.001)
+    final = dict(fold, run={"stage": "final"})  # … and its final runs embed the test half once
+    assert budget.run_seconds(final, "cub", 0.5, 0.001) == pytest.approx(10 * 73 * 0.5 + (3 * 5864 / 4 + 5924) * 0.001)
     pairs = dict(cfg, method={"sampler": "category_pairs"})
     assert budget.steps_per_epoch(pairs, "sop") == 66 * 5 and budget.steps_per_epoch(pairs, "inshop") == 253 * 5
     fixed = dict(cfg, batches_per_epoch=12, eval={"every": 0})

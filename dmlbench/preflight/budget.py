@@ -48,10 +48,10 @@ def run_seconds(cfg: dict, dataset: str, seconds_per_step: float, seconds_per_im
     test_images = sum(n for split, n in expected.items() if split != "train")
     probe = cfg["record"]["probe"]
     steps = cfg["epochs"] * steps_per_epoch(cfg, dataset) + len(probe["epochs"]) * probe["steps"]
-    fold = cfg["data"].get("fold")
+    fold = (cfg.get("data") or {}).get("fold")
     if fold:  # the fair protocol: each epoch's evaluation is of the validation fold; final runs embed the test half
         evaluated = evaluations(cfg) * expected["train"] / fold["of"]
-        evaluated += test_images if cfg["run"].get("stage") == "final" else 0
+        evaluated += test_images if (cfg.get("run") or {}).get("stage") == "final" else 0
     else:
         evaluated = evaluations(cfg) * test_images
     images = evaluated + len(cfg["record"]["scatter_epochs"]) * expected["train"]

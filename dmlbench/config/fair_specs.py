@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dmlbench.config.run import FairRun, Run
+from dmlbench.config.run import FairRun
 from dmlbench.errors import ConfigError
 from dmlbench.fair import space as spaces
 

@@ -306,3 +306,22 @@ def test_full_dry_run_lists_every_fold_trial_and_final_run_of_suite_fair(tmp_pat
     assert counts["fair_ask"] == counts["fair_tell"] == len(pairs) * settings["trials"]
     assert counts["fair_best"] == counts["fair_summary"] == len(pairs)
     assert counts["fair_splits"] == 4 and counts["fair_aggregate"] == 1
+
+
+def test_the_preflight_groups_and_probes_the_fair_fold_trainings(tmp_path):
+    from dmlbench.preflight import budget
+    from dmlbench.preflight.grouping import group_runs
+    from dmlbench.preflight.probe import probe
+
+    plan = Plan.load(CONFIG_DIR, {"preset": "full", "experiments": ["suite.fair"]})
+    groups = group_runs(plan)
+    assert sum(len(g.runs) for g in groups) == len(plan.fair_runs()) > 0
+    assert all(isinstance(run, FairRun) for g in groups for run in g.runs)
+    methods = set(plan.experiments["suite.fair"]["methods"])
+    assert {g.run.method for g in groups} == methods  # every method's fold training has a group
+    group = next(g for g in groups if g.run.dataset == "inshop" and g.run.method == "ms")
+    result = probe(group.cfg, "inshop", tmp_path / "work", image_side=32, device="cpu")
+    assert result["status"] == "passed", result["traceback"]
+    final = plan.resolve(FairRun("suite.fair", "sop", "ms", 3, "final", 3, 1))
+    search = plan.resolve(FairRun("suite.fair", "sop", "ms", 0, "search", 7, 1))
+    assert budget.run_seconds(final, "sop", 0.01, 0.001) > budget.run_seconds(search, "sop", 0.01, 0.001)

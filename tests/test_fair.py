@@ -24,7 +24,7 @@ from dmlbench.config.run import FairRun
 from dmlbench.data import folds, manifest
 from dmlbench.data.datasets import cub
 from dmlbench.data.prepare import prepare
-from dmlbench.errors import ConfigError
+from dmlbench.errors import ConfigError, DatasetError, DmlbenchError
 from dmlbench.fair import fold_run, space, study
 from dmlbench.fair.intervals import mean_interval
 from dmlbench.io import read_json, write_json
@@ -68,6 +68,15 @@ def test_a_split_file_of_another_manifest_is_refused(tmp_path):
     shuffled.to_csv(out.parent / "bad.csv", index=False)
     with pytest.raises(Exception, match="does not belong to the manifest"):
         folds.read(out.parent / "bad.csv", table)
+    (out.parent / "garbled.csv").write_bytes(b'path,label,part\n"unclosed\n\xff\xfe')
+    with pytest.raises(DatasetError, match=r"garbled.csv cannot be read .*delete it and rerun"):
+        folds.read(out.parent / "garbled.csv", table)
+
+
+def test_a_damaged_parameter_file_is_named(tmp_path):
+    (tmp_path / "params.json").write_text('{"slot": 0, "par')
+    with pytest.raises(DmlbenchError, match=r"params.json is damaged .*delete it and rerun"):
+        study.tell({"journal": str(tmp_path / "j"), "study": "s"}, tmp_path / "params.json", [], tmp_path / "r.json")
 
 
 def test_interval_against_the_t_table_and_its_coverage():

@@ -49,6 +49,9 @@ def read(path: Path, table: pd.DataFrame) -> pd.DataFrame:
         splits = pd.read_csv(path)
     except FileNotFoundError:
         raise DatasetError(f"{path} does not exist: the fair_splits step writes it") from None
+    except (ValueError, UnicodeDecodeError) as error:  # pandas' parser and empty-file errors are ValueErrors
+        raise DatasetError(f"{path} cannot be read ({' '.join(str(error).split())[:200]}): delete it and "
+                           f"rerun; the fair_splits step writes it again") from None
     if list(splits.columns) != COLUMNS or len(splits) != len(table) \
             or not (splits["path"].to_numpy() == table["path"].to_numpy()).all() \
             or not (splits["label"].to_numpy() == table["label"].to_numpy()).all():

@@ -15,7 +15,8 @@ from dmlbench import environment, models
 from dmlbench.data import folds, manifest
 from dmlbench.evaluation.model_eval import embed, split_loader
 from dmlbench.fair import space as spaces
-from dmlbench.io import atomic_path, read_json, write_json
+from dmlbench.fair.study import read_json
+from dmlbench.io import atomic_path, write_json
 from dmlbench.training import train
 
 VALIDATION_KEYS = ("map@r", "r_precision", "recall@1")

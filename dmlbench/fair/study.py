@@ -17,10 +17,21 @@ from pathlib import Path
 
 from dmlbench.errors import DmlbenchError
 from dmlbench.fair import space as spaces
-from dmlbench.io import atomic_path, read_json, write_json
+from dmlbench.io import atomic_path, write_json
 
 OBJECTIVE = "map@r"
 SLOT = "dmlbench_slot"
+
+
+def read_json(path: Path) -> dict:
+    """A step's JSON file; a damaged one is named, with what to do."""
+    from dmlbench.io import read_json as read
+
+    try:
+        return read(path)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise DmlbenchError(f"{path} is damaged ({error}): delete it and rerun; the step that writes it "
+                            f"runs again") from None
 
 
 def _optuna():

@@ -5,13 +5,16 @@ import copy
 import json
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+import profs_reference
+from profs_reference import test_reference_counts_on_a_hand_batch  # noqa: F401 (the reference's own hand check, collected here)
 from conftest import CONFIG_DIR
-from dmlbench.methods import losses
+from dmlbench.methods import losses, miners
 from dmlbench.training import schemes
 from dmlbench.data.prepare import prepare
 from dmlbench.methods.criterion import Criterion
@@ -266,3 +269,69 @@ def test_kill_inside_a_cycle_and_resume_gives_the_uninterrupted_run(tmp_path):
         model.load_state_dict(saved["model"])
         return evaluate_model(model, table, manifest.parent, cfg, torch.device("cpu"))
     assert metrics("killed") == metrics("whole")
+
+
+def suite_triplets(x, labels, pairs, loss):
+    """The triplets the hardest miner gives the loss inside its own forward (recorded on the way)."""
+    miner = miners.build("hardest", negatives="per_positive")
+    seen = []
+
+    def recording(batch):
+        mined = miner(batch)
+        seen.append(mined.triplets)
+        return mined
+
+    value = loss(x, labels, miner=recording, pairs=pairs)
+    a, p, n = seen[0]
+    return sorted(zip(a.tolist(), p.tolist(), n.tolist())), value
+
+
+def structured_batch():
+    """A step drawn by the scheme: classes in blocks, each led by its representative."""
+    scheme = build(profs_cfg(iterations=4, pairs="anchored"))
+    step = next(iter(scheme.plan(torch.Generator().manual_seed(3), 1)))
+    labels = torch.tensor([LABELS[i] for i in step.indices])
+    return scheme, labels, step.representatives, step.pairs
+
+
+def shuffled_batch(scheme):
+    """No class structure: uneven classes in random order, some without a representative."""
+    g = torch.Generator().manual_seed(11)
+    labels = torch.randint(0, 5, (17,), generator=g)
+    reps = torch.zeros(17, dtype=torch.bool)
+    for c in labels.unique().tolist()[:-1]:
+        members = (labels == c).nonzero(as_tuple=True)[0]
+        reps[members[torch.randint(len(members), (1,), generator=g)]] = True
+    return labels, reps, scheme.pair_mask(reps)
+
+
+@pytest.mark.parametrize("structured", [True, False])
+def test_hard_mined_profs_tuples_are_anchored_at_the_representatives_as_the_brute_force(structured):
+    scheme, labels, reps, pairs = structured_batch()
+    if not structured:
+        labels, reps, pairs = shuffled_batch(scheme)
+    x = torch.randn(len(labels), 8, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    unit = F.normalize(x, dim=1)
+    sim = (unit @ unit.T).numpy()
+    expected = profs_reference.mined_pairs(sim, labels.tolist(), reps.tolist())
+    contrastive = losses.build("contrastive_distance", margin=1.0)
+    got, value = suite_triplets(x, labels, pairs, contrastive)
+    assert got == sorted(expected)
+    assert {a for a, _, _ in got} == set(reps.nonzero(as_tuple=True)[0].tolist())
+    positives, negatives = profs_reference.pair_multisets(expected)
+    for anchor in {a for a, _ in positives}:  # section 5.3: as many hard negatives as positives
+        assert sum(c for (a, _), c in positives.items() if a == anchor) == \
+            sum(c for (a, _), c in negatives.items() if a == anchor)
+    d = torch.sqrt(torch.clamp(2 - 2 * unit @ unit.T, min=1e-12)).numpy()
+    brute = (sum(d[a, j] ** 2 for a, j in positives) + sum(max(0.0, 1.0 - d[a, j]) ** 2 for a, j in negatives))
+    assert float(value) == pytest.approx(brute / (len(positives) + len(negatives)), rel=1e-9)
+    for name in ("triplet", "margin"):
+        assert suite_triplets(x, labels, pairs, losses.build(name))[0] == sorted(expected)
+
+
+def test_symmetric_pairs_of_lifted_and_ms_are_the_brute_force_mask():
+    scheme = build(profs_cfg(iterations=4))
+    step = next(iter(scheme.plan(torch.Generator().manual_seed(3), 1)))
+    labels = [LABELS[i] for i in step.indices]
+    expected = profs_reference.representative_pair_mask(labels, step.representatives.tolist())
+    assert (step.pairs.numpy() & ~np.eye(len(labels), dtype=bool)).tolist() == expected.tolist()

@@ -6,8 +6,12 @@ out) and by keeping θ(k), the parameters at that moment. For M iterations each 
 subset of the classes, each as its representative plus I − 1 other images of the class, and the
 objective is loss + λ/2 ‖θ − θ(k)‖² (a term of the objective: its gradient is λ(θ − θ(k))).
 M = ceil(ρ / p(y)) with p(y) = B / (I L): each representative is used ρ times per cycle on
-average. With `pairs: representative`, pair losses see only pairs that contain a representative
-(the paper's lifted and MS adaptation; eq. 4.6's pairs (k_l, j) for contrastive and margin).
+average. With `pairs: anchored`, pair losses see eq. 4.6's pairs (k_l, j): a representative k_l as
+the anchor (row) and any other image j of the batch, so a miner mines only the representatives'
+rows (C-, T- and M-PROFS: each representative gets as many hard negative pairs as it has positive
+pairs, section 5.3). With `pairs: representative`, every pair with a representative at either end
+is kept and only the terms between two non-representatives are dropped (the paper's lifted and MS
+adaptation, section 5.3).
 
 Hard negative class mining (HNCM): the embedding of every representative that appears in a batch
 is stored; a batch's classes are a random seed class and the classes whose stored
@@ -44,7 +48,8 @@ class ProfsScheme(TrainingScheme):
         options = cfg["scheme"]
         self.lam, self.hncm = float(options["lam"]), bool(options["hncm"])
         self.with_images = options["representatives"] == "images"
-        self.restrict_pairs = options["pairs"] == "representative" and self.with_images
+        self.restrict_pairs = options["pairs"] in ("representative", "anchored") and self.with_images
+        self.anchored = options["pairs"] == "anchored"
         self.anchor_rule = options["anchor"]
         labels = np.asarray(labels)
         classes, self.class_of = np.unique(labels, return_inverse=True)
@@ -57,7 +62,7 @@ class ProfsScheme(TrainingScheme):
             raise ConfigError(f"scheme.hncm with representatives: none needs a loss with class "
                               f"centres (softtriple, proxy_nca), not {cfg['method']['loss']['name']!r}")
         if self.restrict_pairs and not criterion.restricts_pairs:
-            raise ConfigError(f"scheme.pairs: representative needs a pair loss; "
+            raise ConfigError(f"scheme.pairs: {options['pairs']} needs a pair loss; "
                               f"{cfg['method']['loss']['name']!r} has no pairs to restrict: "
                               f"set scheme.pairs: all")
         self._plain = PlainScheme(cfg, labels, supers, [], criterion)
@@ -139,6 +144,13 @@ class ProfsScheme(TrainingScheme):
             batch += chosen
         return batch, is_rep
 
+    def pair_mask(self, reps: torch.Tensor) -> torch.Tensor:
+        """The B×B pairs (row = anchor) a pair loss may use: the representatives' rows
+        (`anchored`), or every pair with a representative at either end (`representative`)."""
+        if self.anchored:
+            return reps[:, None].expand(len(reps), len(reps)).clone()
+        return reps[:, None] | reps[None, :]
+
     # --- iterations ------------------------------------------------------------------------
 
     def begin_step(self) -> Step:
@@ -211,7 +223,7 @@ class _Drawn:
             starts = scheme._advance(self.generator)
             indices, is_rep = scheme._fill(scheme._classes(self.generator), self.generator)
             reps = torch.tensor(is_rep)
-            pairs = (reps[:, None] | reps[None, :]) if scheme.restrict_pairs else None
+            pairs = scheme.pair_mask(reps) if scheme.restrict_pairs else None
             yield Step(indices, pairs=pairs, representatives=reps, starts_cycle=starts)
 
 

@@ -1,6 +1,11 @@
 # Helpers shared by the rules: paths and the per-job specs the package computes.
 import json
 import re
+import shlex
+import sys
+
+# every job runs with the interpreter Snakemake runs under (its environment, activated or not)
+PYTHON = shlex.quote(sys.executable)
 
 RUN_DIR = "results/{preset}/{experiment}/{dataset}/{method}/seed{seed}"
 
@@ -28,7 +33,7 @@ def run_spec(w):
 
 def gpu_slot():
     """Prefix that hands the job a free device (none under SLURM or without --resources gpu=N)."""
-    return f"python -m dmlbench gpu-slot --slots {GPU_SLOTS} --"
+    return f"{PYTHON} -m dmlbench gpu-slot --slots {GPU_SLOTS} --"
 
 
 def experiment_metrics(w):

@@ -10,7 +10,7 @@ rule prepare:
     log:
         f"logs/{PRESET}/prepare/{{dataset}}.log",
     shell:
-        "python -m dmlbench prepare --spec {params.spec:q} --output {output:q} 2> >(tee {log:q} >&2)"
+        "{PYTHON} -m dmlbench prepare --spec {params.spec:q} --output {output:q} 2> >(tee {log:q} >&2)"
 
 
 rule cache:
@@ -24,7 +24,7 @@ rule cache:
     log:
         f"logs/{PRESET}/cache/{{dataset}}-{{size}}.log",
     shell:
-        "python -m dmlbench cache --manifest {input:q} --size {wildcards.size} --output {output:q}"
+        "{PYTHON} -m dmlbench cache --manifest {input:q} --size {wildcards.size} --output {output:q}"
         " --workers {threads}"
         " 2> >(tee {log:q} >&2)"
 
@@ -43,5 +43,5 @@ rule store:
     log:
         f"logs/{PRESET}/store/{{folder}}-{{side}}.log",
     shell:
-        "python -m dmlbench store --manifest {input:q} --side {wildcards.side}"
+        "{PYTHON} -m dmlbench store --manifest {input:q} --side {wildcards.side}"
         " --output {params.folder:q} --workers {threads} 2> >(tee {log:q} >&2)"

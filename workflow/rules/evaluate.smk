@@ -11,7 +11,7 @@ rule evaluate:
     log:
         f"logs/{{preset}}/evaluate/{{experiment}}/{{dataset}}/{{method}}/seed{{seed}}.log",
     shell:
-        "{params.slot} python -m dmlbench evaluate --run-dir {params.run_dir:q} --output {output:q}"
+        "{params.slot} {PYTHON} -m dmlbench evaluate --run-dir {params.run_dir:q} --output {output:q}"
         " 2> >(tee {log:q} >&2)"
 
 
@@ -28,5 +28,5 @@ rule reference:
     log:
         f"logs/{{preset}}/reference/{{reference}}.log",
     shell:
-        "{params.slot} python -m dmlbench reference --spec {params.spec:q} --output {output:q}"
+        "{params.slot} {PYTHON} -m dmlbench reference --spec {params.spec:q} --output {output:q}"
         " 2> >(tee {log:q} >&2)"

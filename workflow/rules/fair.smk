@@ -12,7 +12,7 @@ rule fair_splits:
         folder=rf"{re.escape(PLAN.data_dir)}/[a-z]+(/cache\d+)?",
         folds=r"\d+",
     shell:
-        "python -m dmlbench fair-splits --manifest {input:q} --folds {wildcards.folds} --output {output:q}"
+        "{PYTHON} -m dmlbench fair-splits --manifest {input:q} --folds {wildcards.folds} --output {output:q}"
 
 
 rule fair_ask:
@@ -25,7 +25,7 @@ rule fair_ask:
     log:
         f"logs/{{preset}}/fair/{{experiment}}/{{dataset}}/{{method}}/ask{{trial}}.log",
     shell:
-        "python -m dmlbench fair-ask --spec {params.spec:q} --output {output:q} 2> >(tee {log:q} >&2)"
+        "{PYTHON} -m dmlbench fair-ask --spec {params.spec:q} --output {output:q} 2> >(tee {log:q} >&2)"
 
 
 def fair_run(w, stage):
@@ -46,7 +46,7 @@ rule fair_trial_fold:
     log:
         f"logs/{{preset}}/fair/{{experiment}}/{{dataset}}/{{method}}/trial{{index}}-fold{{fold}}.log",
     shell:
-        "{params.slot} python -m dmlbench fair-train --spec {params.spec:q} --params {input[0]:q}"
+        "{params.slot} {PYTHON} -m dmlbench fair-train --spec {params.spec:q} --params {input[0]:q}"
         " --run-dir {params.run_dir:q} --output {output:q} 2> >(tee -a {log:q} >&2)"
 
 
@@ -59,7 +59,7 @@ rule fair_tell:
     params:
         spec=lambda w: json.dumps(PLAN.fair_ask_spec(w.experiment, w.dataset, w.method, w.trial), sort_keys=True),
     shell:
-        "python -m dmlbench fair-tell --spec {params.spec:q} --params {input.params:q}"
+        "{PYTHON} -m dmlbench fair-tell --spec {params.spec:q} --params {input.params:q}"
         " --folds {input.folds:q} --output {output:q}"
 
 
@@ -70,7 +70,7 @@ rule fair_best:
         best=f"{FAIR_DIR}/search/best.json",
         trials=f"{FAIR_DIR}/search/trials.csv",
     shell:
-        "python -m dmlbench fair-best --results {input:q} --output {output.best:q} --trials {output.trials:q}"
+        "{PYTHON} -m dmlbench fair-best --results {input:q} --output {output.best:q} --trials {output.trials:q}"
 
 
 rule fair_final_fold:
@@ -88,7 +88,7 @@ rule fair_final_fold:
     log:
         f"logs/{{preset}}/fair/{{experiment}}/{{dataset}}/{{method}}/rep{{index}}-fold{{fold}}.log",
     shell:
-        "{params.slot} python -m dmlbench fair-train --spec {params.spec:q} --params {input[0]:q}"
+        "{params.slot} {PYTHON} -m dmlbench fair-train --spec {params.spec:q} --params {input[0]:q}"
         " --run-dir {params.run_dir:q} --output {output.validation:q} --test-output {output.test:q}"
         " 2> >(tee -a {log:q} >&2)"
 
@@ -101,7 +101,7 @@ rule fair_summary:
     params:
         spec=lambda w: json.dumps(PLAN.fair_summary_spec(w.experiment, w.dataset, w.method), sort_keys=True),
     shell:
-        "python -m dmlbench fair-summary --spec {params.spec:q} --embeddings {input:q} --output {output:q}"
+        "{PYTHON} -m dmlbench fair-summary --spec {params.spec:q} --embeddings {input:q} --output {output:q}"
 
 
 rule fair_aggregate:
@@ -117,4 +117,4 @@ rule fair_aggregate:
         spec=lambda w: json.dumps(PLAN.fair_aggregate_spec(w.experiment)),
         folder=f"reports/{{preset}}/{{experiment}}",
     shell:
-        "python -m dmlbench fair-aggregate --spec {params.spec:q} --output-dir {params.folder:q}"
+        "{PYTHON} -m dmlbench fair-aggregate --spec {params.spec:q} --output-dir {params.folder:q}"

@@ -14,7 +14,7 @@ rule aggregate:
         spec=lambda w: json.dumps(PLAN.aggregate_spec(w.experiment)),
         folder=f"reports/{{preset}}/{{experiment}}",
     shell:
-        "python -m dmlbench aggregate --spec {params.spec:q} --metrics {input.metrics:q}"
+        "{PYTHON} -m dmlbench aggregate --spec {params.spec:q} --metrics {input.metrics:q}"
         " --references {input.references:q}"
         " --output-dir {params.folder:q}"
 
@@ -28,7 +28,7 @@ rule analyse:
         spec=lambda w: json.dumps(PLAN.analysis_spec(w.experiment)),
         folder=f"reports/{{preset}}/{{experiment}}",
     shell:
-        "python -m dmlbench analyse --spec {params.spec:q} --output-dir {params.folder:q}"
+        "{PYTHON} -m dmlbench analyse --spec {params.spec:q} --output-dir {params.folder:q}"
 
 
 rule report:
@@ -40,5 +40,5 @@ rule report:
         config=json.dumps(config),
         config_dir=str(CONFIG_DIR),
     shell:
-        "python -m dmlbench report --config-dir {params.config_dir:q} --config {params.config:q}"
+        "{PYTHON} -m dmlbench report --config-dir {params.config_dir:q} --config {params.config:q}"
         " --output {output:q}"

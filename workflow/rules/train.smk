@@ -13,5 +13,5 @@ rule train:
     log:
         f"logs/{{preset}}/train/{{experiment}}/{{dataset}}/{{method}}/seed{{seed}}.log",
     shell:
-        "{params.slot} python -m dmlbench train --spec {params.spec:q} --run-dir {params.run_dir:q}"
+        "{params.slot} {PYTHON} -m dmlbench train --spec {params.spec:q} --run-dir {params.run_dir:q}"
         " 2> >(tee -a {log:q} >&2)"

@@ -47,3 +47,28 @@ def test_jobs_run_with_snakemakes_interpreter_when_the_environment_is_not_activa
     assert result.returncode == 0, result.stderr[-3000:]
     assert "the python on PATH ran" not in result.stderr
     assert (tmp_path / "work" / target).exists()
+
+
+# --- 11: a preset is a name in workflow/config/presets, or a file given by preset_file -----------
+
+@pytest.mark.parametrize("preset", ["../presets/smoke", str(CONFIG_DIR / "presets" / "smoke.yaml"),
+                                    str(CONFIG_DIR / "presets" / "smoke")])
+def test_a_preset_given_as_a_path_is_refused_naming_the_known_presets(tmp_path, preset):
+    result = snakemake(tmp_path, "-n", "--cores", "1", "--config", f"preset={preset}")
+    assert result.returncode != 0
+    said = result.stderr + result.stdout
+    assert f"unknown preset {preset!r}" in said
+    assert "demo, full, gpu-smoke, smoke" in said and "preset_file=PATH" in said
+    assert "MissingInputException" not in said
+
+
+def test_a_preset_file_elsewhere_is_read_with_preset_file_under_its_own_name(tmp_path):
+    mine = tmp_path / "mine.yaml"
+    mine.write_text((CONFIG_DIR / "presets" / "smoke.yaml").read_text())
+    result = snakemake(tmp_path / "work", "-n", "--cores", "1", "--config", f"preset_file={mine}",
+                       "experiments=[suite.baselines]", "datasets=[cub]")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "reports/mine/index.html" in result.stdout and "results/mine/suite.baselines/cub/" in result.stdout
+    (tmp_path / "smoke.yaml").write_text(mine.read_text())  # a built-in preset's name: its folders
+    result = snakemake(tmp_path / "work", "-n", "--cores", "1", "--config", f"preset_file={tmp_path}/smoke.yaml")
+    assert result.returncode != 0 and "rename the file" in result.stderr + result.stdout

@@ -13,6 +13,7 @@ specs of the pipeline's steps in `steps`.
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import jsonschema
@@ -28,6 +29,34 @@ from dmlbench.errors import ConfigError
 from dmlbench.registry import did_you_mean
 
 SETTINGS_SCHEMA = "settings.schema.yaml"
+
+
+PRESET_NAME = re.compile(r"[A-Za-z0-9_-]+")  # the `preset` wildcard of the rules
+
+
+def preset_source(config_dir: Path, name, preset_file) -> tuple[str, Path]:
+    """The preset's name and file: `preset=NAME` is a file `NAME.yaml` of `presets/`, nothing else;
+    `preset_file=PATH` reads another file, the preset taking the file's stem as its name."""
+    known = sorted(p.stem for p in (config_dir / "presets").glob("*.yaml"))
+    if preset_file is None:
+        name = "full" if name is None else name
+        if not (isinstance(name, str) and PRESET_NAME.fullmatch(name)
+                and (config_dir / "presets" / f"{name}.yaml").is_file()):
+            raise ConfigError(f"unknown preset {name!r}{did_you_mean(str(name), known)}: a preset is the name "
+                              f"of a file in {config_dir / 'presets'} ({', '.join(known)}); a preset file "
+                              f"elsewhere is given with preset_file=PATH")
+        return name, config_dir / "presets" / f"{name}.yaml"
+    if name is not None:
+        raise ConfigError(f"preset={name} and preset_file={preset_file} both name a preset: give one of them")
+    path = Path(str(preset_file)).expanduser().absolute()
+    if not path.is_file():
+        raise ConfigError(f"preset_file={preset_file}: {path} is not a file; give the path of a preset's "
+                          f"YAML file (the files of {config_dir / 'presets'} are a model)")
+    if not PRESET_NAME.fullmatch(path.stem) or path.stem in known:
+        raise ConfigError(f"preset_file={preset_file}: the preset takes the file's name, {path.stem!r}, "
+                          f"which names its results/ and reports/ folders; rename the file to letters, "
+                          f"digits, '_' and '-', other than the built-in presets ({', '.join(known)})")
+    return path.stem, path
 
 
 class Plan(StepSpecs, FairSpecs):
@@ -50,14 +79,11 @@ class Plan(StepSpecs, FairSpecs):
 
     @classmethod
     def load(cls, config_dir: str | Path, config: dict | None = None) -> "Plan":
-        """Load preset `config["preset"]` (default `full`), merge `config` over it, validate."""
+        """Load preset `config["preset"]` (default `full`) or the file `config["preset_file"]`, merge
+        the rest of `config` over it, validate."""
         config = dict(config or {})
         config_dir = Path(config_dir)
-        name = config.get("preset", "full")
-        preset_file = config_dir / "presets" / f"{name}.yaml"
-        if not preset_file.exists():
-            known = sorted(p.stem for p in (config_dir / "presets").glob("*.yaml"))
-            raise ConfigError(f"unknown preset {name!r}{did_you_mean(name, known)}; known: {', '.join(known)}")
+        name, preset_file = preset_source(config_dir, config.get("preset"), config.pop("preset_file", None))
         schema = with_dataset_names(load_yaml(config_dir / "schema.yaml"), DATASETS.names())
         config = settings.coerce(config, with_settings(schema, load_yaml(config_dir / SETTINGS_SCHEMA)))
         preset = deep_merge(load_yaml(preset_file), config)
@@ -72,7 +98,7 @@ class Plan(StepSpecs, FairSpecs):
     def _load_experiments(self) -> dict:
         experiments: dict = {}
         for path in sorted((self.config_dir / "experiments").glob("*.yaml")):
-            for key, value in load_yaml(path).items():
+            for key, value in load_yaml(path, keep_digits=True).items():
                 if key in experiments:
                     raise ConfigError(f"experiment {key!r} is defined twice ({path})")
                 experiments[key] = value

@@ -106,7 +106,8 @@ class FairSpecs:
         return {"journal": f"{self.fair_folder(experiment, dataset, method)}/search/study.journal",
                 "study": f"{experiment}/{dataset}/{method}", "slot": int(slot),
                 "space": spaces.to_json(space),
-                "paper": spaces.paper_setting(space, self._fair_base(experiment, dataset, method))}
+                "paper": spaces.paper_setting(space, self._fair_base(experiment, dataset, method)),
+                "run": self._fair_base(experiment, dataset, method)}  # with the space: the study's fingerprint
 
     def fair_run_spec(self, run: FairRun) -> dict:
         return {"run": self.resolve(run), "space": spaces.to_json(self.fair_space(run.method))}

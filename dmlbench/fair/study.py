@@ -8,19 +8,32 @@ parameters again, a trial already told is not told twice, so a rerun after an in
 repeats nor loses a trial. Slot 0 is the paper's setting. The sampler is Optuna's TPE (Bayesian
 optimisation over a tree of Parzen estimators) with the constant liar for trials still running;
 it is seeded by the slot, so a search is reproducible given the trials before it.
+
+A study is bound to its search settings (the search space and the resolved settings of the
+method's fold training): their fingerprint is a user attribute of the study. Slot 0 asked with
+other settings moves the journal aside (`study.journal.superseded-<fingerprint>`) and starts a new
+study, as a run of changed settings trains afresh. Every later slot needs the trials of the slots
+before it in the journal; a journal emptied, lost or damaged is named with what to do, except a
+cut last line (a writer stopped mid-line), which is an unfinished record and is dropped.
 """
 
 from __future__ import annotations
 
 import csv
+import json
+import os
+import sys
 from pathlib import Path
 
 from dmlbench.errors import DmlbenchError
 from dmlbench.fair import space as spaces
 from dmlbench.io import atomic_path, write_json
+from dmlbench.training import run_folder
 
 OBJECTIVE = "map@r"
 SLOT = "dmlbench_slot"
+FINGERPRINT = "dmlbench_fingerprint"  # of the search settings (space and fold training)
+SETTINGS = "dmlbench_settings"  # those settings, to name what changed
 
 
 def read_json(path: Path) -> dict:
@@ -45,11 +58,91 @@ def open_study(journal: Path, name: str, seed: int = 0):
     optuna = _optuna()
     from optuna.storages.journal import JournalFileBackend
 
-    Path(journal).parent.mkdir(parents=True, exist_ok=True)
-    storage = optuna.storages.JournalStorage(JournalFileBackend(str(journal)))
+    journal = Path(journal)
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    _repair(journal)
     sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True)
-    return optuna.create_study(study_name=name, storage=storage, direction="maximize",
-                               sampler=sampler, load_if_exists=True)
+    try:
+        storage = optuna.storages.JournalStorage(JournalFileBackend(str(journal)))
+        return optuna.create_study(study_name=name, storage=storage, direction="maximize",
+                                   sampler=sampler, load_if_exists=True)
+    except Exception as error:  # records that parse but do not replay: optuna raises several kinds
+        raise DmlbenchError(f"{journal} cannot be replayed ({type(error).__name__}: {error}): "
+                            f"{_remedy(journal)}") from None
+
+
+def _remedy(journal: Path, first: str = "restore it from a backup, or move it aside,") -> str:
+    return (f"{first} delete {journal.parent}/trial*/params.json and rerun: the search is asked again "
+            f"from slot 0, and fold trainings of unchanged parameters resume from their checkpoints")
+
+
+def _journal_lock(journal: Path):
+    from optuna.storages.journal import JournalFileSymlinkLock
+
+    return JournalFileSymlinkLock(str(journal))  # the lock optuna's writers take
+
+
+def _repair(journal: Path) -> None:
+    """Drop a cut last line (the unfinished record of a writer stopped mid-line), so that the next
+    record is not glued onto it; name any other damage (a line that is not a JSON record)."""
+    if not journal.exists():
+        return
+    lock = _journal_lock(journal)
+    lock.acquire()
+    try:
+        data = journal.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if end < len(data):
+            os.truncate(journal, end)
+            print(f"{journal}: its last line was cut ({len(data) - end} bytes: a writer stopped mid-line); "
+                  f"that unfinished record was dropped", file=sys.stderr)
+        for number, line in enumerate(data[:end].splitlines(), 1):
+            try:
+                record = json.loads(line)
+            except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
+                record = error
+            if not (isinstance(record, dict) and "op_code" in record):
+                why = record if isinstance(record, ValueError) else "not a journal record"
+                raise DmlbenchError(f"{journal}, line {number}, is damaged ({why}): {_remedy(journal)}")
+    finally:
+        lock.release()
+
+
+def search_settings(spec: dict) -> dict:
+    """What a study is bound to: the search space and the method's fold training settings."""
+    return {"space": spec["space"], "run": spec["run"]}
+
+
+def _bound_study(spec: dict, seed: int):
+    """The study of `spec`, bound to its search settings; slot 0 replaces a study of other
+    settings (moved aside, named), a later slot refuses it."""
+    journal, settings = Path(spec["journal"]), search_settings(spec)
+    wanted = run_folder.fingerprint(settings)
+    study = open_study(journal, spec["study"], seed)
+    stored = study.user_attrs.get(FINGERPRINT)
+    if stored is None and not study.get_trials(deepcopy=False):
+        study.set_user_attr(SETTINGS, settings)
+        study.set_user_attr(FINGERPRINT, wanted)
+        return study
+    if stored == wanted:
+        return study
+    old = study.user_attrs.get(SETTINGS)
+    changes = run_folder.changed_settings(old, settings) if old else ["(a study of an older version)"]
+    if spec["slot"] > 0:
+        raise DmlbenchError(f"{journal} holds a study of other search settings than slot {spec['slot']}'s "
+                            f"({'; '.join(changes[:6])}): delete {journal.parent}/trial*/params.json and rerun, "
+                            f"so that the search starts again from slot 0")
+    target = journal.with_name(f"{journal.name}.superseded-{(stored or 'unknown')[:12]}")
+    lock = _journal_lock(journal)
+    lock.acquire()
+    try:
+        os.replace(journal, target)
+    finally:
+        lock.release()
+    print(f"search settings changed since {journal} was written ({'; '.join(changes[:6])}"
+          f"{' …' if len(changes) > 6 else ''}): the search starts a new study; the previous one is in "
+          f"{target}", file=sys.stderr)
+    return _bound_study(spec, seed)
 
 
 def distributions(space: spaces.Space) -> dict:
@@ -67,12 +160,18 @@ def ask(spec: dict, output: Path) -> dict:
     """The parameters of trial slot `spec["slot"]`, written to `output` (params.json)."""
     optuna = _optuna()
     slot, space = spec["slot"], spaces.from_json(spec["space"])
-    study = open_study(Path(spec["journal"]), spec["study"], seed=slot)
+    study = _bound_study(spec, seed=slot)
     trials = study.get_trials(deepcopy=False)
     own = [t for t in trials if t.user_attrs.get(SLOT) == slot]
     if own:
         number, params = own[0].number, own[0].params
     else:
+        asked = {t.user_attrs.get(SLOT) for t in trials}
+        missing = [s for s in range(slot) if s not in asked]
+        if missing:
+            raise DmlbenchError(f"{spec['journal']} has no trial of slot(s) {', '.join(map(str, missing))}, "
+                                f"asked before slot {slot}: the journal was emptied, lost or replaced. "
+                                f"{_remedy(Path(spec['journal']), 'Restore it, or')}")
         for t in trials:  # an ask killed between its two writes left a trial without a slot
             if t.state == optuna.trial.TrialState.RUNNING and SLOT not in t.user_attrs:
                 study.tell(t.number, state=optuna.trial.TrialState.FAIL)
@@ -83,7 +182,7 @@ def ask(spec: dict, output: Path) -> dict:
         trial.set_user_attr(SLOT, slot)
         number, params = trial.number, trial.params
     result = {"slot": slot, "trial": number, "params": params, "paper": params == spec["paper"],
-              "study": spec["study"]}
+              "study": spec["study"], "fingerprint": study.user_attrs[FINGERPRINT]}
     write_json(output, result)
     return result
 
@@ -105,9 +204,12 @@ def tell(spec: dict, params_file: Path, validation_files: list[Path], output: Pa
             raise DmlbenchError(f"{path} was trained with {v.get('params')}, not trial {asked['trial']}'s "
                                 f"parameters {asked['params']}: delete it and rerun")
     objective = fold_objective(validations)
+    if asked.get("fingerprint") != run_folder.fingerprint(search_settings(spec)):
+        raise DmlbenchError(f"{params_file} was asked with other search settings than this search's: "
+                            f"delete it and rerun")
     study = open_study(Path(spec["journal"]), spec["study"])
     trial = next((t for t in study.get_trials(deepcopy=False) if t.number == asked["trial"]), None)
-    if trial is None:
+    if trial is None or study.user_attrs.get(FINGERPRINT) != asked["fingerprint"]:
         raise DmlbenchError(f"{spec['journal']} has no trial {asked['trial']} (of {params_file}): the study "
                             f"was replaced; delete {Path(params_file).parent.parent} and rerun the search")
     if trial.state == optuna.trial.TrialState.RUNNING:
@@ -129,7 +231,12 @@ def tell(spec: dict, params_file: Path, validation_files: list[Path], output: Pa
 
 def best(results: list[Path], output: Path, trials_csv: Path) -> dict:
     """The best finished trial (the first of equal objectives) → `output`; every trial → `trials_csv`."""
-    rows = sorted((read_json(path) for path in results), key=lambda r: r["slot"])
+    told = {path: read_json(path) for path in results}
+    for path, row in told.items():  # told by one study: trials.csv holds no stale trial
+        if row.get("fingerprint") != next(iter(told.values())).get("fingerprint"):
+            raise DmlbenchError(f"{path} is a trial of other search settings than {results[0]}'s: delete it "
+                                f"and rerun")
+    rows = sorted(told.values(), key=lambda r: r["slot"])
     finished = [r for r in rows if r["objective"] is not None]
     if not finished:
         raise DmlbenchError(f"every trial of {rows[0]['study']} diverged ({len(rows)} trials): narrow the "

@@ -23,7 +23,7 @@ from dmlbench.evaluation import evaluate_run, final_metrics
 from dmlbench.training import early_stopping, recording, run_folder, schemes
 from dmlbench.data import batches, folds, manifest
 from dmlbench.errors import DmlbenchError
-from dmlbench.io import atomic_path, write_json
+from dmlbench.io import atomic_path, set_aside, write_json
 from dmlbench.methods.criterion import Criterion
 from dmlbench.evaluation.model_eval import embed, evaluate_model, loader_options, split_loader
 
@@ -288,7 +288,15 @@ def _resume(state, run_dir, parts: dict, log) -> tuple[int, list[dict]]:
     for name, part in parts.items():
         part.load_state_dict(state[name])
     log(f"resuming {run_dir} after epoch {state['epochs_done']}")
-    return state["epochs_done"], json.loads(state["history"])
+    history = json.loads(state["history"])
+    try:
+        kept = read_history(run_dir) if (run_dir / "epochs.jsonl").exists() else None
+    except DamagedHistoryError as error:
+        log(str(error))
+        kept = None
+    if kept != history:  # damaged, or one epoch short after a kill between the two writes
+        _write_history(run_dir, history)
+    return state["epochs_done"], history
 
 
 def _write_history(run_dir, rows: list[dict]) -> None:
@@ -300,6 +308,19 @@ def log_stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+class DamagedHistoryError(DmlbenchError):
+    """A run's `epochs.jsonl` does not parse (it has been set aside)."""
+
+
 def read_history(run_dir: Path) -> list[dict]:
-    """The per-epoch rows of a run (`epochs.jsonl`)."""
-    return [json.loads(line) for line in (Path(run_dir) / "epochs.jsonl").read_text().splitlines() if line.strip()]
+    """The per-epoch rows of a run (`epochs.jsonl`); a damaged file is named and set aside."""
+    path = Path(run_dir) / "epochs.jsonl"
+    try:
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        if not all(isinstance(row, dict) and "epoch" in row for row in rows):
+            raise ValueError("a line is not an epoch's row")
+    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
+        moved = set_aside(path)
+        raise DamagedHistoryError(f"{path} is damaged ({error}): set aside as {moved.name}; the train step "
+                                  f"writes it again from the run's checkpoint (rerun it)") from None
+    return rows

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from dmlbench.errors import DmlbenchError
+from dmlbench.io import open_lock
 
 PR_SET_PDEATHSIG = 1
 
@@ -81,7 +82,7 @@ def claim_device(slots: int, lock_dir: Path, poll: float = 0.5, timeout: float |
     waiting = False
     while True:
         for device in devices:
-            handle = open(lock_dir / _lock_name(device), "a+")
+            handle = open_lock(lock_dir / _lock_name(device))
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

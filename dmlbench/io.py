@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import socket
+import stat
 import sys
 import tempfile
 from contextlib import contextmanager
@@ -145,6 +146,41 @@ def set_aside(path: Path) -> Path:
         shutil.rmtree(target)
     os.replace(path, target)
     return target
+
+
+class LockPathError(DmlbenchError):
+    """A lock file's path holds something other than a regular file."""
+
+
+def _kind(mode: int) -> str:
+    return ("a symbolic link" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode)
+            else "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a device file" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+
+
+def open_lock(path: str | os.PathLike):
+    """Open (creating it) the lock file `path` for reading and writing, for `fcntl.flock`.
+
+    The holder writes its pid into a lock file, so a link there would have it overwrite the file
+    the link points to: the last component is opened without following links (O_NOFOLLOW), and a
+    path that is not a regular file (a link, a folder, a FIFO, ...) is refused, named."""
+    path = Path(path)
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as error:
+        if error.errno not in (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.EOPNOTSUPP):
+            raise
+        mode = os.lstat(path).st_mode
+    else:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISREG(mode):
+            os.set_blocking(fd, True)
+            return os.fdopen(fd, "r+")
+        os.close(fd)
+    raise LockPathError(f"{path} is {_kind(mode)}, not a lock file: the suite writes its pid into its lock "
+                        f"files, so it neither follows a link there nor writes into anything else; move "
+                        f"{path.name} out of {path.parent} (or remove it) and rerun")
 
 
 def write_json(path, data) -> None:

@@ -7,6 +7,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = REPO.parent / "shared" / "datasets"
 CONFIG_DIR = REPO / "workflow" / "config"
+pytest_plugins = ["processes"]  # every process a test starts: grouped, time-limited, stopped with the run
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from dmlbench.evaluation import final_metrics
 from dmlbench.data import manifest as manifest_io
 from dmlbench.data import folds, store
 from dmlbench.data.prepare import prepare
+from dmlbench.io import open_lock
 from dmlbench.training.train import train
 
 
@@ -79,7 +80,7 @@ def fixture_size(cfg: dict) -> dict:
 def _only_one_writer(folder: Path):
     """Probes running at once that need the same fixture: one writes it, the others wait."""
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / ".preflight.lock", "w") as handle:
+    with open_lock(folder / ".preflight.lock") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         yield
 

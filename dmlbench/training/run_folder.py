@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from dmlbench.errors import DmlbenchError
+from dmlbench.io import open_lock
 
 LOCK = ".train.lock"
 
@@ -48,7 +49,7 @@ def changed_settings(old: dict, new: dict, prefix: str = "") -> list[str]:
 def exclusive(run_dir: Path):
     """Hold the run folder's lock for the block; stop at once if another process holds it. Only
     the holder cleans up after itself (a refused process leaves the holder's lock alone)."""
-    handle = open(run_dir / LOCK, "a+")
+    handle = open_lock(run_dir / LOCK)
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

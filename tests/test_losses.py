@@ -20,7 +20,8 @@ def cosine(embeddings):
     return x @ x.T
 
 
-def brute_contrastive(embeddings, labels, margin):
+def brute_contrastive(embeddings, labels, margin, pos_margin=None):
+    """ms eq. 5 (pos_margin None: the paper's -S, shifted by 1) or with the positive hinge [m+ - S]_+."""
     s = cosine(embeddings)
     pos, neg = [], []
     for i in range(len(labels)):
@@ -28,7 +29,7 @@ def brute_contrastive(embeddings, labels, margin):
             if i == j:
                 continue
             if labels[i] == labels[j]:
-                pos.append(1 - s[i, j])
+                pos.append(1 - s[i, j] if pos_margin is None else torch.clamp(pos_margin - s[i, j], min=0))
             else:
                 neg.append(torch.clamp(s[i, j] - margin, min=0))
     return sum(pos) / len(pos) + sum(neg) / len(neg)
@@ -100,8 +101,15 @@ def check_against(ours_fn, brute_fn, seed):
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("margin", [0.0, 0.3, 0.5])
 def test_contrastive_equals_brute_force(seed, margin):
-    loss = losses.build("contrastive", margin=margin)
+    loss = losses.build("contrastive", neg_margin=margin)  # the default pos_margin 1: the paper's form
     check_against(loss, lambda e, y: brute_contrastive(e, y, margin), seed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("pos_margin", [0.2, 0.6])
+def test_contrastive_positive_margin_equals_brute_force(seed, pos_margin):
+    loss = losses.build("contrastive", neg_margin=0.3, pos_margin=pos_margin)
+    check_against(loss, lambda e, y: brute_contrastive(e, y, 0.3, pos_margin), seed)
 
 
 @pytest.mark.parametrize("seed", range(5))

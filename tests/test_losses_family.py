@@ -339,7 +339,8 @@ def test_distance_weighted_sampling_frequencies():
 
 
 @pytest.mark.parametrize("name, params, miner", [
-    ("contrastive", {"margin": 0.5}, None),
+    ("contrastive", {"neg_margin": 0.5}, None),
+    ("contrastive", {"neg_margin": 0.3, "pos_margin": 0.8}, None),
     ("triplet", {"margin": 0.1}, ("semihard", {"margin": 0.1})),
     ("multi_similarity", {}, ("multi_similarity", {"epsilon": 0.1})),
     ("binomial", {}, None),

@@ -18,7 +18,7 @@ def random_context(seed, n_pos=3, n_neg=5):
 @pytest.mark.parametrize("seed", range(10))
 def test_contrastive_eq6(seed):
     positives, negatives = random_context(seed, 1, 1)
-    w = pair_weights("contrastive", {"margin": 0.5}, positives, negatives)
+    w = pair_weights("contrastive", {"neg_margin": 0.5}, positives, negatives)
     assert w[0] == 1.0                                  # every positive pair
     assert w[1] == float(negatives[0] > 0.5)            # negatives above λ
 

@@ -23,7 +23,7 @@ from dmlbench.methods.pairs import PairBatch
 ONE_PARTNER = {"positives": [0.5], "negatives": [0.5]}
 GROUP = {"positives": [0.5, 0.6, 0.7], "negatives": [0.0, 0.1, 0.2, 0.3, 0.4]}
 CONTEXT = {
-    "contrastive": ({"margin": 0.5}, ONE_PARTNER, True),
+    "contrastive": ({"neg_margin": 0.5}, ONE_PARTNER, True),
     "triplet": ({"margin": 0.1}, ONE_PARTNER, True),
     "lifted": ({"margin": 1.0}, GROUP, False),
     "binomial": ({"alpha": 2.0, "beta": 50.0, "gamma": 0.5}, GROUP, False),

@@ -15,23 +15,27 @@ from dmlbench.methods.pairs import PairBatch
 
 @LOSSES.register("contrastive")
 class ContrastiveLoss(PairLoss):
-    """Contrastive loss, ms eq. 5: positives pulled to S = 1, negatives pushed below the threshold λ.
+    """Contrastive loss, ms eq. 5: positives pulled up to the similarity `pos_margin`, negatives
+    pushed below `neg_margin` (the paper's threshold λ).
 
-    L = mean_{(i,j) positive} (1 - S_ij) + mean_{(i,j) negative} [S_ij - λ]_+
+    L = mean_{(i,j) positive} [pos_margin - S_ij]_+ + mean_{(i,j) negative} [S_ij - neg_margin]_+
 
-    The paper writes the positive term as -S_ij; 1 - S_ij differs by a constant (same gradient) and
-    keeps the loss non-negative. Each pair type is averaged over its own pairs.
+    The paper writes the positive term as -S_ij; with pos_margin = 1 (the default) [1 - S_ij]_+ =
+    1 - S_ij, which differs from it by a constant (same gradient) and keeps the loss non-negative.
+    The two margins are separate settings so the fair protocol can search them apart, as the reality
+    check does. Each pair type is averaged over its own pairs.
     """
 
-    def __init__(self, margin: float = 0.5):
+    def __init__(self, neg_margin: float = 0.5, pos_margin: float = 1.0):
         super().__init__()
-        self.margin = margin
+        self.neg_margin, self.pos_margin = neg_margin, pos_margin
 
     def compute(self, batch: PairBatch) -> torch.Tensor:
         s = batch.sim
         pos, neg = batch.pair_masks()
-        positive = masked_mean(1.0 - s, pos)
-        negative = masked_mean(F.relu(s - self.margin), neg)
+        # the hinge's kink counts as active, so S = pos_margin = 1 keeps the paper's unit weight
+        positive = masked_mean(torch.where(s <= self.pos_margin, self.pos_margin - s, torch.zeros_like(s)), pos)
+        negative = masked_mean(F.relu(s - self.neg_margin), neg)
         return positive + negative
 
 

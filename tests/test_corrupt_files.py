@@ -149,7 +149,7 @@ def test_a_malformed_metrics_file_is_named_and_set_aside(tmp_path, content):
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda lines: lines[:3] + [lines[1]] + lines[4:], r"images\.txt: line 4 repeats the id '2'"),
+    (lambda lines: lines[:3] + [lines[1]] + lines[4:], r"images\.txt: the id '2' is listed twice, lines 2 and 4"),
     (lambda lines: lines[:2] + [lines[2].split()[0]] + lines[3:], r"images\.txt: line 3 is not '<id> <file>'"),
 ])
 def test_damaged_dataset_lists_are_named_with_their_line(tmp_path, edit, message):

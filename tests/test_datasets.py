@@ -220,3 +220,76 @@ def test_cars_class_folder_lists_name_images_outside_their_folder(tmp_path, imag
     annos.write_text("\n".join(lines) + "\n")
     with pytest.raises(DatasetError, match=rf"anno_train\.csv: line 2 names the image '{re.escape(image)}'"):
         cars.parse_cars(root)
+
+
+def _run_prepare(spec: dict, output) -> "subprocess.CompletedProcess":
+    import json
+    import subprocess
+    import sys
+
+    from conftest import REPO, python_env
+
+    return subprocess.run([sys.executable, "-m", "dmlbench", "prepare", "--spec", json.dumps(spec),
+                           "--output", str(output)], capture_output=True, text=True, cwd=REPO,
+                          env=python_env(), timeout=300)
+
+
+def test_an_image_listed_twice_in_train_and_test_is_refused_naming_the_lines(shared_datasets, tmp_path):
+    """The real CUB lists with the image of line 1 (train, class 1) listed again as line 8763
+    (test, class 150): the published counts hold, the split does not."""
+    root = tmp_path / "copy" / "CUB_200_2011"
+    shutil.copytree(shared_datasets / "CUB_200_2011", root)
+    lines = (root / "images.txt").read_text().splitlines()
+    assert (root / "image_class_labels.txt").read_text().splitlines()[8762] == "8763 150"
+    lines[8762] = "8763 " + lines[0].split()[1]
+    (root / "images.txt").write_text("\n".join(lines) + "\n")
+    output = tmp_path / "real" / "cub" / "manifest.csv"
+    result = _run_prepare({"dataset": "cub", "source": "real", "root": str(tmp_path), "path": str(root.parent),
+                           "download": False}, output)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert (f"{root / 'images.txt'}: the file '001.Black_footed_Albatross/Black_Footed_Albatross_0046_18.jpg' "
+            f"is listed twice, lines 1 and 8763") in result.stderr
+    assert not output.exists()
+
+
+def test_a_cars_image_annotated_twice_is_refused_naming_the_annotations(shared_datasets, tmp_path):
+    rows = [line.split(",") for line in (shared_datasets / "Cars196" / "cars_annos.txt").read_text().split()]
+    records = [(path, 10, 10, 100, 100, int(label), int(test)) for path, label, test in rows]
+    later = next(n for n, r in enumerate(records) if r[5] == 150)
+    records[later] = (records[0][0],) + records[later][1:]
+    cars.write_cars_annos(tmp_path / "cars_annos.mat", records, [f"c{i}" for i in range(196)])
+    with pytest.raises(DatasetError, match=rf"cars_annos.mat: the image '{records[0][0]}' is listed twice, "
+                                           rf"annotations 1 and {later + 1}"):
+        cars.parse_cars(tmp_path)
+
+
+def test_the_split_check_names_an_image_in_two_rows_but_lets_vehicleids_test_lists_share():
+    table = pd.DataFrame({"path": ["a", "b", "a", "c"], "label": [1, 1, 150, 150],
+                          "split": ["train", "train", "test", "test"], "super": ""})
+    with pytest.raises(DatasetError, match=r"2 rows list an image another row lists too, e.g. a in rows "
+                                           r"1 \(train, class 1\) and 3 \(test, class 150\)"):
+        manifest.check(table, manifest.SplitStats.of(table), "toy")
+    nested = pd.DataFrame({"path": ["a", "b", "b", "b"], "label": [1, 2, 2, 2],
+                           "split": ["train", "test_small", "test_medium", "test_large"], "super": ""})
+    manifest.check(nested, manifest.SplitStats.of(nested), "toy")
+
+
+def test_identical_files_under_two_classes_or_in_both_halves_are_counted_in_a_warning(tmp_path, monkeypatch,
+                                                                                     capsys):
+    fixture = tmp_path / "fx" / "cub" / "manifest.csv"
+    made = prepare("cub", "fixture", tmp_path / "fx", fixture, fixture_size={"n_classes": 4, "per_class": 2})
+    assert "identical files" not in capsys.readouterr().err
+    stats = fixtures.read_stats(fixture.parent / "archives")
+    monkeypatch.setitem(datasets.DATASETS._entries, "cub", replace(datasets.get("cub"), expected=stats))
+    train, test = made[made["split"] == "train"], made[made["split"] == "test"]
+    copies = [(train["path"].iloc[0], test["path"].iloc[0]),  # train image as a test image
+              (train["path"].iloc[1], train["path"].iloc[-1])]  # under another training class
+    assert train["label"].iloc[1] != train["label"].iloc[-1]
+    for source, target in copies:
+        shutil.copyfile(fixture.parent / source, fixture.parent / target)
+    out = tmp_path / "real" / "cub" / "manifest.csv"
+    prepare("cub", "real", tmp_path, out, user_path=str(fixture.parent / "raw"))
+    said = capsys.readouterr().err
+    assert "warning: CUB-200-2011: 4 images in 2 groups have identical files under two classes or in both " \
+           "train and test" in said
+    assert out.exists()

@@ -18,7 +18,8 @@ from dmlbench.errors import DatasetError
 from dmlbench.io import atomic_path, set_aside
 
 COLUMNS = ["path", "label", "split", "super"]
-SPLITS = {"train", "test", "query", "gallery", "test_small", "test_medium", "test_large"}
+NESTED_TEST_LISTS = {"test_small", "test_medium", "test_large"}  # VehicleID's: they share images
+SPLITS = {"train", "test", "query", "gallery"} | NESTED_TEST_LISTS
 
 
 @dataclass(frozen=True)
@@ -58,14 +59,32 @@ def check(manifest: pd.DataFrame, expected: SplitStats, name: str) -> None:
     shared = train & evaluation
     if shared:
         problems.append(f"{len(shared)} classes are in both train and test, e.g. {sorted(shared)[:5]}")
-    repeated = manifest.duplicated(["path", "split"])  # VehicleID's test lists share images
-    if repeated.any():
-        problems.append(f"duplicate image paths, e.g. {manifest.loc[repeated, 'path'].iloc[0]}")
+    twice = listed_twice(manifest)
+    if twice:
+        problems.append(twice)
     if problems:
         raise DatasetError(
             f"{name}: the split does not match the standard protocol: " + "; ".join(problems)
             + ". Check that the dataset files are complete and unmodified."
         )
+
+
+def listed_twice(manifest: pd.DataFrame) -> str | None:
+    """The first image listed in two rows, with both rows (counted from 1); only VehicleID's test
+    lists, nested in one another, share an image, under one label."""
+    split = manifest["split"].where(~manifest["split"].isin(NESTED_TEST_LISTS), "test lists")
+    frame = pd.DataFrame({"path": manifest["path"].to_numpy(), "label": manifest["label"].to_numpy(),
+                          "kind": split.to_numpy(), "split": manifest["split"].to_numpy()})
+    per_path = frame.groupby("path", sort=False)[["kind", "label"]].nunique()
+    mixed = set(per_path.index[(per_path["kind"] > 1) | (per_path["label"] > 1)])
+    bad = frame["path"].isin(mixed) | frame.duplicated(["path", "split"], keep=False)
+    if not bad.any():
+        return None
+    path = frame.loc[bad, "path"].iloc[0]
+    rows = frame.index[frame["path"] == path][:2]
+    described = " and ".join(f"{n + 1} ({frame['split'][n]}, class {frame['label'][n]})" for n in rows)
+    return (f"{int(bad.sum())} rows list an image another row lists too, e.g. {path} in rows {described} "
+            f"of the dataset's lists")
 
 
 def check_paths_inside(table: pd.DataFrame, where: str, first_line: int = 1) -> None:

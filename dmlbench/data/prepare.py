@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dmlbench.data import acquire, datasets, fixtures, manifest
+from dmlbench.data import acquire, datasets, duplicates, fixtures, manifest
 from dmlbench.errors import DatasetError
 from dmlbench.io import atomic_dir
 
@@ -47,6 +47,9 @@ def prepare(dataset: str, source: str, root: Path, output: Path, user_path: str 
         table = _anchor_paths(table, table.attrs.get("base", folder / "raw"), folder)
         manifest.check(table, expected, f"{spec.title} ({source})")
         _check_images_exist(table, folder, spec.title)
+        same = duplicates.warning(table, folder, spec.title)
+        if same:
+            print(same, file=sys.stderr)
         manifest.write(table, output)
     except BaseException:
         if (folder / USER_LINK).is_symlink() and not output.exists():  # no manifest: no link either

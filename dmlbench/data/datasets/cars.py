@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from dmlbench.data.datasets import register
-from dmlbench.data.datasets.spec import DatasetSpec, Layout, SourceFile, find_file
+from dmlbench.data.datasets.spec import DatasetSpec, Layout, SourceFile, find_file, repeated
 from dmlbench.data.fixture_images import add_bytes, class_image, image_size_of, jpeg, split_stats
 from dmlbench.data.manifest import SplitStats, half_split
 from dmlbench.errors import DatasetError
@@ -60,17 +60,46 @@ def _load_annotations(mat_path: Path, fields: tuple[str, ...]):
         annotations = loadmat(mat_path, squeeze_me=True)["annotations"]
     except Exception as error:  # scipy raises several types for a broken file
         raise DatasetError(f"{mat_path} is not a readable annotation file: {error}") from None
-    missing = [f for f in fields if f not in (annotations.dtype.names or ())]
+    missing = [f for f in fields if f not in (getattr(getattr(annotations, "dtype", None), "names", None) or ())]
     if missing:
         raise DatasetError(f"{mat_path}: the annotations lack fields {missing}; is this the right file?")
-    return annotations
+    return np.atleast_1d(annotations)
+
+
+def _class_id(value) -> int:
+    number = float(value)
+    if not number.is_integer() or number < 1:
+        raise ValueError
+    return int(number)
+
+
+def _file_name(value) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError
+    return value
+
+
+def _values(mat_path: Path, annotations, field: str) -> list:
+    """Every annotation's `field` (a class id ≥ 1, or an image path); a value that is not one stops,
+    naming the file, the annotation and the value."""
+    convert, wanted = (_class_id, "a class id (an integer ≥ 1)") if field == "class" else (_file_name, "an image path")
+    values = []
+    for number, value in enumerate(annotations[field], 1):
+        try:
+            values.append(convert(value))
+        except (TypeError, ValueError):
+            raise DatasetError(f"{mat_path}: annotation {number} has {field} = {value!r}, not {wanted}; "
+                               f"use an intact copy of the file") from None
+    return values
 
 
 def _parse_cars_original(root: Path) -> pd.DataFrame:
     mat_path = find_file(root, "cars_annos.mat")
     annotations = _load_annotations(mat_path, ("relative_im_path", "class"))
-    paths = [str(p) for p in annotations["relative_im_path"]]
-    labels = [int(c) for c in annotations["class"]]
+    paths = _values(mat_path, annotations, "relative_im_path")
+    repeated(paths, f"{mat_path}: the image", "annotation",
+             "each image is annotated once in the published file: use an intact copy of it")
+    labels = _values(mat_path, annotations, "class")
     prefix = mat_path.parent.relative_to(root)
     out = pd.DataFrame({"path": [str(prefix / p) for p in paths], "label": labels, "super": ""})
     return half_split(out)
@@ -96,11 +125,13 @@ def _parse_cars_devkit(root: Path) -> pd.DataFrame:
         mat_path = find_file(root, mat_name)
         folder = find_file(root, folder_name)
         annotations = _load_annotations(mat_path, ("fname", "class"))
-        names = [str(n) for n in annotations["fname"]]
+        names = _values(mat_path, annotations, "fname")
+        repeated(names, f"{mat_path}: the image", "annotation",
+                 "each image is annotated once in the published file: use an intact copy of it")
         _check_listed_equals_present(mat_path, folder, names)
         prefix = folder.relative_to(root)
         parts.append(pd.DataFrame({"path": [str(prefix / n) for n in names],
-                                   "label": [int(c) for c in annotations["class"]], "super": ""}))
+                                   "label": _values(mat_path, annotations, "class"), "super": ""}))
     return half_split(pd.concat(parts, ignore_index=True))
 
 

@@ -20,8 +20,8 @@ def parse_cub(root: Path) -> pd.DataFrame:
     """CUB-200-2011 `images.txt` + `image_class_labels.txt`; classes 1-100 train, 101-200 test."""
     images_txt = find_file(root, "images.txt")
     base = images_txt.parent
-    images = read_table(images_txt, ["id", "file"], unique="id")
-    labels = read_table(base / "image_class_labels.txt", ["id", "label"], unique="id", integers=("label",))
+    images = read_table(images_txt, ["id", "file"], unique=("id", "file"))
+    labels = read_table(base / "image_class_labels.txt", ["id", "label"], unique=("id",), integers=("label",))
     frame = images.merge(labels, on="id", how="left", validate="one_to_one")
     if frame["label"].isna().any():
         raise DatasetError(f"{base / 'image_class_labels.txt'} lacks labels for some images.txt ids")

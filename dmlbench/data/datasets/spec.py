@@ -70,9 +70,10 @@ def find_file(root: Path, name: str) -> Path:
     raise DatasetError(f"{name} not found under {root}: is this the extracted dataset folder?")
 
 
-def read_table(path: Path, names: list[str], unique: str | None = None, integers: tuple[str, ...] = ()) -> pd.DataFrame:
-    """A whitespace-separated list with columns `names`; a line that does not fit, a repeated
-    `unique` value or a non-integer in `integers` stops with the file and line named."""
+def read_table(path: Path, names: list[str], unique: tuple[str, ...] = (),
+               integers: tuple[str, ...] = ()) -> pd.DataFrame:
+    """A whitespace-separated list with columns `names`; a line that does not fit, a value of a
+    `unique` column given twice or a non-integer in `integers` stops with the file and lines named."""
     try:
         table = pd.read_csv(path, sep=r"\s+", header=None, names=names, dtype=str, engine="python")
     except FileNotFoundError:
@@ -87,8 +88,17 @@ def read_table(path: Path, names: list[str], unique: str | None = None, integers
         line = int(incomplete.to_numpy().argmax()) + 1
         raise DatasetError(f"{path}: line {line} is not '{' '.join(f'<{n}>' for n in names)}'; use an "
                            f"intact copy of the file")
-    if unique is not None and table[unique].duplicated().any():
-        line = int(table[unique].duplicated().to_numpy().argmax()) + 1
-        raise DatasetError(f"{path}: line {line} repeats the {unique} {table[unique].iloc[line - 1]!r} of an "
-                           f"earlier line; use an intact copy of the file")
+    for column in unique:
+        repeated(table[column].tolist(), f"{path}: the {column}", "line",
+                 "each is listed once in the published file: use an intact copy of it")
     return table
+
+
+def repeated(values: list, where: str, entry: str, what_to_do: str) -> None:
+    """Stop at the first value listed twice, naming it and the two entries (counted from 1)."""
+    first: dict = {}
+    for number, value in enumerate(values, 1):
+        if value in first:
+            raise DatasetError(f"{where} {value!r} is listed twice, {entry}s {first[value]} and {number}; "
+                               f"{what_to_do}")
+        first[value] = number

@@ -1,0 +1,141 @@
+"""The fair search's study journal: bound to its search settings, checked against the trial slots,
+healed of a cut last line and named when damaged otherwise; a damaged `epochs.jsonl` of a fold."""
+
+import json
+import shutil
+import sys
+
+import pandas as pd
+import pytest
+import yaml
+
+import processes
+from conftest import REPO, python_env
+from dmlbench.errors import DmlbenchError
+from dmlbench.fair import fold_run, space, study
+from dmlbench.io import write_json
+from test_corrupt_files import garble
+from test_fair import _fair_plan, _fixture_fold_spec
+
+SEARCH = "results/smoke/suite.fair/cub/ms/search"
+JOURNAL = f"{SEARCH}/study.journal"
+
+
+def snakemake(checkout, workdir, trials=2):
+    """The search of ms on the smoke fixture of cub (its trials.csv), one epoch per fold."""
+    subset = (f"subset={{suite.fair: {{datasets: [cub], methods: [ms], fair: {{folds: 2, trials: {trials}, "
+              f"parallel: 1, repetitions: 2}}, train: {{epochs: 1, eval: {{every: 1}}}}}}}}")
+    command = [sys.executable, "-m", "snakemake", "-s", str(checkout / "Snakefile"), "-d", str(workdir),
+               "--scheduler", "greedy", "--cores", "1", "--config", "preset=smoke", "experiments=[suite.fair]",
+               subset, "--", f"{SEARCH}/trials.csv"]
+    return processes.run(command, timeout=900, capture_output=True, text=True, env=python_env())
+
+
+@pytest.fixture(scope="module")
+def searched(tmp_path_factory):
+    """A checkout (Snakefile and workflow/, to be edited) and a working folder after one search."""
+    root = tmp_path_factory.mktemp("searched")
+    (root / "checkout").mkdir()
+    shutil.copy(REPO / "Snakefile", root / "checkout" / "Snakefile")
+    shutil.copytree(REPO / "workflow", root / "checkout" / "workflow")
+    result = snakemake(root / "checkout", root / "work")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return root
+
+
+def copy_of(searched, tmp_path):
+    shutil.copytree(searched, tmp_path, dirs_exist_ok=True, symlinks=True)
+    return tmp_path / "checkout", tmp_path / "work"
+
+
+@pytest.mark.slow
+def test_a_changed_search_space_starts_a_new_study_and_keeps_the_old_one_aside(searched, tmp_path):
+    checkout, work = copy_of(searched, tmp_path)
+    old = pd.read_csv(work / SEARCH / "trials.csv")
+    old_journal = (work / JOURNAL).read_bytes()
+    methods_file = checkout / "workflow" / "config" / "methods.yaml"
+    methods = yaml.safe_load(methods_file.read_text())
+    methods["ms"]["search"]["loss.alpha"]["low"] = 1.5  # narrowed, the paper's 2.0 still inside
+    del methods["ms"]["search"]["miner.epsilon"]
+    methods_file.write_text(yaml.safe_dump(methods))
+    result = snakemake(checkout, work)
+    assert result.returncode == 0, result.stderr[-3000:]
+    kept = list((work / SEARCH).glob("study.journal.superseded-*"))
+    assert len(kept) == 1 and kept[0].read_bytes() == old_journal  # the old study, as it was
+    said = (work / "logs/smoke/fair/suite.fair/cub/ms/ask0.log").read_text()
+    assert f"search settings changed since {JOURNAL}" in said and "miner.epsilon" in said and kept[0].name in said
+    new = pd.read_csv(work / SEARCH / "trials.csv")
+    assert "miner.epsilon" in old.columns and "miner.epsilon" not in new.columns  # no stale trial kept
+    assert list(new["slot"]) == [0, 1] and (new["loss.alpha"] >= 1.5).all()
+    assert new.loc[1, "loss.alpha"] != old.loc[1, "loss.alpha"]
+    fresh = study.open_study(work / JOURNAL, "suite.fair/cub/ms")
+    previous = study.open_study(kept[0], "suite.fair/cub/ms")
+    assert fresh.user_attrs[study.FINGERPRINT] != previous.user_attrs[study.FINGERPRINT]
+    assert sorted(t.params.get("miner.epsilon") is None for t in fresh.get_trials()) == [True, True]
+    for fold in (0, 1):  # slot 1's folds trained afresh with the new parameters, the old ones set aside
+        validation = json.loads((work / SEARCH / f"trial1/fold{fold}/validation.json").read_text())
+        assert validation["params"] == {k: new.loc[1, k] for k in validation["params"]}
+        assert list((work / SEARCH / "trial1").glob(f"fold{fold}.superseded-*"))
+
+
+@pytest.mark.slow
+def test_a_slot_whose_earlier_slots_are_missing_from_the_emptied_journal_is_refused(searched, tmp_path):
+    checkout, work = copy_of(searched, tmp_path)
+    (work / JOURNAL).write_bytes(b"")  # emptied (a lost journal is made again empty)
+    result = snakemake(checkout, work, trials=3)
+    assert result.returncode != 0
+    said = (work / "logs/smoke/fair/suite.fair/cub/ms/ask2.log").read_text()
+    assert f"{JOURNAL} has no trial of slot(s) 0, 1, asked before slot 2" in said
+    assert "Traceback" not in said and not (work / SEARCH / "trial2/params.json").exists()
+    for path in (work / SEARCH).glob("trial*/params.json"):  # what the message says to do
+        path.unlink()
+    result = snakemake(checkout, work, trials=3)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert list(pd.read_csv(work / SEARCH / "trials.csv")["slot"]) == [0, 1, 2]
+
+
+def _ask_spec(tmp_path, slot):
+    spec = _fair_plan().fair_ask_spec("suite.fair", "cub", "ms", slot)
+    spec["journal"] = str(tmp_path / "study.journal")
+    return spec
+
+
+def test_a_cut_last_journal_line_is_dropped_and_other_damage_is_named(tmp_path, capsys):
+    journal = tmp_path / "study.journal"
+    study.ask(_ask_spec(tmp_path, 0), tmp_path / "p0.json")
+    journal.write_bytes(journal.read_bytes() + b'{"op_code":6,"worker_id":"w","trial_id":0,"par')  # killed mid-line
+    study.ask(_ask_spec(tmp_path, 1), tmp_path / "p1.json")
+    assert f"{journal}: its last line was cut" in capsys.readouterr().err
+    study.ask(_ask_spec(tmp_path, 2), tmp_path / "p2.json")
+    lines = journal.read_bytes().splitlines()
+    assert all(json.loads(line)["op_code"] >= 0 for line in lines)  # nothing glued onto the cut line
+    trials = study.open_study(journal, "suite.fair/cub/ms").get_trials()
+    assert sorted(t.user_attrs[study.SLOT] for t in trials) == [0, 1, 2]
+    intact = journal.read_bytes()
+    for damaged in (intact.replace(lines[1], lines[1][:-9] + b"}garbled}"), intact[:40] + b"\xff\xfe\x00\x9c" + intact[44:]):
+        journal.write_bytes(damaged)
+        with pytest.raises(DmlbenchError, match=rf"{journal}, line \d+, is damaged .*restore it from a backup"):
+            study.ask(_ask_spec(tmp_path, 3), tmp_path / "p3.json")
+    spec = json.dumps(_ask_spec(tmp_path, 3))  # the step as Snakemake runs it: one line, no traceback
+    result = processes.run([sys.executable, "-m", "dmlbench", "fair-ask", "--spec", spec, "--output",
+                            str(tmp_path / "p3.json")], timeout=300, capture_output=True, text=True, cwd=REPO)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert f"dmlbench fair-ask: error: {journal}, line 1, is damaged" in result.stderr
+
+
+def test_a_garbled_epochs_file_of_a_finished_fold_is_named_set_aside_and_rebuilt(tmp_path):
+    spec, _ = _fixture_fold_spec(tmp_path)
+    spec["run"].update(epochs=2)
+    params = tmp_path / "params.json"
+    write_json(params, {"params": space.paper_setting(space.from_json(spec["space"]), spec["run"])})
+    run_dir, output = tmp_path / "run", tmp_path / "validation.json"
+    first = fold_run.run(spec, params, run_dir, output, log=lambda m: None)
+    history = (run_dir / "epochs.jsonl").read_text()
+    garble(run_dir / "epochs.jsonl")
+    output.unlink()  # the fold's step runs again
+    messages = []
+    assert fold_run.run(spec, params, run_dir, output, log=messages.append) == first
+    assert any(f"{run_dir / 'epochs.jsonl'} is damaged" in m and "set aside as epochs.jsonl.corrupt" in m
+               for m in messages)
+    assert (run_dir / "epochs.jsonl").read_text() == history
+    assert (run_dir / "epochs.jsonl.corrupt").exists()

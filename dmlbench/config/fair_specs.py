@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dmlbench.config.loading import printed
 from dmlbench.config.run import FairRun
 from dmlbench.errors import ConfigError
 from dmlbench.fair import space as spaces
@@ -155,7 +156,7 @@ class FairSpecs:
                 "folder": self.fair_folder(experiment, "DATASET", "METHOD")}
 
     def paper_recall_at_1(self, methods: list[str], datasets: list[str]) -> dict:
-        """method → dataset → (the paper's Recall@1, the experiment that quotes it), from the
+        """method → dataset → (the paper's Recall@1 as it prints it, the experiment that quotes it), from the
         catalogue's paper tables: the method's own paper first."""
         out: dict = {}
         for method in methods:
@@ -164,5 +165,5 @@ class FairSpecs:
             for key in keys:
                 for dataset, values in ((self.experiments[key].get("reported") or {}).get(method) or {}).items():
                     if dataset in datasets and "recall@1" in values:
-                        out.setdefault(method, {}).setdefault(dataset, [values["recall@1"], key])
+                        out.setdefault(method, {}).setdefault(dataset, [printed(values["recall@1"]), key])
         return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import yaml
@@ -11,9 +12,50 @@ from dmlbench.errors import ConfigError
 from dmlbench.registry import did_you_mean
 
 
-def load_yaml(path: Path) -> dict:
+class PaperNumber(float):
+    """A decimal number of the catalogue that remembers the digits its YAML text gives: the
+    papers print 80.70 and 85.8 side by side, and the report prints each as written."""
+
+    def __new__(cls, text: str):
+        number = super().__new__(cls, text)
+        number.text = text
+        return number
+
+
+class _DigitsLoader(yaml.SafeLoader):
+    """Safe YAML whose plain decimal numbers (no exponent) are `PaperNumber`s."""
+
+
+def _decimal(loader: _DigitsLoader, node: yaml.ScalarNode) -> float:
+    text = loader.construct_scalar(node)
+    if re.fullmatch(r"[-+]?\d+\.\d+", text):
+        return PaperNumber(text)
+    return loader.construct_yaml_float(node)
+
+
+_DigitsLoader.add_constructor("tag:yaml.org,2002:float", _decimal)
+
+
+def printed(value) -> str:
+    """A paper's number with the digits the catalogue gives it (its text where it was read from
+    YAML or sent as text, else the shortest form of the float: 97.0, 66.85)."""
+    if isinstance(value, str):
+        return value
+    return getattr(value, "text", None) or repr(float(value))
+
+
+def printed_numbers(tree):
+    """A nested mapping of paper numbers with every number as its printed text (JSON keeps it)."""
+    if isinstance(tree, dict):
+        return {key: printed_numbers(value) for key, value in tree.items()}
+    return printed(tree)
+
+
+def load_yaml(path: Path, keep_digits: bool = False) -> dict:
+    """A YAML mapping; with `keep_digits` (the experiment catalogue), decimal numbers keep their
+    written digits (`PaperNumber`)."""
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(), Loader=_DigitsLoader if keep_digits else yaml.SafeLoader)
     except yaml.YAMLError as error:
         raise ConfigError(f"{path} is not valid YAML: {error}") from None
     except FileNotFoundError:

@@ -3,12 +3,26 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+from dmlbench.config.loading import deep_merge, printed_numbers
 from dmlbench.config.run import Run
 from dmlbench.data.datasets import DATASETS
 from dmlbench.errors import ConfigError
 from dmlbench.evaluation import reference
+
+
+TITLE_SETTING = re.compile(r"\{([a-z_.]+)\}")  # a training setting named in a title: {record.scatter_epochs}
+
+
+def paper_label(exp: dict, method: str) -> str | None:
+    """The paper's name of a method's row (`layout.labels`), after its header band where the
+    table has two header levels (fastap Table 2: "ResNet-18 Random")."""
+    declared = exp.get("layout") or {}
+    label = (declared.get("labels") or {}).get(method)
+    band = next((name for name, keys in (declared.get("bands") or {}).items() if method in keys), None)
+    return f"{band} {label}" if label and band else label
 
 
 class StepSpecs:
@@ -44,13 +58,34 @@ class StepSpecs:
 
     def aggregate_spec(self, experiment: str) -> dict:
         exp = self.experiments[experiment]
-        return {"experiment": experiment, "title": exp.get("title", experiment), "toy_data": self.toy_data,
+        return {"experiment": experiment, "title": self.title(experiment), "toy_data": self.toy_data,
                 "paper": exp.get("paper"), "table": exp.get("table", {}),
-                "reported": exp.get("reported", {}), "quoted": exp.get("quoted", {}),
-                "method_labels": {run.method: self._label(run) for run in self.runs(experiment)},
+                "reported": printed_numbers(exp.get("reported", {})),
+                "quoted": printed_numbers(exp.get("quoted", {})),
+                "method_labels": {run.method: paper_label(exp, run.method) or self._label(run)
+                                  for run in self.runs(experiment)},
                 "plot": exp.get("plot"), "figures": exp.get("figures") or [],
                 "datasets": self.datasets_of(experiment),
                 "reference_of": [[d, m, name] for (d, m), name in self.reference_map(experiment).items()]}
+
+    def title(self, experiment: str) -> str:
+        """The experiment's title, each `{setting.path}` in it filled with that training setting
+        of the preset's first run (the catalogue's own where the preset runs none): ephn Figure 6
+        names the epochs this preset records."""
+        exp = self.experiments[experiment]
+        title = exp.get("title", experiment)
+        if not TITLE_SETTING.search(title):
+            return title
+        runs = self.runs(experiment) if experiment in self.experiment_ids else []
+        settings = self.resolve(runs[0]) if runs else deep_merge(self.defaults, exp.get("train") or {})
+
+        def setting(match: re.Match) -> str:
+            value = settings
+            for part in match.group(1).split("."):  # a path of defaults.yaml (validation checks it)
+                value = value[part]
+            return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+        return TITLE_SETTING.sub(setting, title)
 
     # --- reference rows (embeddings before any training step) ------------------------------
 

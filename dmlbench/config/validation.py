@@ -12,15 +12,11 @@ from dmlbench.plots import FIGURES
 from dmlbench.registry import did_you_mean
 
 EXPERIMENT_KEYS = {"layout", "title", "paper", "datasets", "methods", "seeds", "train", "per_dataset",
-                   "table", "reported", "quoted", "kind", "analysis", "sweep", "plot", "figures", "fair"}
+                   "table", "reported", "quoted", "kind", "analysis", "sweep", "plot", "figures", "fair",
+                   "necessities", "paper_numbers"}
 SWEEP_KEYS = {"train", "loss", "miner"}
 ANALYSIS_KEYS = {"title", "paper", "kind", "analysis", "methods", "loss_overrides"}
 METHOD_KEYS = {"label", "paper", "loss", "miner", "sampler", "train", "search"}
-# what the fair protocol holds equal for every method: a method's own `train` may not change it
-FAIR_PROTOCOL = {"model": ["backbone", "pretrained", "embedding_dim", "pooling", "frozen_bn"],
-                 "input": ["resize", "crop", "padding", "flip"], "optimizer": ["name", "lr", "weight_decay"],
-                 "batch": ["size"], "epochs": None, "batches_per_epoch": None, "early_stopping": None,
-                 "eval": ["every"]}
 
 
 def check_catalogue(plan) -> None:
@@ -56,10 +52,12 @@ def check_catalogue(plan) -> None:
             FIGURES.check(name, f"{where}.figures", ConfigError)
         check_reported(exp, where)
         check_layout(exp, where)
+        check_title(plan, exp, where)
         if exp.get("kind") == "fair":
             check_fair(plan, key, where)
-        elif "fair" in exp or exp.get("kind") is not None:
-            raise ConfigError(f"{where}: `kind` is analysis or fair, and only a fair experiment has `fair` settings")
+        elif {"fair", "necessities", "paper_numbers"} & set(exp) or exp.get("kind") is not None:
+            raise ConfigError(f"{where}: `kind` is analysis or fair, and only a fair experiment has `fair`, "
+                              f"`necessities` and `paper_numbers`")
         for label, entry in (exp.get("sweep") or {}).items():
             if not set(entry) <= SWEEP_KEYS:
                 raise ConfigError(f"{where}.sweep.{label}: keys must be among {sorted(SWEEP_KEYS)}")
@@ -91,19 +89,16 @@ def check_fair_settings(values: dict, where: str, complete: bool) -> None:
 
 
 def check_fair(plan, key: str, where: str) -> None:
-    """A fair experiment: its protocol settings, and every method searchable without changing the
-    protocol's trunk and recipe."""
+    """A fair experiment: its protocol settings, every method searchable with no recipe of its own
+    beyond its documented necessities, and every method's paper number named (`fair_catalogue`)."""
+    from dmlbench.config import fair_catalogue
+
     exp = plan.experiments[key]
     check_fair_settings(exp.get("fair") or {}, f"{where}.fair", complete=True)
     for method in exp["methods"]:
         plan.fair_space(method)  # refuses a method without a search space, naming it
-        own = plan.methods[method].get("train") or {}
-        for group, names in FAIR_PROTOCOL.items():
-            changed = ([f"{group}.{n}" for n in names if n in (own.get(group) or {})] if names
-                       else [group] if group in own else [])
-            if changed:
-                raise ConfigError(f"{where}: method {method}.train changes {changed[0]}, which the fair "
-                                  f"protocol holds equal for every method; use a method entry without it")
+    fair_catalogue.check_method_train(plan, key, where)
+    fair_catalogue.check_paper_numbers(plan, key, where)
 
 
 def check_reported(exp: dict, where: str) -> None:
@@ -125,16 +120,37 @@ def check_reported(exp: dict, where: str) -> None:
                                   f"table's metrics {sorted(metrics)}")
 
 
+def check_title(plan, exp: dict, where: str) -> None:
+    """Each `{setting.path}` of a title names a training setting (defaults.yaml's keys)."""
+    from dmlbench.config.steps import TITLE_SETTING
+
+    for path in TITLE_SETTING.findall(exp.get("title") or ""):
+        value = plan.defaults
+        for part in path.split("."):
+            if not isinstance(value, dict) or part not in value:
+                raise ConfigError(f"{where}.title: {{{path}}} is no training setting; name a key path of "
+                                  f"defaults.yaml (e.g. {{record.scatter_epochs}}) or write the value")
+            value = value[part]
+
+
 def check_layout(exp: dict, where: str) -> None:
-    """`layout.rows` lists every method and quoted row of the table once, in the paper's order."""
+    """`layout.rows` lists every method and quoted row of the table once, in the paper's order
+    (a quoted row `joined` to a method's row is not a row of its own); the other keys name the
+    experiment's methods, quoted rows, datasets, metrics and columns."""
     layout = exp.get("layout")
     if not layout:
         return
-    extra = set(layout) - {"rows", "labels", "datasets", "datasets_as_rows"}
+    known_keys = ["rows", "labels", "datasets", "metrics", "joined", "bands", "notes", "datasets_as_rows"]
+    extra = set(layout) - set(known_keys)
     if extra:
-        raise ConfigError(f"{where}.layout: unknown keys {sorted(extra)}; known: rows, labels, "
-                          f"datasets, datasets_as_rows")
-    expected = list(exp.get("quoted") or {}) + list(exp["methods"])
+        raise ConfigError(f"{where}.layout: unknown keys {sorted(extra)}; known: {', '.join(known_keys)}")
+    joined = layout.get("joined") or {}
+    quoted = list(exp.get("quoted") or {})
+    for method, row in joined.items():
+        if method not in exp["methods"] or row not in quoted:
+            raise ConfigError(f"{where}.layout.joined: {method}: {row!r} must join a method of the "
+                              f"experiment to one of its quoted rows ({', '.join(quoted) or 'none'})")
+    expected = [q for q in quoted if q not in joined.values()] + list(exp["methods"])
     rows = layout.get("rows") or expected
     missing = [r for r in expected if r not in rows]
     unknown = [r for r in rows if r not in expected]
@@ -144,10 +160,19 @@ def check_layout(exp: dict, where: str) -> None:
                           + "; ".join(f"{what} {names}" for what, names in
                                       (("missing", missing), ("unknown", unknown), ("repeated", repeated))
                                       if names))
-    for key, known, what in (("labels", exp["methods"], "methods"), ("datasets", exp["datasets"], "datasets")):
+    metrics = (exp.get("table") or {}).get("metrics") or []
+    for key, known, what in (("labels", exp["methods"], "methods"), ("datasets", exp["datasets"], "datasets"),
+                             ("metrics", metrics, "table metrics")):
         stray = sorted(set(layout.get(key) or {}) - set(known))
         if stray:
             raise ConfigError(f"{where}.layout.{key}: {stray} are not among the experiment's {what}")
+    columns = rows if layout.get("datasets_as_rows") else exp["datasets"]
+    banded = [key for keys in (layout.get("bands") or {}).values() for key in keys]
+    for label, keys in (layout.get("bands") or {}).items():
+        start = columns.index(keys[0]) if keys and keys[0] in columns else -1
+        if start < 0 or list(columns[start:start + len(keys)]) != list(keys) or any(banded.count(k) > 1 for k in keys):
+            raise ConfigError(f"{where}.layout.bands.{label}: {keys} must be consecutive columns of the "
+                              f"table ({', '.join(columns)}), each under one band")
 
 
 def check_settings(plan, update: dict | None, where: str) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dmlbench.config.loading import printed
 from dmlbench.errors import DmlbenchError
 from dmlbench.io import atomic_path, set_aside
 from dmlbench.plots import FIGURES
@@ -56,6 +57,7 @@ def summarise(runs: pd.DataFrame, metrics: list[str], reported: dict) -> pd.Data
             if values.empty:  # a metric of other datasets (VehicleID's small_recall@1, …)
                 continue
             paper = reported.get(method, {}).get(dataset, {}).get(metric)
+            paper = None if paper is None else float(paper)  # the spec sends the paper's digits as text
             mean = float(values.mean())
             rows.append({"dataset": dataset, "method": method, "metric": metric, "mean": mean,
                          "std": float(values.std(ddof=1)) if len(values) > 1 else float("nan"),
@@ -77,10 +79,10 @@ def markdown(summary: pd.DataFrame, spec: dict, quoted: pd.DataFrame) -> str:
     labels = spec["method_labels"]
     lines = [f"# {spec['experiment']}: {spec['title']}", ""]
     if spec.get("toy_data"):
-        lines += [TOY_NOTE + " Cells: ours (mean ± std over n seeds) / paper, in %.", ""]
+        lines += [TOY_NOTE + " Cells: this suite (mean ± std over n seeds) / paper, in %.", ""]
     elif spec.get("paper"):
-        lines += [f"Paper: `{spec['paper']}`. Cells: ours (mean ± std over n seeds) / paper / "
-                  f"difference, in %. Last-epoch model.", ""]
+        lines += [f"Paper: `{spec['paper']}`. Cells: this suite (mean ± std over n seeds) / paper (as it "
+                  f"prints it) / difference, in %. Last-epoch model. Rows: the paper's names where its table gives them.", ""]
     else:
         lines += ["The suite's own experiment (no paper numbers). Cells: mean ± std over n seeds, "
                   "in %. Last-epoch model.", ""]
@@ -95,21 +97,23 @@ def markdown(summary: pd.DataFrame, spec: dict, quoted: pd.DataFrame) -> str:
         lines += [f"## {dataset}", "", "| method | " + " | ".join(metrics) + " |",
                   "|---|" + "---|" * len(metrics)]
         for method, rows in block.groupby("method", sort=False):
-            cells = {r.metric: _cell(r) for r in rows.itertuples()}
+            paper_texts = (spec.get("reported") or {}).get(method, {}).get(dataset, {})
+            cells = {r.metric: _cell(r, paper_texts.get(r.metric)) for r in rows.itertuples()}
             lines.append(f"| {labels.get(method, method)} | "
                          + " | ".join(cells.get(m, "") for m in metrics) + " |")
         for method, rows in quoted[quoted["dataset"] == dataset].groupby("method", sort=False):
-            cells = {r.metric: f"{r.value:.2f}" for r in rows.itertuples()}
+            cells = {r.metric: printed(r.value) for r in rows.itertuples()}
             lines.append(f"| {method} (quoted by the paper, not run) | "
                          + " | ".join(cells.get(m, "") for m in metrics) + " |")
         lines.append("")
     return "\n".join(lines)
 
 
-def _cell(row) -> str:
+def _cell(row, paper_text) -> str:
+    """Ours (mean ± std, n) / the paper's number as it prints it / the difference."""
     text = f"{row.mean:.2f}" + ("" if pd.isna(row.std) else f" ± {row.std:.2f}") + f" (n={row.n})"
     if row.paper is not None and not pd.isna(row.paper):
-        text += f" / {row.paper:.2f}"
+        text += f" / {printed(paper_text if paper_text is not None else row.paper)}"
         if hasattr(row, "difference"):
             text += f" / {row.difference:+.2f}"
     return text

@@ -2,7 +2,9 @@
 
 Status: `ran` (every planned run has metrics), `partial` (some have), `computed` (a CPU-exact
 analysis), `quoted only` (in the catalogue but not run by this preset: the paper's numbers are
-shown alone). Written as `reports/<preset>/contents.json`, from which the pages are drawn.
+shown alone), `figure only` (not run by this preset, and the paper gives it as a figure without
+numbers: nothing to show). Written as `reports/<preset>/contents.json`, from which the pages are
+drawn.
 """
 
 from __future__ import annotations
@@ -14,8 +16,14 @@ import pandas as pd
 from dmlbench.config.plan import Plan
 
 
+FIGURE_ONLY = "figure only"
+
+
 def _status(plan: Plan, key: str, folder: Path) -> tuple[str, str]:
     if key not in plan.experiment_ids:
+        exp = plan.experiments[key]
+        if not (plan.is_analysis(key) or plan.is_fair(key) or exp.get("reported") or exp.get("quoted")):
+            return FIGURE_ONLY, "not run by this preset; the paper prints no numbers for this figure"
         return "quoted only", "not run by this preset; the paper's numbers alone"
     if plan.is_analysis(key):
         done = (folder / "summary.md").exists()
@@ -50,8 +58,8 @@ def contents(plan: Plan, preset_dir: Path) -> dict:
             exp = plan.experiments[key]
             folder = preset_dir / key
             status, detail = _status(plan, key, folder)
-            figures = sorted(p.name for p in folder.glob("*.png")) if status != "quoted only" else []
-            entries.append({"id": key, "title": exp.get("title", key), "status": status,
+            figures = sorted(p.name for p in folder.glob("*.png")) if status not in ("quoted only", FIGURE_ONLY) else []
+            entries.append({"id": key, "title": plan.title(key), "status": status,
                             "detail": detail, "figures": figures})
         if entries:
             papers.append({"paper": paper, "title": paper_title, "experiments": entries})

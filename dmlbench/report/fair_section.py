@@ -64,7 +64,7 @@ def paper_vs_fair_table(frame: pd.DataFrame, toy: bool) -> str:
 
     rows = "".join(
         f"<tr><th class='row'>{html.escape(r['label'])}</th><td>{html.escape(r['dataset'])}</td>"
-        f"<td class='paper'>{number(r['paper_recall@1'])}</td>"
+        f"<td class='paper'>{html.escape(r['paper_recall@1']) if isinstance(r['paper_recall@1'], str) else '–'}</td>"
         f"<td class='note'>{html.escape(str(r['quoted_in'])) if isinstance(r['quoted_in'], str) else '–'}</td>"
         f"<td class='ours'>{number(r['fair_p@1'])} ± {number(r['fair_ci95'])}</td>"
         f"<td>{'–' if toy else number(r['difference'])}</td></tr>" for _, r in frame.iterrows())
@@ -85,5 +85,6 @@ def render(folder: Path, plan, key: str, figure_url: str) -> str:
     for dataset in dict.fromkeys(frame["dataset"]):
         parts.append(dataset_table(frame, dataset, plan.papers))
     parts.append(f"<figure><img src='{figure_url}' alt='{html.escape(key)}: MAP@R per method'></figure>")
-    parts.append(paper_vs_fair_table(pd.read_csv(folder / "paper_vs_fair.csv"), plan.toy_data))
+    paper_vs_fair = pd.read_csv(folder / "paper_vs_fair.csv", dtype={"paper_recall@1": str})  # as printed
+    parts.append(paper_vs_fair_table(paper_vs_fair, plan.toy_data))
     return "".join(parts)

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dmlbench.config.loading import printed
 from dmlbench.fair.intervals import overlaps
 from dmlbench.io import atomic_path, read_json
 from dmlbench.plots import canvas
@@ -66,9 +67,10 @@ def paper_vs_fair(frame: pd.DataFrame, spec: dict) -> pd.DataFrame:
     for _, row in fair.iterrows():
         quoted = (spec["paper_recall"].get(row["method"]) or {}).get(row["dataset"])
         rows.append({"dataset": row["dataset"], "method": row["method"], "label": row["label"],
-                     "paper_recall@1": quoted[0] if quoted else None, "quoted_in": quoted[1] if quoted else None,
+                     "paper_recall@1": printed(quoted[0]) if quoted else None,  # the paper's digits
+                     "quoted_in": quoted[1] if quoted else None,
                      "fair_p@1": row["mean"], "fair_ci95": row["ci95"],
-                     "difference": row["mean"] - quoted[0] if quoted and not spec["toy_data"] else None})
+                     "difference": row["mean"] - float(quoted[0]) if quoted and not spec["toy_data"] else None})
     return pd.DataFrame(rows)
 
 

@@ -20,7 +20,7 @@ body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; 
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.85em; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: right; white-space: nowrap; }
 th.row, th:first-child { text-align: left; }
-th.group { text-align: center; background: #f3f3f3; }
+th.group, th.band { text-align: center; background: #f3f3f3; }
 td.paper, th.paper { background: #f6f6f6; color: #444; }
 td.ours { font-weight: 500; }
 .muted { color: #999; font-weight: normal; }
@@ -32,7 +32,8 @@ img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
 .warning { background: #fff4d6; border-left: 4px solid #e0a800; padding: 0.5em 0.8em; }
 .status { font-size: 0.75em; padding: 0.1em 0.5em; border-radius: 0.6em; background: #e8f5e9; }
 .status.partial { background: #fff4d6; }
-.status.quoted-only { background: #eceff1; }
+.status.quoted-only, .status.figure-only { background: #eceff1; }
+.footnote { font-size: 0.85em; margin: -1em 0 0.3em; }
 nav ul { line-height: 1.4; margin: 0.2em 0; }
 nav li li { display: inline; margin-right: 0.8em; }
 details > summary { cursor: pointer; font-size: 1.3em; font-weight: 600; margin: 1em 0 0.3em; }
@@ -50,6 +51,13 @@ def _url(path) -> str:
 def _status_class(status: str) -> str:
     """The CSS class of a status: letters, digits and dashes only."""
     return "status " + re.sub(r"[^a-z0-9]+", "-", str(status).lower()).strip("-")
+
+
+def _badge(exp: dict) -> str:
+    """An experiment's status as a badge; a figure the preset did not run says that the paper
+    prints no numbers for it (nothing is shown)."""
+    text = exp["status"] + (": the paper prints no numbers" if exp["status"] == contents.FIGURE_ONLY else "")
+    return f"<span class='{_status_class(exp['status'])}'>{html.escape(text)}</span>"
 
 
 def _page(title: str, body: str) -> str:
@@ -71,17 +79,18 @@ def _caption(exp: dict, ran: bool, toy: bool) -> str:
     if not (exp.get("reported") or exp.get("quoted")):
         return ("Mean ± std over the seeds run (hover for n), last epoch; 'not run': not trained by this "
                 "preset; '·': not measured by this preset. The paper prints no numbers for this.")
-    parts = ["Ours: mean ± std over the seeds run (hover for n), last epoch; paper: the paper's number "
-             "(– where it prints none)." if ran else
+    parts = ["This suite: mean ± std over the seeds run (hover for n), last epoch; paper: the paper's "
+             "number as it prints it (– where it prints none; a row name's \"(ours)\" is the paper's "
+             "authors')." if ran else
              "Not run in this preset: the paper's numbers alone."]
     if ran:
         parts.append("'not run': this preset does not train that row on that dataset; '·': not measured "
                      "by this preset; (quoted): a row the paper quotes from the literature.")
     if ran and (exp.get("table") or {}).get("test_selected"):
-        parts.append("The paper reports each method at its best epoch on the test set: 'sel.' is our "
-                     "test-selected epoch, compared with the paper's number; 'last' is our last epoch.")
+        parts.append("The paper reports each method at its best epoch on the test set: 'sel.' is this "
+                     "suite's test-selected epoch, compared with the paper's number; 'last' its last epoch.")
     if ran and toy:
-        parts.append("Fixture data: our numbers test the pipeline and are not comparable with the paper's.")
+        parts.append("Fixture data: this suite's numbers test the pipeline and are not comparable with the paper's.")
     return " ".join(parts)
 
 
@@ -119,8 +128,7 @@ def _toc(info: dict) -> str:
     papers = []
     for paper in info["papers"]:
         items = "".join(f"<li><a href='#{_anchor(preset, exp['id'])}' title='{html.escape(exp['title'])}'>"
-                        f"{html.escape(exp['id'])}</a> <span class='{_status_class(exp['status'])}'>"
-                        f"{html.escape(exp['status'])}</span></li>" for exp in paper["experiments"])
+                        f"{html.escape(exp['id'])}</a> {_badge(exp)}</li>" for exp in paper["experiments"])
         papers.append(f"<li><a href='#{_anchor(preset, paper['paper'])}'>{html.escape(paper['title'])}</a>"
                       f"<ul>{items}</ul></li>")
     return f"<nav><h2>Contents</h2><ul>{''.join(papers)}</ul></nav>"
@@ -163,18 +171,21 @@ def _budget_html(budget: Path, preset: str, page_dir: Path) -> str:
 def _experiment_html(plan, exp: dict, preset: str, folder: Path, page_dir: Path) -> str:
     anchor = _anchor(preset, exp["id"])
     parts = [f"<h3 id='{anchor}'>{html.escape(exp['id'])}: {html.escape(exp['title'])} "
-             f"<span class='{_status_class(exp['status'])}'>{html.escape(exp['status'])}</span>"
+             f"{_badge(exp)}"
              f" <a class='top' href='#top'>back to top</a></h3>"]
     is_table = not plan.is_analysis(exp["id"])
+    if exp["status"] == contents.FIGURE_ONLY:
+        parts.append("<p class='note'>Not run in this preset; the paper gives it as a figure only "
+                     "(no numbers to show).</p>")
+        return "".join(parts)
     if exp["status"] == "quoted only":
-        catalogue = plan.experiments[exp["id"]]
         if plan.is_fair(exp["id"]):
             parts.append("<p class='note'>Not run in this preset (README \"The fair table\").</p>")
-        elif is_table and (catalogue.get("reported") or catalogue.get("quoted")):
+        elif is_table:
             parts.append(_table_html(plan, exp["id"], None))
         else:
-            parts.append("<p class='note'>Not run in this preset; the paper gives it as a figure only "
-                         "(no numbers to show).</p>")
+            parts.append("<p class='note'>Not run in this preset (computed by the suite; the paper "
+                         "prints no numbers for it).</p>")
         return "".join(parts)
     rel = Path(os.path.relpath(folder.resolve(), page_dir.resolve()))
     if plan.is_fair(exp["id"]):

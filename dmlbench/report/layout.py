@@ -4,20 +4,25 @@ own beside the suite's, whatever the preset ran.
 
 The catalogue declares, per table experiment, `layout.rows` (the paper's row order: method ids of
 the experiment and names of the rows the paper quotes from the literature), optionally the paper's
-own names for methods (`layout.labels`) and datasets (`layout.datasets`) where they differ from the
-catalogue's, and, where the paper turns the table around (fastap Table 2),
-`layout.datasets_as_rows`. The columns come from the paper's numbers: for each dataset, the
-table's metrics the paper gives a number for.
+own names for methods (`layout.labels`, over the methods' labels), datasets (`layout.datasets`) and
+metrics (`layout.metrics`) where they differ from the catalogue's; `layout.joined` (a method's row
+that also shows numbers the paper quotes under another name: dro Table 2's MS and LS rows, its own
+CUB runs and Wang et al.'s Cars numbers); `layout.bands` (a header level above the columns: fastap
+Table 2's ResNet-18 and ResNet-50); `layout.notes` (footnotes under the table); and, where the paper
+turns the table around (fastap Table 2), `layout.datasets_as_rows`. The columns come from the
+paper's numbers: for each dataset, the table's metrics the paper gives a number for. The paper's
+numbers are printed with the digits the catalogue gives them (80.70 stays 80.70).
 """
 
 from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
+from dmlbench.config.loading import printed
 from dmlbench.data import datasets
 from dmlbench.report.aggregate import SELECTED
 
@@ -28,6 +33,7 @@ def dataset_label(name: str) -> str:
 
 
 NOT_RUN = "not run"
+SUITE = "this suite"  # the suite's own columns (a paper's "ours" is its authors')
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,7 @@ class Row:
     label: str
     quoted: bool    # numbers the paper quotes from the literature: never run
     reference: bool = False  # no training (dmlbench.evaluation.reference): the suite's number only
+    joined: str | None = None  # a quoted row whose numbers fill this method's row where it has none
 
 
 @dataclass(frozen=True)
@@ -47,11 +54,23 @@ class Group:
 
 
 @dataclass(frozen=True)
+class Band:
+    label: str
+    groups: tuple[str, ...]  # keys of the consecutive groups under it
+
+
+@dataclass(frozen=True)
 class Layout:
     rows: tuple[Row, ...]
     groups: tuple[Group, ...]
     datasets_as_rows: bool
     selected: tuple[str, ...]  # metrics the paper reports at the test-selected epoch
+    bands: tuple[Band, ...] = ()
+    metric_names: tuple[tuple[str, str], ...] = ()  # the paper's names of metrics (S1 for small_recall@1)
+    notes: tuple[str, ...] = ()
+
+    def metric_name(self, metric: str) -> str:
+        return dict(self.metric_names).get(metric) or metric_label(metric)
 
 
 def metric_label(metric: str) -> str:
@@ -62,12 +81,13 @@ def metric_label(metric: str) -> str:
     return f"{prefix} {name}".strip()
 
 
-def paper_number(exp: dict, row: str, dataset: str, metric: str) -> float | None:
-    """The paper's number of a cell: its own result (`reported`) or one it quotes (`quoted`)."""
+def paper_number(exp: dict, row: str, dataset: str, metric: str) -> str | None:
+    """The paper's number of a cell as it prints it: its own result (`reported`) or one it quotes
+    (`quoted`)."""
     for source in ("reported", "quoted"):
         value = ((exp.get(source) or {}).get(row) or {}).get(dataset, {}).get(metric)
         if value is not None:
-            return float(value)
+            return printed(value)
     return None
 
 
@@ -84,24 +104,39 @@ def table_layout(exp: dict, labels: dict[str, str]) -> Layout:
     `method@variant`, which are rows of their own)."""
     declared = exp.get("layout") or {}
     quoted = set(exp.get("quoted") or {})
+    joined = declared.get("joined") or {}
     labels = {**labels, **(declared.get("labels") or {})}
     names = {**{d: dataset_label(d) for d in exp["datasets"]}, **(declared.get("datasets") or {})}
     runs = [f"{m}@{v}" for m in exp["methods"] for v in exp["sweep"]] if exp.get("sweep") else list(exp["methods"])
-    keys = declared.get("rows") or list(exp.get("quoted") or {}) + runs
-    rows = tuple(Row(k, k if k in quoted else labels.get(k, k), k in quoted) for k in keys)
-    selected = tuple((exp.get("table") or {}).get("test_selected") or [])
+    keys = declared.get("rows") or [q for q in exp.get("quoted") or {} if q not in joined.values()] + runs
+    rows = tuple(Row(k, k if k in quoted else labels.get(k, k), k in quoted, joined=joined.get(k)) for k in keys)
+    extra = {"selected": tuple((exp.get("table") or {}).get("test_selected") or []),
+             "bands": tuple(Band(label, tuple(keys)) for label, keys in (declared.get("bands") or {}).items()),
+             "metric_names": tuple((declared.get("metrics") or {}).items()),
+             "notes": tuple(declared.get("notes") or ()) + _joined_notes(exp, rows, names)}
     if declared.get("datasets_as_rows"):
         return Layout(tuple(Row(d, names.get(d, d), False) for d in exp["datasets"]),
-                      tuple(Group(r.key, r.label, ()) for r in rows), True, selected)
+                      tuple(Group(r.key, r.label, ()) for r in rows), True, **extra)
     groups = tuple(Group(d, names.get(d, d), _paper_metrics(exp, d)) for d in exp["datasets"])
-    return Layout(rows, groups, False, selected)
+    return Layout(rows, groups, False, **extra)
+
+
+def _joined_notes(exp: dict, rows: tuple[Row, ...], names: dict[str, str]) -> tuple[str, ...]:
+    """Where a row shows numbers the paper quotes under another name: which, on which datasets."""
+    notes = []
+    for row in rows:
+        if row.joined:
+            where = [names.get(d, d) for d in exp["datasets"] if d in (exp.get("quoted") or {})[row.joined]]
+            notes.append(f"{row.label}: the paper's numbers on {', '.join(where)} are those it quotes "
+                         f"from the literature ({row.joined}); the others are its own runs.")
+    return tuple(notes)
 
 
 def columns(layout: Layout) -> list[tuple[str, str]]:
     """(group label, metric label) of every value column, as the header shows them."""
     if layout.datasets_as_rows:
         return [(g.label, "") for g in layout.groups]
-    return [(g.label, metric_label(m)) for g in layout.groups for m in g.metrics]
+    return [(g.label, layout.metric_name(m)) for g in layout.groups for m in g.metrics]
 
 
 def row_metric(exp: dict, dataset: str) -> str:
@@ -146,19 +181,29 @@ def with_references(layout: Layout, summary: pd.DataFrame | None) -> Layout:
     if not labels:
         return layout
     if layout.datasets_as_rows:
-        return Layout(layout.rows, layout.groups + tuple(Group(k, k, (), True) for k in labels), True,
-                      layout.selected)
-    return Layout(tuple(Row(k, k, False, True) for k in labels) + layout.rows, layout.groups, False,
-                  layout.selected)
+        return replace(layout, groups=layout.groups + tuple(Group(k, k, (), True) for k in labels))
+    return replace(layout, rows=tuple(Row(k, k, False, True) for k in labels) + layout.rows)
 
 
-def _paper_cell(value: float | None) -> str:
-    return "<td class='paper'>–</td>" if value is None else f"<td class='paper'>{_printed(value)}</td>"
+def _paper_cell(text: str | None, quoted_as: str | None = None) -> str:
+    if text is None:
+        return "<td class='paper'>–</td>"
+    if quoted_as:
+        return f"<td class='paper' title='{html.escape(f'quoted by the paper: {quoted_as}', quote=True)}'>{text}</td>"
+    return f"<td class='paper'>{text}</td>"
 
 
-def _printed(value: float) -> str:
-    """A paper's number as it prints it (the catalogue keeps its digits: 97.0, 66.85, 90.46)."""
-    return repr(float(value))
+def _bands_row(layout: Layout, widths: dict[str, int]) -> str:
+    """The header level above the groups (empty where a group is under no band)."""
+    cells, under = [], {key: band for band in layout.bands for key in band.groups}
+    for group in layout.groups:
+        band = under.get(group.key)
+        if band is None:
+            cells.append(f"<th colspan='{widths[group.key]}' class='band'></th>")
+        elif group.key == band.groups[0]:
+            span = sum(widths[key] for key in band.groups)
+            cells.append(f"<th colspan='{span}' class='band'>{html.escape(band.label)}</th>")
+    return "<tr><th rowspan='3'>" + ("dataset" if layout.datasets_as_rows else "method") + "</th>" + "".join(cells)
 
 
 def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str) -> str:
@@ -170,16 +215,17 @@ def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str
     layout = with_references(layout, summary)
     with_paper = cells is None or bool(exp.get("reported") or exp.get("quoted"))
     per_value = (2 if with_paper else 1) if cells is not None else 1
-    head1 = "<tr><th rowspan='2'>" + ("dataset" if layout.datasets_as_rows else "method") + "</th>"
+    head1 = "<tr>" if layout.bands else "<tr><th rowspan='2'>" + ("dataset" if layout.datasets_as_rows else "method") + "</th>"
     head2 = "<tr>"
+    widths = {}
     for group in layout.groups:
         metrics = group.metrics or ("",)
         extra = sum(1 for m in metrics if m in layout.selected) if cells is not None else 0
-        width = 1 if group.reference else per_value
-        head1 += (f"<th colspan='{width * len(metrics) + extra}' class='group{' reference' if group.reference else ''}'>"
+        widths[group.key] = (1 if group.reference else per_value) * len(metrics) + extra
+        head1 += (f"<th colspan='{widths[group.key]}' class='group{' reference' if group.reference else ''}'>"
                   f"{html.escape(group.label)}</th>")
         for metric in metrics:
-            name = html.escape(metric_label(metric)) if metric else "ours"
+            name = html.escape(layout.metric_name(metric)) if metric else SUITE
             if cells is None:
                 head2 += f"<th>{name}</th>" if metric else "<th class='paper'>paper</th>"
                 continue
@@ -200,6 +246,9 @@ def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str
                 method, dataset, metrics = row.key, group.key, group.metrics
             for metric in metrics:
                 paper = paper_number(exp, method, dataset, metric)
+                quoted_as = None
+                if paper is None and row.joined:
+                    paper, quoted_as = paper_number(exp, row.joined, dataset, metric), row.joined
                 if cells is not None:
                     if row.quoted:
                         parts.append("<td class='muted'>quoted</td>" * (2 if metric in layout.selected else 1))
@@ -210,7 +259,9 @@ def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str
                     else:
                         parts.append(cells.ours(dataset, method, metric))
                 if with_paper and not group.reference:
-                    parts.append(_paper_cell(paper))
+                    parts.append(_paper_cell(paper, quoted_as if paper is not None else None))
         body.append(("<tr class='reference'>" if row.reference else "<tr>") + "".join(parts) + "</tr>")
-    return (f"<div class='scroll'><table class='paper-table'><thead>{head1}</tr>{head2}</tr></thead>"
-            f"<tbody>{''.join(body)}</tbody></table></div><p class='note'>{html.escape(caption)}</p>")
+    bands = _bands_row(layout, widths) + "</tr>" if layout.bands else ""
+    notes = "".join(f"<p class='note footnote'>{html.escape(note)}</p>" for note in layout.notes)
+    return (f"<div class='scroll'><table class='paper-table'><thead>{bands}{head1}</tr>{head2}</tr></thead>"
+            f"<tbody>{''.join(body)}</tbody></table></div>{notes}<p class='note'>{html.escape(caption)}</p>")

@@ -3,19 +3,26 @@ part of `Plan`). Per method × dataset: the split file (shared by the dataset), 
 `trials` × `folds` fold trainings, `trials` tell jobs, one best job, `repetitions` × `folds`
 final fold trainings, one summary; per experiment one aggregate job. Trial slot t asks after slot
 t − 1 has asked and slot t − `parallel` has been told, so `parallel` trials run at once, each
-seeing the results of those before it.
+seeing the results of those before it. Every trial trains with seed `SEARCH_SEED`; final repetition
+r with `final_seed(r)`, a seed no trial used, so no repetition repeats the winning trial.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from dmlbench.config.loading import printed
+from dmlbench.config import fair_catalogue
 from dmlbench.config.run import FairRun
 from dmlbench.errors import ConfigError
 from dmlbench.fair import space as spaces
 
 FAIR_KEYS = {"folds": 2, "trials": 1, "parallel": 1, "repetitions": 2}  # each setting and its least value
+SEARCH_SEED = 0  # the seed of every search trial
+
+
+def final_seed(repetition: int) -> int:
+    """The seed of final repetition `repetition`: never the search's."""
+    return SEARCH_SEED + 1 + int(repetition)
 
 
 class FairSpecs:
@@ -44,14 +51,14 @@ class FairSpecs:
                 continue
             s = self.fair_settings(key)
             for dataset, method in self.fair_pairs(key):
-                out += [FairRun(key, dataset, method, 0, "search", t, k)
+                out += [FairRun(key, dataset, method, SEARCH_SEED, "search", t, k)
                         for t in range(s["trials"]) for k in range(s["folds"])]
-                out += [FairRun(key, dataset, method, r, "final", r, k)
+                out += [FairRun(key, dataset, method, final_seed(r), "final", r, k)
                         for r in range(s["repetitions"]) for k in range(s["folds"])]
         return out
 
     def find_fair_run(self, experiment, dataset, method, stage, index, fold) -> FairRun:
-        seed = 0 if stage == "search" else int(index)
+        seed = SEARCH_SEED if stage == "search" else final_seed(index)
         run = FairRun(experiment, dataset, method, seed, stage, int(index), int(fold))
         if not hasattr(self, "_fair_run_set"):
             self._fair_run_set = set(self.fair_runs())
@@ -132,7 +139,7 @@ class FairSpecs:
 
     def fair_summary_inputs(self, experiment, dataset, method) -> list[str]:
         s = self.fair_settings(experiment)
-        return [f"{FairRun(experiment, dataset, method, r, 'final', r, k).path(self.name)}/test.npz"
+        return [f"{FairRun(experiment, dataset, method, final_seed(r), 'final', r, k).path(self.name)}/test.npz"
                 for r in range(s["repetitions"]) for k in range(s["folds"])]
 
     def fair_summary_spec(self, experiment, dataset, method) -> dict:
@@ -152,18 +159,6 @@ class FairSpecs:
                 "methods": {m: {"label": self.methods[m].get("label", m), "paper": self.methods[m].get("paper"),
                                 "space": self.fair_space(m).describe()} for m in methods},
                 "papers": dict(self.papers),
-                "paper_recall": self.paper_recall_at_1(methods, self.datasets_of(experiment)),
+                "paper_recall": fair_catalogue.paper_recall_at_1(self, experiment, self.datasets_of(experiment)),
+                "no_paper_number": fair_catalogue.no_paper_number(self, experiment),
                 "folder": self.fair_folder(experiment, "DATASET", "METHOD")}
-
-    def paper_recall_at_1(self, methods: list[str], datasets: list[str]) -> dict:
-        """method → dataset → (the paper's Recall@1 as it prints it, the experiment that quotes it), from the
-        catalogue's paper tables: the method's own paper first."""
-        out: dict = {}
-        for method in methods:
-            own = self.methods[method].get("paper")
-            keys = sorted(self.experiments, key=lambda k: (self.experiments[k].get("paper") != own, k))
-            for key in keys:
-                for dataset, values in ((self.experiments[key].get("reported") or {}).get(method) or {}).items():
-                    if dataset in datasets and "recall@1" in values:
-                        out.setdefault(method, {}).setdefault(dataset, [printed(values["recall@1"]), key])
-        return out

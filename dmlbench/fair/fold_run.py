@@ -1,5 +1,6 @@
 """One fold of the fair protocol: train on the other folds with the trial's (or the best)
-parameters, select the epoch on the held-out fold's MAP@R, write `validation.json`; for the final
+parameters, select the epoch on the held-out fold's MAP@R, write `validation.json` (with whether
+the fold stopped by patience or by the epoch cap, `stopped_by`); for the final
 runs also the test half's embeddings of the selected model (`test.npz`), which only the summary
 step reads. A trial that diverges is recorded as diverged (the search goes on without it); a
 final run that diverges stops with the error."""
@@ -38,7 +39,8 @@ def run(spec: dict, params_file: Path, run_dir: Path, output: Path, test_output:
     state = torch.load(Path(run_dir) / "model.pt", map_location="cpu", weights_only=True)
     history = [row for row in train.read_history(Path(run_dir)) if row["epoch"] == state["selected_epoch"]]
     result = {"status": "finished", "params": chosen, "selected_epoch": state["selected_epoch"],
-              "epochs_trained": state["epochs_trained"],
+              "epochs_trained": state["epochs_trained"], "stopped_by": state["stopped_by"],
+              "epoch_cap": cfg["epochs"],
               "validation": {key: history[0][key] for key in VALIDATION_KEYS}}
     if test_output is not None:
         _write_test_embeddings(state, cfg, Path(test_output))

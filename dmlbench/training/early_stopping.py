@@ -2,8 +2,10 @@
 
 With `patience` P, the run evaluates after every epoch; the selected epoch is the one with the
 highest `metric` (the first of equal values); training stops once P evaluated epochs have passed
-without a better one, and the model of the selected epoch becomes `model.pt`. The selected
-model's weights travel in the checkpoint, so a resumed run selects exactly as an uninterrupted one.
+without a better one, and the model of the selected epoch becomes `model.pt`, which records whether
+training stopped by patience or ran into the epoch cap (`epochs`) with patience left: a capped run
+might still have improved. The selected model's weights travel in the checkpoint, so a resumed run
+selects exactly as an uninterrupted one.
 Used by the fair protocol, whose evaluation split is the held-out validation fold, never the test
 set. Without patience every epoch is trained and the last model is kept.
 """
@@ -54,11 +56,12 @@ class Selection:
             f"{self._best_value():.4f} on the evaluation split)")
 
     def summary(self) -> dict:
-        """What model.pt records about the selection."""
+        """What model.pt records about the selection, once training has ended: `stopped_by` is
+        "patience" when `patience` epochs passed after the best, else "cap" (the epoch cap ended it)."""
         if not self.patience:
             return {}
         return {"selected_epoch": self.best_epoch, "epochs_trained": len(self.history),
-                "selected_by": self.metric}
+                "selected_by": self.metric, "stopped_by": "patience" if self.stop() else "cap"}
 
     def _best_value(self) -> float:
         return next(row[self.metric] for row in self.history if row["epoch"] == self.best_epoch)

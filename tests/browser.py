@@ -12,6 +12,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from processes import run
+
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--hide-scrollbars"]
@@ -49,7 +51,7 @@ def chromium() -> str:
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     for command in (["apt-get", "update", "-qq"],
                     ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium"]):
-        result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
+        result = run(command, timeout=900, capture_output=True, text=True, env=env)
         if result.returncode:
             raise Unavailable(f"{' '.join(command[:3])} failed: {result.stderr.strip()[-300:]}")
     return shutil.which("chromium")
@@ -57,9 +59,9 @@ def chromium() -> str:
 
 def _run(page: Path, extra: list[str], width: int, height: int) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory() as profile:
-        return subprocess.run([chromium(), *FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}",
-                               "--virtual-time-budget=15000", *extra, page.resolve().as_uri()],
-                              capture_output=True, text=True, timeout=180)
+        return run([chromium(), *FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}",
+                    "--virtual-time-budget=15000", *extra, page.resolve().as_uri()],
+                   timeout=180, capture_output=True, text=True)
 
 
 def inspect(page: Path, width: int = 1400) -> dict:

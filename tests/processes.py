@@ -19,6 +19,7 @@ import time
 import pytest
 
 GRACE = 5.0  # seconds a group has to end on SIGTERM (Snakemake removes its lock) before SIGKILL
+KILLED = 5.0  # seconds for the kernel to end a group after SIGKILL
 SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 _running: dict[int, subprocess.Popen] = {}  # process group id → its leader, started here
@@ -33,9 +34,11 @@ def start(command: list[str], **popen_args) -> subprocess.Popen:
 
 
 def stop(process: subprocess.Popen, grace: float = GRACE) -> None:
-    """End `process` and everything left in its group: SIGTERM, then SIGKILL after `grace` s."""
-    _end_groups([process.pid], grace)
-    process.wait()
+    """End `process` and everything left in its group: SIGTERM, then SIGKILL after `grace` s.
+    (A process the test has already waited for is only forgotten: its group id may be reused.)"""
+    if process.returncode is None:
+        _end_groups([process.pid], grace)
+        process.wait()
     _running.pop(process.pid, None)
 
 
@@ -54,8 +57,9 @@ def run(command: list[str], timeout: float, input=None, capture_output: bool = F
         pytest.fail(f"{shlex.join(map(str, command))} ran past its time limit of {timeout:g} s: its process "
                     f"group was killed (a hang, or a limit too tight for this machine)", pytrace=False)
     finally:
-        if process.pid in _running:
-            stop(process)
+        if process.pid in _running:  # what the command left running in its group, at once
+            _end_groups([process.pid], 0)
+            _running.pop(process.pid)
     result = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
     if check:
         result.check_returncode()
@@ -87,20 +91,24 @@ def _signal_group(pgid: int, signum: int) -> None:
 
 
 def _end_groups(pgids: list[int], grace: float) -> None:
-    """SIGTERM to each group; SIGKILL to all after `grace` s or once none runs. Reaps no leader
+    """SIGTERM to each group; SIGKILL to all after `grace` s or once none runs; return once none
+    runs (or after KILLED s: a process stuck in the kernel). Reaps no leader
     (waiting here could deadlock a signal handler), so no group id can be reused meanwhile."""
-    for pgid in pgids:
-        _signal_group(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(alive_in_group(pgid) for pgid in pgids):
-        time.sleep(0.1)
-    for pgid in pgids:
-        _signal_group(pgid, signal.SIGKILL)
+    for signum, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, KILLED)):
+        for pgid in pgids:
+            _signal_group(pgid, signum)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and any(alive_in_group(pgid) for pgid in pgids):
+            time.sleep(0.05)
+
+
+def _unreaped() -> list[int]:
+    return [pid for pid, process in _running.items() if process.returncode is None]
 
 
 def stop_all() -> None:
     """Stop and reap every group started here and not stopped yet (the test run ends)."""
-    _end_groups(list(_running), GRACE)
+    _end_groups(_unreaped(), GRACE)
     for process in list(_running.values()):
         stop(process, grace=0)
 
@@ -108,7 +116,7 @@ def stop_all() -> None:
 def _on_signal(previous):
     def handler(signum, frame):
         if os.getpid() == _owner[0]:  # not in a forked worker of a test
-            _end_groups(list(_running), GRACE)  # reaped later by `stop`, or with the test run
+            _end_groups(_unreaped(), GRACE)  # reaped later by `stop`, or with the test run
         if callable(previous):  # SIGINT: Python's KeyboardInterrupt; pytest ends the run
             return previous(signum, frame)
         signal.signal(signum, signal.SIG_DFL)  # die of the signal, as without this handler

@@ -1,15 +1,15 @@
 """The benchmark suite still runs (tiny sizes). No timing is asserted: benchmarks print figures."""
 
 import json
-import subprocess
 import sys
 
 from conftest import REPO, python_env
+from processes import run
 
 
 def test_tiny_benchmarks_write_their_report(tmp_path):
-    subprocess.run([sys.executable, "-m", "benchmarks", "--tiny", "--out", str(tmp_path)],
-                   cwd=REPO, check=True, env=python_env(), capture_output=True, timeout=900)
+    run([sys.executable, "-m", "benchmarks", "--tiny", "--out", str(tmp_path)], timeout=900,
+        cwd=REPO, check=True, env=python_env(), capture_output=True)
     text = (tmp_path / "benchmarks.md").read_text()
     for heading in ("## Loss side", "## DRO variants", "## Evaluation", "## Input pipeline",
                     "## Workflow", "## Training step", "## Cache and store steps", "## Compute budget",

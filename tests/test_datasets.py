@@ -224,14 +224,13 @@ def test_cars_class_folder_lists_name_images_outside_their_folder(tmp_path, imag
 
 def _run_prepare(spec: dict, output) -> "subprocess.CompletedProcess":
     import json
-    import subprocess
     import sys
 
     from conftest import REPO, python_env
+    from processes import run
 
-    return subprocess.run([sys.executable, "-m", "dmlbench", "prepare", "--spec", json.dumps(spec),
-                           "--output", str(output)], capture_output=True, text=True, cwd=REPO,
-                          env=python_env(), timeout=300)
+    return run([sys.executable, "-m", "dmlbench", "prepare", "--spec", json.dumps(spec), "--output", str(output)],
+               timeout=300, capture_output=True, text=True, cwd=REPO, env=python_env())
 
 
 def test_an_image_listed_twice_in_train_and_test_is_refused_naming_the_lines(shared_datasets, tmp_path):

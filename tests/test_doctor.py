@@ -147,15 +147,15 @@ def test_probe_tells_an_html_page_from_a_file():
 
 
 def test_doctor_command_exits_non_zero_when_something_blocks(tmp_path):
-    import subprocess
     import sys
 
     from conftest import python_env
+    from processes import run
 
-    result = subprocess.run([sys.executable, "-m", "dmlbench", "doctor", "--config-dir", str(CONFIG_DIR),
-                             "--config", f'{{"experiments": ["ms.t2"], "data": {{"root": "{tmp_path}"}}}}',
-                             "--timeout", "1"], capture_output=True, text=True, env=python_env(),
-                            cwd=tmp_path, timeout=120)
+    result = run([sys.executable, "-m", "dmlbench", "doctor", "--config-dir", str(CONFIG_DIR),
+                  "--config", f'{{"experiments": ["ms.t2"], "data": {{"root": "{tmp_path}"}}}}',
+                  "--timeout", "1"], capture_output=True, text=True, env=python_env(),
+                 cwd=tmp_path, timeout=120)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "dataset: cub" in result.stdout and "need action" in result.stdout
 

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from conftest import CONFIG_DIR, REPO, python_env
+from processes import run, start, stop
 from dmlbench.config import validation
 from dmlbench.config.plan import Plan
 from dmlbench.config.run import FairRun
@@ -254,23 +255,23 @@ def test_kill_9_during_the_search_resumes_without_losing_or_repeating_a_trial(tm
             "subset={suite.fair: {datasets: [cub], methods: [ephn_2nd], fair: {folds: 2, trials: 4, parallel: 1,"
             " repetitions: 2}, train: {epochs: 2, eval: {every: 1}, early_stopping: {patience: 1}}}}"]
     search = tmp_path / "results/smoke/suite.fair/cub/ephn_2nd/search"
-    child = subprocess.Popen(snakemake_command(tmp_path, *args), stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL, env=python_env(), start_new_session=True)
+    child = start(snakemake_command(tmp_path, *args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                  env=python_env())
     try:
         deadline = time.time() + 600
         while not (search / "trial2" / "params.json").exists():  # trials 0 and 1 told, trial 2 training
             assert child.poll() is None and time.time() < deadline, "the search ended before the kill"
             time.sleep(0.2)
+        os.killpg(child.pid, signal.SIGKILL)  # Snakemake and its jobs, as kill -9 would
     finally:
-        os.killpg(child.pid, signal.SIGKILL)
-        child.wait()
+        stop(child)
     told = {t: (search / f"trial{t}" / "result.json").read_text() for t in (0, 1)}
     assert not (search / "best.json").exists()
-    unlocked = subprocess.run(snakemake_command(tmp_path, "--unlock", *args), capture_output=True, text=True,
-                              env=python_env(), timeout=300)  # what Snakemake asks for after a kill
+    unlocked = run(snakemake_command(tmp_path, "--unlock", *args), timeout=300, capture_output=True, text=True,
+                   env=python_env())  # what Snakemake asks for after a kill
     assert unlocked.returncode == 0, unlocked.stderr[-2000:]
-    result = subprocess.run(snakemake_command(tmp_path, "--rerun-incomplete", *args), capture_output=True,
-                            text=True, env=python_env(), timeout=1200)
+    result = run(snakemake_command(tmp_path, "--rerun-incomplete", *args), timeout=1200, capture_output=True,
+                 text=True, env=python_env())
     assert result.returncode == 0, result.stderr[-3000:]
     for t, text in told.items():  # finished trials kept as they were
         assert (search / f"trial{t}" / "result.json").read_text() == text
@@ -285,9 +286,9 @@ def test_kill_9_during_the_search_resumes_without_losing_or_repeating_a_trial(tm
 
 @pytest.mark.slow
 def test_full_dry_run_lists_every_fold_trial_and_final_run_of_suite_fair(tmp_path):
-    result = subprocess.run(snakemake_command(tmp_path, "-n", "--cores", "all", "--resources", "gpu=8", "--config",
-                                              "preset=full", "experiments=[suite.fair]"),
-                            capture_output=True, text=True, env=python_env(), timeout=1200)
+    result = run(snakemake_command(tmp_path, "-n", "--cores", "all", "--resources", "gpu=8", "--config",
+                                   "preset=full", "experiments=[suite.fair]"),
+                 timeout=1200, capture_output=True, text=True, env=python_env())
     assert result.returncode == 0, result.stderr[-3000:]
     plan = Plan.load(CONFIG_DIR, {"preset": "full", "experiments": ["suite.fair"]})
     settings = plan.fair_settings("suite.fair")

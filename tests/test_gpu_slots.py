@@ -3,7 +3,6 @@
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import python_env
+from processes import run, start, stop
 
 RECORD = ("import json, os, sys, time; start = time.time(); time.sleep(0.8); "
           "json.dump([os.environ.get('CUDA_VISIBLE_DEVICES'), start, time.time()], open(sys.argv[1], 'w'))")
@@ -20,7 +20,7 @@ def launch(tmp_path, name, slots, env=None):
     out = tmp_path / f"{name}.json"
     command = [sys.executable, "-m", "dmlbench", "gpu-slot", "--slots", str(slots), "--lock-dir",
                str(tmp_path / "locks"), "--", sys.executable, "-c", RECORD, str(out)]
-    return subprocess.Popen(command, env=env or python_env()), out
+    return start(command, env=env or python_env()), out
 
 
 def test_concurrent_jobs_never_share_a_device(tmp_path):
@@ -57,7 +57,7 @@ def test_no_gpu_resource_leaves_the_environment(tmp_path):
 def test_exit_code_of_the_job_is_passed_on(tmp_path):
     command = [sys.executable, "-m", "dmlbench", "gpu-slot", "--slots", "1", "--lock-dir",
                str(tmp_path), "--", sys.executable, "-c", "raise SystemExit(3)"]
-    assert subprocess.run(command, env=python_env()).returncode == 3
+    assert run(command, timeout=60, env=python_env()).returncode == 3
 
 
 def _alive(pid: int) -> bool:
@@ -75,14 +75,17 @@ def test_child_dies_with_the_wrapper_so_the_device_is_not_shared(tmp_path, how):
     child = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
     command = [sys.executable, "-m", "dmlbench", "gpu-slot", "--slots", "1", "--lock-dir",
                str(tmp_path / "locks"), "--", sys.executable, "-c", child]
-    wrapper = subprocess.Popen(command, env=python_env())
-    deadline = time.monotonic() + 30
-    while not pid_file.exists() or not pid_file.read_text():
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    child_pid = int(pid_file.read_text())
-    wrapper.send_signal(how)
-    wrapper.wait(timeout=30)
+    wrapper = start(command, env=python_env())
+    try:
+        deadline = time.monotonic() + 30
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        child_pid = int(pid_file.read_text())
+        wrapper.send_signal(how)  # the wrapper alone, not its group
+        wrapper.wait(timeout=30)
+    finally:
+        stop(wrapper)
     deadline = time.monotonic() + 10
     while _alive(child_pid) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -95,7 +98,7 @@ def test_waiting_job_says_so_and_gives_up_after_its_timeout(tmp_path):
     with claim_device(1, tmp_path):
         command = [sys.executable, "-m", "dmlbench", "gpu-slot", "--slots", "1", "--lock-dir",
                    str(tmp_path), "--timeout", "1", "--", sys.executable, "-c", "pass"]
-        result = subprocess.run(command, env=python_env(), capture_output=True, text=True, timeout=60)
+        result = run(command, timeout=60, env=python_env(), capture_output=True, text=True)
     assert result.returncode == 1
     assert f"waiting for a free device among gpu0-gpu0 (gpu0: pid {os.getpid()}), for at most 1 s" in result.stderr
     assert "no free device among gpu0-gpu0 after 1 s" in result.stderr
@@ -116,7 +119,7 @@ def test_more_slots_than_the_inherited_mask_are_refused(tmp_path):
     env.pop("SLURM_JOB_ID", None)
     command = [sys.executable, "-m", "dmlbench", "gpu-slot", "--slots", "3", "--lock-dir",
                str(tmp_path), "--", sys.executable, "-c", "pass"]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    result = run(command, timeout=60, env=env, capture_output=True, text=True)
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert "--slots 3, but CUDA_VISIBLE_DEVICES='4,5' gives this job 2 device(s)" in result.stderr
 
@@ -124,6 +127,6 @@ def test_more_slots_than_the_inherited_mask_are_refused(tmp_path):
 def test_a_command_that_does_not_exist_is_named_not_a_traceback(tmp_path):
     command = [sys.executable, "-m", "dmlbench", "gpu-slot", "--slots", "1", "--lock-dir",
                str(tmp_path), "--", "/nonexistent/cmd"]
-    result = subprocess.run(command, env=python_env(), capture_output=True, text=True, timeout=60)
+    result = run(command, timeout=60, env=python_env(), capture_output=True, text=True)
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert "gpu-slot cannot run '/nonexistent/cmd': No such file or directory" in result.stderr

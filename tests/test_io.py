@@ -1,12 +1,12 @@
 """Atomic outputs: ordinary permissions under the user's umask, and a full disk named as such."""
 
 import os
-import subprocess
 
 import pytest
 import torch
 
 from dmlbench.io import DiskFullError, atomic_dir, atomic_path, write_json
+from processes import run
 
 
 @pytest.fixture
@@ -38,11 +38,11 @@ def tiny_disk(tmp_path):
     """A 1 MiB tmpfs (root only)."""
     mount = tmp_path / "disk"
     mount.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs",
-                                            str(mount)], capture_output=True).returncode:
+    if os.geteuid() != 0 or run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
+                                timeout=60, capture_output=True).returncode:
         pytest.skip("mounting a small tmpfs needs root")
     yield mount
-    subprocess.run(["umount", str(mount)], check=True)
+    run(["umount", str(mount)], timeout=60, check=True)
 
 
 def test_full_disk_is_named_and_the_last_checkpoint_is_kept(tiny_disk):

@@ -80,6 +80,7 @@ def test_an_injected_failure_is_reported_for_exactly_its_group(tmp_path, jobs, w
 
 
 def test_a_killed_preflight_leaves_the_table_and_budget_of_what_it_probed(tmp_path):
+    import os
     import signal
     import subprocess
     import sys
@@ -88,19 +89,19 @@ def test_a_killed_preflight_leaves_the_table_and_budget_of_what_it_probed(tmp_pa
     import pandas as pd
 
     from conftest import python_env
+    from processes import start, stop
 
     out = tmp_path / "out"
-    child = subprocess.Popen([sys.executable, "-m", "dmlbench", "preflight", "--preset", "smoke", "--jobs", "1",
-                              "--workdir", str(tmp_path / "work"), "--output-dir", str(out)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=python_env())
+    child = start([sys.executable, "-m", "dmlbench", "preflight", "--preset", "smoke", "--jobs", "1",
+                   "--workdir", str(tmp_path / "work"), "--output-dir", str(out)],
+                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=python_env())
     try:
         deadline = time.monotonic() + 600
         while not (out / "budget.md").exists() and child.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)
-        child.send_signal(signal.SIGKILL)  # no chance to tidy up
-        child.wait()
+        os.killpg(child.pid, signal.SIGKILL)  # no chance to tidy up, for it and its probes
     finally:
-        child.kill()
+        stop(child)
     table = pd.read_csv(out / "preflight.csv")
     groups = group_runs(Plan.load(CONFIG_DIR, {"preset": "smoke"}))
     assert 1 <= len(table) < len(groups)
@@ -137,18 +138,18 @@ def test_budget_of_a_hand_computed_plan():
 def test_bounded_preflight_of_the_full_catalogue_passes(tmp_path):
     """Every paper, backbone, loss, miner, sampler and scheme of `full` at its real batch and
     parameters, on fixtures at 32-pixel crops (`make preflight` runs every group)."""
-    import subprocess
     import sys
 
     import pandas as pd
 
     from conftest import python_env
     from dmlbench.report.index import _budget_html
+    from processes import run
 
     out = tmp_path / "reports" / "full" / "preflight"
-    done = subprocess.run([sys.executable, "-m", "dmlbench", "preflight", "--bounded", "--image-side", "32",
-                           "--workdir", str(tmp_path / "work"), "--output-dir", str(out)],
-                          capture_output=True, text=True, env=python_env())
+    done = run([sys.executable, "-m", "dmlbench", "preflight", "--bounded", "--image-side", "32",
+                "--workdir", str(tmp_path / "work"), "--output-dir", str(out)], timeout=3600,
+               capture_output=True, text=True, env=python_env())
     table = pd.read_csv(out / "preflight.csv")
     failed = table[table["status"] != "passed"]
     assert done.returncode == 0 and failed.empty, failed[["code_path", "error"]].to_string() + done.stderr[-3000:]

@@ -2,7 +2,6 @@
 images read with PIL, the network built and applied by hand, ranks by a brute-force sort."""
 
 import json
-import subprocess
 import sys
 
 import numpy as np
@@ -12,6 +11,7 @@ import torch
 from PIL import Image
 from test_evaluation import brute_metrics
 
+import processes
 from conftest import python_env
 from dmlbench import models
 from dmlbench.evaluation import reference
@@ -47,8 +47,8 @@ def images_by_hand(manifest, rows, resize, crop):
 
 
 def run_step(spec, output):
-    subprocess.run([sys.executable, "-m", "dmlbench", "reference", "--spec", json.dumps(spec),
-                    "--output", str(output)], check=True, env=python_env())
+    processes.run([sys.executable, "-m", "dmlbench", "reference", "--spec", json.dumps(spec),
+                   "--output", str(output)], timeout=600, check=True, env=python_env())
     return json.loads(output.read_text())
 
 

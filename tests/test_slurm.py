@@ -14,6 +14,7 @@ import pytest
 
 import slurm_cluster
 from conftest import python_env
+from processes import start, stop
 
 
 def start_cluster_script():
@@ -23,9 +24,8 @@ def start_cluster_script():
         slurm_cluster.install(False)
     except slurm_cluster.Unavailable as reason:
         pytest.skip(f"no SLURM cluster here: {reason}")
-    process = subprocess.Popen([sys.executable, str(slurm_cluster.REPO / "tests" / "slurm_cluster.py"),
-                                "--config", "preset=smoke"], stdout=subprocess.PIPE, text=True,
-                               env=python_env())
+    process = start([sys.executable, str(slurm_cluster.REPO / "tests" / "slurm_cluster.py"),
+                     "--config", "preset=smoke"], stdout=subprocess.PIPE, text=True, env=python_env())
     deadline = time.monotonic() + 240
     for line in process.stdout:
         if line.startswith("cluster up") or time.monotonic() > deadline:

@@ -181,6 +181,7 @@ def test_a_killed_build_leaves_a_temporary_that_the_rerun_removes(cub, tmp_path)
     import sys
 
     from conftest import python_env
+    from processes import start, stop
     from dmlbench import doctor
     from dmlbench.io import stale_temporaries
 
@@ -190,11 +191,13 @@ def test_a_killed_build_leaves_a_temporary_that_the_rerun_removes(cub, tmp_path)
             "    print('decoding', flush=True); time.sleep(60)\n"
             "store.decode = decode\n"
             "store.build(Path(sys.argv[1]), Path(sys.argv[2]), 32, log=lambda m: None)\n")
-    process = subprocess.Popen([sys.executable, "-c", code, str(cub), str(folder)], stdout=subprocess.PIPE,
-                               text=True, env=python_env())
-    assert process.stdout.readline().strip() == "decoding"
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    process = start([sys.executable, "-c", code, str(cub), str(folder)], stdout=subprocess.PIPE, text=True,
+                    env=python_env())
+    try:
+        assert process.stdout.readline().strip() == "decoding"
+        process.send_signal(signal.SIGKILL)
+    finally:
+        stop(process)
     left = stale_temporaries(folder.parent)
     assert len(left) == 1 and left[0].name.startswith(".store32.") and not folder.exists()
 

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from conftest import CONFIG_DIR, python_env
+from processes import run, start, stop
 from dmlbench.methods import samplers
 from dmlbench.data.prepare import prepare
 from dmlbench.config.plan import Plan
@@ -33,8 +34,8 @@ def train_cmd(cfg, run_dir):
 
 
 def evaluate(run_dir):
-    subprocess.run([sys.executable, "-m", "dmlbench", "evaluate", "--run-dir", str(run_dir),
-                    "--output", str(run_dir / "metrics.json")], check=True, env=python_env())
+    run([sys.executable, "-m", "dmlbench", "evaluate", "--run-dir", str(run_dir),
+         "--output", str(run_dir / "metrics.json")], timeout=600, check=True, env=python_env())
     return json.loads((run_dir / "metrics.json").read_text())["metrics"]
 
 
@@ -50,21 +51,23 @@ def epochs_done(run_dir):
 
 def test_resume_after_kill_gives_the_same_result(run_config, tmp_path):
     whole = tmp_path / "whole"
-    subprocess.run(train_cmd(run_config, whole), check=True, env=python_env())
+    run(train_cmd(run_config, whole), timeout=900, check=True, env=python_env())
 
     killed = tmp_path / "killed"
-    process = subprocess.Popen(train_cmd(run_config, killed), env=python_env())
-    deadline = time.monotonic() + 120
-    while epochs_done(killed) < 1 and time.monotonic() < deadline and process.poll() is None:
-        time.sleep(0.02)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    process = start(train_cmd(run_config, killed), env=python_env())
+    try:
+        deadline = time.monotonic() + 120
+        while epochs_done(killed) < 1 and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.02)
+        process.send_signal(signal.SIGKILL)
+    finally:
+        stop(process)
     done = epochs_done(killed)
     assert 1 <= done < run_config["epochs"], "the kill should land mid-run"
     assert not (killed / "model.pt").exists()
 
-    resumed = subprocess.run(train_cmd(run_config, killed), check=True, env=python_env(),
-                             capture_output=True, text=True)
+    resumed = run(train_cmd(run_config, killed), timeout=900, check=True, env=python_env(),
+                  capture_output=True, text=True)
     assert f"after epoch {done}" in resumed.stderr
     history = lambda d: [json.loads(line)["loss"] for line in (d / "epochs.jsonl").read_text().splitlines()]
     assert history(killed) == history(whole)
@@ -157,17 +160,17 @@ def test_shuffled_batches_cover_the_data_without_repeats():
 
 
 def test_evaluate_without_a_trained_model_says_so(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "dmlbench", "evaluate", "--run-dir", str(tmp_path),
-                             "--output", str(tmp_path / "metrics.json")],
-                            capture_output=True, text=True, env=python_env())
+    result = run([sys.executable, "-m", "dmlbench", "evaluate", "--run-dir", str(tmp_path),
+                  "--output", str(tmp_path / "metrics.json")], timeout=300,
+                 capture_output=True, text=True, env=python_env())
     assert result.returncode == 1
     assert "model.pt does not exist: train the run first" in result.stderr
     assert not (tmp_path / "metrics.json").exists()
 
 
 def test_bad_spec_json_is_named():
-    result = subprocess.run([sys.executable, "-m", "dmlbench", "train", "--run-dir", "x", "--spec", "{oops"],
-                            capture_output=True, text=True, env=python_env())
+    result = run([sys.executable, "-m", "dmlbench", "train", "--run-dir", "x", "--spec", "{oops"], timeout=300,
+                 capture_output=True, text=True, env=python_env())
     assert result.returncode == 1 and "--spec is not valid JSON" in result.stderr
 
 
@@ -268,18 +271,17 @@ def test_a_refused_trainer_leaves_the_holders_lock(tmp_path):
             "        print('held', flush=True); time.sleep(float(sys.argv[2]))\n"
             "except run_folder.RunBusyError:\n"
             "    print('refused', flush=True)\n")
-    holder = subprocess.Popen([sys.executable, "-c", code, str(folder), "20"], stdout=subprocess.PIPE,
-                              text=True, env=python_env())
+    holder = start([sys.executable, "-c", code, str(folder), "20"], stdout=subprocess.PIPE, text=True,
+                   env=python_env())
     try:
         assert holder.stdout.readline().strip() == "held"
         for _ in range(2):  # the second, then the third
-            other = subprocess.run([sys.executable, "-c", code, str(folder), "0"], capture_output=True,
-                                   text=True, env=python_env(), timeout=60)
+            other = run([sys.executable, "-c", code, str(folder), "0"], timeout=60, capture_output=True,
+                        text=True, env=python_env())
             assert other.stdout.strip() == "refused"
             assert (folder / ".train.lock").exists()
     finally:
-        holder.kill()
-        holder.wait()
+        stop(holder, grace=0)
 
 
 def test_two_trainings_of_one_run_folder_cannot_run_at_once(run_config, tmp_path):
@@ -341,13 +343,13 @@ def test_the_evaluate_step_reuses_the_train_steps_evaluation_of_the_same_model(r
     assert (run_dir / "final_metrics.json").exists()
     code = ("import sys; from dmlbench.cli import main; main(sys.argv[1:]); "
             "print('torch imported' if 'torch' in sys.modules else 'no torch')")
-    reused = subprocess.run([sys.executable, "-c", code, "evaluate", "--run-dir", str(run_dir), "--output",
-                             str(tmp_path / "reused.json")], capture_output=True, text=True, env=python_env())
+    reused = run([sys.executable, "-c", code, "evaluate", "--run-dir", str(run_dir), "--output",
+                  str(tmp_path / "reused.json")], timeout=300, capture_output=True, text=True, env=python_env())
     assert reused.returncode == 0 and reused.stdout.strip() == "no torch", reused.stderr
     assert "evaluated by the train step" in reused.stderr
-    fresh = subprocess.run([sys.executable, "-m", "dmlbench", "evaluate", "--fresh", "--run-dir", str(run_dir),
-                            "--output", str(tmp_path / "fresh.json")], capture_output=True, text=True,
-                           env=python_env())
+    fresh = run([sys.executable, "-m", "dmlbench", "evaluate", "--fresh", "--run-dir", str(run_dir),
+                 "--output", str(tmp_path / "fresh.json")], timeout=600, capture_output=True, text=True,
+                env=python_env())
     assert fresh.returncode == 0, fresh.stderr
     ours, theirs = (json.loads((tmp_path / name).read_text()) for name in ("reused.json", "fresh.json"))
     assert ours["metrics"] == theirs["metrics"] and ours["run"] == theirs["run"]
@@ -355,9 +357,9 @@ def test_the_evaluate_step_reuses_the_train_steps_evaluation_of_the_same_model(r
     state = torch.load(run_dir / "model.pt", weights_only=True)
     next(iter(state["model"].values())).add_(1.0)
     torch.save(state, run_dir / "model.pt")
-    again = subprocess.run([sys.executable, "-m", "dmlbench", "evaluate", "--run-dir", str(run_dir),
-                            "--output", str(tmp_path / "again.json")], capture_output=True, text=True,
-                           env=python_env())
+    again = run([sys.executable, "-m", "dmlbench", "evaluate", "--run-dir", str(run_dir),
+                 "--output", str(tmp_path / "again.json")], timeout=600, capture_output=True, text=True,
+                env=python_env())
     assert again.returncode == 0 and "evaluated by the train step" not in again.stderr
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import processes
 from conftest import CONFIG_DIR, REPO, python_env
 from dmlbench.config.plan import Plan
 
@@ -16,7 +17,7 @@ from dmlbench.config.plan import Plan
 def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
                "--scheduler", "greedy", *args]
-    return subprocess.run(command, capture_output=True, text=True, env=python_env(), timeout=1800)
+    return processes.run(command, timeout=1800, capture_output=True, text=True, env=python_env())
 
 
 def job_counts(output: str) -> dict[str, int]:

@@ -1,0 +1,73 @@
+"""A stopped test run leaves no process behind, and no test process runs past its time limit
+(tests/processes.py)."""
+
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import python_env
+from processes import alive_in_group, run, start, stop
+
+TESTS = Path(__file__).resolve().parent
+
+INNER_TEST = '''
+import os
+from pathlib import Path
+
+from processes import start
+
+
+def test_starts_a_group_and_waits():
+    child = start(["sh", "-c", "sleep 600 & sleep 600 & wait"])
+    Path(os.environ["GROUP_FILE"]).write_text(str(child.pid))
+    child.wait()
+'''
+
+# the inner test run as `python -m pytest` would run it, with SIGINT handled even where this run
+# inherited it ignored (a background job of a non-interactive shell)
+INNER_PYTEST = ("import signal, sys, pytest; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                "sys.exit(pytest.main(sys.argv[1:]))")
+
+
+def wait_for(condition, limit: float, what: str) -> None:
+    deadline = time.monotonic() + limit
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)
+def test_a_signal_to_the_test_run_stops_the_process_groups_its_tests_started(tmp_path, signum):
+    (tmp_path / "test_inner.py").write_text(INNER_TEST)
+    group_file = tmp_path / "group"
+    env = dict(python_env(), GROUP_FILE=str(group_file), PYTHONPATH=str(TESTS))
+    inner = start([sys.executable, "-c", INNER_PYTEST, "-p", "processes", "-q", "-p", "no:cacheprovider",
+                   str(tmp_path / "test_inner.py")], cwd=tmp_path, env=env)
+    try:
+        wait_for(lambda: group_file.exists() and group_file.read_text(), 120, "the inner test never started")
+        group = int(group_file.read_text())
+        wait_for(lambda: len(alive_in_group(group)) == 3, 60, "the inner test's group did not start")
+        inner.send_signal(signum)
+        inner.wait(timeout=60)
+        assert inner.returncode != 0  # the run was stopped, not finished
+        wait_for(lambda: not alive_in_group(group), 30, f"{alive_in_group(group)} of group {group} still run")
+    finally:
+        stop(inner)
+
+
+def test_a_process_past_its_time_limit_fails_the_test_and_its_group_is_killed(tmp_path):
+    marker = tmp_path / "group"
+    with pytest.raises(pytest.fail.Exception, match=r"ran past its time limit of 2 s: its process group was killed"):
+        run(["sh", "-c", f"echo $$ > {marker}; sleep 600 & sleep 600"], timeout=2)
+    assert not alive_in_group(int(marker.read_text()))
+
+
+def test_run_returns_what_the_command_gave_and_leaves_nothing_running(tmp_path):
+    marker = tmp_path / "group"
+    result = run(["sh", "-c", f"echo $$ > {marker}; (sleep 600 >/dev/null 2>&1 &); echo out; echo err >&2; exit 3"],
+                 timeout=60, capture_output=True, text=True)
+    assert (result.returncode, result.stdout, result.stderr) == (3, "out\n", "err\n")
+    assert not alive_in_group(int(marker.read_text()))  # the command's left-behind child is gone

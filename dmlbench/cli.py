@@ -35,7 +35,8 @@ def cmd_cache(args) -> None:
     from dmlbench.data import cache, parallel
 
     args.workers = args.workers or parallel.default_workers()
-    cache.build(Path(args.manifest), Path(args.output), args.size, workers=args.workers)
+    cache.build(Path(args.manifest), Path(args.output), args.size, workers=args.workers,
+                max_pixels=args.max_image_pixels)
 
 
 def _run_config(args) -> dict:
@@ -114,7 +115,8 @@ def cmd_store(args) -> None:
     from dmlbench.data import parallel, store
 
     args.workers = args.workers or parallel.default_workers()
-    store.build(Path(args.manifest), Path(args.output), args.side, workers=args.workers)
+    store.build(Path(args.manifest), Path(args.output), args.side, workers=args.workers,
+                max_pixels=args.max_image_pixels)
 
 
 def cmd_preflight(args) -> None:
@@ -191,6 +193,21 @@ def cmd_gpu_slot(args) -> None:
     sys.exit(run_on_free_device(command, args.slots, Path(args.lock_dir), args.timeout))
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number ≥ 1")
+    return value
+
+
+def _max_image_pixels_option(s) -> None:
+    s.add_argument("--max-image-pixels", type=_positive, default=None,
+                   help="refuse images of more pixels (data.max_image_pixels; default: PIL's limit)")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dmlbench", description=__doc__)
     sub = p.add_subparsers(dest="step", required=True)
@@ -205,6 +222,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--size", type=int, required=True, help="shorter side in pixels")
     s.add_argument("--workers", type=int, default=None, help="processes decoding images (default: every core)")
     s.add_argument("--output", required=True)
+    _max_image_pixels_option(s)
     s.set_defaults(func=cmd_cache)
 
     s = sub.add_parser("train", help="train one run (resumes from its last checkpoint)")
@@ -268,6 +286,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--side", type=int, required=True, help="images are resized to side × side")
     s.add_argument("--workers", type=int, default=None, help="processes decoding images (default: every core)")
     s.add_argument("--output", required=True, help="the store folder")
+    _max_image_pixels_option(s)
     s.set_defaults(func=cmd_store)
 
     s = sub.add_parser("preflight", help="run every code path of a plan once on fixtures; project its compute budget")

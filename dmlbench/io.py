@@ -137,6 +137,20 @@ def _into_place(tmp: Path, path: Path, mode: int, remove):
             remove(tmp)
 
 
+@contextmanager
+def removed_if_left_empty(folder: str | os.PathLike):
+    """Remove `folder` when the block fails and leaves it empty: made for an output that never came
+    (by the step, or by Snakemake before the job)."""
+    try:
+        yield
+    except BaseException:
+        try:
+            Path(folder).rmdir()  # an empty folder only
+        except OSError:
+            pass
+        raise
+
+
 def set_aside(path: Path) -> Path:
     """Rename a corrupt file or folder the suite derived to `<name>.corrupt` (replacing an older
     one), so that the step that makes it runs again; return the new path."""

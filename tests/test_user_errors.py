@@ -11,18 +11,19 @@ import pytest
 
 from conftest import CONFIG_DIR, REPO, python_env
 from dmlbench.config.plan import Plan
+from processes import run
 
 VENV_BIN = Path(sys.executable).parent
 
 
 def snakemake(workdir: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     command = [str(VENV_BIN / "snakemake"), "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args]
-    return subprocess.run(command, capture_output=True, text=True, env=env or python_env(), timeout=300)
+    return run(command, timeout=300, capture_output=True, text=True, env=env or python_env())
 
 
 def dmlbench(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dmlbench", *args], capture_output=True, text=True,
-                          cwd=cwd, env=dict(python_env(), PYTHONPATH=str(REPO)), timeout=300)
+    return run([sys.executable, "-m", "dmlbench", *args], timeout=300, capture_output=True, text=True,
+               cwd=cwd, env=dict(python_env(), PYTHONPATH=str(REPO)))
 
 
 def no_traceback(result: subprocess.CompletedProcess) -> None:
@@ -72,3 +73,55 @@ def test_a_preset_file_elsewhere_is_read_with_preset_file_under_its_own_name(tmp
     (tmp_path / "smoke.yaml").write_text(mine.read_text())  # a built-in preset's name: its folders
     result = snakemake(tmp_path / "work", "-n", "--cores", "1", "--config", f"preset_file={tmp_path}/smoke.yaml")
     assert result.returncode != 0 and "rename the file" in result.stderr + result.stdout
+
+
+# --- 8: an image over PIL's pixel limit -------------------------------------------------------
+
+@pytest.fixture
+def cub_with_a_huge_image(tmp_path):
+    """A CUB fixture whose second image is a 20,000 × 10,000 PNG (24 KB on disk, 1-bit)."""
+    from PIL import Image
+
+    from dmlbench.data.prepare import prepare
+
+    source = tmp_path / "fixture" / "cub" / "manifest.csv"
+    table = prepare("cub", "fixture", tmp_path, source, fixture_size={"n_classes": 4, "per_class": 2})
+    huge = source.parent / table["path"][1]
+    Image.new("1", (20000, 10000)).save(huge, format="PNG")
+    return source, huge
+
+
+def test_an_image_over_the_pixel_limit_is_named_with_its_size_and_the_setting(cub_with_a_huge_image):
+    source, huge = cub_with_a_huge_image
+    cache = source.parent / "cache32"
+    result = dmlbench("cache", "--manifest", str(source), "--size", "32", "--output", str(cache / "manifest.csv"))
+    assert result.returncode == 1
+    no_traceback(result)
+    assert f"image {huge} is 20,000 × 10,000 = 200,000,000 pixels" in result.stderr
+    assert "data.max_image_pixels" in result.stderr
+    assert not cache.exists()
+    store = source.parent / "store32"
+    store.mkdir()  # as Snakemake makes it before the job
+    result = dmlbench("store", "--manifest", str(source), "--side", "32", "--output", str(store))
+    assert result.returncode == 1 and f"image {huge} is 20,000 × 10,000" in result.stderr
+    assert not store.exists() and not list(source.parent.glob(".store32*"))
+
+
+def test_the_pixel_limit_is_a_validated_setting_that_reaches_the_decoding_steps(tmp_path, cub_with_a_huge_image):
+    from dmlbench.data import image_files
+
+    source, huge = cub_with_a_huge_image
+    with image_files.open_image(huge, 300_000_000) as image:  # raised: opened (decoded when used)
+        assert image.size == (20000, 10000)
+    other = source.parent / "cache32" / "manifest.csv"
+    result = dmlbench("cache", "--manifest", str(source), "--size", "32", "--output", str(other),
+                      "--max-image-pixels", "1000")  # lowered under the fixture's 40 × 40 images
+    assert result.returncode == 1 and "over the limit of 1,000 pixels" in result.stderr
+    work = tmp_path / "work"
+    result = snakemake(work, "-n", "-p", "--cores", "1", "--config", "preset=smoke",
+                       "experiments=[suite.baselines]", "data={max_image_pixels: 300000000}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.count("--max-image-pixels 300000000") == 2 * result.stdout.count("dmlbench prepare")
+    result = snakemake(work, "-n", "--cores", "1", "--config", "preset=smoke", "data={max_image_pixels: -5}")
+    assert result.returncode != 0
+    assert "key data.max_image_pixels: -5 is less than the minimum of 1000000" in result.stderr + result.stdout

@@ -218,6 +218,8 @@ class Plan(StepSpecs, FairSpecs):
         cfg["run"] = {"preset": self.name, "experiment": run.experiment, "dataset": run.dataset,
                       "method": run.method, "seed": run.seed}
         cfg["data"] = {"manifest": self.manifest(run.dataset)}
+        if self.preset["data"].get("max_image_pixels"):  # only where set: other runs' settings unchanged
+            cfg["data"]["max_image_pixels"] = self.preset["data"]["max_image_pixels"]
         store = self.store(run.dataset, cfg["input"]["resize"])
         if store:
             cfg["data"]["store"] = store

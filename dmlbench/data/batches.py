@@ -33,7 +33,8 @@ def split_images(table, rows, base: Path, cfg: dict, train: bool):
     transform = images.train_transform(cfg["input"]) if train else images.test_transform(cfg["input"])
     source = Path(cfg["data"]["manifest"])
     derived = source if re.fullmatch(r"cache\d+", source.parent.name) else None  # the cache step's
-    return images.ManifestImages(subset, base, transform, derived_manifest=derived)
+    return images.ManifestImages(subset, base, transform, derived_manifest=derived,
+                                 max_pixels=cfg["data"].get("max_image_pixels"))
 
 
 class StoreImages(torch.utils.data.Dataset):

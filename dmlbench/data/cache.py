@@ -6,21 +6,29 @@ from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
 
-from dmlbench.data import manifest, parallel
+from dmlbench.data import image_files, manifest, parallel
 from dmlbench.errors import DatasetError
-from dmlbench.io import atomic_dir
+from dmlbench.io import atomic_dir, removed_if_left_empty
 
 UNREADABLE = (OSError, UnidentifiedImageError, SyntaxError, ValueError)  # what PIL raises on bad files
 
 
-def build(source_manifest: Path, output: Path, shorter_side: int, workers: int = 1) -> None:
+def build(source_manifest: Path, output: Path, shorter_side: int, workers: int = 1,
+          max_pixels: int | None = None) -> None:
     """Write every image of `source_manifest` resized so its shorter side is `shorter_side`
     (never enlarged) as JPEG (quality 95), and a manifest pointing at the copies; `workers`
-    processes decode blocks of images side by side.
+    processes decode blocks of images side by side; an image of more than `max_pixels` pixels
+    (`data.max_image_pixels`, None: PIL's limit) stops the build.
 
     Every image is decoded here, so this is where unreadable or truncated images are found: all of
-    them are named, and nothing is written."""
+    them are named, and nothing is written (not even the cache's folder)."""
     source_manifest, output = Path(source_manifest), Path(output)
+    image_files.set_limit(max_pixels)
+    with removed_if_left_empty(output.parent):
+        _build(source_manifest, output, shorter_side, workers)
+
+
+def _build(source_manifest: Path, output: Path, shorter_side: int, workers: int) -> None:
     table = manifest.read(source_manifest)
     base = source_manifest.parent
     images = output.parent / "images"
@@ -56,7 +64,7 @@ def _copy_block(start: int, pairs: list[tuple[str, str]], shorter_side: int) -> 
 
 
 def _resize_copy(source: Path, target: Path, shorter_side: int) -> None:
-    with Image.open(source) as image:
+    with image_files.open_image(source) as image:
         image = image.convert("RGB")
         scale = shorter_side / min(image.size)
         if scale < 1:

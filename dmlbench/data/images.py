@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pandas as pd
 import torch
-from PIL import Image, UnidentifiedImageError
+from PIL import UnidentifiedImageError
 from torchvision import transforms
 
+from dmlbench.data.image_files import open_image
 from dmlbench.errors import DatasetError
 from dmlbench.io import set_aside
 
@@ -17,14 +18,17 @@ class ManifestImages(torch.utils.data.Dataset):
     """Images of one split of a manifest; returns (image tensor, label).
 
     `derived_manifest`: the manifest of a cache the suite made; an unreadable image there is a
-    damaged copy, so that manifest is set aside and the cache step makes the cache again."""
+    damaged copy, so that manifest is set aside and the cache step makes the cache again.
+    `max_pixels`: images of more pixels are refused (`data.max_image_pixels`; None: PIL's limit)."""
 
-    def __init__(self, table: pd.DataFrame, base: Path, transform, derived_manifest: Path | None = None):
+    def __init__(self, table: pd.DataFrame, base: Path, transform, derived_manifest: Path | None = None,
+                 max_pixels: int | None = None):
         self.paths = [Path(base) / p for p in table["path"]]
         self.labels = table["label"].to_numpy()
         self.supers = table["super"].to_numpy() if "super" in table else None
         self.transform = transform
         self.derived_manifest = derived_manifest
+        self.max_pixels = max_pixels
 
     collate = staticmethod(torch.utils.data.default_collate)
 
@@ -38,7 +42,7 @@ class ManifestImages(torch.utils.data.Dataset):
 
     def __getitem__(self, index: int):
         try:
-            with Image.open(self.paths[index]) as image:
+            with open_image(self.paths[index], self.max_pixels) as image:
                 return self.transform(image.convert("RGB")), int(self.labels[index])
         except (OSError, UnidentifiedImageError, SyntaxError) as error:
             if self.derived_manifest is not None:

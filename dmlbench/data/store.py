@@ -19,10 +19,11 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from dmlbench.data import manifest, parallel
+from dmlbench.data import image_files, manifest, parallel
 from dmlbench.data.cache import UNREADABLE
 from dmlbench.errors import DatasetError
-from dmlbench.io import DiskFullError, atomic_dir, read_json, remove_stale_temporaries, set_aside, write_json
+from dmlbench.io import (DiskFullError, atomic_dir, read_json, remove_stale_temporaries, removed_if_left_empty,
+                         set_aside, write_json)
 
 VERSION = 1
 
@@ -36,10 +37,18 @@ def manifest_sha256(path: Path) -> str:
 
 
 def build(manifest_path: Path, output: Path, side: int, log=lambda m: print(m, file=sys.stderr),
-          workers: int = 1) -> None:
+          workers: int = 1, max_pixels: int | None = None) -> None:
     """Decode and resize every image of `manifest_path` into the store folder `output`, in
-    `workers` processes side by side (each writes its blocks of rows into the memory map)."""
+    `workers` processes side by side (each writes its blocks of rows into the memory map); an
+    image of more than `max_pixels` pixels (None: PIL's limit) stops the build. A build that
+    fails leaves no folder (not even the empty one Snakemake makes for the output)."""
     manifest_path, output = Path(manifest_path), Path(output)
+    image_files.set_limit(max_pixels)
+    with removed_if_left_empty(output):
+        _build(manifest_path, output, side, log, workers)
+
+
+def _build(manifest_path: Path, output: Path, side: int, log, workers: int) -> None:
     table = manifest.read(manifest_path)
     need = size_bytes(len(table), side)
     log(f"store {output}: {len(table)} images at {side}×{side} → {need / 2**30:.2f} GiB")
@@ -83,7 +92,7 @@ def _store_block(start: int, sources: list[str], pixels_path: str, side: int) ->
 def decode(path: Path, side: int) -> np.ndarray:
     """The image as training's first step leaves it: RGB, resized to side × side (bilinear, as
     `transforms.Resize((side, side))` on a PIL image)."""
-    with Image.open(path) as image:
+    with image_files.open_image(path) as image:
         image = image.convert("RGB")
         if image.size != (side, side):
             image = image.resize((side, side), Image.Resampling.BILINEAR)

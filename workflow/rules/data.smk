@@ -1,5 +1,8 @@
 # the cache and store steps decode on every core Snakemake gives them (capped at --cores)
 DECODE_THREADS = 64
+# data.max_image_pixels where set; not a param, so raising it after a refusal reruns no finished step
+MAX_PIXELS = PLAN.preset["data"].get("max_image_pixels")
+IMAGE_LIMIT = f"--max-image-pixels {int(MAX_PIXELS)}" if MAX_PIXELS else ""
 
 
 rule prepare:
@@ -25,7 +28,7 @@ rule cache:
         f"logs/{PRESET}/cache/{{dataset}}-{{size}}.log",
     shell:
         "{PYTHON} -m dmlbench cache --manifest {input:q} --size {wildcards.size} --output {output:q}"
-        " --workers {threads}"
+        " --workers {threads} {IMAGE_LIMIT}"
         " 2> >(tee {log:q} >&2)"
 
 
@@ -44,4 +47,4 @@ rule store:
         f"logs/{PRESET}/store/{{folder}}-{{side}}.log",
     shell:
         "{PYTHON} -m dmlbench store --manifest {input:q} --side {wildcards.side}"
-        " --output {params.folder:q} --workers {threads} 2> >(tee {log:q} >&2)"
+        " --output {params.folder:q} --workers {threads} {IMAGE_LIMIT} 2> >(tee {log:q} >&2)"

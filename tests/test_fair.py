@@ -19,7 +19,8 @@ import yaml
 
 from conftest import CONFIG_DIR, REPO, python_env
 from processes import run, start, stop
-from dmlbench.config import validation
+from dmlbench.config import fair_catalogue, validation
+from dmlbench.config.loading import deep_merge
 from dmlbench.config.plan import Plan
 from dmlbench.config.run import FairRun
 from dmlbench.data import folds, manifest
@@ -110,7 +111,7 @@ def _fixture_fold_spec(tmp_path, method="ms", stage="search", fold=0) -> tuple[d
     splits = out.parent / "fair_folds2.csv"
     folds.write(out, splits, 2)
     plan = _fair_plan()
-    spec = plan.fair_run_spec(FairRun("suite.fair", "cub", method, 0, stage, 0, fold))
+    spec = json.loads(json.dumps(plan.fair_run_spec(FairRun("suite.fair", "cub", method, 0, stage, 0, fold))))  # as the rule sends it
     spec["run"]["data"] = {"manifest": str(out), "fold": {"splits": str(splits), "index": fold, "of": 2}}
     return spec, out
 
@@ -215,7 +216,139 @@ def test_a_method_that_changes_the_protocols_trunk_is_refused(tmp_path):
     methods = yaml.safe_load((folder / "methods.yaml").read_text())
     methods["ms"]["train"] = {"model": {"embedding_dim": 512}}
     (folder / "methods.yaml").write_text(yaml.safe_dump(methods))
-    with pytest.raises(ConfigError, match="method ms.train changes model.embedding_dim"):
+    with pytest.raises(ConfigError, match="method ms.train sets model.embedding_dim"):
+        Plan.load(folder, {"preset": "smoke"})
+
+
+def _nested(path: str, value) -> dict:
+    head, _, rest = path.partition(".")
+    return {head: _nested(rest, value) if rest else value}
+
+
+@pytest.mark.parametrize("method, key, value", [
+    ("ms", "schedule.milestones", [10]), ("ms", "batch.per_class", 2), ("ms", "optimizer.momentum", 0.5),
+    ("ms", "optimizer.head_lr_mult", 10.0), ("ms", "optimizer.loss_lr_mult", 1.0),
+    ("softtriple", "optimizer.loss_params.optimizer", "sgd"), ("ms", "model.normalize", False),
+    ("ms", "scheme.name", "profs"), ("ms", "batch.small_classes", "repeat"), ("ms", "epochs", 5),
+    ("npair", "optimizer.momentum", 0.5),           # a method with necessities: others still refused
+])
+def test_the_recipe_guard_refuses_each_recipe_key_naming_method_and_key(tmp_path, method, key, value):
+    folder = _catalogue_copy(tmp_path)
+    methods = yaml.safe_load((folder / "methods.yaml").read_text())
+    methods[method]["train"] = deep_merge(methods[method].get("train") or {}, _nested(key, value))
+    (folder / "methods.yaml").write_text(yaml.safe_dump(methods))
+    with pytest.raises(ConfigError, match=rf"method {method}.train sets {re.escape(key)}, which the fair protocol"):
+        Plan.load(folder, {"preset": "smoke"})
+
+
+def test_only_the_documented_necessities_pass_the_guard(tmp_path):
+    plan = Plan.load(CONFIG_DIR, {"preset": "full", "experiments": ["suite.fair"]})
+    fair = plan.experiments["suite.fair"]
+    needs = fair["necessities"]
+    for method in fair["methods"]:  # every key a fair method's train sets is one of its necessities
+        for path in fair_catalogue.leaf_paths(plan.methods[method].get("train")):
+            assert any(path == n or path.startswith(n + ".") for n in needs.get(method, {})), (method, path)
+    assert plan.resolve(FairRun("suite.fair", "cub", "npair", 0))["batch"]["per_class"] == 2  # N-pair's own
+    assert plan.resolve(FairRun("suite.fair", "cub", "angular_fair", 0))["batch"]["per_class"] == 4
+    folder = _catalogue_copy(tmp_path)  # a necessity may not open the trunk
+    suite = yaml.safe_load((folder / "experiments" / "suite.yaml").read_text())
+    suite["suite.fair"]["necessities"]["npair"]["model.embedding_dim"] = "wants 512"
+    (folder / "experiments" / "suite.yaml").write_text(yaml.safe_dump(suite))
+    with pytest.raises(ConfigError, match=r"necessities.npair: model.embedding_dim would let the method change"):
+        Plan.load(folder, {"preset": "smoke"})
+
+
+def _similarity(distance: float) -> float:
+    """A margin on distances of unit vectors as a similarity: S = 1 − d²/2 (a negative one ≡ 0)."""
+    return 1 - max(distance, 0.0) ** 2 / 2
+
+
+# The reality check's published optima (powerful-benchmarker docs/papers/mlrc.md, "Optimal
+# hyperparameters", CUB200 / Cars196 / SOP at batch 32); rates as learning rates.
+MS_MINER = {"loss.alpha": [17.97, 7.49, 15.94], "loss.beta": [75.66, 47.99, 156.61],
+            "loss.gamma": [0.77, 0.63, 0.72], "miner.epsilon": [0.39, 0.72, 0.34]}
+SOFTTRIPLE = {"rate": [5.37e-5, 1.40e-4, 8.68e-5], "loss.la": [78.02, 17.69, 100.0],
+              "loss.gamma": [58.95, 19.18, 47.90], "loss.tau": [0.3754, 0.0669], "loss.margin": [0.4307, 0.3588, 0.3145]}
+MARGIN = {"rate": [1.31e-3, 1.11e-4, 1.82e-3], "loss.margin": [0.0878, 0.0781, 0.0915], "loss.beta": [0.7838, 1.3164, 1.1072]}
+TRIPLET = {"loss.margin": [0.0961, 0.1190, 0.0451]}
+REALITY_CHECK = {
+    "contrastive": {"loss.pos_margin": [_similarity(d) for d in (-0.2, 0.2652, 0.2850)],
+                    "loss.neg_margin": [_similarity(d) for d in (0.3841, 0.5409, 0.5130)]},
+    "triplet_semihard": TRIPLET, "triplet_hard": TRIPLET, "t_profs": TRIPLET,
+    "raw": {"loss.alpha": [0.01, 14.35, 8.49], "loss.beta": [50.60, 75.83, 57.38], "loss.gamma": [0.56, 0.66, 0.41]},
+    "ms": MS_MINER, "ms_profs": MS_MINER, "softtriple": SOFTTRIPLE, "st_profs": SOFTTRIPLE,
+    "proxy_nca": {"rate": [6.04e-3, 4.43e-3, 5.28e-4], "loss.scale": [13.98, 7.97, 10.73]},
+    "margin_hard_fair": MARGIN, "m_profs_fair": MARGIN, "fastap": {"loss.num_bins": [17, 27, 16]},
+}
+
+
+def test_every_search_space_holds_the_papers_value_and_the_reality_checks_optima():
+    from dmlbench.methods.criterion import Criterion
+
+    plan = Plan.load(CONFIG_DIR, {"preset": "full", "experiments": ["suite.fair"]})
+    methods = plan.experiments["suite.fair"]["methods"]
+    assert set(REALITY_CHECK) <= set(methods)
+    for method in methods:
+        cfg = plan.resolve(FairRun("suite.fair", "cub", method, 0))
+        dims = {d.path: d for d in plan.fair_space(method).dimensions}
+        for path, d in dims.items():  # the paper's value, as the run resolves it
+            assert d.low <= space.value_at(cfg, path) <= d.high, (method, path)
+        lr = cfg["optimizer"]["lr"]
+        for path, optima in REALITY_CHECK.get(method, {}).items():
+            d = dims["optimizer.loss_lr_mult" if path == "rate" else path]
+            for optimum in optima:
+                value = optimum / lr if path == "rate" else optimum
+                assert d.low <= value * (1 + 1e-12) and value <= d.high * (1 + 1e-12), (method, path, optimum)
+        learnable = [p for p in Criterion(cfg["method"], num_classes=4, embedding_dim=8).parameters() if p.requires_grad]
+        if learnable:  # the loss parameters' rate searched over [1e-6, 1] on a log scale
+            rate = dims["optimizer.loss_lr_mult"]
+            assert rate.log and rate.low * lr <= 1e-6 * (1 + 1e-9) and rate.high * lr >= 1 - 1e-9, method
+            assert cfg["optimizer"]["loss_params"]["optimizer"] == "shared", method
+
+
+def test_final_repetitions_use_seeds_no_trial_used():
+    plan = Plan.load(CONFIG_DIR, {"preset": "full", "experiments": ["suite.fair"]})
+    runs = plan.fair_runs()
+    trial_seeds = {plan.resolve(r)["seed"] for r in runs if r.stage == "search" and r.fold == 0 and r.method == "ms"}
+    trial_seeds |= {r.seed for r in runs if r.stage == "search"}
+    final = [r for r in runs if r.stage == "final"]
+    final_seeds = {r.seed for r in final} | {plan.resolve(r)["seed"] for r in final if r.method == "ms" and r.fold == 0}
+    assert final_seeds and not final_seeds & trial_seeds
+    repetitions = plan.fair_settings("suite.fair")["repetitions"]
+    assert len({r.seed for r in final if r.method == "ms" and r.dataset == "cub"}) == repetitions  # one each
+    again = plan.find_fair_run("suite.fair", "cub", "ms", "final", "0", "1")
+    assert again.seed not in trial_seeds and again in set(final)
+
+
+def test_the_paper_number_map_is_complete_at_full_and_names_printed_numbers(tmp_path):
+    plan = Plan.load(CONFIG_DIR, {"preset": "full", "experiments": ["suite.fair"]})
+    fair = plan.experiments["suite.fair"]
+    catalogue = {}
+    for path in (CONFIG_DIR / "experiments").glob("*.yaml"):
+        catalogue.update(yaml.safe_load(path.read_text()))
+    recall = fair_catalogue.paper_recall_at_1(plan, "suite.fair", plan.datasets_of("suite.fair"))
+    for method in plan.fair_methods("suite.fair"):
+        entry = fair["paper_numbers"][method]
+        if "none" in entry:
+            assert entry["none"].strip() and method not in recall
+            continue
+        for experiment, row in entry.items():
+            printed = {**(catalogue[experiment].get("reported") or {}), **(catalogue[experiment].get("quoted") or {})}[row]
+            found = {d: v["recall@1"] for d, v in printed.items() if "recall@1" in v and d in plan.datasets_of("suite.fair")}
+            assert found, (method, experiment, row)
+            for dataset, value in found.items():
+                shown, source = recall[method][dataset]
+                if source == experiment:
+                    assert float(shown) == value
+    folder = _catalogue_copy(tmp_path)
+    suite = yaml.safe_load((folder / "experiments" / "suite.yaml").read_text())
+    del suite["suite.fair"]["paper_numbers"]["fastap"]
+    (folder / "experiments" / "suite.yaml").write_text(yaml.safe_dump(suite))
+    with pytest.raises(ConfigError, match=r"suite.fair.paper_numbers.fastap: missing"):
+        Plan.load(folder, {"preset": "smoke"})
+    suite["suite.fair"]["paper_numbers"]["fastap"] = {"fastap.t3": "fastap_hard_r18x"}
+    (folder / "experiments" / "suite.yaml").write_text(yaml.safe_dump(suite))
+    with pytest.raises(ConfigError, match=r"fastap.t3 has no Recall@1 of row 'fastap_hard_r18x'"):
         Plan.load(folder, {"preset": "smoke"})
 
 
@@ -239,9 +372,58 @@ def test_early_stopping_keeps_the_best_validation_epoch(tmp_path):
     best = max(rows, key=lambda r: r["map@r"])  # the first of equal values
     assert result["selected_epoch"] == best["epoch"]
     assert len(rows) == min(8, best["epoch"] + 1)  # one epoch without improvement, then stop
+    assert result["stopped_by"] == ("patience" if len(rows) - best["epoch"] >= 1 else "cap")
+    assert read_json(tmp_path / "v.json")["stopped_by"] == result["stopped_by"]
     assert result["validation"]["map@r"] == best["map@r"]
     kept = read_json(tmp_path / "run" / "final_metrics.json")["result"]["metrics"]
     assert kept["map@r"] == pytest.approx(best["map@r"], abs=1e-6)  # model.pt is the selected epoch's
+
+
+def test_a_fold_that_reaches_the_epoch_cap_with_patience_left_is_recorded_as_capped(tmp_path):
+    spec, _ = _fixture_fold_spec(tmp_path)
+    spec["run"].update(epochs=2)
+    spec["run"]["early_stopping"] = {"patience": 5, "metric": "map@r"}
+    params = tmp_path / "params.json"
+    write_json(params, {"params": space.paper_setting(space.from_json(spec["space"]), spec["run"])})
+    result = fold_run.run(spec, params, tmp_path / "run", tmp_path / "v.json", log=lambda m: None)
+    assert result["epochs_trained"] == 2 and result["stopped_by"] == "cap" and result["epoch_cap"] == 2
+
+
+def test_the_fair_tables_show_trials_capped_folds_notes_and_the_embedding_size(tmp_path):
+    from dmlbench.report import fair_section, fair_tables
+
+    plan = Plan.load(CONFIG_DIR, {"preset": "smoke", "experiments": ["suite.fair"]})
+    spec = json.loads(json.dumps(plan.fair_aggregate_spec("suite.fair")))
+    spec["folder"] = str(tmp_path / "DATASET" / "METHOD")
+    metrics = {"p@1": 0.5, "r_precision": 0.3, "map@r": 0.2}
+    for i, method in enumerate(spec["methods"]):  # method i: i + 1 capped final folds, i capped trial folds
+        folder = tmp_path / "cub" / method
+        stops = ["cap"] * (i + 1) + ["patience"] * (4 - i - 1)
+        write_json(folder / "final" / "summary.json", {
+            "repetitions": 2, "capped_folds": stops.count("cap"), "fold_trainings": len(stops),
+            **{mode: {k: {"mean": v, "ci95": 0.01} for k, v in metrics.items()} for mode in fair_tables.MODES}})
+        write_json(folder / "search" / "best.json", {"params": {"loss.a": 1.0}, "paper": {"loss.a": 2.0},
+                                                     "trials": 3, "diverged": 1, "objective": 0.2})
+        trials = pd.DataFrame({"slot": [0, 1, 2], "fold0_stopped_by": ["cap" if i else "patience", "patience", None],
+                               "fold1_stopped_by": ["patience", "patience", None]})
+        trials.to_csv(folder / "search" / "trials.csv", index=False)
+    out = tmp_path / "report"
+    fair_tables.aggregate(spec, out)
+    lines = (out / "fair_table.md").read_text().splitlines()
+    assert "| trials (diverged) | capped folds (final; search) |" in lines[[i for i, l in enumerate(lines) if l.startswith("| method")][0]]
+    for i, method in enumerate(spec["methods"]):
+        row = next(l for l in lines if l.startswith(f"| {spec['methods'][method]['label']} |"))
+        assert row.endswith(f"| 3 (1) | {i + 1}/4; {1 if i else 0}/4 |")
+    assert any("N-pair" not in l and l.startswith("- Epoch cap 3:") for l in lines)  # smoke's cap
+    assert any(l.startswith("- Left out: Triplet-Semi:") for l in lines)
+    assert any(l.startswith("- No paper number for") for l in lines) is False  # smoke's three all have one
+    dims = plan.fair_embedding_dims("suite.fair")  # the preset's size (smoke shrinks the model), not the protocol's
+    size = plan.resolve(FairRun("suite.fair", "cub", "ms", 0))["model"]["embedding_dim"]
+    assert dims == [size]
+    assert f"each fold's {size}-d model" in fair_section.caption(dims, 2) and f"({2 * size}-d)" in fair_section.caption(dims, 2)
+    assert "each fold's 64-d model" in fair_section.caption([64], 4) and "(256-d)" in fair_section.caption([64], 4)
+    html = fair_section.dataset_table(pd.read_csv(out / "fair_table.csv"), "cub", plan.papers)
+    assert "<th rowspan='2'>capped folds</th>" in html and "<td>1/4; 0/4</td>" in html
 
 
 def snakemake_command(workdir: Path, *args: str) -> list[str]:

@@ -3,7 +3,8 @@
 - the recipe guard: a method's own `train` may set only the experiment's `necessities` for that
   method (each with its reason); every other key is the protocol's and held equal for all;
 - the paper numbers: `paper_numbers` names, for every method, the experiment and row whose
-  Recall@1 "paper vs fair" shows beside it, or says (`none: <why>`) that the papers print none.
+  Recall@1 "paper vs fair" shows beside it, or says (`none: <why>`) that the papers print none;
+- `omitted`: catalogue methods left out of the experiment, each with the reason.
 """
 
 from __future__ import annotations
@@ -89,6 +90,17 @@ def check_paper_numbers(plan, key: str, where: str) -> None:
                        for dataset, values in _row(plan.experiments[source], row).items()):
                 raise ConfigError(f"{at}: experiment {source} has no Recall@1 of row {row!r} on "
                                   f"{', '.join(exp['datasets'])} (its reported and quoted rows name it)")
+
+
+def check_omitted(plan, key: str, where: str) -> None:
+    """`omitted`: {method of the catalogue, not of the experiment: why it is left out}."""
+    exp = plan.experiments[key]
+    for method, reason in (exp.get("omitted") or {}).items():
+        plan.method_of(method, f"{where}.omitted")
+        if method in exp["methods"]:
+            raise ConfigError(f"{where}.omitted: {method} is among the experiment's methods")
+        if not isinstance(reason, str) or not reason.strip():
+            raise ConfigError(f"{where}.omitted.{method}: say why it is left out (a text)")
 
 
 def _row(exp: dict, row: str) -> dict:

@@ -161,4 +161,12 @@ class FairSpecs:
                 "papers": dict(self.papers),
                 "paper_recall": fair_catalogue.paper_recall_at_1(self, experiment, self.datasets_of(experiment)),
                 "no_paper_number": fair_catalogue.no_paper_number(self, experiment),
+                "necessities": {m: needs for m, needs in (exp.get("necessities") or {}).items() if m in methods},
+                "omitted": {self.methods[m].get("label", m): why for m, why in (exp.get("omitted") or {}).items()},
+                "embedding_dims": self.fair_embedding_dims(experiment),
+                "epoch_caps": sorted({self._fair_base(experiment, d, m)["epochs"] for d, m in self.fair_pairs(experiment)}),
                 "folder": self.fair_folder(experiment, "DATASET", "METHOD")}
+
+    def fair_embedding_dims(self, experiment: str) -> list[int]:
+        """The embedding sizes of the experiment's fold trainings (one, unless a dataset changes it)."""
+        return sorted({self._fair_base(experiment, d, m)["model"]["embedding_dim"] for d, m in self.fair_pairs(experiment)})

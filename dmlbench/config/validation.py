@@ -13,7 +13,7 @@ from dmlbench.registry import did_you_mean
 
 EXPERIMENT_KEYS = {"layout", "title", "paper", "datasets", "methods", "seeds", "train", "per_dataset",
                    "table", "reported", "quoted", "kind", "analysis", "sweep", "plot", "figures", "fair",
-                   "necessities", "paper_numbers"}
+                   "necessities", "paper_numbers", "omitted"}
 SWEEP_KEYS = {"train", "loss", "miner"}
 ANALYSIS_KEYS = {"title", "paper", "kind", "analysis", "methods", "loss_overrides"}
 METHOD_KEYS = {"label", "paper", "loss", "miner", "sampler", "train", "search"}
@@ -55,9 +55,9 @@ def check_catalogue(plan) -> None:
         check_title(plan, exp, where)
         if exp.get("kind") == "fair":
             check_fair(plan, key, where)
-        elif {"fair", "necessities", "paper_numbers"} & set(exp) or exp.get("kind") is not None:
+        elif {"fair", "necessities", "paper_numbers", "omitted"} & set(exp) or exp.get("kind") is not None:
             raise ConfigError(f"{where}: `kind` is analysis or fair, and only a fair experiment has `fair`, "
-                              f"`necessities` and `paper_numbers`")
+                              f"`necessities`, `paper_numbers` and `omitted`")
         for label, entry in (exp.get("sweep") or {}).items():
             if not set(entry) <= SWEEP_KEYS:
                 raise ConfigError(f"{where}.sweep.{label}: keys must be among {sorted(SWEEP_KEYS)}")
@@ -99,6 +99,7 @@ def check_fair(plan, key: str, where: str) -> None:
         plan.fair_space(method)  # refuses a method without a search space, naming it
     fair_catalogue.check_method_train(plan, key, where)
     fair_catalogue.check_paper_numbers(plan, key, where)
+    fair_catalogue.check_omitted(plan, key, where)
 
 
 def check_reported(exp: dict, where: str) -> None:

@@ -223,7 +223,8 @@ def tell(spec: dict, params_file: Path, validation_files: list[Path], output: Pa
     result = {**asked, "objective": objective,
               "status": "finished" if objective is not None else "diverged",
               "folds": [{"fold": i, "status": v["status"], "selected_epoch": v.get("selected_epoch"),
-                         "epochs_trained": v.get("epochs_trained"), **(v.get("validation") or {})}
+                         "epochs_trained": v.get("epochs_trained"), "stopped_by": v.get("stopped_by"),
+                         **(v.get("validation") or {})}
                         for i, v in enumerate(validations)]}
     write_json(output, result)
     return result

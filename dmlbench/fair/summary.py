@@ -1,8 +1,10 @@
 """The final test numbers of one method × dataset: for each repetition, "separated" (each fold's
-128-d model evaluated alone, the four results averaged) and "concatenated" (the folds' embeddings
-of each test image joined into one vector, each part L2-normalised, then evaluated); then mean and
-95 % interval over the repetitions (`intervals`). Metrics: P@1 (= Recall@1), R-Precision, MAP@R and
-Recall@K at the dataset's K. In-Shop: its query images search its gallery."""
+model evaluated alone, the results averaged over the folds) and "concatenated" (the folds'
+embeddings of each test image joined into one vector, each part L2-normalised, then evaluated); then
+mean and 95 % interval over the repetitions (`intervals`). Metrics: P@1 (= Recall@1), R-Precision,
+MAP@R and Recall@K at the dataset's K. In-Shop: its query images search its gallery. Also how many
+of the final fold trainings ran into the epoch cap (`capped_folds`), from the `validation.json`
+that each fold training writes beside its `test.npz`."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import numpy as np
 
 from dmlbench.evaluation.metrics import retrieval_metrics
 from dmlbench.fair.intervals import mean_interval
+from dmlbench.fair.study import read_json
 from dmlbench.io import write_json
 
 MODES = ("separated", "concatenated")
@@ -48,11 +51,19 @@ def repetition(files: list[Path], ks) -> dict:
     return {"separated": separated, "concatenated": _metrics(loaded, ks), "folds": per_fold}
 
 
+def stops(embeddings: list[list[Path]]) -> dict:
+    """How the final fold trainings ended: {"patience": n, "cap": m} (fold_run's `stopped_by`)."""
+    ends = [read_json(Path(path).parent / "validation.json")["stopped_by"] for files in embeddings for path in files]
+    return {end: ends.count(end) for end in ("patience", "cap")}
+
+
 def summarise(spec: dict, embeddings: list[list[Path]], output: Path) -> dict:
     """`embeddings[r][k]`: repetition r's fold k test.npz."""
     reps = [repetition(files, spec["ks"]) for files in embeddings]
+    ended = stops(embeddings)
     result = {"method": spec["method"], "dataset": spec["dataset"], "repetitions": len(reps),
-              "interval": "mean ± t(0.975, n−1) · s / √n over the repetitions", "per_repetition": reps}
+              "interval": "mean ± t(0.975, n−1) · s / √n over the repetitions", "per_repetition": reps,
+              "stopped_by": ended, "capped_folds": ended["cap"], "fold_trainings": sum(ended.values())}
     for mode in MODES:
         result[mode] = {}
         for key in reps[0][mode]:

@@ -1,7 +1,8 @@
 """The fair experiment in the HTML report: per dataset a table (rows the methods grouped by paper;
 columns separated and concatenated × P@1, RP, MAP@R as mean ± 95 % interval; the best of each
 column in bold, the methods whose interval overlaps it underlined; each method's tuned and paper
-setting), the MAP@R figure, and "paper vs fair"."""
+setting, its trials and capped folds), the notes (each method's own settings, the methods left out
+and those without a paper number, with the reasons), the MAP@R figure, and "paper vs fair"."""
 
 from __future__ import annotations
 
@@ -12,13 +13,19 @@ from pathlib import Path
 
 import pandas as pd
 
-from dmlbench.report.fair_tables import METRICS, MODES
+from dmlbench.report.fair_tables import METRICS, MODES, capped, notes
 
-CAPTION = ("Mean ± 95 % interval over the final repetitions, in % (interval: x̄ ± t(0.975, n−1)·s/√n). "
-           "Separated: each fold's 128-d model alone, averaged over the folds; concatenated: the folds' "
-           "embeddings joined. <b>Bold</b>: the best of the column; <u>underlined</u>: its interval "
-           "overlaps the best one's. Tuned: the setting chosen on validation MAP@R; paper: the paper's "
-           "own (the search's first trial).")
+
+def caption(dims: list[int], folds: int) -> str:
+    """What the table shows; `dims`: the fold models' embedding sizes (from the run settings)."""
+    size = "/".join(str(d) for d in dims)
+    joined = "/".join(str(folds * d) for d in dims)
+    return ("Mean ± 95 % interval over the final repetitions, in % (interval: x̄ ± t(0.975, n−1)·s/√n). "
+            f"Separated: each fold's {size}-d model alone, averaged over the folds; concatenated: the "
+            f"{folds} folds' embeddings joined ({joined}-d). <b>Bold</b>: the best of the column; "
+            "<u>underlined</u>: its interval overlaps the best one's. Tuned: the setting chosen on validation "
+            "MAP@R; paper: the paper's own (the search's first trial). Capped folds: fold trainings that "
+            "reached the epoch cap with patience left (final; search).")
 
 
 def _setting(text: str) -> str:
@@ -40,11 +47,11 @@ def dataset_table(frame: pd.DataFrame, dataset: str, papers: dict) -> str:
     rows = frame[frame["dataset"] == dataset]
     head = ("<thead><tr><th rowspan='2'>method</th>" + "".join(f"<th class='group' colspan='3'>{m}</th>" for m in MODES)
             + "<th rowspan='2'>tuned</th><th rowspan='2' class='paper'>paper setting</th>"
-            + "<th rowspan='2'>trials (diverged)</th></tr><tr>"
+            + "<th rowspan='2'>trials (diverged)</th><th rowspan='2'>capped folds</th></tr><tr>"
             + "".join(f"<th>{name}</th>" for _ in MODES for name in METRICS.values()) + "</tr></thead>")
     body = []
     for paper, group in rows.groupby("paper", sort=False):
-        body.append(f"<tr><th class='group' colspan='{3 + 2 * len(METRICS)}' style='text-align:left'>"
+        body.append(f"<tr><th class='group' colspan='{4 + 2 * len(METRICS)}' style='text-align:left'>"
                     f"{html.escape(str(papers.get(paper, paper)))}</th></tr>")
         for method, mine in group.groupby("method", sort=False):
             mine = mine.set_index(["mode", "metric"])
@@ -53,7 +60,8 @@ def dataset_table(frame: pd.DataFrame, dataset: str, papers: dict) -> str:
             body.append(f"<tr><th class='row'>{html.escape(first['label'])}</th>{cells}"
                         f"<td>{html.escape(_setting(first['tuned']))}</td>"
                         f"<td class='paper'>{html.escape(_setting(first['paper_setting']))}</td>"
-                        f"<td>{int(first['trials'])} ({int(first['diverged_trials'])})</td></tr>")
+                        f"<td>{int(first['trials'])} ({int(first['diverged_trials'])})</td>"
+                        f"<td>{capped(first)}</td></tr>")
     return (f"<h4>{html.escape(dataset)}</h4><div class='scroll'><table class='paper-table'>{head}<tbody>{''.join(body)}</tbody>"
             f"</table></div>")
 
@@ -76,15 +84,22 @@ def paper_vs_fair_table(frame: pd.DataFrame, toy: bool) -> str:
             + "</tbody></table></div>")
 
 
+def read_paper_vs_fair(path: Path) -> pd.DataFrame:
+    """`paper_vs_fair.csv`, the paper's numbers as text (the digits it prints: 80.70)."""
+    return pd.read_csv(path, dtype={"paper_recall@1": str})
+
+
 def render(folder: Path, plan, key: str, figure_url: str) -> str:
     frame = pd.read_csv(folder / "fair_table.csv")
     settings = plan.fair_settings(key)
     parts = [f"<p class='note'>Protocol: README \"The fair table\". {settings['folds']} class-disjoint folds of "
              f"the training half, {settings['trials']} trials per method × dataset (the paper's setting first), "
-             f"{settings['repetitions']} final repetitions. {CAPTION}</p>"]
+             f"{settings['repetitions']} final repetitions. "
+             f"{caption(plan.fair_embedding_dims(key), settings['folds'])}</p>"]
     for dataset in dict.fromkeys(frame["dataset"]):
         parts.append(dataset_table(frame, dataset, plan.papers))
+    spec = plan.fair_aggregate_spec(key)
+    parts.append("<ul class='note'>" + "".join(f"<li>{html.escape(note)}</li>" for note in notes(spec)) + "</ul>")
     parts.append(f"<figure><img src='{figure_url}' alt='{html.escape(key)}: MAP@R per method'></figure>")
-    paper_vs_fair = pd.read_csv(folder / "paper_vs_fair.csv", dtype={"paper_recall@1": str})  # as printed
-    parts.append(paper_vs_fair_table(paper_vs_fair, plan.toy_data))
+    parts.append(paper_vs_fair_table(read_paper_vs_fair(folder / "paper_vs_fair.csv"), plan.toy_data))
     return "".join(parts)

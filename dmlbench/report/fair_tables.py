@@ -20,16 +20,24 @@ MODES = ("separated", "concatenated")
 METRICS = {"p@1": "P@1", "r_precision": "RP", "map@r": "MAP@R"}
 
 
-def _files(spec: dict, dataset: str, method: str) -> tuple[dict, dict]:
+def _files(spec: dict, dataset: str, method: str) -> tuple[dict, dict, tuple[int, int]]:
     folder = Path(spec["folder"].replace("DATASET", dataset).replace("METHOD", method))
-    return read_json(folder / "final" / "summary.json"), read_json(folder / "search" / "best.json")
+    return (read_json(folder / "final" / "summary.json"), read_json(folder / "search" / "best.json"),
+            _search_stops(folder / "search" / "trials.csv"))
+
+
+def _search_stops(trials_csv: Path) -> tuple[int, int]:
+    """(capped, finished) fold trainings of the search: trials.csv's fold<k>_stopped_by, written
+    beside best.json by the same step."""
+    ends = pd.read_csv(trials_csv).filter(regex=r"^fold\d+_stopped_by$").stack()
+    return int((ends == "cap").sum()), int(ends.isin(["cap", "patience"]).sum())
 
 
 def table(spec: dict) -> pd.DataFrame:
     rows = []
     for dataset in spec["datasets"]:
         for method, about in spec["methods"].items():
-            summary, best = _files(spec, dataset, method)
+            summary, best, (capped_search, search_folds) = _files(spec, dataset, method)
             for mode in MODES:
                 for metric, value in summary[mode].items():
                     rows.append({"dataset": dataset, "method": method, "label": about["label"],
@@ -39,6 +47,8 @@ def table(spec: dict) -> pd.DataFrame:
                                  "tuned": json.dumps(best["params"], sort_keys=True),
                                  "paper_setting": json.dumps(best["paper"], sort_keys=True),
                                  "trials": best["trials"], "diverged_trials": best["diverged"],
+                                 "capped_folds": summary["capped_folds"], "final_folds": summary["fold_trainings"],
+                                 "capped_search_folds": capped_search, "search_folds": search_folds,
                                  "validation_map@r": 100 * best["objective"]})
     frame = pd.DataFrame(rows)
     return _mark_best(frame)
@@ -79,6 +89,31 @@ def cell(row) -> str:
     return f"{row['mean']:.2f} ± {row['ci95']:.2f}{mark}"
 
 
+def capped(row) -> str:
+    """Capped fold trainings: final of final, search of search."""
+    return (f"{int(row['capped_folds'])}/{int(row['final_folds'])}; "
+            f"{int(row['capped_search_folds'])}/{int(row['search_folds'])}")
+
+
+def notes(spec: dict) -> list[str]:
+    """The table's notes: the epoch cap, each method's own settings and why, the methods left out
+    and the methods whose papers print no number, each with its reason."""
+    labels = {m: about["label"] for m, about in spec["methods"].items()}
+    caps = "/".join(str(c) for c in spec["epoch_caps"])
+    out = [f"Epoch cap {caps}: each fold stops once `early_stopping.patience` epochs pass without a better "
+           f"validation MAP@R, or at the cap. Capped folds: the fold trainings that reached the cap with "
+           f"patience left, final (repetitions × folds); search (finished trials × folds)."]
+    grouped: dict = {}
+    for method, needs in spec["necessities"].items():
+        grouped.setdefault(tuple(sorted(needs.items())), []).append(labels[method])
+    for needs, methods in grouped.items():
+        out.append(f"Own settings of {', '.join(methods)} (all else is the protocol's): "
+                   + "; ".join(f"{path}: {why}" for path, why in needs))
+    out += [f"Left out: {label}: {why}" for label, why in spec["omitted"].items()]
+    out += [f"No paper number for {labels[m]}: {why}" for m, why in spec["no_paper_number"].items() if m in labels]
+    return out
+
+
 def markdown(frame: pd.DataFrame, spec: dict) -> str:
     lines = [f"# {spec['title']}", "",
              "Mean ± 95 % interval (t(0.975, n−1) · s / √n) over the final repetitions, in %. "
@@ -86,15 +121,18 @@ def markdown(frame: pd.DataFrame, spec: dict) -> str:
     for dataset in spec["datasets"]:
         rows = frame[frame["dataset"] == dataset]
         header = [f"{mode[:3]}. {name}" for mode in MODES for name in METRICS.values()]
-        lines += [f"## {dataset}", "", "| method | paper | " + " | ".join(header) + " | tuned | paper setting |",
-                  "|---|---|" + "---|" * len(header) + "---|---|"]
+        lines += [f"## {dataset}", "", "| method | paper | " + " | ".join(header)
+                  + " | tuned | paper setting | trials (diverged) | capped folds (final; search) |",
+                  "|---|---|" + "---|" * len(header) + "---|---|---|---|"]
         for method, about in spec["methods"].items():
             mine = rows[rows["method"] == method].set_index(["mode", "metric"])
             cells = [cell(mine.loc[(mode, metric)]) for mode in MODES for metric in METRICS]
             first = mine.iloc[0]
             lines.append(f"| {about['label']} | {about['paper']} | " + " | ".join(cells)
-                         + f" | {first['tuned']} | {first['paper_setting']} |")
+                         + f" | {first['tuned']} | {first['paper_setting']}"
+                         + f" | {int(first['trials'])} ({int(first['diverged_trials'])}) | {capped(first)} |")
         lines.append("")
+    lines += ["Notes:", ""] + [f"- {note}" for note in notes(spec)]
     return "\n".join(lines)
 
 

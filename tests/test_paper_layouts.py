@@ -2,6 +2,7 @@
 order with its names, its datasets side by side with its metrics, every number it prints."""
 
 import re
+from pathlib import Path
 from collections import Counter
 from html.parser import HTMLParser
 
@@ -116,3 +117,115 @@ def test_tables_that_ran_keep_the_papers_layout_with_ours_beside(tmp_path, key):
     planned = {(r.dataset, r.method) for r in plan.runs(key)}
     everything = {(d, m) for d in plan.experiments[key]["datasets"] for m in plan.experiments[key]["methods"]}
     assert ("not run</td>" in section) == bool(everything - planned)
+
+
+PAPERS = Path(__file__).resolve().parents[2] / "shared" / "papers"  # the papers as text, beside the repository
+# (experiment, paper file prefix, the first line of the table's header as the paper's text gives it)
+PRINTED = [("dro.t2", "000", "Recall@ K (%)\tCub-200-2011"), ("dro.t4", "000", "Recall@ K (%)\t1\t10"),
+           ("ms.t1", "003", "\tCUB-200\tCars-196\tSOP\tIn-shop"), ("ms.t2", "003", "Recall@K\tCUB-200-2011"),
+           ("ms.t3", "003", "Recall@K\tSOP"), ("fastap.t2", "002", "FastAP R@1\tResNet-18"),
+           ("fastap.t3", "002", "R@k\tProducts")]
+
+
+def paper_table(prefix: str, header: str) -> tuple[list[list[str]], list[list[str]]]:
+    """A table of a paper's text file: its header lines and its body lines, as cells (bold removed)."""
+    if not PAPERS.is_dir():
+        pytest.skip(f"the papers' text is not at {PAPERS}")
+    lines = next(PAPERS.glob(f"{prefix}_*.txt")).read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    block = []
+    for line in lines[start:]:
+        if "\t" not in line:
+            break
+        block.append([re.sub(r"</?b>", "", cell).strip() for cell in line.split("\t")])
+    first = next(i for i, cells in enumerate(block) if i and cells[0])  # header lines after the first start empty
+    return block[:first], block[first:]
+
+
+def not_run_page(tmp_path) -> str:
+    plan = Plan.load(CONFIG_DIR, {"preset": "demo", "experiments": ["suite.baselines"], "datasets": ["digits"]})
+    index.write(plan, tmp_path / "reports" / "demo" / "index.html")
+    return (tmp_path / "reports/demo/index.html").read_text()
+
+
+@pytest.mark.parametrize("key,prefix,header", PRINTED, ids=[p[0] for p in PRINTED])
+def test_tables_print_the_papers_rows_headers_and_digits(tmp_path, key, prefix, header):
+    """Against the paper's text: as many rows, each row's numbers with the paper's digits (80.70,
+    99.20, 97.0) and its dashes, the row names (where the paper's are not LaTeX), the datasets, the
+    header bands and the paper's names of the metrics."""
+    head, body = paper_table(prefix, header)
+    parser = Tables()
+    parser.feed(page_sections(not_run_page(tmp_path), "demo")[key])
+    table = parser.tables[0]
+    assert len(table["rows"]) == len(body)
+    cells = iter(table["paper"])
+    for label, line in zip(table["rows"], body):
+        assert [next(cells) for _ in line[1:]] == [c.replace("-", "–") for c in line[1:]], (label, line)
+        if "$" not in line[0]:
+            assert label.replace(" ", "") == line[0].replace(" ", ""), (label, line[0])
+    assert next(cells, None) is None
+    named = [cell for cell in head[0][1:] if cell]
+    shown = [group for group, _ in table["groups"]]
+    if table["bands"]:  # two header levels: the bands over the groups
+        assert [band for band, _ in table["bands"]] == named and [g for g in head[1][1:] if g] == shown
+        assert [span for _, span in table["bands"]] == [2, 2]
+    elif len(head) == 2:  # datasets over metrics
+        assert shown == named
+        metrics = [m for _, m in Tables.columns(table)]
+        assert [m.removeprefix("R@") for m in metrics] == [c for c in head[1][1:] if c]
+    else:  # one header line: the datasets (ms Table 1) or the metrics (dro Table 4)
+        assert shown == named or [m.removeprefix("R@") for _, m in Tables.columns(table)] == named
+
+
+def test_a_joined_row_shows_the_quoted_numbers_and_says_so(tmp_path):
+    """dro Table 2's MS row: the paper's own CUB run, Wang et al.'s Cars numbers, one row; a note
+    under the table says which are quoted."""
+    section = page_sections(not_run_page(tmp_path), "demo")["dro.t2"]
+    assert "MS (Wang et al. 2019)" not in re.findall(r"<th class='row[^']*'>([^<]*)", section)
+    assert "<td class='paper' title='quoted by the paper: MS (Wang et al. 2019)'>73.2</td>" in section
+    note = re.search(r"</table></div><p class='note footnote'>MS: ([^<]*)</p>", section)
+    assert note and "Cars-196" in note.group(1) and "Cub-200-2011" not in note.group(1)
+
+
+def test_a_layout_label_wins_over_the_methods_label():
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    assert plan.methods["ms"]["label"] != "MS"
+    for key in ("dro.t2", "dro.t4"):
+        grid = layout.table_layout(plan.experiments[key], index._labels(plan, plan.experiments[key]))
+        assert [row.label for row in grid.rows][:2] == ["MS", "LS"]
+
+
+@pytest.mark.parametrize("key", ["profs.t1", "fastap.t3"])
+def test_googlenet_tables_say_under_the_table_that_it_has_batchnorm(tmp_path, key):
+    section = page_sections(not_run_page(tmp_path), "demo")[key]
+    note = re.search(r"</table></div><p class='note footnote'>([^<]*)</p>", section)
+    assert note and "torchvision" in note.group(1) and "BatchNorm" in note.group(1)
+
+
+def test_ours_is_only_the_papers_and_the_suite_is_this_suite(tmp_path):
+    """ms Table 1 ran: the paper's "(ours)" names its authors' row; the suite's columns and caption
+    say "this suite"."""
+    plan = Plan.load(CONFIG_DIR, {"preset": "demo"})
+    files = [fake_run(tmp_path, run, {"recall@1": 0.5}) for run in plan.runs("ms.t1")]
+    aggregate.aggregate(plan.aggregate_spec("ms.t1"), files, tmp_path / "reports" / "demo" / "ms.t1")
+    index.write(plan, tmp_path / "reports" / "demo" / "index.html")
+    section = page_sections((tmp_path / "reports/demo/index.html").read_text(), "demo")["ms.t1"]
+    text = re.sub(r"<[^>]+>", " ", section)
+    assert re.findall(r"\(?\bours\b\)?", text, flags=re.I) == ["(ours)", "(ours)"]  # row, and the caption on it
+    assert "This suite:" in text
+    markdown = (tmp_path / "reports/demo/ms.t1/table.md").read_text()
+    assert "ours" not in markdown.replace("RAW+VTHM (ours)", "")
+
+
+def test_the_markdown_table_names_both_header_levels_and_prints_the_papers_digits(tmp_path):
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    runs = [r for r in plan.runs("fastap.t2") if r.dataset == "sop"]
+    files = [fake_run(tmp_path, run, {"recall@1": 0.5}) for run in runs]
+    aggregate.aggregate(plan.aggregate_spec("fastap.t2"), files, tmp_path / "t2")
+    text = (tmp_path / "t2/table.md").read_text()
+    assert {"| ResNet-18 Random |", "| ResNet-18 Hard |", "| ResNet-50 Random |", "| ResNet-50 Hard |"} <= {
+        line[: line.index("|", 1) + 1] for line in text.splitlines() if line.startswith("| ResNet")}
+    runs = [r for r in plan.runs("ms.t1") if r.dataset == "cars" and r.method == "raw_dw"]
+    files = [fake_run(tmp_path, run, {"recall@1": 0.5}) for run in runs]
+    aggregate.aggregate(plan.aggregate_spec("ms.t1"), files, tmp_path / "t1")
+    assert " / 80.70 / " in (tmp_path / "t1/table.md").read_text()  # the paper prints 80.70

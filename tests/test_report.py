@@ -37,7 +37,7 @@ def test_seeds_aggregate_with_paper_numbers(tmp_path):
     assert row["std"] == pytest.approx(pd.Series([60, 62, 64, 66, 68]).std())
     assert row["n"] == 5
     assert row["paper"] == 67.9 and row["difference"] == pytest.approx(64.0 - 67.9)
-    assert "64.00 ± 3.16 (n=5) / 67.90 / -3.90" in (tmp_path / "out/table.md").read_text()
+    assert "64.00 ± 3.16 (n=5) / 67.9 / -3.90" in (tmp_path / "out/table.md").read_text()  # the paper prints 67.9
 
 
 def test_sweep_experiment_draws_its_figure(tmp_path):
@@ -60,7 +60,7 @@ def test_quoted_rows_are_marked_as_quoted(tmp_path):
              for run in plan.runs("ms.t2")]
     aggregate.aggregate(plan.aggregate_spec("ms.t2"), files, tmp_path / "out")
     text = (tmp_path / "out/table.md").read_text()
-    assert "| HDC (quoted by the paper, not run) | 53.60 |" in text
+    assert "| HDC (quoted by the paper, not run) | 53.6 |" in text
     assert "50.00 (n=1) / 66.85 / -16.85" in text
 
 
@@ -81,12 +81,19 @@ def test_report_has_contents_statuses_and_every_link_resolves(tmp_path):
     statuses = {e["id"]: e["status"] for p in info["papers"] for e in p["experiments"]}
     assert statuses["suite.baselines"] == "partial"  # 2 of the 3 planned runs
     assert statuses["ms.t2"] == "quoted only" and statuses["dro.t1"] == "quoted only"
+    figure_only = {k for k, s in statuses.items() if s == "figure only"}  # not run here, no numbers in the paper
+    assert {"dro.f2", "fastap.f3", "profs.f2", "profs.f3", "ephn.f6"} <= figure_only
+    assert all(".f" in k and not (plan.experiments[k].get("reported") or plan.experiments[k].get("quoted"))
+               for k in figure_only)
     assert [p["paper"] for p in info["papers"]][:4] == ["suite", "ms", "dro", "ephn"]
     page = tmp_path / "reports/demo/index.html"
     text = page.read_text()
     assert "<nav><h2>Contents</h2>" in text and "href='#demo-suite.baselines'" in text
     assert "id='demo-suite.baselines-recall_at_k.png'" in text and "href='#top'" in text
     assert "66.85" in text  # ms.t2's paper number, shown although the preset did not run it
+    for key in figure_only:
+        assert (f"href='#demo-{key}' title='" in text and text.count(
+            "<span class='status figure-only'>figure only: the paper prints no numbers</span>") == 2 * len(figure_only))
     for page in (tmp_path / "reports/demo/index.html", tmp_path / "reports/index.html"):
         ids = set(__import__("re").findall(r"id='([^']+)'", page.read_text()))
         for link in _links(page):
@@ -106,7 +113,7 @@ def test_fixture_tables_say_so_and_show_no_difference(tmp_path):
     text = (tmp_path / "out/table.md").read_text()
     assert "not comparable with the paper's" in text
     row = table[table["paper"].notna()].iloc[0]
-    assert f"50.00 (n=1) / {row['paper']:.2f} |" in text
+    assert f"50.00 (n=1) / {spec['reported'][row['method']][row['dataset']][row['metric']]} |" in text
 
 
 @pytest.mark.parametrize("key, values", [("dro.f1", (90.46, 90.86, 90.18)), ("dro.f5", (90.58, 90.73, 90.21))])
@@ -144,6 +151,84 @@ def test_paper_numbers_must_name_a_run_of_their_experiment(tmp_path):
         Plan.load(config, {"preset": "full"})
 
 
+@pytest.mark.parametrize("layout,message", [
+    ("    joined: {ms: \"MS (Wang et al. 2019)\", ls_dro: \"LS (Wang et al. 2019)\"}\n",
+     "    joined: {ms: \"MS (Wang et al. 2019)\", ls_dro: \"LS (Wang 2019)\"}\n"),
+    ("    rows: [ms, ls_dro, dro_kl_g_1, dro_kl_g_0.1, dro_kl_g_0.01, dro_kl_g_0.001]\n    joined",
+     "    rows: [ms, ls_dro, dro_kl_g_1, dro_kl_g_0.1, dro_kl_g_0.01]\n    joined"),
+])
+def test_a_joined_row_names_a_method_and_a_quoted_row(tmp_path, layout, message):
+    import shutil
+
+    from dmlbench.errors import ConfigError
+
+    config = tmp_path / "config"
+    shutil.copytree(CONFIG_DIR, config)
+    path = config / "experiments" / "dro.yaml"
+    assert layout in path.read_text()
+    path.write_text(path.read_text().replace(layout, message))
+    with pytest.raises(ConfigError, match=r"dro.t2.layout.(joined: ls_dro: 'LS \(Wang 2019\)' must join|rows must "
+                                          r"list each method and quoted row once: missing \['dro_kl_g_0.001'\])"):
+        Plan.load(config, {"preset": "full"})
+
+
+def test_header_bands_are_consecutive_columns(tmp_path):
+    import shutil
+
+    from dmlbench.errors import ConfigError
+
+    config = tmp_path / "config"
+    shutil.copytree(CONFIG_DIR, config)
+    path = config / "experiments" / "fastap.yaml"
+    text = path.read_text()
+    band = "ResNet-18: [fastap_random_r18, fastap_hard_r18]"
+    assert band in text
+    path.write_text(text.replace(band, "ResNet-18: [fastap_random_r18, fastap_random_r50]"))
+    with pytest.raises(ConfigError, match=r"fastap.t2.layout.bands.ResNet-18: .* must be consecutive columns"):
+        Plan.load(config, {"preset": "full"})
+
+
+def test_a_title_names_the_epochs_this_preset_records(tmp_path):
+    import shutil
+
+    from dmlbench.errors import ConfigError
+
+    for preset in ("demo", "smoke", "full"):
+        plan = Plan.load(CONFIG_DIR, {"preset": preset})
+        epochs = plan.resolve(plan.runs("ephn.f6")[0])["record"]["scatter_epochs"]
+        assert f"after epochs {', '.join(map(str, epochs))} (the paper: 0, 5, 10, 15, 40)" in plan.title("ephn.f6")
+        assert plan.aggregate_spec("ephn.f6")["title"] == plan.title("ephn.f6")
+    config = tmp_path / "config"
+    shutil.copytree(CONFIG_DIR, config)
+    path = config / "experiments" / "ephn.yaml"
+    path.write_text(path.read_text().replace("{record.scatter_epochs}", "{record.scatter}"))
+    with pytest.raises(ConfigError, match=r"ephn.f6.title: \{record.scatter\} is no training setting"):
+        Plan.load(config, {"preset": "full"})
+
+
+def test_fair_paper_numbers_keep_the_papers_digits(tmp_path):
+    """The paper's Recall@1 beside the fair P@1 as the paper prints it (66.85, 80.70), through the
+    CSV the report reads."""
+    from dmlbench.config.loading import printed
+    from dmlbench.report import fair_section, fair_tables
+
+    frame = pd.DataFrame([{"dataset": d, "method": m, "label": m, "mode": "separated", "metric": "p@1",
+                           "mean": 60.0, "ci95": 1.0} for d, m in (("cub", "ms"), ("cars", "raw_dw"), ("cub", "x"))])
+    from dmlbench.config import fair_catalogue
+
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    recall = fair_catalogue.paper_recall_at_1(plan, "suite.fair", ["cub", "cars"])
+    assert recall["ms"]["cub"][0] == "66.85"
+    recall["raw_dw"] = {"cars": [printed(plan.experiments["ms.t1"]["reported"]["raw_dw"]["cars"]["recall@1"]), "ms.t1"]}
+    spec = json.loads(json.dumps({"toy_data": False, "paper_recall": recall}))  # as the rule sends it
+    path = tmp_path / "paper_vs_fair.csv"
+    fair_tables.paper_vs_fair(frame, spec).to_csv(path, index=False)
+    html = fair_section.paper_vs_fair_table(fair_section.read_paper_vs_fair(path), False)
+    assert "<td class='paper'>66.85</td>" in html and "<td class='paper'>80.70</td>" in html
+    assert "<td class='paper'>–</td>" in html  # x: no paper number
+    assert "<td>-20.7</td>" in html  # 60 − 80.70, from the number
+
+
 def test_dro_f4_leaves_out_the_recalls_the_paper_does_not_plot():
     metrics = Plan.load(CONFIG_DIR, {"preset": "full"}).experiments["dro.f4"]["table"]["metrics"]
     assert "recall@4" not in metrics and "recall@16" not in metrics
@@ -171,7 +256,7 @@ def test_dro_quotes_wang_et_al_rows_as_quoted_not_as_its_own(tmp_path):
     assert table[table["method"] == "ms"]["paper"].isna().all()  # our MS run: no paper number
     assert table[table["method"] == "dro_topk_m"]["paper"].notna().all()
     text = (tmp_path / "out/table.md").read_text()
-    assert "| MS (Wang et al. 2019, d = 512) (quoted by the paper, not run) | 65.70 |" in text
+    assert "| MS (Wang et al. 2019, d = 512) (quoted by the paper, not run) | 65.7 |" in text
     t2 = plan.experiments["dro.t2"]
     assert "cars" not in t2["reported"]["ms"] and "cars" not in t2["reported"]["ls_dro"]
     assert "cub" in t2["reported"]["ms"]

@@ -183,7 +183,7 @@ def test_a_joined_row_shows_the_quoted_numbers_and_says_so(tmp_path):
     section = page_sections(not_run_page(tmp_path), "demo")["dro.t2"]
     assert "MS (Wang et al. 2019)" not in re.findall(r"<th class='row[^']*'>([^<]*)", section)
     assert "<td class='paper' title='quoted by the paper: MS (Wang et al. 2019)'>73.2</td>" in section
-    note = re.search(r"</table></div><p class='note footnote'>MS: ([^<]*)</p>", section)
+    note = re.search(r"</table></div><div class='footnotes'>(?:<p>[^<]*</p>)*<p>MS: ([^<]*)</p>", section)
     assert note and "Cars-196" in note.group(1) and "Cub-200-2011" not in note.group(1)
 
 
@@ -198,7 +198,7 @@ def test_a_layout_label_wins_over_the_methods_label():
 @pytest.mark.parametrize("key", ["profs.t1", "fastap.t3"])
 def test_googlenet_tables_say_under_the_table_that_it_has_batchnorm(tmp_path, key):
     section = page_sections(not_run_page(tmp_path), "demo")[key]
-    note = re.search(r"</table></div><p class='note footnote'>([^<]*)</p>", section)
+    note = re.search(r"</table></div><div class='footnotes'>(?:<p>[^<]*</p>)*<p>(GoogLeNet[^<]*)</p>", section)
     assert note and "torchvision" in note.group(1) and "BatchNorm" in note.group(1)
 
 

@@ -33,7 +33,8 @@ img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
 .status { font-size: 0.75em; padding: 0.1em 0.5em; border-radius: 0.6em; background: #e8f5e9; }
 .status.partial { background: #fff4d6; }
 .status.quoted-only, .status.figure-only { background: #eceff1; }
-.footnote { font-size: 0.85em; margin: -1em 0 0.3em; }
+.footnotes { font-size: 0.85em; color: #555; margin-top: -1.2em; }
+.footnotes p { margin: 0.2em 0; }
 nav ul { line-height: 1.4; margin: 0.2em 0; }
 nav li li { display: inline; margin-right: 0.8em; }
 details > summary { cursor: pointer; font-size: 1.3em; font-weight: 600; margin: 1em 0 0.3em; }

@@ -262,6 +262,7 @@ def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str
                     parts.append(_paper_cell(paper, quoted_as if paper is not None else None))
         body.append(("<tr class='reference'>" if row.reference else "<tr>") + "".join(parts) + "</tr>")
     bands = _bands_row(layout, widths) + "</tr>" if layout.bands else ""
-    notes = "".join(f"<p class='note footnote'>{html.escape(note)}</p>" for note in layout.notes)
+    notes = ("<div class='footnotes'>" + "".join(f"<p>{html.escape(note)}</p>" for note in layout.notes) + "</div>"
+             if layout.notes else "")
     return (f"<div class='scroll'><table class='paper-table'><thead>{bands}{head1}</tr>{head2}</tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table></div>{notes}<p class='note'>{html.escape(caption)}</p>")

@@ -95,6 +95,7 @@ def test_a_slot_whose_earlier_slots_are_missing_from_the_emptied_journal_is_refu
     result = snakemake(checkout, work, trials=3)
     assert result.returncode == 0, result.stderr[-3000:]
     assert list(pd.read_csv(work / SEARCH / "trials.csv")["slot"]) == [0, 1, 2]
+    assert not list((work / SEARCH / "trial0").glob("fold*.superseded-*"))  # the paper's setting: kept
 
 
 def _ask_spec(tmp_path, slot):

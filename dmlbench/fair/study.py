@@ -212,8 +212,8 @@ def tell(spec: dict, params_file: Path, validation_files: list[Path], output: Pa
     study = open_study(Path(spec["journal"]), spec["study"])
     trial = next((t for t in study.get_trials(deepcopy=False) if t.number == asked["trial"]), None)
     if trial is None or study.user_attrs.get(FINGERPRINT) != asked["fingerprint"]:
-        raise DmlbenchError(f"{spec['journal']} has no trial {asked['trial']} (of {params_file}): the study "
-                            f"was replaced; delete {Path(params_file).parent.parent} and rerun the search")
+        raise DmlbenchError(f"{spec['journal']} has no trial {asked['trial']} (of {params_file}): the journal was "
+                            f"emptied, lost or replaced. {_remedy(Path(spec['journal']), 'Restore it, or')}")
     if trial.state == optuna.trial.TrialState.RUNNING:
         if objective is None:
             study.tell(trial.number, state=optuna.trial.TrialState.FAIL)

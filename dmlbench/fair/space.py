@@ -1,7 +1,8 @@
 """A method's search space (`search` beside the method in methods.yaml) and the settings it moves.
 
 Each entry names a setting of the run by a dotted path, `loss.<param>` and `miner.<param>` for the
-method's own, any other for a training setting (`scheme.lam`, `optimizer.loss_lr_mult`), with
+method's own, any other for a training setting (`scheme.lam`; `optimizer.loss_lr_mult`, which sets
+the loss parameters' rate, lr × loss_lr_mult), with
 `{low, high}` and optionally `log: true` (searched on a log scale) and `int: true`; or
 `{same_as: <path>}` to follow another entry (a miner's margin that equals the loss's). The
 paper's setting, the run's resolved value at each path, must lie inside the space: it is the

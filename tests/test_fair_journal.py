@@ -107,7 +107,8 @@ def _ask_spec(tmp_path, slot):
 def test_a_cut_last_journal_line_is_dropped_and_other_damage_is_named(tmp_path, capsys):
     journal = tmp_path / "study.journal"
     study.ask(_ask_spec(tmp_path, 0), tmp_path / "p0.json")
-    journal.write_bytes(journal.read_bytes() + b'{"op_code":6,"worker_id":"w","trial_id":0,"par')  # killed mid-line
+    cut = b'{"op_code":6,"worker_id":"w","trial_id":0,"par'  # a writer killed mid-line
+    journal.write_bytes(journal.read_bytes() + cut)
     study.ask(_ask_spec(tmp_path, 1), tmp_path / "p1.json")
     assert f"{journal}: its last line was cut" in capsys.readouterr().err
     study.ask(_ask_spec(tmp_path, 2), tmp_path / "p2.json")
@@ -116,7 +117,9 @@ def test_a_cut_last_journal_line_is_dropped_and_other_damage_is_named(tmp_path, 
     trials = study.open_study(journal, "suite.fair/cub/ms").get_trials()
     assert sorted(t.user_attrs[study.SLOT] for t in trials) == [0, 1, 2]
     intact = journal.read_bytes()
-    for damaged in (intact.replace(lines[1], lines[1][:-9] + b"}garbled}"), intact[:40] + b"\xff\xfe\x00\x9c" + intact[44:]):
+    garbled_line = intact.replace(lines[1], lines[1][:-9] + b"}garbled}")
+    random_bytes = intact[:40] + b"\xff\xfe\x00\x9c" + intact[44:]
+    for damaged in (garbled_line, random_bytes):
         journal.write_bytes(damaged)
         with pytest.raises(DmlbenchError, match=rf"{journal}, line \d+, is damaged .*restore it from a backup"):
             study.ask(_ask_spec(tmp_path, 3), tmp_path / "p3.json")

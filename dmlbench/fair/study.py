@@ -112,7 +112,8 @@ def search_settings(spec: dict) -> dict:
     """What a study is bound to: the search space (its dimensions by path, so that a change names
     the dimension) and the method's fold training settings."""
     space = spec["space"]
-    return {"space": {**{d["path"]: d for d in space["dimensions"]}, "tied": space["tied"]}, "run": spec["run"]}
+    dimensions = {d["path"]: d for d in space["dimensions"]}
+    return {"space": {**dimensions, "tied": space["tied"]}, "run": spec["run"]}
 
 
 def _bound_study(spec: dict, seed: int):

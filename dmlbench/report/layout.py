@@ -111,7 +111,7 @@ def table_layout(exp: dict, labels: dict[str, str]) -> Layout:
     keys = declared.get("rows") or [q for q in exp.get("quoted") or {} if q not in joined.values()] + runs
     rows = tuple(Row(k, k if k in quoted else labels.get(k, k), k in quoted, joined=joined.get(k)) for k in keys)
     extra = {"selected": tuple((exp.get("table") or {}).get("test_selected") or []),
-             "bands": tuple(Band(label, tuple(keys)) for label, keys in (declared.get("bands") or {}).items()),
+             "bands": tuple(Band(label, tuple(members)) for label, members in (declared.get("bands") or {}).items()),
              "metric_names": tuple((declared.get("metrics") or {}).items()),
              "notes": tuple(declared.get("notes") or ()) + _joined_notes(exp, rows, names)}
     if declared.get("datasets_as_rows"):

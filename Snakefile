@@ -6,10 +6,12 @@ import sys
 from pathlib import Path
 
 from dmlbench.config.plan import Plan
+from dmlbench.machine import check_devices, check_folders
 
 CONFIG_DIR = Path(workflow.basedir) / "workflow" / "config"
 PLAN = Plan.load(CONFIG_DIR, config)
 PRESET = PLAN.name
+check_folders(PLAN)
 for experiment, reason in PLAN.skipped.items():
     print(f"dmlbench: skipping {experiment}: {reason}", file=sys.stderr)
 
@@ -25,6 +27,11 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/fair.smk"
+
+
+onstart:  # jobs about to run on this machine: the devices the runs name must exist here
+    if workflow.local_exec:
+        check_devices(PLAN, GPU_SLOTS)
 
 
 # cheap steps stay on the submitting machine under a cluster executor

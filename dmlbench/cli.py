@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from dmlbench.errors import DmlbenchError
+from dmlbench.errors import DmlbenchError, explain_os_error
 
 CONFIG_DIR = "workflow/config"
 
@@ -366,4 +366,10 @@ def main(argv: list[str] | None = None) -> None:
         args.func(args)
     except DmlbenchError as error:
         print(f"dmlbench {args.step}: error: {error}", file=sys.stderr)
+        sys.exit(1)
+    except OSError as error:  # the machine's: a folder that cannot be written, a path through a file
+        explained = explain_os_error(error)
+        if explained is None:
+            raise
+        print(f"dmlbench {args.step}: error: {explained}", file=sys.stderr)
         sys.exit(1)

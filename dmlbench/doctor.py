@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from dmlbench import machine
 from dmlbench.data import acquire, datasets, manifest, store
 from dmlbench.errors import DmlbenchError
 
@@ -273,7 +274,7 @@ def disk_check(plan, checks: list[Check], free_bytes: int | None = None) -> Chec
     weights_gb = WEIGHTS_GB * sum(1 for c in checks if c.area == "weights" and not c.detail.startswith("cached"))
     total = sum(need.values()) + weights_gb
     root = Path(plan.preset["data"]["root"])
-    probe_at = next((p for p in [root, *root.resolve().parents] if p.exists()), Path("."))
+    probe_at = next((p for p in [root, *root.absolute().parents] if p.exists()), Path("."))
     free = shutil.disk_usage(probe_at).free if free_bytes is None else free_bytes
     listed = ", ".join(f"{k} {v:g} GB" for k, v in need.items()) or "nothing to fetch"
     detail = (f"{free / 1e9:.1f} GB free at {probe_at}; the plan still needs about {total:.1f} GB "
@@ -301,13 +302,31 @@ def stale_check(plan) -> Check | None:
 
 # --- the whole check ----------------------------------------------------------------------------
 
+def data_root_check(plan) -> Check:
+    root = plan.preset["data"]["root"]
+    problem = machine.data_root_problem(root)
+    return Check("data", "data.root", ACTION if problem else OK, problem or f"{root}: a folder this user can write")
+
+
+def device_checks(plan) -> list[Check]:
+    """The devices the runs name, as a job on this machine without GPU slots sees them."""
+    import torch
+
+    named = sorted({plan.resolve(run)["device"] for run in plan.all_runs()} - {"auto", "cpu"})
+    wrong = [p for p in (machine.device_problem(d, torch.cuda.device_count()) for d in named) if p]
+    return [Check("machine", "device setting", ACTION, "; ".join(wrong))] if wrong else []
+
+
 def run(plan, slurm: bool = False, timeout: float = 5.0, probe=probe_url,
         free_bytes: int | None = None) -> list[Check]:
+    needs_gpu = any(plan.resolve(run)["device"] != "cpu" for run in plan.all_runs())
+    root = data_root_check(plan)
+    checks = environment(slurm, needs_gpu) + [root] + device_checks(plan)
+    if root.status == ACTION:
+        return checks  # no dataset, disk or stale-file check can look at such a root
     urls = urls_to_probe(plan)
     with ThreadPoolExecutor(max_workers=16) as pool:
         probes = dict(zip(urls, pool.map(lambda u: probe(u, timeout), urls)))
-    needs_gpu = any(plan.resolve(run)["device"] != "cpu" for run in plan.all_runs())
-    checks = environment(slurm, needs_gpu)
     if urls and all(p.no_answer for p in probes.values()):
         checks.append(Check("network", "sources", INFO,
                             "no network (no source answered): downloads were not checked; local "

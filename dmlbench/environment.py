@@ -9,10 +9,17 @@ import sys
 
 import torch
 
+from dmlbench.errors import ConfigError
+from dmlbench.machine import device_problem
+
 
 def pick_device(requested: str) -> torch.device:
+    """The device `requested` (auto: CUDA where there is one); one this machine lacks is refused."""
     if requested == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    problem = device_problem(requested, torch.cuda.device_count())
+    if problem:
+        raise ConfigError(problem)
     return torch.device(requested)
 
 

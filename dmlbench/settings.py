@@ -64,11 +64,12 @@ def coerce(value, schema: dict, root: dict | None = None):
     schema = _resolve(schema, root)
     for key in ("oneOf", "anyOf"):
         if key in schema:
-            for option in schema[key]:
-                candidate = coerce(value, option, root)
+            candidates = [(coerce(value, option, root), option) for option in schema[key]]
+            for candidate, option in candidates:
                 if _accepts(candidate, option, root):
                     return candidate
-            return value
+            # none fits: the first conversion, so that validation names the value's range, not its type
+            return next((c for c, _ in candidates if c != value), value)
     if isinstance(value, str):
         if _expects_text(schema):
             return value

@@ -3,6 +3,7 @@ or value and what to do, through the real commands (Snakemake, `python -m dmlben
 traceback; and nothing a failed step leaves behind is a partial output."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -125,3 +126,94 @@ def test_the_pixel_limit_is_a_validated_setting_that_reaches_the_decoding_steps(
     result = snakemake(work, "-n", "--cores", "1", "--config", "preset=smoke", "data={max_image_pixels: -5}")
     assert result.returncode != 0
     assert "key data.max_image_pixels: -5 is less than the minimum of 1000000" in result.stderr + result.stdout
+
+
+# --- 10: a data root that is no folder ----------------------------------------------------------
+
+def test_a_data_root_that_is_a_file_or_a_looping_link_is_named_by_doctor_prepare_and_the_workflow(tmp_path):
+    afile, loop = tmp_path / "data-file", tmp_path / "loop"
+    afile.write_text("not a folder\n")
+    loop.symlink_to(loop)
+    for root, said in ((afile, "is a file, not a folder"), (loop, "Too many levels of symbolic links")):
+        config = f'{{"experiments": ["suite.baselines"], "datasets": ["digits"], "data": {{"root": "{root}"}}}}'
+        result = dmlbench("doctor", "--config-dir", str(CONFIG_DIR), "--preset", "smoke", "--config", config,
+                          "--timeout", "1", cwd=tmp_path)
+        no_traceback(result)
+        assert result.returncode == 1
+        assert re.search(rf"data: data.root\s+action needed\s+data.root = {re.escape(str(root))} .*{said}",
+                         result.stdout), result.stdout
+        spec = f'{{"dataset": "digits", "source": "real", "root": "{root}"}}'
+        result = dmlbench("prepare", "--spec", spec, "--output", str(root / "real" / "digits" / "manifest.csv"))
+        no_traceback(result)
+        assert result.returncode == 1 and f"data.root = {root}" in result.stderr and said in result.stderr
+    result = snakemake(tmp_path / "work", "--cores", "1", "--config", "preset=smoke", f"data={{root: {afile}}}")
+    assert result.returncode != 0 and f"data.root = {afile} is a file" in result.stderr + result.stdout
+    assert not (tmp_path / "work" / "results").exists()
+
+
+# --- 13: values, files and the machine ---------------------------------------------------------
+
+@pytest.mark.parametrize("field, value, said", [
+    ("class", "abc", "annotation 3 has class = 'abc', not a class id (an integer ≥ 1)"),
+    ("class", 2.5, "annotation 3 has class = 2.5, not a class id"),
+    ("relative_im_path", 7, "annotation 3 has relative_im_path = 7, not an image path"),
+])
+def test_a_wrong_value_in_a_cars_annotation_file_is_named(tmp_path, field, value, said):
+    from dmlbench.data.datasets.cars import write_cars_annos
+
+    records = [(f"car_ims/{n:06d}.jpg", 1, 1, 9, 9, 1 + n % 4, 0) for n in range(1, 9)]
+    position = ["relative_im_path", "bbox_x1", "bbox_y1", "bbox_x2", "bbox_y2", "class", "test"].index(field)
+    records[2] = records[2][:position] + (value,) + records[2][position + 1:]
+    folder = tmp_path / "cars"
+    folder.mkdir()
+    write_cars_annos(folder / "cars_annos.mat", records, [f"c{i}" for i in range(4)])
+    spec = f'{{"dataset": "cars", "source": "real", "root": "{tmp_path}", "path": "{folder}", "download": false}}'
+    result = dmlbench("prepare", "--spec", spec, "--output", str(tmp_path / "real" / "cars" / "manifest.csv"))
+    no_traceback(result)
+    assert result.returncode == 1 and f"{folder / 'cars_annos.mat'}: {said}" in result.stderr
+
+
+@pytest.mark.parametrize("seeds, said", [("[-1]", "seeds.0: -1 is less than the minimum of 0"),
+                                         ("[0,4294967296]", "seeds.1: 4294967296 is greater than the maximum")])
+def test_a_seed_out_of_numpys_range_stops_before_any_job(tmp_path, seeds, said):
+    result = snakemake(tmp_path, "-n", "--cores", "1", "--config", "preset=smoke", f"seeds={seeds}")
+    assert result.returncode != 0 and said in result.stderr + result.stdout
+
+
+def test_a_device_the_machine_lacks_stops_before_any_job_and_in_the_step(tmp_path):
+    import torch
+
+    missing = f"cuda:{torch.cuda.device_count()}"
+    result = snakemake(tmp_path / "work", "--cores", "1", "--config", "preset=smoke", "experiments=[suite.baselines]",
+                       "datasets=[digits]", f"overrides={{device: '{missing}'}}")
+    assert result.returncode != 0
+    assert f"device {missing}: a job here sees {torch.cuda.device_count()} CUDA device(s)" in result.stderr + result.stdout
+    assert not (tmp_path / "work" / "data").exists() and not (tmp_path / "work" / "results").exists()
+    plan = Plan.load(CONFIG_DIR, {"preset": "smoke", "overrides": {"device": missing}})
+    spec = __import__("json").dumps(plan.resolve(plan.runs("suite.baselines")[0]))
+    result = dmlbench("train", "--spec", spec, "--run-dir", str(tmp_path / "run"), cwd=tmp_path)
+    no_traceback(result)
+    assert result.returncode == 1 and f"device {missing}:" in result.stderr and "device: auto" in result.stderr
+
+
+def test_an_output_folder_that_cannot_be_written_is_named(tmp_path):
+    """A results folder on a read-only file system (sysfs stands in: read-only even for root), and a
+    results path that is a file."""
+    readonly = Path("/sys/kernel")
+    if not readonly.is_dir():
+        pytest.skip("no /sys/kernel on this machine")
+    from dmlbench.data.prepare import prepare
+
+    source = tmp_path / "real" / "digits" / "manifest.csv"
+    prepare("digits", "real", tmp_path, source)
+    output = readonly / "dmlbench-results" / "splits.csv"
+    result = dmlbench("fair-splits", "--manifest", str(source), "--folds", "2", "--output", str(output))
+    no_traceback(result)
+    assert result.returncode == 1 and str(output.parent) in result.stderr
+    assert "writable" in result.stderr
+    work = tmp_path / "work"
+    (work / "results").mkdir(parents=True)
+    (work / "results" / "smoke").write_text("a file where the results go\n")
+    result = snakemake(work, "-n", "--cores", "1", "--config", "preset=smoke")
+    assert result.returncode != 0
+    assert "the output folder results/smoke is a file, not a folder" in result.stderr + result.stdout

@@ -15,6 +15,7 @@ EXPERIMENT_KEYS = {"layout", "title", "paper", "datasets", "methods", "seeds", "
                    "table", "reported", "quoted", "kind", "analysis", "sweep", "plot", "figures", "fair",
                    "necessities", "paper_numbers", "omitted"}
 SWEEP_KEYS = {"train", "loss", "miner"}
+MAX_SEED = 2**32 - 1  # numpy's seeds (the preset's `seeds`: schema.yaml)
 ANALYSIS_KEYS = {"title", "paper", "kind", "analysis", "methods", "loss_overrides"}
 METHOD_KEYS = {"label", "paper", "loss", "miner", "sampler", "train", "search"}
 
@@ -34,6 +35,10 @@ def check_catalogue(plan) -> None:
         unknown = set(exp) - EXPERIMENT_KEYS
         if unknown:
             raise ConfigError(f"{where}: unknown keys {sorted(unknown)}")
+        seeds = exp.get("seeds")
+        if seeds is not None and not (isinstance(seeds, list) and seeds and all(
+                type(s) is int and 0 <= s <= MAX_SEED for s in seeds)):
+            raise ConfigError(f"{where}.seeds: a list of whole numbers from 0 to {MAX_SEED}, not {seeds!r}")
         for dataset in exp["datasets"]:
             DATASETS.check(dataset, where, ConfigError)
         for method in exp["methods"]:

@@ -15,6 +15,7 @@ import pandas as pd
 
 from dmlbench.data import acquire, datasets, duplicates, fixtures, manifest
 from dmlbench.errors import DatasetError
+from dmlbench.machine import data_root_problem
 from dmlbench.io import atomic_dir
 
 
@@ -22,6 +23,9 @@ def prepare(dataset: str, source: str, root: Path, output: Path, user_path: str 
             allow_download: bool = True, fixture_size: dict | None = None) -> pd.DataFrame:
     """Build and check the manifest of `dataset`, writing it to `output` only when every check passes."""
     spec = datasets.get(dataset)
+    problem = data_root_problem(root)
+    if problem:
+        raise DatasetError(problem)
     root = Path(root)
     output = Path(output)
     folder = output.parent

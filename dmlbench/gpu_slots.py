@@ -13,8 +13,8 @@ Under SLURM (`SLURM_JOB_ID` set) or with N = 0 the environment is left as it is.
 
 from __future__ import annotations
 
-import ctypes
 import fcntl
+import functools
 import os
 import re
 import signal
@@ -24,11 +24,9 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from dmlbench.children import die_with_parent
 from dmlbench.errors import DmlbenchError
 from dmlbench.io import open_lock
-
-PR_SET_PDEATHSIG = 1
-
 
 class NoFreeDeviceError(DmlbenchError):
     """Every device stayed taken for longer than the wait allowed."""
@@ -109,18 +107,10 @@ def claim_device(slots: int, lock_dir: Path, poll: float = 0.5, timeout: float |
         time.sleep(poll)
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: the kernel sends SIGKILL when the wrapper dies (Linux)."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
-
-
 def _call(command: list[str], env: dict | None = None) -> int:
     """Run `command`, passing SIGTERM/SIGINT/SIGHUP on to it; the child cannot outlive us."""
     try:
-        child = subprocess.Popen(command, env=env, preexec_fn=_die_with_parent)
+        child = subprocess.Popen(command, env=env, preexec_fn=functools.partial(die_with_parent, os.getpid()))
     except (FileNotFoundError, PermissionError) as error:
         raise DmlbenchError(f"gpu-slot cannot run {command[0]!r}: {error.strerror}; check the "
                             f"command after --") from None

@@ -34,12 +34,17 @@ def start(command: list[str], **popen_args) -> subprocess.Popen:
 
 
 def stop(process: subprocess.Popen, grace: float = GRACE) -> None:
-    """End `process` and everything left in its group: SIGTERM, then SIGKILL after `grace` s.
-    (A process the test has already waited for is only forgotten: its group id may be reused.)"""
-    if process.returncode is None:
+    """End `process` and everything left in its group: SIGTERM, then SIGKILL after `grace` s."""
+    if _holds_its_group(process):
         _end_groups([process.pid], grace)
-        process.wait()
+    process.wait()
     _running.pop(process.pid, None)
+
+
+def _holds_its_group(process: subprocess.Popen) -> bool:
+    """Whether the group `process` led is still its own: the leader is not reaped yet, or it is
+    and no other process has its pid (a reused group id comes with a process of that pid)."""
+    return process.returncode is None or not os.path.exists(f"/proc/{process.pid}")
 
 
 def run(command: list[str], timeout: float, input=None, capture_output: bool = False,
@@ -58,8 +63,7 @@ def run(command: list[str], timeout: float, input=None, capture_output: bool = F
                     f"group was killed (a hang, or a limit too tight for this machine)", pytrace=False)
     finally:
         if process.pid in _running:  # what the command left running in its group, at once
-            _end_groups([process.pid], 0)
-            _running.pop(process.pid)
+            stop(process, grace=0)
     result = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
     if check:
         result.check_returncode()
@@ -102,13 +106,13 @@ def _end_groups(pgids: list[int], grace: float) -> None:
             time.sleep(0.05)
 
 
-def _unreaped() -> list[int]:
-    return [pid for pid, process in _running.items() if process.returncode is None]
+def _groups() -> list[int]:
+    return [pid for pid, process in _running.items() if _holds_its_group(process)]
 
 
 def stop_all() -> None:
     """Stop and reap every group started here and not stopped yet (the test run ends)."""
-    _end_groups(_unreaped(), GRACE)
+    _end_groups(_groups(), GRACE)
     for process in list(_running.values()):
         stop(process, grace=0)
 
@@ -116,7 +120,7 @@ def stop_all() -> None:
 def _on_signal(previous):
     def handler(signum, frame):
         if os.getpid() == _owner[0]:  # not in a forked worker of a test
-            _end_groups(_unreaped(), GRACE)  # reaped later by `stop`, or with the test run
+            _end_groups(_groups(), GRACE)  # reaped later by `stop`, or with the test run
         if callable(previous):  # SIGINT: Python's KeyboardInterrupt; pytest ends the run
             return previous(signum, frame)
         signal.signal(signum, signal.SIG_DFL)  # die of the signal, as without this handler

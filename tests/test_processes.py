@@ -2,6 +2,7 @@
 (tests/processes.py)."""
 
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -71,3 +72,48 @@ def test_run_returns_what_the_command_gave_and_leaves_nothing_running(tmp_path):
                  timeout=60, capture_output=True, text=True)
     assert (result.returncode, result.stdout, result.stderr) == (3, "out\n", "err\n")
     assert not alive_in_group(int(marker.read_text()))  # the command's left-behind child is gone
+
+
+# --- the suite's own commands end the processes they start -------------------------------------
+
+POOL = """
+import os, sys, time
+from pathlib import Path
+from dmlbench.data import parallel
+
+def block(start, items):
+    Path(sys.argv[1], str(os.getpid())).touch()
+    time.sleep(600)
+
+parallel.map_blocks(block, [(0, [1]), (1, [2])], workers=2)
+"""
+
+
+def test_the_decoding_workers_of_a_killed_cache_or_store_step_end_with_it(tmp_path):
+    """The cache and store steps decode on forked workers: SIGTERM (or kill -9) to the step ends them."""
+    main = start([sys.executable, "-c", POOL, str(tmp_path)], env=python_env())
+    try:
+        wait_for(lambda: len(list(tmp_path.iterdir())) == 2, 120, "the workers did not start")
+        workers = [int(p.name) for p in tmp_path.iterdir()]
+        main.send_signal(signal.SIGTERM)  # the step alone, not its group
+        main.wait(timeout=60)
+        wait_for(lambda: not set(workers) & set(alive_in_group(main.pid)), 30,
+                 f"workers {set(workers) & set(alive_in_group(main.pid))} outlived their step")
+    finally:
+        stop(main)
+
+
+@pytest.mark.slow
+def test_the_probes_of_a_killed_preflight_end_with_it(tmp_path):
+    """The preflight probes each group in a process of its own (forked by a fork server)."""
+    main = start([sys.executable, "-m", "dmlbench", "preflight", "--preset", "smoke", "--jobs", "2",
+                  "--warm-steps", "100000",  # probes that run until stopped
+                  "--workdir", str(tmp_path / "work"), "--output-dir", str(tmp_path / "out")],
+                 env=python_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:  # the preflight, its resource tracker and fork server, and two probes
+        wait_for(lambda: len(alive_in_group(main.pid)) >= 5, 300, "the probes did not start")
+        main.send_signal(signal.SIGTERM)
+        main.wait(timeout=60)
+        wait_for(lambda: not alive_in_group(main.pid), 60, f"{alive_in_group(main.pid)} outlived the preflight")
+    finally:
+        stop(main)

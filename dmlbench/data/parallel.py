@@ -3,11 +3,14 @@ each block handled by one worker process, the blocks' results returned in order.
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable
+
+from dmlbench.children import die_with_parent
 
 BLOCK = 256  # images per task: large enough to hide the hand-over, small enough to spread the work
 
@@ -44,8 +47,10 @@ def map_blocks(function: Callable, tasks: list[tuple], workers: int, what: str =
             results.append(function(*task))
             count(task)
         return results
-    # fork: the workers inherit the imports; these steps never start torch's thread pools
-    with ProcessPoolExecutor(min(workers, len(tasks)), mp_context=multiprocessing.get_context("fork")) as pool:
+    # fork: the workers inherit the imports; these steps never start torch's thread pools. The
+    # workers end with this process (a stopped step leaves none waiting for work)
+    with ProcessPoolExecutor(min(workers, len(tasks)), mp_context=multiprocessing.get_context("fork"),
+                             initializer=functools.partial(die_with_parent, os.getpid())) as pool:
         for task, result in zip(tasks, pool.map(_call, [function] * len(tasks), tasks)):
             results.append(result)
             count(task)

@@ -13,6 +13,7 @@ import pandas as pd
 import torch
 
 from dmlbench import environment
+from dmlbench.children import end_with
 from dmlbench.io import atomic_path, write_json
 from dmlbench.config.plan import Plan
 from dmlbench.preflight import budget
@@ -147,7 +148,7 @@ def start_probe(group: Group, workdir: Path, image_side, device: str, threads: i
     context.set_forkserver_preload(["dmlbench.preflight.probe"])
     child = context.Process(target=_probe_to_file,
                             args=(group.cfg, group.run.dataset, workdir, image_side, device, result_file, threads,
-                                  warm_steps))
+                                  warm_steps, os.getpid()))
     child.start()
     return child, result_file
 
@@ -161,7 +162,8 @@ def probe_result(child, result_file: Path) -> dict:
             "traceback": "", "seconds": None}
 
 
-def _probe_to_file(cfg, dataset, workdir, image_side, device, result_file, threads=None, warm_steps=0) -> None:
+def _probe_to_file(cfg, dataset, workdir, image_side, device, result_file, threads, warm_steps, owner) -> None:
+    end_with(owner)  # a stopped or killed preflight leaves no probe running
     if threads:
         torch.set_num_threads(threads)
     write_json(result_file, probe(cfg, dataset, workdir, image_side, device, warm_steps))

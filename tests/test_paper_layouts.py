@@ -229,3 +229,21 @@ def test_the_markdown_table_names_both_header_levels_and_prints_the_papers_digit
     files = [fake_run(tmp_path, run, {"recall@1": 0.5}) for run in runs]
     aggregate.aggregate(plan.aggregate_spec("ms.t1"), files, tmp_path / "t1")
     assert " / 80.70 / " in (tmp_path / "t1/table.md").read_text()  # the paper prints 80.70
+
+
+def test_settings_that_reach_training_are_plain_numbers_the_papers_keep_their_digits():
+    """A catalogue number keeps its digits only where it is a paper's; a setting with one would
+    reach checkpoints that load built-in types only."""
+    from dmlbench.config.loading import PaperNumber
+
+    def carriers(tree, where=()):
+        if isinstance(tree, dict):
+            return [w for key, value in tree.items() for w in carriers(value, where + (key,))]
+        if isinstance(tree, list):
+            return [w for i, value in enumerate(tree) for w in carriers(value, where + (i,))]
+        return [where] if isinstance(tree, PaperNumber) else []
+
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    runs = plan.runs("ms.t2") + plan.runs("profs.t1") + plan.runs("dro.t1")
+    assert runs and not [w for run in runs for w in carriers(plan.resolve(run))]
+    assert isinstance(plan.experiments["ms.t2"]["reported"]["ms"]["cub"]["recall@4"], PaperNumber)

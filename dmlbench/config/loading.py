@@ -44,6 +44,16 @@ def printed(value) -> str:
     return getattr(value, "text", None) or repr(float(value))
 
 
+def plain_numbers(tree):
+    """The same tree with every `PaperNumber` a plain float: settings that reach training (and its
+    checkpoints, which load only built-in types) never carry the catalogue's digits."""
+    if isinstance(tree, dict):
+        return {key: plain_numbers(value) for key, value in tree.items()}
+    if isinstance(tree, list):
+        return [plain_numbers(value) for value in tree]
+    return float(tree) if isinstance(tree, PaperNumber) else tree
+
+
 def printed_numbers(tree):
     """A nested mapping of paper numbers with every number as its printed text (JSON keeps it)."""
     if isinstance(tree, dict):

@@ -20,7 +20,7 @@ import jsonschema
 
 from dmlbench import settings
 from dmlbench.config import validation
-from dmlbench.config.loading import deep_merge, load_yaml, with_dataset_names, with_settings
+from dmlbench.config.loading import deep_merge, load_yaml, plain_numbers, with_dataset_names, with_settings
 from dmlbench.config.run import FairRun, Run
 from dmlbench.config.fair_specs import FairSpecs
 from dmlbench.config.steps import StepSpecs
@@ -29,6 +29,7 @@ from dmlbench.errors import ConfigError
 from dmlbench.registry import did_you_mean
 
 SETTINGS_SCHEMA = "settings.schema.yaml"
+PAPER_NUMBERS = ("reported", "quoted")  # an experiment's keys whose numbers keep the paper's digits
 
 
 PRESET_NAME = re.compile(r"[A-Za-z0-9_-]+")  # the `preset` wildcard of the rules
@@ -101,7 +102,8 @@ class Plan(StepSpecs, FairSpecs):
             for key, value in load_yaml(path, keep_digits=True).items():
                 if key in experiments:
                     raise ConfigError(f"experiment {key!r} is defined twice ({path})")
-                experiments[key] = value
+                experiments[key] = {part: entry if part in PAPER_NUMBERS else plain_numbers(entry)
+                                    for part, entry in value.items()} if isinstance(value, dict) else value
         return experiments
 
     def method_of(self, name: str, where: str) -> dict:

@@ -13,7 +13,7 @@ from dmlbench.registry import did_you_mean
 
 EXPERIMENT_KEYS = {"layout", "title", "paper", "datasets", "methods", "seeds", "train", "per_dataset",
                    "table", "reported", "quoted", "kind", "analysis", "sweep", "plot", "figures", "fair",
-                   "necessities", "paper_numbers", "omitted"}
+                   "necessities", "paper_numbers", "omitted", "claims", "tolerance"}
 SWEEP_KEYS = {"train", "loss", "miner"}
 MAX_SEED = 2**32 - 1  # numpy's seeds (the preset's `seeds`: schema.yaml)
 ANALYSIS_KEYS = {"title", "paper", "kind", "analysis", "methods", "loss_overrides"}

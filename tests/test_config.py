@@ -43,7 +43,7 @@ def test_merge_order_defaults_experiment_dataset_preset():
     demo = Plan.load(CONFIG_DIR, {"preset": "demo"})
     cfg = demo.resolve(demo.find_run("suite.baselines", "sop", "ms", 0))
     assert cfg["model"]["backbone"] == "small_cnn"        # preset overrides win
-    assert cfg["data"]["manifest"] == "data/fixture/sop/cache40/manifest.csv"
+    assert cfg["data"]["manifest"] == "data/fixture/24x10-48px/sop/cache40/manifest.csv"  # the demo's size
 
 
 def test_every_experiment_expands_into_runs_or_is_an_analysis():

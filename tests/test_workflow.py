@@ -116,7 +116,7 @@ def test_smoke_narrowed_to_an_experiment_and_a_dataset_runs_to_the_end(tmp_path)
     assert set(table["dataset"]) == {"digits"}
     assert not (tmp_path / "reports/smoke/ephn.t1").exists()
     assert (tmp_path / "reports/smoke/index.html").exists()
-    assert (tmp_path / "dätä dir" / "fixture" / "digits" / "manifest.csv").exists()
+    assert (tmp_path / "dätä dir" / "fixture" / "16x6-40px" / "digits" / "manifest.csv").exists()
 
     # Damaged outputs: each rerun names what it finds and sets it aside; rerunning until done
     # makes everything again.
@@ -144,6 +144,24 @@ def test_smoke_narrowed_to_an_experiment_and_a_dataset_runs_to_the_end(tmp_path)
     text = rerun_until_done()
     assert f"{metrics.relative_to(tmp_path)} is not a metrics file" in text and "Traceback" not in text
     assert pd.read_csv(tmp_path / "reports/smoke/suite.baselines/table.csv")["n"].eq(1).all()
+
+
+@pytest.mark.slow
+def test_smoke_and_demo_in_turn_rerun_nothing_of_each_other(tmp_path):
+    """The presets' fixtures differ in size; each keeps its own, so running one never remakes the
+    data (and so the runs) of the other."""
+    narrowed = ["experiments=[suite.baselines]", "subset={suite.baselines: {datasets: [cub], methods: [ms]}}"]
+    smoke = ("--cores", "2", "--config", "preset=smoke", *narrowed)
+    done = snakemake(tmp_path, *smoke)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "Nothing to be done" in snakemake(tmp_path, "-n", *smoke).stdout  # what the check below relies on
+    demo = snakemake(tmp_path, "--cores", "2", "--until", "cache", "--config", "preset=demo", *narrowed)
+    assert demo.returncode == 0, demo.stderr[-4000:]
+    assert "prepare" in job_counts(demo.stdout + demo.stderr)  # the demo's own fixture was made
+    again = snakemake(tmp_path, "-n", *smoke)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout, again.stdout[-3000:]
+    made = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.glob("data/fixture/*/cub/manifest.csv"))
+    assert made == ["data/fixture/16x6-40px/cub/manifest.csv", "data/fixture/24x10-48px/cub/manifest.csv"]
 
 
 @pytest.mark.slow

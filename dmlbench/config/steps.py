@@ -8,6 +8,7 @@ from pathlib import Path
 
 from dmlbench.config.loading import deep_merge, printed_numbers
 from dmlbench.config.run import Run
+from dmlbench.data import fixtures
 from dmlbench.data.datasets import DATASETS
 from dmlbench.errors import ConfigError
 from dmlbench.evaluation import reference
@@ -30,7 +31,12 @@ class StepSpecs:
 
     @property
     def data_dir(self) -> str:
-        return f"{self.preset['data']['root']}/{self.preset['data']['source']}"
+        """`<root>/real`, or `<root>/fixture/<size>`: one folder per fixture size, so that presets
+        of other sizes (smoke, demo) never remake each other's data."""
+        data = self.preset["data"]
+        if data["source"] == "fixture":
+            return f"{data['root']}/fixture/{fixtures.folder_name(data.get('fixture'))}"
+        return f"{data['root']}/{data['source']}"
 
     def manifest(self, dataset: str) -> str:
         """The manifest training reads: the cached one when the preset has an image cache."""

@@ -17,9 +17,19 @@ import numpy as np
 from dmlbench.data import datasets
 from dmlbench.data.manifest import SplitStats
 
+SIZE = {"n_classes": 16, "per_class": 8, "image_size": 48}  # a preset's `data.fixture` changes these
 
-def write(dataset: str, folder: Path, n_classes: int = 16, per_class: int = 8, seed: int = 0,
-          image_size: int = 48, layout: str | None = None) -> SplitStats:
+
+def folder_name(size: dict | None) -> str:
+    """The folder of the fixtures of `size` (a preset's `data.fixture`) under `<data root>/fixture/`:
+    presets whose fixtures differ keep theirs apart, presets with the same fixtures share them."""
+    size = {**SIZE, **(size or {})}
+    name = f"{size['n_classes']}x{size['per_class']}-{size['image_size']}px"
+    return f"{name}-{size['layout']}" if size.get("layout") else name
+
+
+def write(dataset: str, folder: Path, n_classes: int = SIZE["n_classes"], per_class: int = SIZE["per_class"],
+          seed: int = 0, image_size: int = SIZE["image_size"], layout: str | None = None) -> SplitStats:
     """Write the fixture archives of `dataset` into `folder` and return their split statistics.
     `layout` chooses among a dataset's distribution layouts (Cars196: original, devkit, folders)."""
     folder.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,7 @@ from conftest import REPO
 
 # lowest first; a part may import from its own layer's other parts and from every layer below
 LAYERS = [
-    {"errors", "io", "registry", "settings", "environment"},
+    {"errors", "io", "children", "registry", "settings", "environment"},
     {"data", "models", "methods", "plots"},
     {"evaluation"},
     {"training"},

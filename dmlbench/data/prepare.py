@@ -2,7 +2,8 @@
 
 Layout under the data root: `downloads/<dataset>/` holds the publishers' files (shared by every
 preset), `<source>/<dataset>/raw/` the extracted files and `<source>/<dataset>/manifest.csv` the
-table every later stage reads. `source` is `real` or `fixture`.
+table every later stage reads. `source` is `real`, or `fixture/<size>` (one folder per fixture
+size, `fixtures.folder_name`).
 """
 
 from __future__ import annotations

@@ -124,7 +124,7 @@ class Cluster:
     def start_munge(self) -> None:
         key = Path("/etc/munge/munge.key")
         if not key.exists():
-            subprocess.run(["mungekey", "--create"], check=True, capture_output=True)
+            subprocess.run(["mungekey", "--create"], check=True, capture_output=True, timeout=60)
             shutil.chown(key, "munge", "munge")
         for folder in (Path("/run/munge"), Path("/var/log/munge"), Path("/var/lib/munge")):
             folder.mkdir(parents=True, exist_ok=True)
@@ -148,7 +148,8 @@ class Cluster:
         self._record("mariadbd", pid)
         sql = ("CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurm';"
                "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1'; FLUSH PRIVILEGES;")
-        subprocess.run(["mariadb", f"--socket={socket_path}", "-e", sql], check=True, capture_output=True)
+        subprocess.run(["mariadb", f"--socket={socket_path}", "-e", sql], check=True, capture_output=True,
+                       timeout=60)
         dbd = self.folder / "slurmdbd.conf"
         dbd.write_text(f"AuthType=auth/munge\nDbdHost=localhost\nSlurmUser=root\nStorageType="
                        f"accounting_storage/mysql\nStorageHost=127.0.0.1\nStorageLoc=slurm_acct_db\n"
@@ -156,13 +157,14 @@ class Cluster:
                        f"PidFile={self.folder / 'slurmdbd.pid'}\nLogFile={self.folder / 'log' / 'slurmdbd.log'}\n")
         dbd.chmod(0o600)
         # slurmdbd reads slurmdbd.conf beside the slurm.conf named by SLURM_CONF
-        result = subprocess.run(["slurmdbd"], capture_output=True, text=True, env=self.env)
+        result = subprocess.run(["slurmdbd"], capture_output=True, text=True, env=self.env, timeout=60)
         if result.returncode:
             raise RuntimeError(f"slurmdbd did not start: {result.stderr[-800:]}")
         _wait("slurmdbd", lambda: _pid_written(self.folder / "slurmdbd.pid"))
         self._record("slurmdbd", self.folder / "slurmdbd.pid")
         _wait("slurmdbd's port 6819", lambda: _listening(6819), 90)
-        subprocess.run(["sacctmgr", "-i", "add", "cluster", "dmlbench"], capture_output=True, env=self.env)
+        subprocess.run(["sacctmgr", "-i", "add", "cluster", "dmlbench"], capture_output=True, env=self.env,
+                       timeout=60)
 
     def start(self) -> None:
         self.write_config()
@@ -174,7 +176,8 @@ class Cluster:
         _wait("the node", self.node_idle, 90)
 
     def node_idle(self) -> bool:
-        result = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, env=self.env)
+        result = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, env=self.env,
+                                timeout=60)
         return result.returncode == 0 and "idle" in result.stdout
 
     def stop(self) -> None:
@@ -190,10 +193,10 @@ class Cluster:
         """State of every job SLURM ran (sacct with accounting, else scontrol's recent records)."""
         if self.accounting:
             out = subprocess.run(["sacct", "-n", "-X", "-P", "-o", "JobID,JobName,State"], capture_output=True,
-                                 text=True, env=self.env).stdout
+                                 text=True, env=self.env, timeout=60).stdout
             return {line.split("|")[0]: line.split("|")[2] for line in out.splitlines() if line}
         out = subprocess.run(["scontrol", "show", "job", "-o"], capture_output=True, text=True,
-                             env=self.env).stdout
+                             env=self.env, timeout=60).stdout
         states = {}
         for line in out.splitlines():
             fields = dict(part.split("=", 1) for part in line.split() if "=" in part)
@@ -241,8 +244,9 @@ def stop_leftovers() -> list[str]:
     return stopped
 
 
-class Stopped(Exception):
-    """SIGTERM or SIGHUP arrived: unwind as Ctrl-C does, so the cluster is stopped."""
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP arrived: unwind as Ctrl-C does, so the cluster is stopped (under pytest:
+    the test run ends, as on Ctrl-C, rather than going on to the next test)."""
 
 
 @contextmanager

@@ -47,16 +47,14 @@ def _holds_its_group(process: subprocess.Popen) -> bool:
     return process.returncode is None or not os.path.exists(f"/proc/{process.pid}")
 
 
-def run(command: list[str], timeout: float, input=None, capture_output: bool = False,
-        check: bool = False, **popen_args) -> subprocess.CompletedProcess:
+def run(command: list[str], timeout: float, capture_output: bool = False, check: bool = False,
+        **popen_args) -> subprocess.CompletedProcess:
     """`subprocess.run` in a group of its own: the test fails if it runs past `timeout` s."""
     if capture_output:
         popen_args.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if input is not None:
-        popen_args["stdin"] = subprocess.PIPE
     process = start(command, **popen_args)
     try:
-        stdout, stderr = process.communicate(input, timeout=timeout)
+        stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         stop(process, grace=0)
         pytest.fail(f"{shlex.join(map(str, command))} ran past its time limit of {timeout:g} s: its process "

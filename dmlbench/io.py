@@ -197,9 +197,14 @@ def open_lock(path: str | os.PathLike):
                         f"{path.name} out of {path.parent} (or remove it) and rerun")
 
 
+def json_text(data) -> str:
+    """`data` as the suite's JSON files hold it."""
+    return json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
+
+
 def write_json(path, data) -> None:
     with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+        tmp.write_text(json_text(data))
 
 
 def read_json(path):

@@ -217,3 +217,89 @@ def test_an_output_folder_that_cannot_be_written_is_named(tmp_path):
     result = snakemake(work, "-n", "--cores", "1", "--config", "preset=smoke")
     assert result.returncode != 0
     assert "the output folder results/smoke is a file, not a folder" in result.stderr + result.stdout
+
+
+# --- 14: the report's files on a full disk; Markdown cells ----------------------------------------
+
+def test_a_full_disk_while_the_report_is_written_leaves_the_old_pair_or_neither(tmp_path, monkeypatch, capsys):
+    import errno
+
+    from dmlbench import cli
+
+    output = tmp_path / "reports" / "smoke" / "index.html"
+    args = ["report", "--config-dir", str(CONFIG_DIR), "--config", '{"preset": "smoke"}', "--output", str(output)]
+    real_write = Path.write_text
+
+    def full_disk_at(name):
+        def write_text(self, *a, **k):
+            if self.name.startswith(f".{name}."):
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return real_write(self, *a, **k)
+        return write_text
+
+    for name in ("contents.json", "index.html"):
+        monkeypatch.setattr(Path, "write_text", full_disk_at(name))
+        with pytest.raises(SystemExit):
+            cli.main(args)
+        assert "is full" in capsys.readouterr().err
+        assert not output.exists() and not (output.parent / "contents.json").exists()
+        assert not [p.name for p in output.parent.iterdir() if p.name.startswith(".")]
+    monkeypatch.setattr(Path, "write_text", real_write)
+    cli.main(args)
+    before = output.read_text(), (output.parent / "contents.json").read_text()
+    (tmp_path / "reports" / "smoke" / "suite.baselines").mkdir()  # the next report would differ
+    for name in ("contents.json", "index.html"):
+        monkeypatch.setattr(Path, "write_text", full_disk_at(name))
+        with pytest.raises(SystemExit):
+            cli.main(args)
+        assert (output.read_text(), (output.parent / "contents.json").read_text()) == before
+
+
+def test_a_label_with_a_bar_or_a_line_break_stays_in_its_markdown_cell(tmp_path):
+    from test_report import fake_run
+
+    from dmlbench.report import aggregate, markdown
+
+    label = "MS | margin\nλ=0.5"
+    assert markdown.cells(markdown.row([label, "1.00"])) == ["MS | margin λ=0.5", "1.00"]
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    spec = plan.aggregate_spec("dro.f4")
+    method = plan.runs("dro.f4")[0].method
+    spec["method_labels"][method] = label
+    files = [fake_run(tmp_path, run, {"recall@1": 0.6, "recall@2": 0.7}) for run in plan.runs("dro.f4")]
+    aggregate.aggregate(spec, files, tmp_path / "out")
+    lines = (tmp_path / "out" / "table.md").read_text().splitlines()
+    header = next(line for line in lines if line.startswith("| method"))
+    row = next(line for line in lines if line.startswith("| MS"))
+    assert row.startswith("| MS \\| margin λ=0.5 |")
+    assert len(markdown.cells(row)) == len(markdown.cells(header))
+    assert markdown.cells(row)[0] == "MS | margin λ=0.5"
+
+
+def test_a_fair_table_label_with_a_bar_or_a_line_break_stays_in_its_cell(tmp_path):
+    import json
+
+    import pandas as pd
+
+    from dmlbench.io import write_json
+    from dmlbench.report import fair_tables, markdown
+
+    plan = Plan.load(CONFIG_DIR, {"preset": "smoke", "experiments": ["suite.fair"]})
+    spec = json.loads(json.dumps(plan.fair_aggregate_spec("suite.fair")))
+    spec["folder"] = str(tmp_path / "DATASET" / "METHOD")
+    first = next(iter(spec["methods"]))
+    spec["methods"][first]["label"] = "MS | α\nβ"
+    for method in spec["methods"]:
+        folder = tmp_path / "cub" / method
+        write_json(folder / "final" / "summary.json", {
+            "repetitions": 2, "capped_folds": 0, "fold_trainings": 4,
+            **{mode: {k: {"mean": 0.5, "ci95": 0.01} for k in fair_tables.METRICS} for mode in fair_tables.MODES}})
+        write_json(folder / "search" / "best.json", {"params": {"loss.a": 1.0}, "paper": {"loss.a": 2.0},
+                                                     "trials": 2, "diverged": 0, "objective": 0.2})
+        pd.DataFrame({"slot": [0, 1], "fold0_stopped_by": ["patience"] * 2}).to_csv(folder / "search" / "trials.csv",
+                                                                                  index=False)
+    fair_tables.aggregate(spec, tmp_path / "out")
+    lines = (tmp_path / "out" / "fair_table.md").read_text().splitlines()
+    header = next(line for line in lines if line.startswith("| method"))
+    row = next(line for line in lines if line.startswith("| MS"))
+    assert markdown.cells(row)[0] == "MS | α β" and len(markdown.cells(row)) == len(markdown.cells(header))

@@ -20,6 +20,7 @@ from dmlbench.preflight import budget
 from dmlbench.data import datasets
 from dmlbench.preflight.grouping import Group, group_runs
 from dmlbench.preflight.probe import probe
+from dmlbench.report import markdown
 
 
 def bounded(groups: list[Group]) -> list[Group]:
@@ -205,7 +206,7 @@ def _write_table(table: pd.DataFrame, output_dir: Path, preset: str, measured_on
     for row in table.itertuples():
         step = f"{row.seconds_per_step:.3f}" if row.status == "passed" else ""
         peak = f"{row.peak_mb}" if row.status == "passed" else ""
-        lines.append(f"| {row.group} | {row.code_path} | {row.runs} | {row.status} | {step} | {peak} | {row.error} |")
+        lines.append(markdown.row([row.group, row.code_path, row.runs, row.status, step, peak, row.error]))
     with atomic_path(output_dir / "preflight.md") as tmp:
         tmp.write_text("\n".join(lines) + "\n")
 
@@ -220,8 +221,8 @@ def _write_budget(projection: pd.DataFrame, output_dir: Path, measured_on: str, 
              f"formula in the README (Preflight). Runs of failed groups are not counted.", "",
              *_incomplete(left), f"| experiment | runs | device-hours | wall hours on {devices} devices |", "|---|---|---|---|"]
     for experiment, part in projection.groupby("experiment", sort=False):
-        lines.append(f"| {experiment} | {len(part)} | {part['hours'].sum():.1f} | "
-                     f"{budget.wall_seconds(list(part['hours']), devices):.1f} |")
+        lines.append(markdown.row([experiment, len(part), f"{part['hours'].sum():.1f}",
+                                   f"{budget.wall_seconds(list(part['hours']), devices):.1f}"]))
     hours = list(projection["hours"])
     lines.append(f"| **all** | {len(hours)} | {sum(hours):.1f} | {budget.wall_seconds(hours, devices):.1f} |")
     with atomic_path(output_dir / "budget.md") as tmp:

@@ -16,6 +16,7 @@ from dmlbench.errors import DmlbenchError
 from dmlbench.io import atomic_path, set_aside
 from dmlbench.plots import FIGURES
 from dmlbench.report import figures, references
+from dmlbench.report.markdown import row as markdown_row
 
 SELECTED = " (test-selected)"
 SELECTED_NOTE = ("Columns marked (test-selected) take each run's epoch with the best test Recall@1, "
@@ -94,17 +95,15 @@ def markdown(summary: pd.DataFrame, spec: dict, quoted: pd.DataFrame) -> str:
                   + " ".join(said), ""]
     for dataset, block in summary.groupby("dataset", sort=False):
         metrics = list(dict.fromkeys(block["metric"]))
-        lines += [f"## {dataset}", "", "| method | " + " | ".join(metrics) + " |",
-                  "|---|" + "---|" * len(metrics)]
+        lines += [f"## {dataset}", "", markdown_row(["method", *metrics]), "|---|" + "---|" * len(metrics)]
         for method, rows in block.groupby("method", sort=False):
             paper_texts = (spec.get("reported") or {}).get(method, {}).get(dataset, {})
             cells = {r.metric: _cell(r, paper_texts.get(r.metric)) for r in rows.itertuples()}
-            lines.append(f"| {labels.get(method, method)} | "
-                         + " | ".join(cells.get(m, "") for m in metrics) + " |")
+            lines.append(markdown_row([labels.get(method, method), *(cells.get(m, "") for m in metrics)]))
         for method, rows in quoted[quoted["dataset"] == dataset].groupby("method", sort=False):
             cells = {r.metric: printed(r.value) for r in rows.itertuples()}
-            lines.append(f"| {method} (quoted by the paper, not run) | "
-                         + " | ".join(cells.get(m, "") for m in metrics) + " |")
+            lines.append(markdown_row([f"{method} (quoted by the paper, not run)",
+                                       *(cells.get(m, "") for m in metrics)]))
         lines.append("")
     return "\n".join(lines)
 

@@ -15,6 +15,7 @@ from dmlbench.config.loading import printed
 from dmlbench.fair.intervals import overlaps
 from dmlbench.io import atomic_path, read_json
 from dmlbench.plots import canvas
+from dmlbench.report.markdown import row as markdown_row
 
 MODES = ("separated", "concatenated")
 METRICS = {"p@1": "P@1", "r_precision": "RP", "map@r": "MAP@R"}
@@ -121,16 +122,15 @@ def markdown(frame: pd.DataFrame, spec: dict) -> str:
     for dataset in spec["datasets"]:
         rows = frame[frame["dataset"] == dataset]
         header = [f"{mode[:3]}. {name}" for mode in MODES for name in METRICS.values()]
-        lines += [f"## {dataset}", "", "| method | paper | " + " | ".join(header)
-                  + " | tuned | paper setting | trials (diverged) | capped folds (final; search) |",
+        lines += [f"## {dataset}", "", markdown_row(["method", "paper", *header, "tuned", "paper setting",
+                                                     "trials (diverged)", "capped folds (final; search)"]),
                   "|---|---|" + "---|" * len(header) + "---|---|---|---|"]
         for method, about in spec["methods"].items():
             mine = rows[rows["method"] == method].set_index(["mode", "metric"])
             cells = [cell(mine.loc[(mode, metric)]) for mode in MODES for metric in METRICS]
             first = mine.iloc[0]
-            lines.append(f"| {about['label']} | {about['paper']} | " + " | ".join(cells)
-                         + f" | {first['tuned']} | {first['paper_setting']}"
-                         + f" | {int(first['trials'])} ({int(first['diverged_trials'])}) | {capped(first)} |")
+            lines.append(markdown_row([about["label"], about["paper"], *cells, first["tuned"], first["paper_setting"],
+                                       f"{int(first['trials'])} ({int(first['diverged_trials'])})", capped(first)]))
         lines.append("")
     lines += ["Notes:", ""] + [f"- {note}" for note in notes(spec)]
     return "\n".join(lines)

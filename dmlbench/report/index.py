@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from dmlbench.io import atomic_path, read_json, write_json
-from dmlbench.report import contents, fair_section, layout, provenance, references
+from dmlbench.io import atomic_path, json_text, read_json
+from dmlbench.report import contents, fair_section, layout, markdown, provenance, references
 from dmlbench.report.aggregate import TOY_NOTE
 
 STYLE = """
@@ -159,7 +159,7 @@ def _budget_html(budget: Path, preset: str, page_dir: Path) -> str:
     lines = budget.read_text().splitlines()[1:]
     text = [f"<p class='note'>{html.escape(line)}</p>" for line in lines
             if line.strip() and not line.startswith("|")]
-    rows = [[html.escape(c.strip().strip("*")) for c in line.strip("|").split("|")]
+    rows = [[html.escape(c.strip("*")) for c in markdown.cells(line)]
             for line in lines if line.startswith("|") and not line.startswith("|---")]
     table = "<div class='scroll'><table>" + "".join(
         "<tr>" + "".join(f"<{'th' if i == 0 else 'td'}>{c}</{'th' if i == 0 else 'td'}>" for c in row) + "</tr>"
@@ -207,13 +207,15 @@ def _experiment_html(plan, exp: dict, preset: str, folder: Path, page_dir: Path)
 
 
 def write(plan, output: Path) -> None:
-    """Write the preset's report (and `contents.json`) from its experiment folders, then the
-    landing page."""
+    """Write the preset's report and `contents.json` from its experiment folders, then the
+    landing page. Both files are written in full before either replaces its old self, the page
+    first and the contents last: a failed write (a full disk) leaves the old pair, or neither."""
     preset_dir = output.parent
     info = contents.contents(plan, preset_dir)
-    write_json(preset_dir / "contents.json", info)
-    with atomic_path(output) as tmp:
-        tmp.write_text(_page(f"dmlbench report: {plan.name}", _preset_body(plan, info, preset_dir)))
+    page = _page(f"dmlbench report: {plan.name}", _preset_body(plan, info, preset_dir))
+    with atomic_path(preset_dir / "contents.json") as contents_tmp, atomic_path(output) as page_tmp:
+        contents_tmp.write_text(json_text(info))
+        page_tmp.write_text(page)
     write_landing(preset_dir.parent)
 
 

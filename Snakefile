@@ -35,7 +35,7 @@ onstart:  # jobs about to run on this machine: the devices the runs name must ex
 
 
 # cheap steps stay on the submitting machine under a cluster executor
-localrules: all, aggregate, analyse, report, fair_splits, fair_ask, fair_tell, fair_best, fair_aggregate
+localrules: all, aggregate, analyse, certificate, report, fair_splits, fair_ask, fair_tell, fair_best, fair_aggregate
 
 
 rule all:

@@ -92,6 +92,27 @@ def cmd_report(args) -> None:
     index.write(Plan.load(args.config_dir, _spec(args.config)), Path(args.output))
 
 
+def cmd_verdict(args) -> None:
+    from dmlbench.config import verdict_spec
+    from dmlbench.config.plan import Plan
+    from dmlbench.io import atomic_path, write_json
+    from dmlbench.report.provenance import commit
+    from dmlbench.verdicts import certificate
+
+    config = dict(_spec(args.config), **({"preset": args.preset} if args.preset else {}))
+    plan = Plan.load(args.config_dir, config)
+    paper = verdict_spec.paper_of(plan, args.name)
+    cert = certificate.build(verdict_spec.certificate_spec(plan, paper), commit())
+    text = certificate.markdown(cert)
+    if args.output_dir:
+        folder = Path(args.output_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        write_json(folder / "certificate.json", cert)
+        with atomic_path(folder / "certificate.md") as tmp:
+            tmp.write_text(text)
+    print(certificate.markdown(cert, only=args.name if args.name in plan.experiments else None), end="")
+
+
 def cmd_plan(args) -> None:
     from dmlbench.config.plan import Plan
 
@@ -267,6 +288,16 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--config", default="{}", help="JSON: the workflow's config (preset and changes)")
     s.add_argument("--output", required=True, help="reports/<preset>/index.html")
     s.set_defaults(func=cmd_report)
+
+    s = sub.add_parser("verdict", help="a paper's certificate from the finished results: every paper "
+                                       "number's verdict and every claim's test (no training)")
+    s.add_argument("name", help="a paper (ms) or one of its experiments (ms.t1)")
+    s.add_argument("--config-dir", default=CONFIG_DIR)
+    s.add_argument("--preset", help="preset name (default: full, or the one in --config)")
+    s.add_argument("--config", default="{}", help="JSON: changes as in --config of the workflow")
+    s.add_argument("--output-dir", help="also write certificate.md and certificate.json here "
+                                        "(the pipeline: reports/<preset>/<paper>)")
+    s.set_defaults(func=cmd_verdict)
 
     s = sub.add_parser("plan", help="list the run folders a preset expands into")
     s.add_argument("--config-dir", default=CONFIG_DIR)

@@ -11,7 +11,7 @@ LAYERS = [
     {"data", "models", "methods", "plots"},
     {"evaluation"},
     {"training"},
-    {"analysis", "fair"},
+    {"analysis", "fair", "verdicts"},
     {"config"},
     {"report", "preflight", "doctor", "gpu_slots", "slurm_profile"},
     {"cli", "__main__"},

@@ -98,10 +98,12 @@ class Plan(StepSpecs, FairSpecs):
 
     def _load_experiments(self) -> dict:
         experiments: dict = {}
+        self.sources: dict[str, Path] = {}  # experiment id → its catalogue file (named by errors)
         for path in sorted((self.config_dir / "experiments").glob("*.yaml")):
             for key, value in load_yaml(path, keep_digits=True).items():
                 if key in experiments:
                     raise ConfigError(f"experiment {key!r} is defined twice ({path})")
+                self.sources[key] = path
                 experiments[key] = {part: entry if part in PAPER_NUMBERS else plain_numbers(entry)
                                     for part, entry in value.items()} if isinstance(value, dict) else value
         return experiments

@@ -10,6 +10,7 @@ from dmlbench.data.datasets import DATASETS
 from dmlbench.errors import ConfigError
 from dmlbench.plots import FIGURES
 from dmlbench.registry import did_you_mean
+from dmlbench.verdicts import claims
 
 EXPERIMENT_KEYS = {"layout", "title", "paper", "datasets", "methods", "seeds", "train", "per_dataset",
                    "table", "reported", "quoted", "kind", "analysis", "sweep", "plot", "figures", "fair",
@@ -58,6 +59,8 @@ def check_catalogue(plan) -> None:
         for name in exp.get("figures") or []:
             FIGURES.check(name, f"{where}.figures", ConfigError)
         check_reported(exp, where)
+        claims.check(exp, f"{plan.sources[key]}: {where}")
+        check_tolerance(exp, f"{plan.sources[key]}: {where}")
         check_layout(exp, where)
         check_title(plan, exp, where)
         if exp.get("kind") == "fair":
@@ -73,6 +76,7 @@ def check_catalogue(plan) -> None:
             if without:
                 raise ConfigError(f"{where}.sweep.{label}: sets miner options but method "
                                   f"{without[0]} has no miner")
+    claims.check_ids(plan.experiments, lambda key: plan.sources[key])
     for name, method in plan.methods.items():
         unknown = set(method) - METHOD_KEYS
         if unknown:
@@ -126,6 +130,22 @@ def check_reported(exp: dict, where: str) -> None:
             if extra:
                 raise ConfigError(f"{where}.reported.{method}.{dataset}: {extra} not among the "
                                   f"table's metrics {sorted(metrics)}")
+
+
+def check_tolerance(exp: dict, where: str) -> None:
+    """`tolerance`: the band (points, ≥ 0) of the verdicts on the paper's numbers, one number or
+    one per metric of the table (`dmlbench.verdicts.numbers`)."""
+    tolerance = exp.get("tolerance")
+    if tolerance is None:
+        return
+    metrics = (exp.get("table") or {}).get("metrics") or []
+    values = tolerance if isinstance(tolerance, dict) else {"": tolerance}
+    for metric, value in values.items():
+        if metric and metric not in metrics:
+            raise ConfigError(f"{where}.tolerance: {metric!r} is not in the table's metrics ({', '.join(metrics)})")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ConfigError(f"{where}.tolerance{'.' + metric if metric else ''}: a number of points ≥ 0 "
+                              f"(or one per metric), not {value!r}")
 
 
 def check_title(plan, exp: dict, where: str) -> None:

@@ -4,6 +4,8 @@ import re
 import shlex
 import sys
 
+from dmlbench.config import verdict_spec
+
 # every job runs with the interpreter Snakemake runs under (its environment, activated or not)
 PYTHON = shlex.quote(sys.executable)
 

@@ -31,9 +31,27 @@ rule analyse:
         "{PYTHON} -m dmlbench analyse --spec {params.spec:q} --output-dir {params.folder:q}"
 
 
+rule certificate:
+    input:
+        lambda w: verdict_spec.certificate_inputs(PLAN, w.paper),
+    output:
+        markdown=f"reports/{{preset}}/{{paper}}/certificate.md",
+        json=f"reports/{{preset}}/{{paper}}/certificate.json",
+    wildcard_constraints:
+        paper="[a-z0-9_]+",
+    params:
+        config=json.dumps(config),
+        config_dir=str(CONFIG_DIR),
+        folder=f"reports/{{preset}}/{{paper}}",
+    shell:
+        "{PYTHON} -m dmlbench verdict {wildcards.paper} --config-dir {params.config_dir:q}"
+        " --config {params.config:q} --output-dir {params.folder:q} > /dev/null"
+
+
 rule report:
     input:
         [PLAN.report_marker(experiment) for experiment in PLAN.experiment_ids],
+        [f"reports/{PRESET}/{paper}/certificate.json" for paper in verdict_spec.certified_papers(PLAN)],
     output:
         f"reports/{PRESET}/index.html",
     params:

@@ -1,0 +1,164 @@
+"""A paper's certificate: every paper number's verdict and every claim's test, counted, with what
+the numbers rest on (commit, the manifests' sha256, the fingerprint of the runs' settings).
+
+`build` reads the finished results only (each experiment's `runs.csv`, the per-seed numbers the
+aggregate step writes), so the pipeline's rule and `python -m dmlbench verdict` give the same.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from dmlbench.verdicts import claims as claim_tests
+from dmlbench.verdicts import numbers
+
+FIXTURE_STAMP = ("Fixture data: these verdicts test the code that computes them, not the paper "
+                 "(synthetic images, small CNN).")
+
+
+def _runs(path: Path) -> pd.DataFrame | None:
+    return pd.read_csv(path) if path.exists() else None
+
+
+def _per_seed(runs: pd.DataFrame | None, row: str, dataset: str, column: str) -> dict[int, float]:
+    if runs is None or column not in runs:
+        return {}
+    mine = runs[(runs["method"] == row) & (runs["dataset"] == dataset)]
+    return {int(s): float(v) for s, v in zip(mine["seed"], mine[column]) if v == v}
+
+
+def _column(exp: dict, metric: str) -> str:
+    return metric + numbers.SELECTED if metric in exp["selected"] else metric
+
+
+def _numbers(exp: dict, runs: pd.DataFrame | None) -> list[dict]:
+    out = []
+    for row, per_dataset in exp["reported"].items():
+        for dataset, metrics in per_dataset.items():
+            for metric, text in metrics.items():
+                column = _column(exp, metric)
+                ran = runs is not None and ((runs["method"] == row) & (runs["dataset"] == dataset)).any()
+                values = _per_seed(runs, row, dataset, column).values() if ran else []
+                tolerance = numbers.band_of(exp["tolerance"], metric) + numbers.printed_precision(text)
+                found = numbers.judge(list(values), float(text), tolerance)
+                entry = {"row": row, "dataset": dataset, "metric": metric, "paper": text,
+                         "test_selected": column != metric, **found.__dict__}
+                if column != metric and ran:  # the honest number beside it: each run's last epoch
+                    honest = numbers.judge(list(_per_seed(runs, row, dataset, metric).values()), float(text), tolerance)
+                    entry["last_epoch"] = {"mean": honest.mean, "half": honest.half, "n": honest.n}
+                out.append(entry)
+    return out
+
+
+def _claims(exp: dict, runs: pd.DataFrame | None) -> list[dict]:
+    out = []
+    for claim in exp["claims"]:
+        column = _column(exp, claim["metric"])
+        result = claim_tests.test(_per_seed(runs, claim["better"], claim["dataset"], column),
+                                  _per_seed(runs, claim["worse"], claim["dataset"], column))
+        entry = {**{k: v for k, v in claim.items() if k != "gain"}, "gain_paper": claim.get("gain"),
+                 "experiment": exp["id"], "test_selected": column != claim["metric"]}
+        if isinstance(result, str):
+            entry["verdict"] = result
+        else:
+            entry.update(result.__dict__)
+        out.append(entry)
+    return out
+
+
+def build(spec: dict, commit: str, root: Path = Path(".")) -> dict:
+    """The certificate of `spec` (`dmlbench.config.verdict_spec`) from the runs under `root`."""
+    experiments, tested = [], []
+    for exp in spec["experiments"]:
+        runs = _runs(root / exp["runs"]) if exp["ran"] else None
+        experiments.append({"id": exp["id"], "title": exp["title"], "ran": exp["ran"],
+                            "numbers": _numbers(exp, runs), "claims": _claims(exp, runs)})
+        tested += [c for c in experiments[-1]["claims"] if "p" in c]
+    for claim, adjusted in zip(tested, claim_tests.holm([c["p"] for c in tested])):
+        claim["p_holm"] = adjusted
+        claim["verdict"] = claim_tests.verdict(claim_tests.ClaimTest(
+            *(claim[k] for k in ("gain", "low", "high", "p", "paired", "n_better", "n_worse"))),
+            adjusted, claim.get("gain_paper"))
+    every_number = [n for e in experiments for n in e["numbers"]]
+    every_claim = [c for e in experiments for c in e["claims"]]
+    return {"paper": spec["paper"], "title": spec["title"], "preset": spec["preset"],
+            "fixture_data": spec["fixture_data"], "commit": commit, "fingerprint": spec["fingerprint"],
+            "checksums": {d: _checksum(root / p) for d, p in spec["checksums"].items()},
+            "numbers": {v: sum(n["verdict"] == v for n in every_number) for v in numbers.VERDICTS}
+            | {"total": len(every_number)},
+            "claims": {v: sum(c["verdict"] == v for c in every_claim) for v in claim_tests.VERDICTS}
+            | {"total": len(every_claim), "holding": sum(c["verdict"] in claim_tests.HOLDING for c in every_claim)},
+            "not_holding": [f"{c['id']}: {c['verdict']}" for c in every_claim if c["verdict"] in claim_tests.FAILING],
+            "experiments": experiments}
+
+
+def _checksum(path: Path) -> str:
+    """The sha256 the suite wrote beside a manifest, or why there is none."""
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        return "not recorded (data not prepared)"
+
+
+def headline(cert: dict) -> str:
+    """'ms: N of M numbers reproduced, K of L claims hold'."""
+    n, c = cert["numbers"], cert["claims"]
+    return (f"{cert['paper']}: {n[numbers.REPRODUCED]} of {n['total']} numbers reproduced, "
+            f"{c['holding']} of {c['total']} claims hold")
+
+
+def _interval(mean, half) -> str:
+    if mean is None:
+        return "–"
+    return f"{mean:.2f}" + ("" if half is None else f" ± {half:.2f}")
+
+
+def markdown(cert: dict, only: str | None = None) -> str:
+    """The certificate as Markdown (the terminal's and `certificate.md`); `only`: one experiment's
+    numbers and claims (the counts stay the paper's)."""
+    n = cert["numbers"]
+    lines = [f"# Certificate: {cert['title']}", ""]
+    if cert["fixture_data"]:
+        lines += [f"**{FIXTURE_STAMP}**", ""]
+    lines += [f"**{headline(cert)}** (preset {cert['preset']}).", "",
+              "Numbers: " + ", ".join(f"{n[v]} {v}" for v in numbers.VERDICTS) + f" (of {n['total']}).",
+              "Claims: " + ", ".join(f"{cert['claims'][v]} {v}" for v in claim_tests.VERDICTS if cert["claims"][v])
+              + f" (of {cert['claims']['total']}).", ""]
+    if cert["not_holding"]:
+        lines += ["Claims tested that do not hold:", ""] + [f"- {item}" for item in cert["not_holding"]] + [""]
+    for exp in cert["experiments"]:
+        if only and exp["id"] != only:
+            continue
+        lines += [f"## {exp['id']}: {exp['title']}", ""]
+        counts = {v: sum(x["verdict"] == v for x in exp["numbers"]) for v in numbers.VERDICTS}
+        lines += ["Numbers: " + ", ".join(f"{counts[v]} {v}" for v in numbers.VERDICTS if counts[v]) + ".", ""]
+        missed = [x for x in exp["numbers"] if x["verdict"] in (numbers.BELOW, numbers.ABOVE)]
+        if missed:
+            lines += ["| row | dataset | metric | paper | ours (95 % interval, n) | tolerance | verdict |",
+                      "|---|---|---|---|---|---|---|"]
+            lines += [f"| {x['row']} | {x['dataset']} | {x['metric']}{' (test-selected)' if x['test_selected'] else ''} "
+                      f"| {x['paper']} | {_interval(x['mean'], x['half'])} (n={x['n']}) | ±{x['tolerance']:.3g} "
+                      f"| {numbers.SYMBOLS[x['verdict']]} {x['verdict']} |" for x in missed]
+            lines.append("")
+        if exp["claims"]:
+            lines += ["| claim | better − worse | dataset, metric | paper's gain | our gain (95 % interval) "
+                      "| test | p (Holm) | verdict |", "|---|---|---|---|---|---|---|---|"]
+            for c in exp["claims"]:
+                ours = (f"{c['gain']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}]" if "low" in c else "–")
+                test = (("paired t" if c["paired"] else "Welch t") + f", n={c['n_better']}/{c['n_worse']}"
+                        if "low" in c else "–")
+                p = f"{c['p']:.3g} ({c['p_holm']:.3g})" if "p_holm" in c else "–"
+                paper = "–" if c.get("gain_paper") is None else f"{c['gain_paper']:+.2f}"
+                lines.append(f"| {c['id']}: {c['text']} ({c['source']}) | {c['better']} − {c['worse']} "
+                             f"| {c['dataset']}, {c['metric']} | {paper} | {ours} | {test} | {p} "
+                             f"| {claim_tests.SYMBOLS[c['verdict']]} {c['verdict']} |")
+            lines.append("")
+    lines += ["## Provenance", "", f"- commit: {cert['commit']}", f"- settings fingerprint (sha256 of the "
+              f"runs' resolved settings): {cert['fingerprint']}"]
+    lines += [f"- {dataset} manifest sha256: {digest}" for dataset, digest in cert["checksums"].items()]
+    lines += ["", "Verdicts: " + "; ".join(f"{numbers.SYMBOLS[v]} {v}: {numbers.MEANINGS[v]}" for v in numbers.VERDICTS)
+              + ". Claims: " + "; ".join(f"{claim_tests.SYMBOLS[v]} {v}: {claim_tests.MEANINGS[v]}"
+                                         for v in claim_tests.VERDICTS) + "."]
+    return "\n".join(lines) + "\n"

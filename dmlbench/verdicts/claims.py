@@ -1,0 +1,145 @@
+"""A paper's claims (`claims:` of an experiment in the catalogue: row `better` beats row `worse` on
+a dataset and metric, by the paper's `gain`), checked when the catalogue loads, and tested on our
+per-seed numbers.
+
+Our gain is mean(better) − mean(worse) with its 95 % interval; the test is paired (scipy's
+`ttest_rel`) where both rows ran the same seeds, else Welch's (`ttest_ind`, unequal variances);
+the p-values of one paper's claims are Holm-corrected together (`holm`) and judged at α = 0.05.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from dmlbench.errors import ConfigError
+
+ALPHA = 0.05
+KEYS = {"id", "text", "better", "worse", "dataset", "metric", "gain", "source"}
+REQUIRED = KEYS - {"gain"}
+HOLDS, SMALLER, LARGER = "holds", "holds, smaller", "holds, larger"
+NOT_SIGNIFICANT, REVERSED, NOT_RUN, SINGLE_RUN = "not significant", "reversed", "not run", "single run"
+VERDICTS = (HOLDS, SMALLER, LARGER, NOT_SIGNIFICANT, REVERSED, NOT_RUN, SINGLE_RUN)
+HOLDING = (HOLDS, SMALLER, LARGER)
+FAILING = (NOT_SIGNIFICANT, REVERSED)  # tested and not holding (the others: no test possible)
+SYMBOLS = {HOLDS: "✓", SMALLER: "✓▽", LARGER: "✓△", NOT_SIGNIFICANT: "≈", REVERSED: "✗",
+           NOT_RUN: "∅", SINGLE_RUN: "①"}
+MEANINGS = {HOLDS: "same sign as the paper's, significant, the paper's gain inside our gain's interval",
+            SMALLER: "holds, but our gain's interval lies below the paper's gain",
+            LARGER: "holds, but our gain's interval lies above the paper's gain",
+            NOT_SIGNIFICANT: "no significant difference (Holm-corrected p ≥ 0.05)",
+            REVERSED: "the opposite sign, significant",
+            NOT_RUN: "a row of the claim is not run by this preset",
+            SINGLE_RUN: "a row has one seed: no test"}
+
+
+def check(exp: dict, where: str) -> None:
+    """Each claim has the keys above and names rows, a dataset and a metric of the experiment's
+    table; ids are unique within the experiment (`check_ids`: within the paper)."""
+    claims = exp.get("claims")
+    if claims is None:
+        return
+    if not isinstance(claims, list):
+        raise ConfigError(f"{where}.claims: a list of claims (- id: …), not {type(claims).__name__}")
+    rows = set(exp["methods"]) | {f"{m}@{v}" for m in exp["methods"] for v in exp.get("sweep") or {}}
+    metrics = (exp.get("table") or {}).get("metrics") or []
+    for i, claim in enumerate(claims):
+        at = f"{where}.claims[{i}]" + (f" ({claim.get('id')})" if isinstance(claim, dict) and claim.get("id") else "")
+        if not isinstance(claim, dict):
+            raise ConfigError(f"{at}: a mapping with keys {sorted(KEYS)}")
+        unknown, missing = set(claim) - KEYS, REQUIRED - set(claim)
+        if unknown or missing:
+            raise ConfigError(f"{at}: keys are {sorted(KEYS)} (gain may be null); "
+                              + "; ".join(f"{what} {sorted(names)}" for what, names in
+                                          (("unknown", unknown), ("missing", missing)) if names))
+        for key in ("better", "worse"):
+            if claim[key] not in rows:
+                raise ConfigError(f"{at}.{key}: {claim[key]!r} is no row the experiment runs "
+                                  f"({', '.join(sorted(rows))})")
+        if claim["better"] == claim["worse"]:
+            raise ConfigError(f"{at}: better and worse are the same row {claim['better']!r}")
+        if claim["dataset"] not in exp["datasets"]:
+            raise ConfigError(f"{at}.dataset: {claim['dataset']!r} is not run by the experiment "
+                              f"({', '.join(exp['datasets'])})")
+        if claim["metric"] not in metrics:
+            raise ConfigError(f"{at}.metric: {claim['metric']!r} is not in the experiment's table "
+                              f"({', '.join(metrics)})")
+        gain = claim.get("gain")
+        if gain is not None and (isinstance(gain, bool) or not isinstance(gain, (int, float))):
+            raise ConfigError(f"{at}.gain: a number (points, ours better − worse) or null, not {gain!r}")
+
+
+def check_ids(experiments: dict, source_of) -> None:
+    """Claim ids are unique within a paper; `source_of(key)` names an experiment's file."""
+    seen: dict[tuple, str] = {}
+    for key, exp in experiments.items():
+        for claim in exp.get("claims") or []:
+            paper_id = (exp.get("paper"), claim["id"])
+            if paper_id in seen:
+                raise ConfigError(f"{source_of(key)}: experiment {key}.claims: id {claim['id']!r} is "
+                                  f"also a claim of {seen[paper_id]}; ids are unique within a paper")
+            seen[paper_id] = key
+
+
+@dataclass(frozen=True)
+class ClaimTest:
+    gain: float          # mean(better) − mean(worse), points
+    low: float           # 95 % interval of the gain
+    high: float
+    p: float             # two-sided, before Holm
+    paired: bool
+    n_better: int
+    n_worse: int
+
+
+def test(better: dict, worse: dict) -> ClaimTest | str:
+    """better, worse: seed → our number (NaN: not measured). A `ClaimTest`, or the verdict why
+    there is none (NOT_RUN, SINGLE_RUN)."""
+    b = {s: v for s, v in better.items() if v == v}
+    w = {s: v for s, v in worse.items() if v == v}
+    if not b or not w:
+        return NOT_RUN
+    if len(b) < 2 or len(w) < 2:
+        return SINGLE_RUN
+    paired = set(b) == set(w)
+    if paired:
+        seeds = sorted(b)
+        x, y = np.array([b[s] for s in seeds]), np.array([w[s] for s in seeds])
+        result = stats.ttest_rel(x, y)
+    else:
+        x, y = np.array(list(b.values())), np.array(list(w.values()))
+        result = stats.ttest_ind(x, y, equal_var=False)
+    interval = result.confidence_interval(1 - ALPHA)
+    p = float(result.pvalue)
+    return ClaimTest(float(x.mean() - y.mean()), float(interval.low), float(interval.high),
+                     1.0 if p != p else p, paired, len(b), len(w))  # NaN p: no spread at all
+
+
+def holm(pvalues: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the given order: sorted ascending, the i-th
+    smallest (from 0) is multiplied by m − i, capped at 1 and kept non-decreasing."""
+    m = len(pvalues)
+    adjusted, running = [0.0] * m, 0.0
+    for rank, i in enumerate(sorted(range(m), key=lambda i: pvalues[i])):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def verdict(result: ClaimTest, adjusted_p: float, paper_gain: float | None) -> str:
+    """The claim's verdict from its test and its Holm-adjusted p-value: the sign expected is the
+    paper's gain's (positive where it is null); `holds, smaller/larger` where our gain's interval
+    lies wholly below/above the paper's gain."""
+    if adjusted_p >= ALPHA:
+        return NOT_SIGNIFICANT
+    sign = -1.0 if paper_gain is not None and paper_gain < 0 else 1.0  # a claim written as a loss
+    if sign * result.gain < 0:
+        return REVERSED
+    low, high = sorted((sign * result.low, sign * result.high))
+    if paper_gain is not None and high < sign * paper_gain:
+        return SMALLER
+    if paper_gain is not None and low > sign * paper_gain:
+        return LARGER
+    return HOLDS

@@ -303,3 +303,23 @@ def test_a_fair_table_label_with_a_bar_or_a_line_break_stays_in_its_cell(tmp_pat
     header = next(line for line in lines if line.startswith("| method"))
     row = next(line for line in lines if line.startswith("| MS"))
     assert markdown.cells(row)[0] == "MS | α β" and len(markdown.cells(row)) == len(markdown.cells(header))
+
+
+@pytest.mark.parametrize("name, listed, edit, said", [
+    ("sop", "Ebay_train.txt", lambda text: text.replace(" 1 1 ", " x1 1 ", 1), "line 2 has the class_id 'x1'"),
+    ("inshop", "list_eval_partition.txt", lambda text: text.replace("   id_0", "   id_x", 1), "line 3 has the item id"),
+    ("cars", "names.csv", lambda text: "\udcff", "is not a text list"),
+])
+def test_a_garbled_value_or_file_in_a_dataset_list_is_named(tmp_path, name, listed, edit, said):
+    from dmlbench.data import acquire, datasets, fixtures
+
+    spec = datasets.get(name)
+    fixtures.write(name, tmp_path / "files", n_classes=4, per_class=2, **({"layout": "folders"} if name == "cars" else {}))
+    layout = acquire.complete_layout(spec, tmp_path / "files")
+    raw = acquire.extract([tmp_path / "files" / f.filename for f in layout.files], tmp_path / "raw")
+    path = next(raw.rglob(listed))
+    path.write_bytes(edit(path.read_text()).encode("utf-8", "surrogateescape"))
+    run_spec = f'{{"dataset": "{name}", "source": "real", "root": "{tmp_path}", "path": "{raw}", "download": false}}'
+    result = dmlbench("prepare", "--spec", run_spec, "--output", str(tmp_path / "real" / name / "manifest.csv"))
+    no_traceback(result)
+    assert result.returncode == 1 and f"{path}" in result.stderr and said in result.stderr

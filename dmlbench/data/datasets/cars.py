@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from dmlbench.data.datasets import register
-from dmlbench.data.datasets.spec import DatasetSpec, Layout, SourceFile, find_file, repeated
+from dmlbench.data.datasets.spec import DatasetSpec, Layout, SourceFile, find_file, read_lines, repeated
 from dmlbench.data.fixture_images import add_bytes, class_image, image_size_of, jpeg, split_stats
 from dmlbench.data.manifest import SplitStats, half_split
 from dmlbench.errors import DatasetError
@@ -142,7 +142,7 @@ def _plain_file_name(name: str) -> bool:
 
 def _parse_cars_folders(root: Path) -> pd.DataFrame:
     names_csv = find_file(root, "names.csv")
-    names = [line.strip() for line in names_csv.read_text().splitlines() if line.strip()]
+    names = [line.strip() for line in read_lines(names_csv) if line.strip()]
     base = names_csv.parent
     parts = []
     for split in ("train", "test"):
@@ -150,7 +150,7 @@ def _parse_cars_folders(root: Path) -> pd.DataFrame:
         if not annos.exists():
             raise DatasetError(f"{annos} is missing: the class-folder copy needs names.csv, "
                                f"anno_train.csv and anno_test.csv side by side")
-        numbered = [(n, line.split(",")) for n, line in enumerate(annos.read_text().splitlines(), 1)
+        numbered = [(n, line.split(",")) for n, line in enumerate(read_lines(annos), 1)
                     if line.strip()]
         bad = [n for n, r in numbered if len(r) < 2 or not r[-1].strip().isdigit()
                or not 1 <= int(r[-1]) <= len(names)]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from dmlbench.data.datasets import register
-from dmlbench.data.datasets.spec import DatasetSpec, Layout, SourceFile, find_file
+from dmlbench.data.datasets.spec import DatasetSpec, Layout, SourceFile, find_file, read_lines, whole_numbers
 from dmlbench.data.fixture_images import class_image, image_size_of, jpeg, split_stats
 from dmlbench.data.manifest import SplitStats
 from dmlbench.errors import DatasetError
@@ -27,19 +27,22 @@ INSHOP_MANUAL = (
 def parse_inshop(root: Path) -> pd.DataFrame:
     """In-Shop `list_eval_partition.txt`: train / query / gallery; the category is MEN/… or WOMEN/…."""
     path = find_file(root, "list_eval_partition.txt")
-    lines = path.read_text().splitlines()
+    lines = read_lines(path)
     try:
         declared = int(lines[0].strip())
     except (IndexError, ValueError):
         raise DatasetError(f"{path}: line 1 should be the image count") from None
-    rows = [line.split() for line in lines[2:] if line.strip()]
+    numbered = [(n, line.split()) for n, line in enumerate(lines[2:], 3) if line.strip()]
+    rows = [r for _, r in numbered]
     if len(rows) != declared or any(len(r) != 3 for r in rows):
         raise DatasetError(f"{path}: declares {declared} images but has {len(rows)} well-formed lines")
+    items = whole_numbers([r[1].removeprefix("id_") for r in rows], path, "the item id (id_<number>)",
+                          [n for n, _ in numbered])
     image_root = find_file(root, "img").parent if not (path.parent / "img").exists() else path.parent
     prefix = image_root.relative_to(root)
     return pd.DataFrame({
         "path": [str(prefix / r[0]) for r in rows],
-        "label": [int(r[1].removeprefix("id_")) for r in rows],
+        "label": items,
         "split": [r[2] for r in rows],
         "super": ["/".join(r[0].split("/")[1:3]) for r in rows],
     })

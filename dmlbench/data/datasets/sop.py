@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from dmlbench.data.datasets import register
-from dmlbench.data.datasets.spec import DatasetSpec, Layout, SourceFile, find_file
+from dmlbench.data.datasets.spec import DatasetSpec, Layout, SourceFile, find_file, whole_numbers
 from dmlbench.data.fixture_images import class_image, image_size_of, jpeg, split_stats
 from dmlbench.data.manifest import SplitStats
 from dmlbench.errors import DatasetError
@@ -20,14 +20,23 @@ def parse_sop(root: Path) -> pd.DataFrame:
     parts = []
     for split, name in (("train", "Ebay_train.txt"), ("test", "Ebay_test.txt")):
         path = find_file(root, name)
-        table = pd.read_csv(path, sep=r"\s+", dtype=str)
+        try:
+            table = pd.read_csv(path, sep=r"\s+", dtype=str, keep_default_na=False)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as error:
+            raise DatasetError(f"{path} cannot be read as 'image_id class_id super_class_id path' lines "
+                               f"({' '.join(str(error).split())[:160]}); use an intact copy") from None
         expected = {"image_id", "class_id", "super_class_id", "path"}
         if set(table.columns) != expected:
             raise DatasetError(f"{path}: header {list(table.columns)} is not {sorted(expected)}")
+        incomplete = table.isna().any(axis=1) | (table == "").any(axis=1)
+        if incomplete.any():
+            raise DatasetError(f"{path}: line {int(incomplete.to_numpy().argmax()) + 2} is not 'image_id class_id "
+                               f"super_class_id path'; use an intact copy of the file")
+        labels = whole_numbers(list(table["class_id"]), path, "the class_id", range(2, len(table) + 2))
         prefix = path.parent.relative_to(root)
         parts.append(pd.DataFrame({
             "path": [str(prefix / p) for p in table["path"]],
-            "label": table["class_id"].astype(int),
+            "label": labels,
             "split": split,
             "super": [p.split("/")[0].removesuffix("_final") for p in table["path"]],
         }))

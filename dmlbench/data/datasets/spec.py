@@ -94,6 +94,25 @@ def read_table(path: Path, names: list[str], unique: tuple[str, ...] = (),
     return table
 
 
+def read_lines(path: Path) -> list[str]:
+    """The lines of one of a dataset's text lists; a file that is not text stops, naming it."""
+    try:
+        return Path(path).read_text().splitlines()
+    except UnicodeDecodeError as error:
+        raise DatasetError(f"{path} is not a text list ({error.reason} at byte {error.start}); use an intact "
+                           f"copy of the file") from None
+
+
+def whole_numbers(values: list[str], path: Path, what: str, lines: list[int]) -> list[int]:
+    """`values` (text, from `lines` of `path`) as integers; the first that is not one stops, naming
+    the file, its line and the value."""
+    for value, line in zip(values, lines):
+        if not str(value).strip().isdigit():
+            raise DatasetError(f"{path}: line {line} has {what} {value!r}, not a whole number; use an intact "
+                               f"copy of the file")
+    return [int(v) for v in values]
+
+
 def repeated(values: list, where: str, entry: str, what_to_do: str) -> None:
     """Stop at the first value listed twice, naming it and the two entries (counted from 1)."""
     first: dict = {}

@@ -240,7 +240,7 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("cache", help="pre-resize the images of a manifest")
     s.add_argument("--manifest", required=True)
-    s.add_argument("--size", type=int, required=True, help="shorter side in pixels")
+    s.add_argument("--size", type=_positive, required=True, help="shorter side in pixels")
     s.add_argument("--workers", type=int, default=None, help="processes decoding images (default: every core)")
     s.add_argument("--output", required=True)
     _max_image_pixels_option(s)
@@ -314,7 +314,7 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("store", help="decode a manifest's images once into a memory-mapped array")
     s.add_argument("--manifest", required=True)
-    s.add_argument("--side", type=int, required=True, help="images are resized to side × side")
+    s.add_argument("--side", type=_positive, required=True, help="images are resized to side × side")
     s.add_argument("--workers", type=int, default=None, help="processes decoding images (default: every core)")
     s.add_argument("--output", required=True, help="the store folder")
     _max_image_pixels_option(s)
@@ -391,12 +391,22 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _own_message(error: DmlbenchError) -> str:
+    """The error's message; one raised in a DataLoader worker arrives wrapped in the worker's
+    traceback (torch re-raises it so), which ends with the message."""
+    text = str(error)
+    marker = f"\n{type(error).__module__}.{type(error).__qualname__}: "
+    if text.startswith("Caught ") and marker in text:
+        return text.rsplit(marker, 1)[1].strip()
+    return text
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
     try:
         args.func(args)
     except DmlbenchError as error:
-        print(f"dmlbench {args.step}: error: {error}", file=sys.stderr)
+        print(f"dmlbench {args.step}: error: {_own_message(error)}", file=sys.stderr)
         sys.exit(1)
     except OSError as error:  # the machine's: a folder that cannot be written, a path through a file
         explained = explain_os_error(error)

@@ -323,3 +323,33 @@ def test_a_garbled_value_or_file_in_a_dataset_list_is_named(tmp_path, name, list
     result = dmlbench("prepare", "--spec", run_spec, "--output", str(tmp_path / "real" / name / "manifest.csv"))
     no_traceback(result)
     assert result.returncode == 1 and f"{path}" in result.stderr and said in result.stderr
+
+
+def test_an_unreadable_image_met_in_a_loader_worker_is_named_without_the_workers_traceback(tmp_path):
+    import json
+
+    from dmlbench.data import manifest
+    from dmlbench.data.prepare import prepare
+
+    config = {"preset": "smoke", "experiments": ["suite.baselines"], "datasets": ["digits"],
+              "data": {"root": str(tmp_path / "data"), "store": False, "cache": None},
+              "overrides": {"loader": {"workers": 1}}}
+    plan = Plan.load(CONFIG_DIR, config)
+    spec = plan.resolve(plan.runs("suite.baselines")[0])
+    source = Path(spec["data"]["manifest"])
+    prepare("digits", "real", tmp_path / "data", source)
+    table = manifest.read(source)
+    for rel in table.loc[table["split"] == "train", "path"]:
+        (source.parent / rel).write_bytes(b"not an image")
+    result = dmlbench("train", "--spec", json.dumps(spec), "--run-dir", str(tmp_path / "run"), cwd=tmp_path)
+    no_traceback(result)
+    assert result.returncode == 1
+    assert re.search(r"dmlbench train: error: image \S+ cannot be read", result.stderr), result.stderr
+
+
+def test_a_dataset_path_that_is_a_file_is_named(tmp_path):
+    given = tmp_path / "CUB_200_2011.tgz.txt"
+    given.write_text("not the dataset\n")
+    spec = f'{{"dataset": "cub", "source": "real", "root": "{tmp_path}", "path": "{given}", "download": false}}'
+    result = dmlbench("prepare", "--spec", spec, "--output", str(tmp_path / "real" / "cub" / "manifest.csv"))
+    assert result.returncode == 1 and f"data.paths.cub = {given} is a file" in result.stderr

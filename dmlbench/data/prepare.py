@@ -71,6 +71,9 @@ def _real(spec, root: Path, folder: Path, user_path: str | None, allow_download:
         given = Path(user_path).expanduser()
         if not given.exists():
             raise DatasetError(f"data.paths.{spec.name} = {given} does not exist")
+        if not given.is_dir():
+            raise DatasetError(f"data.paths.{spec.name} = {given} is a file: point it at the folder holding the "
+                               f"dataset's files or the extracted dataset")
         layout = acquire.complete_layout(spec, given)
         if layout is not None:  # the publisher's files: checked, never modified
             for source in layout.files:

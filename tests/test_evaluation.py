@@ -199,14 +199,31 @@ def test_kmeans_runs_once_per_evaluation(monkeypatch):
     assert len(calls) == 1
 
 
-def assert_ranks_equal_brute_force(q, ql, g, gl, self_retrieval, chunk):
+def assert_ranks_equal_brute_force(q, ql, g, gl, self_retrieval, chunk, threads=None):
     unit = [v / np.linalg.norm(v, axis=1, keepdims=True) for v in (q, g)]  # tied data: exact
-    first, top = ranking.relevant_ranks(unit[0], ql, unit[1], gl, self_retrieval, chunk=chunk)
+    first, top = ranking.relevant_ranks(unit[0], ql, unit[1], gl, self_retrieval, chunk=chunk, threads=threads)
     for i, order in enumerate(brute_order_ties_to_higher_index(q, g, self_retrieval)):
         hits = [gl[j] == ql[i] for j in order]
         r = sum(hits)
         assert first[i] == (hits.index(True) if any(hits) else len(g)), i
         assert list(top[i]) == hits[:r] + [False] * (top.shape[1] - r), i
+
+
+@pytest.mark.parametrize("threads, chunk", [(1, 8), (2, 8), (3, 5), (2, 1000)])
+@pytest.mark.parametrize("max_sorted", [4096, 6])
+def test_rows_split_among_threads_rank_as_brute_force(threads, chunk, max_sorted, monkeypatch):
+    """The row-by-row ranking with its chunks shared among threads (each thread's products on
+    one core), rows with many candidates ranked alone beside rows sorted together, ties across
+    the R-th place; torch's thread setting is restored after."""
+    import torch
+
+    monkeypatch.setattr(ranking, "MAX_SORTED", max_sorted)
+    monkeypatch.setattr(ranking, "MIN_ROWS", 1)
+    before = torch.get_num_threads()
+    for seed in range(3):
+        for x, y in (tied_data(seed), data(seed, n=90)):
+            assert_ranks_equal_brute_force(x[:25], y[:25], x[25:], y[25:], False, chunk, threads)
+    assert torch.get_num_threads() == before
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -13,8 +13,10 @@ relevant items). So, instead of retrieving K = 1000 neighbours:
   ranked before the best relevant one; ordering them gives both.
 
 Self-retrieval goes through half the matrix first (`dmlbench.evaluation.symmetric_ranking`). The rows it
-leaves, and the queries of a query/gallery split, cost one matrix product per chunk of rows and
-one pass per similarity row here (in a pool of threads: numpy releases the GIL in its loops).
+leaves, and the queries of a query/gallery split, cost one matrix product per chunk of rows here
+and one pass over the chunk (a comparison with each row's bound and one scan for the entries
+that reach it); each thread of a pool takes its own chunks, product and pass, with torch on one
+core (no waits between threads; numpy and torch release the GIL).
 
 Order: by cosine similarity, most similar first; equal similarities put the higher gallery
 index first (the order the faiss flat-index search gave before). In self-retrieval the query
@@ -24,16 +26,18 @@ itself is left out.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import numpy as np
 import torch
 
 from dmlbench.evaluation import symmetric_ranking
-from dmlbench.evaluation.rank_keys import max_rows, order_keys
+from dmlbench.evaluation.rank_keys import index_bits, max_rows, order_keys
 
 CHUNK = 1024  # query rows per matrix product
 STRIDE = 16  # every STRIDE-th gallery item is in the sample that bounds the R-th largest
 MAX_SORTED = 4096  # a row with more candidates is ranked on its own, by selection and counting
+MIN_ROWS = 128  # rows per matrix product at least, however many threads share a chunk
 
 
 def relevant_lists(q_labels: np.ndarray, g_labels: np.ndarray, self_retrieval: bool) -> np.ndarray:
@@ -81,58 +85,71 @@ def relevant_ranks(queries: np.ndarray, q_labels: np.ndarray, gallery: np.ndarra
 def _rank_by_rows(queries, rows, gallery, g_labels, q_labels, lists, counts, self_retrieval,
                   first, top_hits, chunk, threads) -> None:
     """Rank the queries `rows` (in self-retrieval, query i is gallery item i) a chunk at a time:
-    one matrix product against the whole gallery, one pass per similarity row."""
+    each of `threads` threads takes every `threads`-th chunk, its matrix product against the whole
+    gallery on one core and its pass; the chunks are `chunk` rows shared among the threads."""
     n = len(gallery)
     column_item = np.concatenate([np.arange(0, n, STRIDE), np.delete(np.arange(n), np.s_[::STRIDE])])
     item_column = np.argsort(column_item)
     g = torch.from_numpy(np.ascontiguousarray(gallery[column_item]))
-    q = torch.from_numpy(queries)
     chunk = min(chunk, max_rows(n))
-    product = torch.empty((min(chunk, len(rows)), n), dtype=torch.float32)  # reused: no page faults per chunk
-    with ThreadPoolExecutor(threads) as pool:
-        ranker = _ChunkRanker(column_item, g_labels, len(range(0, n, STRIDE)), pool, threads)
-        for start in range(0, len(rows), chunk):
+    chunk = max(chunk // threads, min(chunk, MIN_ROWS))
+    ranker = _ChunkRanker(column_item, g_labels, len(range(0, n, STRIDE)))
+
+    def rank_chunks(starts):
+        product = torch.empty((min(chunk, len(rows)), n), dtype=torch.float32)  # reused: no page faults
+        reached = np.empty(product.shape, dtype=bool)  # reused: which entries are candidates
+        for start in starts:
             part = rows[start:start + chunk]
-            sim = torch.matmul(q[part], g.T, out=product[:len(part)]).numpy()
+            sim = torch.matmul(torch.from_numpy(queries[part]), g.T, out=product[:len(part)]).numpy()
             if self_retrieval:
                 sim[np.arange(len(part)), item_column[part]] = -np.inf
             columns = np.where(lists[part] >= 0, item_column[np.maximum(lists[part], 0)], -1)
             part_first, part_hits = first[part], top_hits[part]
-            ranker.rank(sim, lists[part], columns, counts[part], q_labels[part], part_first, part_hits)
-            first[part], top_hits[part] = part_first, part_hits
+            ranker.rank(sim, lists[part], columns, counts[part], q_labels[part], part_first, part_hits,
+                        reached[:len(part)])
+            first[part], top_hits[part] = part_first, part_hits  # rows of no other thread
+
+    starts = range(0, len(rows), chunk)
+    with _torch_threads(1), ThreadPoolExecutor(threads) as pool:
+        list(pool.map(rank_chunks, [starts[k::threads] for k in range(threads)]))
+
+
+@contextmanager
+def _torch_threads(count: int):
+    """torch's operations on `count` threads each (the setting restored after)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 class _ChunkRanker:
     """Ranks chunks of similarity rows whose columns are gallery items `column_item`, the
-    first `sampled` of them the sample; row passes run on `pool`'s `threads` threads."""
+    first `sampled` of them the sample."""
 
-    def __init__(self, column_item: np.ndarray, g_labels: np.ndarray, sampled: int,
-                 pool: ThreadPoolExecutor, threads: int):
+    def __init__(self, column_item: np.ndarray, g_labels: np.ndarray, sampled: int):
         self.column_item, self.g_labels, self.sampled = column_item, g_labels, sampled
-        self.pool, self.threads = pool, threads
 
-    def rank(self, sim, lists, columns, counts, q_labels, first, hits) -> None:
+    def rank(self, sim, lists, columns, counts, q_labels, first, hits, reached) -> None:
         """Fill `first` and `hits` of a chunk of rows (`lists`: relevant items, `columns`:
-        theirs in `sim`, both padded with −1)."""
+        theirs in `sim`, both padded with −1; `reached`: room for a mask of `sim`'s shape)."""
         valid = lists >= 0
         values = np.where(valid, np.take_along_axis(sim, np.maximum(columns, 0), axis=1), -np.inf)
         best = values.max(axis=1)
         best_item = np.where(valid & (values == best[:, None]), lists, -1).max(axis=1)
         least = np.where(valid, values, np.inf).min(axis=1)
         bound = np.minimum(np.maximum(least, self._sampled_bounds(sim, counts)), best)
-        queried = np.flatnonzero(counts > 0)
-
-        def candidates(rows):
-            return [np.flatnonzero(sim[i] >= bound[i]) for i in rows]
-        found = [c for part in self.pool.map(candidates, np.array_split(queried, self.threads)) for c in part]
-        lengths = np.array([len(c) for c in found], dtype=np.int64)
-        few = lengths <= MAX_SORTED
-        self._rank_together(sim, queried[few], [c for c, f in zip(found, few) if f], lengths[few],
+        bound[counts == 0] = np.inf
+        at = np.flatnonzero(np.greater_equal(sim, bound[:, None], out=reached))  # the candidates, row by row
+        row, column = np.divmod(at, sim.shape[1])
+        lengths = np.bincount(row, minlength=len(sim))
+        few = (lengths <= MAX_SORTED)[row]
+        self._rank_together(sim.reshape(-1)[at[few]], row[few], column[few], lengths * (lengths <= MAX_SORTED),
                             best_item, counts, q_labels, first, hits)
-        alone = [(i, c) for i, c, f in zip(queried, found, few) if not f]
-        list(self.pool.map(lambda part: [self._rank_alone(sim[i], c, best_item[i], counts[i], q_labels[i],
-                                                          first, hits, i) for i, c in part],
-                           [alone[k::self.threads] for k in range(self.threads)]))
+        for i in np.flatnonzero(lengths > MAX_SORTED):
+            self._rank_alone(sim[i], column[row == i], best_item[i], counts[i], q_labels[i], first, hits, i)
 
     def _sampled_bounds(self, sim: np.ndarray, counts: np.ndarray) -> np.ndarray:
         """Per row, the R-th largest similarity of the sample (−inf where it has fewer than R)."""
@@ -144,18 +161,18 @@ class _ChunkRanker:
             bounds[within] = largest[within, counts[within] - 1]
         return bounds
 
-    def _rank_together(self, sim, rows, found, lengths, best_item, counts, q_labels, first, hits) -> None:
-        """Order the candidates of many rows with one sort of their keys."""
-        row_of = np.repeat(rows, lengths)
-        columns = np.concatenate(found or [np.zeros(0, dtype=np.int64)])
-        items = self.column_item[columns]
-        order = np.argsort(order_keys(sim[row_of, columns], items, row_of, len(self.column_item)))
-        row_of, items = row_of[order], items[order]
+    def _rank_together(self, values, row, columns, lengths, best_item, counts, q_labels, first, hits) -> None:
+        """Order the candidates of many rows (`row`: ascending, `lengths` per row) with one sort
+        of their keys."""
+        n = len(self.column_item)
+        keys = np.sort(order_keys(values, self.column_item[columns], row, n), kind="stable")
+        width = index_bits(n)
+        row, items = keys >> (32 + width), (1 << width) - 1 - (keys & ((1 << width) - 1))
         place = np.arange(len(items)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        top = place < counts[row_of]
-        hits[row_of[top], place[top]] = self.g_labels[items[top]] == q_labels[row_of[top]]
-        is_best = items == best_item[row_of]
-        first[row_of[is_best]] = place[is_best]
+        top = place < counts[row]
+        hits[row[top], place[top]] = self.g_labels[items[top]] == q_labels[row[top]]
+        is_best = items == best_item[row]
+        first[row[is_best]] = place[is_best]
 
     def _rank_alone(self, row, columns, best_item, places, label, first, hits, i) -> None:
         """A row with many candidates: the best relevant item's rank by counting keys, the

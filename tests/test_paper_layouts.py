@@ -46,8 +46,8 @@ class Tables(HTMLParser):
             table["bands"].append((text, int(self.attrs.get("colspan", 1))))
         elif table["in_head"] and "group" in classes:
             table["groups"].append((text, int(self.attrs.get("colspan", 1))))
-        elif table["in_head"] and self.attrs.get("rowspan") is None:
-            table["head"].append((text, "paper" in classes))
+        elif table["in_head"] and self.attrs.get("rowspan") is None:  # Δ (this suite − paper) follows the paper's
+            table["head"].append((text, bool({"paper", "delta"} & set(classes.split()))))
         elif not table["in_head"] and tag == "th":
             table["rows"].append(text.removesuffix("(quoted)").strip())
         elif not table["in_head"] and "paper" in classes.split():

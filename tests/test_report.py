@@ -4,6 +4,7 @@ import json
 
 import pandas as pd
 import pytest
+from scipy import stats
 
 from conftest import CONFIG_DIR
 from dmlbench.config.plan import Plan
@@ -37,7 +38,11 @@ def test_seeds_aggregate_with_paper_numbers(tmp_path):
     assert row["std"] == pytest.approx(pd.Series([60, 62, 64, 66, 68]).std())
     assert row["n"] == 5
     assert row["paper"] == 67.9 and row["difference"] == pytest.approx(64.0 - 67.9)
-    assert "64.00 ± 3.16 (n=5) / 67.9 / -3.90" in (tmp_path / "out/table.md").read_text()  # the paper prints 67.9
+    half = stats.t.ppf(0.975, 4) * pd.Series([60, 62, 64, 66, 68]).std() / 5 ** 0.5  # 95 % interval: 3.93
+    assert row["half"] == pytest.approx(half)
+    # 67.9 ≤ 64 + 3.93 + tolerance 1.05 (1 point and the paper's rounding): reproduced
+    assert row["verdict"] == "reproduced"
+    assert "64.00 ± 3.93 (n=5) / 67.9 / -3.90 / ✓ reproduced" in (tmp_path / "out/table.md").read_text()  # the paper prints 67.9
 
 
 def test_sweep_experiment_draws_its_figure(tmp_path):
@@ -61,7 +66,7 @@ def test_quoted_rows_are_marked_as_quoted(tmp_path):
     aggregate.aggregate(plan.aggregate_spec("ms.t2"), files, tmp_path / "out")
     text = (tmp_path / "out/table.md").read_text()
     assert "| HDC (quoted by the paper, not run) | 53.6 |" in text
-    assert "50.00 (n=1) / 66.85 / -16.85" in text
+    assert "50.00 ± 0.00 (n=5) / 66.85 / -16.85 / ▼ below" in text
 
 
 def _links(page):
@@ -103,17 +108,21 @@ def test_report_has_contents_statuses_and_every_link_resolves(tmp_path):
                 assert (page.parent / link).exists(), link
 
 
-def test_fixture_tables_say_so_and_show_no_difference(tmp_path):
+def test_fixture_tables_say_so_and_show_verdicts_stamped_as_fixture_data(tmp_path):
+    """Fixtures: the difference and the verdict are computed (they test the code) under the note
+    that the numbers are not comparable with the paper's."""
     plan = Plan.load(CONFIG_DIR, {"preset": "demo"})
     spec = plan.aggregate_spec("ephn.t1")
     files = [fake_run(tmp_path, run, {f"recall@{k}": 0.5 for k in (1, 2, 4, 8)}) for run in plan.runs("ephn.t1")]
     aggregate.aggregate(spec, files, tmp_path / "out")
     table = pd.read_csv(tmp_path / "out/table.csv")
-    assert "difference" not in table.columns and table["paper"].notna().any()
+    assert table["paper"].notna().any()
     text = (tmp_path / "out/table.md").read_text()
-    assert "not comparable with the paper's" in text
+    assert "not comparable with the paper's" in text and "test the code that computes them" in text
     row = table[table["paper"].notna()].iloc[0]
-    assert f"50.00 (n=1) / {spec['reported'][row['method']][row['dataset']][row['metric']]} |" in text
+    paper = spec["reported"][row["method"]][row["dataset"]][row["metric"]]
+    assert row["difference"] == pytest.approx(50.0 - float(paper)) and row["verdict"] == "single run"
+    assert f"50.00 (n=1) / {paper} / {50.0 - float(paper):+.2f} / ① single run |" in text
 
 
 @pytest.mark.parametrize("key, values", [("dro.f1", (90.46, 90.86, 90.18)), ("dro.f5", (90.58, 90.73, 90.21))])

@@ -178,8 +178,8 @@ class Plan(StepSpecs, FairSpecs):
             if self.is_analysis(key) or self.is_fair(key):
                 continue  # analyses train nothing; fair experiments: `fair_runs`
             exp = self.experiments[key]
-            seeds = self.preset["seeds"] or exp.get("seeds") or [0]
             subset = self._subset(key)
+            seeds = subset.get("seeds") or self.preset["seeds"] or exp.get("seeds") or [0]
             variants = [v for v in exp.get("sweep") or {}
                         if subset.get("variants") is None or v in subset["variants"]] or [None]
             methods = [m for m in exp["methods"]

@@ -65,7 +65,7 @@ class StepSpecs:
     def aggregate_spec(self, experiment: str) -> dict:
         exp = self.experiments[experiment]
         return {"experiment": experiment, "title": self.title(experiment), "toy_data": self.toy_data,
-                "paper": exp.get("paper"), "table": exp.get("table", {}),
+                "paper": exp.get("paper"), "table": exp.get("table", {}), "tolerance": exp.get("tolerance"),
                 "reported": printed_numbers(exp.get("reported", {})),
                 "quoted": printed_numbers(exp.get("quoted", {})),
                 "method_labels": {run.method: paper_label(exp, run.method) or self._label(run)

@@ -1,7 +1,8 @@
 """One experiment's runs → `runs.csv`, `table.csv`, `table.md` and figures.
 
-Numbers are percentages, as the papers print them: mean ± std over seeds (n given), the paper's
-number beside it where the paper reports one, and the difference (ours − paper).
+Numbers are percentages, as the papers print them: mean ± 95 % interval over seeds (Student t, n
+given; the std too in table.csv), the paper's number beside it where the paper reports one, the
+difference (ours − paper) and its verdict (`dmlbench.verdicts.numbers`).
 """
 
 from __future__ import annotations
@@ -13,17 +14,20 @@ import pandas as pd
 
 from dmlbench.config.loading import printed
 from dmlbench.errors import DmlbenchError
+from dmlbench.fair.intervals import mean_interval
 from dmlbench.io import atomic_path, set_aside
 from dmlbench.plots import FIGURES
 from dmlbench.report import figures, references
 from dmlbench.report.markdown import row as markdown_row
+from dmlbench.verdicts import numbers
+from dmlbench.verdicts.numbers import SELECTED
 
-SELECTED = " (test-selected)"
 SELECTED_NOTE = ("Columns marked (test-selected) take each run's epoch with the best test Recall@1, "
-                 "as the paper reports (a choice made on the test set); all other columns are the "
-                 "last epoch.")
+                 "as the paper reports (a choice made on the test set): the verdict compares the paper's "
+                 "number with them; the last-epoch column of the same metric is the honest number.")
 TOY_NOTE = ("Fixture data (synthetic images in the datasets' formats, small CNN): these numbers test "
-            "the pipeline and are not comparable with the paper's; no difference is shown.")
+            "the pipeline and are not comparable with the paper's; the differences and verdicts shown "
+            "test the code that computes them, not the paper.")
 
 
 def collect(metric_files: list[Path]) -> pd.DataFrame:
@@ -47,8 +51,12 @@ def collect(metric_files: list[Path]) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values(["dataset", "method", "seed"]).reset_index(drop=True)
 
 
-def summarise(runs: pd.DataFrame, metrics: list[str], reported: dict) -> pd.DataFrame:
-    """Mean, std and n per dataset × method × metric, with the paper's number and the difference."""
+def summarise(runs: pd.DataFrame, metrics: list[str], reported: dict, tolerance=None,
+              selected=()) -> pd.DataFrame:
+    """Mean, std, n and the 95 % interval's half-width per dataset × method × metric, with the
+    paper's number, the difference and the verdict (`tolerance`: the catalogue's band). A metric
+    the paper reports at its test-selected epoch (`selected`) is judged on that column; its
+    last-epoch column, the honest number, is shown with its difference and no verdict."""
     rows = []
     for (dataset, method), group in runs.groupby(["dataset", "method"], sort=True):
         for metric in metrics:
@@ -57,13 +65,19 @@ def summarise(runs: pd.DataFrame, metrics: list[str], reported: dict) -> pd.Data
             values = group[metric].dropna()
             if values.empty:  # a metric of other datasets (VehicleID's small_recall@1, …)
                 continue
-            paper = reported.get(method, {}).get(dataset, {}).get(metric)
-            paper = None if paper is None else float(paper)  # the spec sends the paper's digits as text
+            base = metric.removesuffix(SELECTED)
+            text = reported.get(method, {}).get(dataset, {}).get(base)
+            paper = None if text is None else float(text)  # the spec sends the paper's digits as text
             mean = float(values.mean())
+            verdict = None
+            if paper is not None and (base not in selected or metric != base):
+                band = numbers.band_of(tolerance, base) + numbers.printed_precision(str(text))
+                verdict = numbers.judge(values.tolist(), paper, band).verdict
             rows.append({"dataset": dataset, "method": method, "metric": metric, "mean": mean,
                          "std": float(values.std(ddof=1)) if len(values) > 1 else float("nan"),
+                         "half": mean_interval(values)[1] if len(values) > 1 else float("nan"),
                          "n": int(len(values)), "paper": paper,
-                         "difference": None if paper is None else mean - paper})
+                         "difference": None if paper is None else mean - paper, "verdict": verdict})
     return pd.DataFrame(rows)
 
 
@@ -80,12 +94,13 @@ def markdown(summary: pd.DataFrame, spec: dict, quoted: pd.DataFrame) -> str:
     labels = spec["method_labels"]
     lines = [f"# {spec['experiment']}: {spec['title']}", ""]
     if spec.get("toy_data"):
-        lines += [TOY_NOTE + " Cells: this suite (mean ± std over n seeds) / paper, in %.", ""]
-    elif spec.get("paper"):
-        lines += [f"Paper: `{spec['paper']}`. Cells: this suite (mean ± std over n seeds) / paper (as it "
-                  f"prints it) / difference, in %. Last-epoch model. Rows: the paper's names where its table gives them.", ""]
+        lines += [TOY_NOTE, ""]
+    if spec.get("paper"):
+        lines += [f"Paper: `{spec['paper']}`. Cells: this suite (mean ± 95 % interval over n seeds) / paper "
+                  f"(as it prints it) / difference / verdict, in %. Last-epoch model. Rows: the paper's names "
+                  f"where its table gives them.", ""]
     else:
-        lines += ["The suite's own experiment (no paper numbers). Cells: mean ± std over n seeds, "
+        lines += ["The suite's own experiment (no paper numbers). Cells: mean ± 95 % interval over n seeds, "
                   "in %. Last-epoch model.", ""]
     if spec["table"].get("test_selected"):
         lines += [SELECTED_NOTE, ""]
@@ -109,12 +124,13 @@ def markdown(summary: pd.DataFrame, spec: dict, quoted: pd.DataFrame) -> str:
 
 
 def _cell(row, paper_text) -> str:
-    """Ours (mean ± std, n) / the paper's number as it prints it / the difference."""
-    text = f"{row.mean:.2f}" + ("" if pd.isna(row.std) else f" ± {row.std:.2f}") + f" (n={row.n})"
+    """Ours (mean ± 95 % interval, n) / the paper's number as it prints it / the difference / the
+    verdict (symbol and word)."""
+    text = f"{row.mean:.2f}" + ("" if pd.isna(row.half) else f" ± {row.half:.2f}") + f" (n={row.n})"
     if row.paper is not None and not pd.isna(row.paper):
-        text += f" / {printed(paper_text if paper_text is not None else row.paper)}"
-        if hasattr(row, "difference"):
-            text += f" / {row.difference:+.2f}"
+        text += f" / {printed(paper_text if paper_text is not None else row.paper)} / {row.difference:+.2f}"
+        if isinstance(row.verdict, str):
+            text += f" / {numbers.SYMBOLS[row.verdict]} {row.verdict}"
     return text
 
 
@@ -137,9 +153,8 @@ def aggregate(spec: dict, metric_files: list[Path], output_dir: Path,
         (output_dir.parent / "index.html").unlink(missing_ok=True)
         raise
     metrics = _metrics(spec, runs)
-    summary = summarise(runs, metrics, spec.get("reported") or {}).assign(reference=False)
-    if spec.get("toy_data"):  # a difference to the paper would suggest a comparison there is none
-        summary = summary.drop(columns="difference")
+    summary = summarise(runs, metrics, spec.get("reported") or {}, spec.get("tolerance"),
+                        spec["table"].get("test_selected") or ()).assign(reference=False)
     refs = refs[refs["dataset"].isin(summary["dataset"])] if len(refs) else refs
     summary = pd.concat([refs, summary], ignore_index=True) if len(refs) else summary
     order = {dataset: i for i, dataset in enumerate(spec.get("datasets") or [])}

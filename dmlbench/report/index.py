@@ -12,8 +12,9 @@ from pathlib import Path
 import pandas as pd
 
 from dmlbench.io import atomic_path, json_text, read_json
-from dmlbench.report import contents, fair_section, layout, markdown, provenance, references
+from dmlbench.report import certificate_section, contents, fair_section, layout, markdown, provenance, references
 from dmlbench.report.aggregate import TOY_NOTE
+from dmlbench.verdicts import certificate
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }
@@ -34,6 +35,18 @@ img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
 .status.partial { background: #fff4d6; }
 .status.quoted-only, .status.figure-only { background: #eceff1; }
 .footnotes { font-size: 0.85em; color: #555; margin-top: -1.2em; }
+td .n { font-size: 0.8em; color: #777; }
+.delta { font-variant-numeric: tabular-nums; }
+.v-reproduced { background: #dff3e2; }
+.v-below { background: #fde0dd; }
+.v-above { background: #ddeafc; }
+.v-single-run, .v-not-run, .v-not-significant { background: #f0f0f0; color: #666; }
+.v-holds { background: #dff3e2; }
+.v-holds-smaller, .v-holds-larger { background: #eef6d8; }
+.v-reversed { background: #fde0dd; }
+.legend { font-size: 0.8em; color: #444; }
+.legend .delta { padding: 0 0.3em; border-radius: 0.3em; }
+.fixture-stamp { font-size: 0.8em; background: #fff4d6; padding: 0.1em 0.4em; }
 .footnotes p { margin: 0.2em 0; }
 nav ul { line-height: 1.4; margin: 0.2em 0; }
 nav li li { display: inline; margin-right: 0.8em; }
@@ -78,9 +91,9 @@ def _labels(plan, exp: dict) -> dict[str, str]:
 
 def _caption(exp: dict, ran: bool, toy: bool) -> str:
     if not (exp.get("reported") or exp.get("quoted")):
-        return ("Mean ± std over the seeds run (hover for n), last epoch; 'not run': not trained by this "
+        return ("Mean ± 95 % interval over the n seeds run (n in the cell), last epoch; 'not run': not trained by this "
                 "preset; '·': not measured by this preset. The paper prints no numbers for this.")
-    parts = ["This suite: mean ± std over the seeds run (hover for n), last epoch; paper: the paper's "
+    parts = ["This suite: mean ± 95 % interval (Student t) over the n seeds run, last epoch; paper: the paper's "
              "number as it prints it (– where it prints none; a row name's \"(ours)\" is the paper's "
              "authors')." if ran else
              "Not run in this preset: the paper's numbers alone."]
@@ -89,9 +102,11 @@ def _caption(exp: dict, ran: bool, toy: bool) -> str:
                      "by this preset; (quoted): a row the paper quotes from the literature.")
     if ran and (exp.get("table") or {}).get("test_selected"):
         parts.append("The paper reports each method at its best epoch on the test set: 'sel.' is this "
-                     "suite's test-selected epoch, compared with the paper's number; 'last' its last epoch.")
+                     "suite's test-selected epoch, which Δ and the verdict compare with the paper's number; "
+                     "'last' its last epoch, the honest number.")
     if ran and toy:
-        parts.append("Fixture data: this suite's numbers test the pipeline and are not comparable with the paper's.")
+        parts.append("Fixture data: this suite's numbers, differences and verdicts test the pipeline; they are "
+                     "not comparable with the paper's.")
     return " ".join(parts)
 
 
@@ -149,6 +164,9 @@ def _preset_body(plan, info: dict, preset_dir: Path) -> str:
     for paper in info["papers"]:
         sections = "".join(_experiment_html(plan, exp, preset, preset_dir / exp["id"], preset_dir)
                            for exp in paper["experiments"])
+        cert = certificate_section.read(preset_dir, paper["paper"])
+        if cert is not None:
+            sections = certificate_section.render(cert, _url(paper["paper"])) + sections
         body.append(f"<details open id='{_anchor(preset, paper['paper'])}'><summary>"
                     f"{html.escape(paper['title'])}</summary>{sections}</details>")
     return "".join(body)
@@ -212,6 +230,8 @@ def write(plan, output: Path) -> None:
     first and the contents last: a failed write (a full disk) leaves the old pair, or neither."""
     preset_dir = output.parent
     info = contents.contents(plan, preset_dir)
+    certificates = [certificate_section.read(preset_dir, paper["paper"]) for paper in info["papers"]]
+    info["certificates"] = [certificate.headline(c) for c in certificates if c is not None]
     page = _page(f"dmlbench report: {plan.name}", _preset_body(plan, info, preset_dir))
     with atomic_path(preset_dir / "contents.json") as contents_tmp, atomic_path(output) as page_tmp:
         contents_tmp.write_text(json_text(info))
@@ -228,8 +248,9 @@ def write_landing(reports_dir: Path) -> None:
         counts = ", ".join(f"<span class='{_status_class(s)}'>{html.escape(str(n))} {html.escape(str(s))}</span>"
                            for s, n in sorted(statuses.items()))
         note = " <span class='muted'>(fixture data)</span>" if info.get("toy_data") else ""
+        papers = "".join(f"<li>{html.escape(line)}</li>" for line in info.get("certificates", []))
         items.append(f"<li><a href='{_url(folder.name + '/index.html')}'>{html.escape(folder.name)}</a>"
-                     f"{note}: {counts}</li>")
+                     f"{note}: {counts}" + (f"<ul>{papers}</ul>" if papers else "") + "</li>")
     if (reports_dir / "benchmarks.md").exists():
         items.append("<li><a href='benchmarks.md'>benchmarks</a> (<code>python -m benchmarks</code>, "
                      "<a href='benchmarks.json'>JSON</a>)</li>")

@@ -25,6 +25,7 @@ import pandas as pd
 from dmlbench.config.loading import printed
 from dmlbench.data import datasets
 from dmlbench.report.aggregate import SELECTED
+from dmlbench.verdicts import numbers
 
 
 def dataset_label(name: str) -> str:
@@ -144,6 +145,20 @@ def row_metric(exp: dict, dataset: str) -> str:
     return _paper_metrics(exp, dataset)[0]
 
 
+def verdict_class(verdict: str) -> str:
+    """The CSS class of a verdict's cell: `v-` and the verdict's words joined by dashes."""
+    return "v-" + re.sub(r"[^a-z]+", "-", verdict)
+
+
+def legend() -> str:
+    """What the difference column's symbols and colours say (never colour alone)."""
+    items = "".join(f"<span class='delta {verdict_class(v)}'>{numbers.SYMBOLS[v]} {html.escape(v)}</span> "
+                    f"{html.escape(numbers.MEANINGS[v])}; " for v in numbers.VERDICTS)
+    return (f"<p class='legend'>Δ: this suite − paper, in points; the verdict's symbol beside it: {items}"
+            f"interval: 95 % Student t over the n seeds, widened by the experiment's tolerance "
+            f"(README \"Verdicts, claims and the certificate\").</p>")
+
+
 class Cells:
     """The suite's numbers of one experiment (`table.csv`), by (dataset, method, metric)."""
 
@@ -151,7 +166,10 @@ class Cells:
         self.values = {}
         if summary is not None:
             for r in summary.itertuples():
-                self.values[(r.dataset, r.method, r.metric)] = (r.mean, r.std, r.n)
+                verdict = getattr(r, "verdict", None)
+                self.values[(r.dataset, r.method, r.metric)] = (
+                    r.mean, getattr(r, "half", float("nan")), r.n, getattr(r, "difference", None),
+                    verdict if isinstance(verdict, str) else None)
         self.ran = {(d, m) for d, m, _ in self.values}
         self.references = reference_labels(summary)
 
@@ -163,9 +181,22 @@ class Cells:
         found = self.values.get((dataset, method, metric))
         if found is None:
             return "<td class='muted' title='not measured by this preset'>·</td>"
-        mean, std, n = found
-        spread = "" if pd.isna(std) else f" ± {std:.2f}"
-        return f"<td class='ours' title='mean over {int(n)} seed(s)'>{mean:.2f}{spread}</td>"
+        mean, half, n = found[:3]
+        spread = "" if pd.isna(half) else f" ± {half:.2f}"
+        return f"<td class='ours'>{mean:.2f}{spread} <span class='n'>n={int(n)}</span></td>"
+
+    def delta(self, dataset: str, method: str, metric: str) -> str:
+        """Ours − paper with the verdict's symbol, coloured by the verdict (the paper gives a number)."""
+        found = self.values.get((dataset, method, metric))
+        if found is None or found[4] is None:
+            verdict = numbers.NOT_RUN if (dataset, method) not in self.ran else None
+            if verdict is None:
+                return "<td class='delta muted'>·</td>"
+            return (f"<td class='delta {verdict_class(verdict)}' title='{verdict}'>"
+                    f"{numbers.SYMBOLS[verdict]}</td>")
+        difference, verdict = found[3], found[4]
+        return (f"<td class='delta {verdict_class(verdict)}' title='{html.escape(verdict)}: "
+                f"{html.escape(numbers.MEANINGS[verdict])}'>{difference:+.2f} {numbers.SYMBOLS[verdict]}</td>")
 
 
 def reference_labels(summary: pd.DataFrame | None) -> list[str]:
@@ -208,13 +239,14 @@ def _bands_row(layout: Layout, widths: dict[str, int]) -> str:
 
 def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str) -> str:
     """The table as HTML: a header row of groups, a header row of metrics with the suite's value
-    and the paper's in sub-columns; one row per paper row. Without `summary` (not run by this
+    (mean ± 95 % interval, n), the paper's and the difference with its verdict (Δ) in sub-columns;
+    one row per paper row. Without `summary` (not run by this
     preset) only the paper's sub-columns are shown; without a paper (the suite's own
     experiments) only ours."""
     cells = Cells(summary) if summary is not None else None
     layout = with_references(layout, summary)
     with_paper = cells is None or bool(exp.get("reported") or exp.get("quoted"))
-    per_value = (2 if with_paper else 1) if cells is not None else 1
+    per_value = (3 if with_paper else 1) if cells is not None else 1  # ours, paper, Δ
     head1 = "<tr>" if layout.bands else "<tr><th rowspan='2'>" + ("dataset" if layout.datasets_as_rows else "method") + "</th>"
     head2 = "<tr>"
     widths = {}
@@ -229,7 +261,8 @@ def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str
             if cells is None:
                 head2 += f"<th>{name}</th>" if metric else "<th class='paper'>paper</th>"
                 continue
-            paper = "<th class='paper'>paper</th>" if with_paper and not group.reference else ""
+            paper = ("<th class='paper'>paper</th><th class='delta'>Δ</th>"
+                     if with_paper and not group.reference else "")
             if metric in layout.selected:
                 head2 += f"<th class='ours'>{name} last</th><th class='ours'>{name} sel.</th>{paper}"
             else:
@@ -260,9 +293,14 @@ def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str
                         parts.append(cells.ours(dataset, method, metric))
                 if with_paper and not group.reference:
                     parts.append(_paper_cell(paper, quoted_as if paper is not None else None))
+                    if cells is not None:
+                        judged = metric + SELECTED if metric in layout.selected else metric
+                        parts.append("<td class='delta'></td>" if paper is None or row.quoted
+                                     else cells.delta(dataset, method, judged))
         body.append(("<tr class='reference'>" if row.reference else "<tr>") + "".join(parts) + "</tr>")
     bands = _bands_row(layout, widths) + "</tr>" if layout.bands else ""
     notes = ("<div class='footnotes'>" + "".join(f"<p>{html.escape(note)}</p>" for note in layout.notes) + "</div>"
              if layout.notes else "")
+    shown = legend() if cells is not None and with_paper and exp.get("reported") else ""
     return (f"<div class='scroll'><table class='paper-table'><thead>{bands}{head1}</tr>{head2}</tr></thead>"
-            f"<tbody>{''.join(body)}</tbody></table></div>{notes}<p class='note'>{html.escape(caption)}</p>")
+            f"<tbody>{''.join(body)}</tbody></table></div>{notes}{shown}<p class='note'>{html.escape(caption)}</p>")

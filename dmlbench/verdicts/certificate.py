@@ -136,14 +136,14 @@ def markdown(cert: dict, only: str | None = None) -> str:
         lines += ["Numbers: " + ", ".join(f"{counts[v]} {v}" for v in numbers.VERDICTS if counts[v]) + ".", ""]
         missed = [x for x in exp["numbers"] if x["verdict"] in (numbers.BELOW, numbers.ABOVE)]
         if missed:
-            lines += ["| row | dataset | metric | paper | ours (95 % interval, n) | tolerance | verdict |",
+            lines += ["| row | dataset | metric | paper | this suite (95 % interval, n) | tolerance | verdict |",
                       "|---|---|---|---|---|---|---|"]
             lines += [f"| {x['row']} | {x['dataset']} | {x['metric']}{' (test-selected)' if x['test_selected'] else ''} "
                       f"| {x['paper']} | {_interval(x['mean'], x['half'])} (n={x['n']}) | ±{x['tolerance']:.3g} "
                       f"| {numbers.SYMBOLS[x['verdict']]} {x['verdict']} |" for x in missed]
             lines.append("")
         if exp["claims"]:
-            lines += ["| claim | better − worse | dataset, metric | paper's gain | our gain (95 % interval) "
+            lines += ["| claim | better − worse | dataset, metric | paper's gain | this suite's gain (95 % interval) "
                       "| test | p (Holm) | verdict |", "|---|---|---|---|---|---|---|---|"]
             for c in exp["claims"]:
                 ours = (f"{c['gain']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}]" if "low" in c else "–")

@@ -26,9 +26,9 @@ HOLDING = (HOLDS, SMALLER, LARGER)
 FAILING = (NOT_SIGNIFICANT, REVERSED)  # tested and not holding (the others: no test possible)
 SYMBOLS = {HOLDS: "✓", SMALLER: "✓▽", LARGER: "✓△", NOT_SIGNIFICANT: "≈", REVERSED: "✗",
            NOT_RUN: "∅", SINGLE_RUN: "①"}
-MEANINGS = {HOLDS: "same sign as the paper's, significant, the paper's gain inside our gain's interval",
-            SMALLER: "holds, but our gain's interval lies below the paper's gain",
-            LARGER: "holds, but our gain's interval lies above the paper's gain",
+MEANINGS = {HOLDS: "same sign as the paper's, significant, the paper's gain inside this suite's gain's interval",
+            SMALLER: "holds, but this suite's gain's interval lies below the paper's gain",
+            LARGER: "holds, but this suite's gain's interval lies above the paper's gain",
             NOT_SIGNIFICANT: "no significant difference (Holm-corrected p ≥ 0.05)",
             REVERSED: "the opposite sign, significant",
             NOT_RUN: "a row of the claim is not run by this preset",
@@ -68,7 +68,7 @@ def check(exp: dict, where: str) -> None:
                               f"({', '.join(metrics)})")
         gain = claim.get("gain")
         if gain is not None and (isinstance(gain, bool) or not isinstance(gain, (int, float))):
-            raise ConfigError(f"{at}.gain: a number (points, ours better − worse) or null, not {gain!r}")
+            raise ConfigError(f"{at}.gain: a number (points, the paper's better − worse) or null, not {gain!r}")
 
 
 def check_ids(experiments: dict, source_of) -> None:

@@ -18,9 +18,9 @@ DEFAULT_BAND = 1.0  # points of a metric in % (Recall@K, NMI, F1, MAP@R): README
 REPRODUCED, BELOW, ABOVE, NOT_RUN, SINGLE_RUN = "reproduced", "below", "above", "not run", "single run"
 VERDICTS = (REPRODUCED, BELOW, ABOVE, NOT_RUN, SINGLE_RUN)
 SYMBOLS = {REPRODUCED: "✓", BELOW: "▼", ABOVE: "▲", NOT_RUN: "∅", SINGLE_RUN: "①"}
-MEANINGS = {REPRODUCED: "the paper's number is inside our 95 % interval widened by the tolerance",
-            BELOW: "ours is below the paper's number beyond interval and tolerance",
-            ABOVE: "ours is above the paper's number beyond interval and tolerance",
+MEANINGS = {REPRODUCED: "the paper's number is inside this suite's 95 % interval widened by the tolerance",
+            BELOW: "this suite's number is below the paper's beyond interval and tolerance",
+            ABOVE: "this suite's number is above the paper's beyond interval and tolerance",
             NOT_RUN: "not run by this preset",
             SINGLE_RUN: "one seed: no interval, no verdict"}
 

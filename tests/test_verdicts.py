@@ -1,0 +1,191 @@
+"""Verdicts on the paper numbers, the claims' tests, Holm's correction and the certificate
+(`dmlbench.verdicts`), against scipy and hand computations on made-up per-seed numbers."""
+
+import json
+import math
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import processes
+from conftest import CONFIG_DIR, REPO, python_env
+from dmlbench.config.plan import Plan
+from dmlbench.errors import ConfigError
+from dmlbench.fair.intervals import mean_interval
+from dmlbench.verdicts import claims, numbers
+
+T_975_4 = 2.7764451051977987  # Student t, 0.975 quantile, 4 degrees of freedom (tables: 2.776)
+
+# made-up per-seed Recall@1 (%), seed → value
+HOLDS_BETTER = {0: 70.1, 1: 70.5, 2: 69.8, 3: 70.3, 4: 70.0}
+HOLDS_WORSE = {0: 68.0, 1: 68.4, 2: 67.9, 3: 68.2, 4: 68.1}      # differences 2.1 2.1 1.9 2.1 1.9
+REVERSED_BETTER = {0: 60.0, 1: 60.2, 2: 59.9}
+REVERSED_WORSE = {0: 61.0, 1: 61.1, 2: 61.2}                       # differences -1.0 -0.9 -1.3
+FLAT_BETTER = {0: 65.0, 1: 66.0, 2: 64.0}
+FLAT_WORSE = {5: 65.5, 6: 64.5, 7: 65.0}                           # other seeds: Welch, equal means
+
+
+def test_interval_by_hand_and_by_scipy():
+    x = [1.0, 2.0, 3.0, 4.0, 5.0]  # mean 3, s² = 10/4, s/√n = √0.5
+    mean, half = mean_interval(x)
+    assert mean == 3.0
+    assert half == pytest.approx(T_975_4 * math.sqrt(0.5))  # 1.9632
+    low, high = stats.t.interval(0.95, 4, loc=3.0, scale=stats.sem(x))
+    assert (mean - half, mean + half) == pytest.approx((low, high))
+
+
+def test_number_verdicts_by_hand():
+    x = [1.0, 2.0, 3.0, 4.0, 5.0]  # 3 ± 1.9632; tolerance 1 + 0.05 (a paper number of one decimal)
+    tolerance = numbers.DEFAULT_BAND + numbers.printed_precision("5.9")
+    assert tolerance == pytest.approx(1.05)
+    assert numbers.judge(x, 5.9, tolerance).verdict == numbers.REPRODUCED   # ≤ 3 + 1.9632 + 1.05 = 6.013
+    assert numbers.judge(x, 6.1, tolerance).verdict == numbers.BELOW        # ours is below the paper
+    assert numbers.judge(x, -0.1, tolerance).verdict == numbers.ABOVE       # < 3 − 3.013
+    assert numbers.judge([66.0], 66.85, tolerance).verdict == numbers.SINGLE_RUN
+    assert numbers.judge([], 66.85, tolerance).verdict == numbers.NOT_RUN
+    assert numbers.printed_precision("66.85") == pytest.approx(0.005)
+    assert numbers.printed_precision("97") == 0.5
+    assert numbers.band_of({"nmi": 0.5}, "nmi") == 0.5 and numbers.band_of({"nmi": 0.5}, "f1") == 1.0
+
+
+def test_claim_that_holds_paired_by_hand_and_by_scipy():
+    result = claims.test(HOLDS_BETTER, HOLDS_WORSE)
+    assert result.paired
+    # differences: mean 2.02, sd √(0.048 / 4) = 0.10954, se 0.04899, t = 41.23
+    se = math.sqrt(0.048 / 4) / math.sqrt(5)
+    assert result.gain == pytest.approx(2.02)
+    assert (result.low, result.high) == pytest.approx((2.02 - T_975_4 * se, 2.02 + T_975_4 * se))
+    assert (result.low, result.high) == pytest.approx((1.884, 2.156), abs=1e-3)
+    seeds = sorted(HOLDS_BETTER)
+    scipy_p = stats.ttest_rel([HOLDS_BETTER[s] for s in seeds], [HOLDS_WORSE[s] for s in seeds]).pvalue
+    assert result.p == pytest.approx(scipy_p)
+    assert result.p == pytest.approx(2 * stats.t.sf(2.02 / se, 4))
+    assert claims.verdict(result, result.p, 2.0) == claims.HOLDS         # 2.0 inside [1.884, 2.156]
+    assert claims.verdict(result, result.p, 2.4) == claims.SMALLER       # the paper's gain above ours
+    assert claims.verdict(result, result.p, 1.5) == claims.LARGER
+    assert claims.verdict(result, result.p, None) == claims.HOLDS
+
+
+def test_reversed_and_not_significant_claims_by_hand():
+    reversed_ = claims.test(REVERSED_BETTER, REVERSED_WORSE)
+    # differences −1.0 −0.9 −1.3: mean −1.0667, sd √(0.08667 / 2) = 0.20817, t = −8.875 (2 df)
+    t = (-3.2 / 3) / (math.sqrt((0.2 / 3) ** 2 + (0.5 / 3) ** 2 + (0.7 / 3) ** 2) / math.sqrt(2) / math.sqrt(3))
+    assert t == pytest.approx(-8.875, abs=1e-3)
+    assert reversed_.gain == pytest.approx(-3.2 / 3)
+    assert reversed_.p == pytest.approx(2 * stats.t.sf(abs(t), 2))       # 0.0125
+    flat = claims.test(FLAT_BETTER, FLAT_WORSE)
+    assert not flat.paired and flat.gain == pytest.approx(0.0)
+    welch = stats.ttest_ind(list(FLAT_BETTER.values()), list(FLAT_WORSE.values()), equal_var=False)
+    assert flat.p == pytest.approx(welch.pvalue) and flat.p == pytest.approx(1.0)
+    holding = claims.test(HOLDS_BETTER, HOLDS_WORSE)
+    adjusted = claims.holm([holding.p, reversed_.p, flat.p])
+    assert adjusted[1] == pytest.approx(2 * reversed_.p)                 # second smallest of three: × 2
+    assert claims.verdict(reversed_, adjusted[1], 1.0) == claims.REVERSED
+    assert claims.verdict(flat, adjusted[2], 1.0) == claims.NOT_SIGNIFICANT
+    assert claims.verdict(holding, adjusted[0], 2.0) == claims.HOLDS
+    assert claims.test({0: 1.0}, HOLDS_WORSE) == claims.SINGLE_RUN
+    assert claims.test({}, HOLDS_WORSE) == claims.NOT_RUN
+
+
+def test_holm_against_a_worked_example():
+    # p = 0.01, 0.04, 0.03, 0.005 (m = 4). Sorted: 0.005 × 4 = 0.02; 0.01 × 3 = 0.03;
+    # 0.03 × 2 = 0.06; 0.04 × 1 = 0.04, raised to the running maximum 0.06.
+    assert claims.holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert claims.holm([0.5, 0.6]) == pytest.approx([1.0, 1.0])          # capped at 1
+    assert claims.holm([]) == []
+
+
+def _catalogue_with(tmp_path, old: str, new: str):
+    shutil.copytree(CONFIG_DIR, tmp_path / "config")
+    path = tmp_path / "config" / "experiments" / "ms.yaml"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+    return tmp_path / "config"
+
+
+def _first_claim_of_ms_t1_with(tmp_path, key: str, value: str):
+    """A copy of the catalogue where ms.t1's first claim has `key: value`."""
+    shutil.copytree(CONFIG_DIR, tmp_path / "config")
+    path = tmp_path / "config" / "experiments" / "ms.yaml"
+    text = path.read_text()
+    start = text.index("\n  claims:", text.index("\nms.t1:"))
+    end = text.index("\n    - id:", text.index("\n    - id:", start) + 1)  # the second claim
+    claim = re.sub(rf"(\n    (?:- |  ){key}: )[^\n]+", rf"\g<1>{value}", text[start:end], count=1)
+    assert claim != text[start:end]
+    path.write_text(text[:start] + claim + text[end:])
+    return tmp_path / "config"
+
+
+@pytest.mark.parametrize("key, value, said", [
+    ("better", "msx", "'msx' is no row the experiment runs"),
+    ("worse", "binomial", "better and worse are the same row"),
+    ("dataset", "vehicleid", "'vehicleid' is not run by the experiment"),
+    ("metric", "recall@3", "'recall@3' is not in the experiment's table"),
+])
+def test_a_claim_naming_what_the_experiment_does_not_run_is_refused(tmp_path, key, value, said):
+    if key == "worse":  # the first claim's better row, as its worse row too
+        value = Plan.load(CONFIG_DIR, {"preset": "demo"}).experiments["ms.t1"]["claims"][0]["better"]
+        said = f"better and worse are the same row '{value}'"
+    config = _first_claim_of_ms_t1_with(tmp_path, key, value)
+    with pytest.raises(ConfigError, match=re.escape("ms.yaml: experiment ms.t1.claims[0]") + ".*" + re.escape(said)):
+        Plan.load(config, {"preset": "demo"})
+
+
+def test_a_claim_id_twice_in_a_paper_is_refused(tmp_path):
+    first = Plan.load(CONFIG_DIR, {"preset": "demo"}).experiments["ms.t1"]["claims"]
+    config = _first_claim_of_ms_t1_with(tmp_path, "id", first[1]["id"])
+    with pytest.raises(ConfigError, match=f"ms.yaml: experiment ms.t1.claims: id '{first[1]['id']}'"):
+        Plan.load(config, {"preset": "demo"})
+
+
+def test_every_claim_of_the_catalogue_names_rows_datasets_and_metrics_of_its_experiment():
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})  # loading checks them (the test above: it can fail)
+    found = [c for exp in plan.experiments.values() for c in exp.get("claims") or []]
+    assert found, "the catalogue has claims"
+    for key, exp in plan.experiments.items():
+        for claim in exp.get("claims") or []:
+            assert claim["dataset"] in exp["datasets"] and claim["metric"] in exp["table"]["metrics"]
+
+
+def test_tolerance_must_be_points_of_a_table_metric(tmp_path):
+    config = _catalogue_with(tmp_path, "ms.t1:\n", "ms.t1:\n  tolerance: {nmi: 1.0}\n")
+    with pytest.raises(ConfigError, match="ms.yaml: experiment ms.t1.tolerance: 'nmi' is not in the table"):
+        Plan.load(config, {"preset": "demo"})
+
+
+def verdict_cli(workdir, config: dict) -> subprocess.CompletedProcess:
+    return processes.run([sys.executable, "-m", "dmlbench", "verdict", "ms", "--config-dir", str(CONFIG_DIR),
+                          "--config", json.dumps(config)], timeout=300, capture_output=True, text=True,
+                         env=dict(python_env(), PYTHONPATH=str(REPO)), cwd=workdir)
+
+
+@pytest.mark.slow
+def test_the_smoke_runs_certificate_from_the_pipeline_and_from_the_command_line_agree(tmp_path):
+    args = ["--cores", "2", "--config", "preset=smoke", "experiments=[ms.t1]"]
+    result = processes.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path),
+                            "--scheduler", "greedy", *args, "reports/smoke/ms/certificate.md"],
+                           timeout=1800, capture_output=True, text=True, env=python_env())
+    assert result.returncode == 0, result.stderr[-4000:]
+    written = (tmp_path / "reports/smoke/ms/certificate.md").read_text()
+    cert = json.loads((tmp_path / "reports/smoke/ms/certificate.json").read_text())
+    printed = verdict_cli(tmp_path, {"preset": "smoke", "experiments": ["ms.t1"]})
+    assert printed.returncode == 0, printed.stderr
+    assert printed.stdout == written
+    plan = Plan.load(CONFIG_DIR, {"preset": "smoke", "experiments": ["ms.t1"]})
+    ran = {(r.dataset, r.method) for r in plan.runs("ms.t1")}
+    numbers_t1 = next(e for e in cert["experiments"] if e["id"] == "ms.t1")["numbers"]
+    for number in numbers_t1:  # one seed each: single runs where the preset trains the row, else not run
+        expected = numbers.SINGLE_RUN if (number["dataset"], number["row"]) in ran else numbers.NOT_RUN
+        assert number["verdict"] == expected, number
+    assert cert["numbers"][numbers.SINGLE_RUN] == sum((n["dataset"], n["row"]) in ran for n in numbers_t1)
+    assert cert["fixture_data"] and "Fixture data" in written
+    assert set(cert["checksums"]) == {"cub"} and len(cert["checksums"]["cub"]) == 64
+    other = verdict_cli(tmp_path, {"preset": "smoke", "experiments": ["ms.t1"], "overrides": {"epochs": 3}})
+    assert json.loads(json.dumps(other.stdout)) != written  # other settings: another fingerprint
+    assert cert["fingerprint"] not in other.stdout

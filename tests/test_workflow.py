@@ -50,14 +50,22 @@ def test_full_preset_dry_run_lists_every_job(tmp_path):
         for run in plan.runs(experiment):
             assert f"{run.path('full')}/model.pt" in listed
     assert "reports/full/fastap.grad/summary.md" in listed
-    assert len(plan.runs("fastap.t2")) == 3 * 4 and len(plan.runs("fastap.t3")) == 3 * 3
+    assert len(plan.runs("fastap.t2")) == 3 * 4 * 5 and len(plan.runs("fastap.t3")) == 3 * 3 * 5  # × 5 seeds
     profs = {e for e in plan.experiment_ids if e.startswith("profs.")}
     assert profs == {"profs.t1", "profs.t2", "profs.f2", "profs.f3"}
     for experiment in profs:
         for run in plan.runs(experiment):
             assert f"{run.path('full')}/model.pt" in listed
-    assert len(plan.runs("profs.t1")) == 3 * 22 and len(plan.runs("profs.f2")) == 3 * 4 * 7
-    assert len(plan.runs("profs.t2")) == 3 * 7 and len(plan.runs("profs.f3")) == 3 * 6
+    assert len(plan.runs("profs.t1")) == 3 * 22 * 5 and len(plan.runs("profs.f2")) == 3 * 4 * 7
+    assert len(plan.runs("profs.t2")) == 3 * 7 * 5 and len(plan.runs("profs.f3")) == 3 * 6
+    for experiment in plan.experiment_ids:  # every run of a table with paper numbers: five seeds
+        if plan.experiments[experiment].get("reported") and plan.runs(experiment):
+            seeds = {}
+            for run in plan.runs(experiment):
+                seeds.setdefault((run.dataset, run.method), set()).add(run.seed)
+                assert f"{run.path('full')}/model.pt" in result.stdout
+            assert all(s == {0, 1, 2, 3, 4} for s in seeds.values()), experiment
+    assert counts["certificate"] == 5  # one per paper: ms, dro, ephn, fastap, profs
     assert not any(tmp_path.iterdir()) or {p.name for p in tmp_path.iterdir()} <= {".snakemake"}
 
 

@@ -165,6 +165,12 @@ def verdict_cli(workdir, config: dict) -> subprocess.CompletedProcess:
                          env=dict(python_env(), PYTHONPATH=str(REPO)), cwd=workdir)
 
 
+def test_a_verdict_before_the_results_names_what_is_missing(tmp_path):
+    result = verdict_cli(tmp_path, {"preset": "smoke", "experiments": ["ms.t1"]})
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "reports/smoke/ms.t1/runs.csv is missing" in result.stderr and "run the pipeline first" in result.stderr
+
+
 @pytest.mark.slow
 def test_the_smoke_runs_certificate_from_the_pipeline_and_from_the_command_line_agree(tmp_path):
     args = ["--cores", "2", "--config", "preset=smoke", "experiments=[ms.t1]"]

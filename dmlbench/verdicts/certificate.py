@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dmlbench.errors import DmlbenchError
 from dmlbench.verdicts import claims as claim_tests
 from dmlbench.verdicts import numbers
 
@@ -18,8 +19,13 @@ FIXTURE_STAMP = ("Fixture data: these verdicts test the code that computes them,
                  "(synthetic images, small CNN).")
 
 
-def _runs(path: Path) -> pd.DataFrame | None:
-    return pd.read_csv(path) if path.exists() else None
+def _runs(path: Path) -> pd.DataFrame:
+    """An experiment's per-seed numbers (the aggregate step's runs.csv)."""
+    if not path.exists():
+        raise DmlbenchError(f"{path} is missing: the preset runs this experiment but its results are not "
+                            f"aggregated yet; run the pipeline first (snakemake --config preset=…), then "
+                            f"`python -m dmlbench verdict` again")
+    return pd.read_csv(path)
 
 
 def _per_seed(runs: pd.DataFrame | None, row: str, dataset: str, column: str) -> dict[int, float]:

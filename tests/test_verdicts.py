@@ -165,6 +165,45 @@ def verdict_cli(workdir, config: dict) -> subprocess.CompletedProcess:
                          env=dict(python_env(), PYTHONPATH=str(REPO)), cwd=workdir)
 
 
+def test_the_demo_page_shows_intervals_verdicts_claims_and_the_certificate(tmp_path, monkeypatch):
+    """ms.t1 of the demo (Binomial and RAW+VTHM on cub, three seeds) on made-up numbers: RAW+VTHM
+    2 points above Binomial on every seed; the page, the certificate and the landing line agree."""
+    from dmlbench.config import verdict_spec
+    from dmlbench.report import aggregate, index
+    from dmlbench.verdicts import certificate
+    from test_report import fake_run
+
+    plan = Plan.load(CONFIG_DIR, {"preset": "demo"})
+    value = {"binomial": [0.600, 0.604, 0.602], "ms": [0.620, 0.625, 0.621]}
+    files = [fake_run(tmp_path, run, {"recall@1": value[run.method][run.seed]}) for run in plan.runs("ms.t1")]
+    folder = tmp_path / "reports/demo/ms.t1"
+    aggregate.aggregate(plan.aggregate_spec("ms.t1"), files, folder)
+    monkeypatch.chdir(tmp_path)
+    cert = certificate.build(verdict_spec.certificate_spec(plan, "ms"), "abc")
+    (tmp_path / "reports/demo/ms").mkdir()
+    (tmp_path / "reports/demo/ms/certificate.json").write_text(json.dumps(cert))
+    index.write(plan, tmp_path / "reports/demo/index.html")
+    page = (tmp_path / "reports/demo/index.html").read_text()
+    mean, half = mean_interval([62.0, 62.5, 62.1])
+    assert f"{mean:.2f} ± {half:.2f} <span class='n'>n=3</span>" in page
+    binomial = next(x for e in cert["experiments"] for x in e["numbers"]
+                    if (x["row"], x["dataset"]) == ("binomial", "cub"))
+    assert binomial["verdict"] == numbers.BELOW  # 60.2 ± 0.5 against the paper's 64.45
+    assert f"{60.2 - 64.45:+.2f} {numbers.SYMBOLS[numbers.BELOW]}</td>" in page and "class='legend'" in page
+    claim = next(c for e in cert["experiments"] for c in e["claims"] if (c["better"], c["worse"], c["dataset"])
+                 == ("ms", "binomial", "cub"))
+    assert claim["paired"] and claim["gain"] == pytest.approx(62.2 - 60.2)  # means 62.2 and 60.2
+    # differences 2.0, 2.1, 1.9: mean 2.0, sd 0.1; interval 2.0 ± 4.303 · 0.1 / √3 = [1.752, 2.248]
+    assert (claim["low"], claim["high"]) == pytest.approx((1.752, 2.248), abs=1e-3)
+    paper_gain = claim["gain_paper"]
+    expected = claims.HOLDS if 1.752 <= paper_gain <= 2.248 else claims.SMALLER if paper_gain > 2.248 else claims.LARGER
+    assert claim["p_holm"] == pytest.approx(claim["p"]) and claim["p"] < 0.05  # the paper's only claim run: m = 1
+    assert claim["verdict"] == expected
+    line = certificate.headline(cert)
+    assert line.startswith("ms: 0 of ") and line in page
+    assert line in (tmp_path / "reports/index.html").read_text()
+
+
 def test_a_verdict_before_the_results_names_what_is_missing(tmp_path):
     result = verdict_cli(tmp_path, {"preset": "smoke", "experiments": ["ms.t1"]})
     assert result.returncode == 1 and "Traceback" not in result.stderr

@@ -6,12 +6,16 @@ import sys
 from pathlib import Path
 
 from dmlbench.config.plan import Plan
+from dmlbench.errors import DmlbenchError
 from dmlbench.machine import check_devices, check_folders
 
 CONFIG_DIR = Path(workflow.basedir) / "workflow" / "config"
-PLAN = Plan.load(CONFIG_DIR, config)
+try:  # a wrong setting, file or folder: its message, without Snakemake's trace of the Snakefile
+    PLAN = Plan.load(CONFIG_DIR, config)
+    check_folders(PLAN)
+except DmlbenchError as error:
+    sys.exit(f"dmlbench: error: {error}")
 PRESET = PLAN.name
-check_folders(PLAN)
 for experiment, reason in PLAN.skipped.items():
     print(f"dmlbench: skipping {experiment}: {reason}", file=sys.stderr)
 
@@ -31,7 +35,10 @@ include: "workflow/rules/fair.smk"
 
 onstart:  # jobs about to run on this machine: the devices the runs name must exist here
     if workflow.local_exec:
-        check_devices(PLAN, GPU_SLOTS)
+        try:
+            check_devices(PLAN, GPU_SLOTS)
+        except DmlbenchError as error:
+            sys.exit(f"dmlbench: error: {error}")
 
 
 # cheap steps stay on the submitting machine under a cluster executor

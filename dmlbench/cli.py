@@ -391,6 +391,13 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _out_of_memory(error: BaseException) -> bool:
+    """Python's, CUDA's (torch.OutOfMemoryError) or torch's CPU allocator's."""
+    torch = sys.modules.get("torch")
+    return (isinstance(error, MemoryError) or (torch is not None and isinstance(error, torch.OutOfMemoryError))
+            or "DefaultCPUAllocator: can't allocate memory" in str(error))
+
+
 def _own_message(error: DmlbenchError) -> str:
     """The error's message; one raised in a DataLoader worker arrives wrapped in the worker's
     traceback (torch re-raises it so), which ends with the message."""
@@ -413,4 +420,11 @@ def main(argv: list[str] | None = None) -> None:
         if explained is None:
             raise
         print(f"dmlbench {args.step}: error: {explained}", file=sys.stderr)
+        sys.exit(1)
+    except (MemoryError, RuntimeError) as error:  # torch's OutOfMemoryError is a RuntimeError
+        if not _out_of_memory(error):
+            raise
+        print(f"dmlbench {args.step}: error: out of memory ({' '.join(str(error).split())[:200]}). Lower "
+              f"batch.size, eval.batch_size or input.resize, or run it on a device (or machine) with more "
+              f"memory", file=sys.stderr)
         sys.exit(1)

@@ -353,3 +353,22 @@ def test_a_dataset_path_that_is_a_file_is_named(tmp_path):
     spec = f'{{"dataset": "cub", "source": "real", "root": "{tmp_path}", "path": "{given}", "download": false}}'
     result = dmlbench("prepare", "--spec", spec, "--output", str(tmp_path / "real" / "cub" / "manifest.csv"))
     assert result.returncode == 1 and f"data.paths.cub = {given} is a file" in result.stderr
+
+
+def test_running_out_of_memory_is_named_with_the_settings_that_lower_it(tmp_path, monkeypatch, capsys):
+    """What torch's CPU allocator raises (reproduced by the real allocator would take the machine's
+    memory, so the step is made to raise it)."""
+    import torch
+
+    from dmlbench import cli
+    from dmlbench.data import store
+
+    def too_large(*args, **kwargs):
+        torch.empty(1 << 62, dtype=torch.uint8)
+
+    monkeypatch.setattr(store, "build", too_large)
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["store", "--manifest", "m.csv", "--side", "32", "--output", str(tmp_path / "store32")])
+    assert stopped.value.code == 1
+    said = capsys.readouterr().err
+    assert "dmlbench store: error: out of memory (" in said and "Lower batch.size" in said

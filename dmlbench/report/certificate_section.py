@@ -36,10 +36,15 @@ def render(cert: dict, link: str) -> str:
              if cert["fixture_data"] else "")
     counts = ", ".join(f"<span class='delta {verdict_class(v)}'>{numbers.SYMBOLS[v]} {n[v]} {html.escape(v)}</span>"
                        for v in numbers.VERDICTS)
-    rows = "".join(_claim_row(c) for e in cert["experiments"] for c in e["claims"])
-    table = ("<div class='scroll'><table><thead><tr><th>claim</th><th>source</th><th>better − worse</th>"
+    every = [c for e in cert["experiments"] for c in e["claims"]]
+    rows = "".join(_claim_row(c) for c in every if c["verdict"] != claims.NOT_RUN)
+    unrun = sum(c["verdict"] == claims.NOT_RUN for c in every)
+    table = ("<div class='scroll'><table class='claims'><thead><tr><th>claim</th><th>source</th><th>better − worse</th>"
              "<th>dataset, metric</th><th>paper's gain</th><th>this suite's gain [95 % interval]</th><th>test</th>"
              f"<th>verdict</th></tr></thead><tbody>{rows}</tbody></table></div>") if rows else ""
+    if unrun:
+        table += (f"<p class='note'>{unrun} of the {len(every)} claims name a row or dataset this preset does "
+                  f"not train (each listed in certificate.md).</p>")
     failing = "; ".join(cert["not_holding"]) or "none"
     legend = "; ".join(f"{claims.SYMBOLS[v]} {v}: {claims.MEANINGS[v]}" for v in claims.VERDICTS)
     return (f"<h3>Certificate{stamp}</h3><p><b>{html.escape(certificate.headline(cert))}</b>. "

@@ -45,6 +45,8 @@ td .n { font-size: 0.8em; color: #777; }
 .v-holds-smaller, .v-holds-larger { background: #eef6d8; }
 .v-reversed { background: #fde0dd; }
 .legend { font-size: 0.8em; color: #444; }
+table.claims td { text-align: left; white-space: normal; min-width: 5em; }
+table.claims td:first-child { min-width: 22em; }
 .legend .delta { padding: 0 0.3em; border-radius: 0.3em; }
 .fixture-stamp { font-size: 0.8em; background: #fff4d6; padding: 0.1em 0.4em; }
 .footnotes p { margin: 0.2em 0; }

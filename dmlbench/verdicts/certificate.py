@@ -145,7 +145,7 @@ def markdown(cert: dict, only: str | None = None) -> str:
             lines += ["| row | dataset | metric | paper | this suite (95 % interval, n) | tolerance | verdict |",
                       "|---|---|---|---|---|---|---|"]
             lines += [f"| {x['row']} | {x['dataset']} | {x['metric']}{' (test-selected)' if x['test_selected'] else ''} "
-                      f"| {x['paper']} | {_interval(x['mean'], x['half'])} (n={x['n']}) | ±{x['tolerance']:.3g} "
+                      f"| {x['paper']} | {_interval(x['mean'], x['half'])} (n={x['n']}) | ±{x['tolerance']:.3f} "
                       f"| {numbers.SYMBOLS[x['verdict']]} {x['verdict']} |" for x in missed]
             lines.append("")
         if exp["claims"]:

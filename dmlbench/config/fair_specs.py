@@ -118,7 +118,11 @@ class FairSpecs:
                 "run": self._fair_base(experiment, dataset, method)}  # with the space: the study's fingerprint
 
     def fair_run_spec(self, run: FairRun) -> dict:
-        return {"run": self.resolve(run), "space": spaces.to_json(self.fair_space(run.method))}
+        """The fold training's settings and its method's space (shared parts: to be serialised, not changed)."""
+        spaces_json = self.__dict__.setdefault("_fair_spaces_json", {})
+        if run.method not in spaces_json:
+            spaces_json[run.method] = spaces.to_json(self.fair_space(run.method))
+        return {"run": self._fair_settings_shared(run), "space": spaces_json[run.method]}
 
     def fair_run_inputs(self, run: FairRun) -> list[str]:
         parameters = (self.fair_params(run.experiment, run.dataset, run.method, run.index)

@@ -232,16 +232,22 @@ class Plan(StepSpecs, FairSpecs):
     def _resolve_fair(self, run: FairRun) -> dict:
         """A fold training: the method's run settings with its seed, stage, index and fold (the
         settings without those are merged once per experiment × dataset × method)."""
+        return copy.deepcopy(self._fair_settings_shared(run))
+
+    def _fair_settings_shared(self, run: FairRun) -> dict:
+        """`_resolve_fair` without the copy: only `seed`, `run` and `data` are the fold training's
+        own, the rest is the method's settings shared by all its fold trainings (not to be changed;
+        the dry run of `full` builds tens of thousands of these)."""
         cache = self.__dict__.setdefault("_fair_bases", {})
         key = (run.experiment, run.dataset, run.method)
         if key not in cache:
             cache[key] = self.resolve(Run(run.experiment, run.dataset, run.method, 0))
-        cfg = copy.deepcopy(cache[key])
+        base = cache[key]
         folds = self.fair_settings(run.experiment)["folds"]
-        cfg["seed"] = cfg["run"]["seed"] = run.seed
-        cfg["run"].update(stage=run.stage, index=run.index, fold=run.fold)
-        cfg["data"]["fold"] = {"splits": self.fair_splits(run.dataset, folds), "index": run.fold, "of": folds}
-        return cfg
+        fold = {"splits": self.fair_splits(run.dataset, folds), "index": run.fold, "of": folds}
+        return {**base, "seed": run.seed,
+                "run": {**base["run"], "seed": run.seed, "stage": run.stage, "index": run.index, "fold": run.fold},
+                "data": {**base["data"], "fold": fold}}
 
     @property
     def cpu_fallback(self) -> dict | None:
@@ -262,6 +268,10 @@ class Plan(StepSpecs, FairSpecs):
 
     def find_run(self, experiment: str, dataset: str, method: str, seed: int) -> Run:
         run = Run(experiment, dataset, method, int(seed))
-        if run not in self.runs(experiment if experiment in self.experiments else None):
+        key = experiment if experiment in self.experiments else None
+        known = self.__dict__.setdefault("_run_sets", {})  # asked once per train and evaluate job
+        if key not in known:
+            known[key] = set(self.runs(key))
+        if run not in known[key]:
             raise ConfigError(f"preset {self.name} has no run {run}")
         return run

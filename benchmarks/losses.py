@@ -23,7 +23,7 @@ PER_CLASS = 5
 def suite_cases(num_classes: int, dim: int):
     """Suite methods by name: (loss, miner)."""
     return {
-        "contrastive": (losses.build("contrastive", margin=0.5), None),
+        "contrastive": (losses.build("contrastive", neg_margin=0.5), None),
         "triplet+semihard": (losses.build("triplet", margin=0.1), miners.build("semihard", margin=0.1)),
         "multi_similarity+miner": (losses.build("multi_similarity"), miners.build("multi_similarity")),
         "lifted (generalised)": (losses.build("lifted", margin=1.0), None),

@@ -27,10 +27,11 @@ def test_starts_a_group_and_waits():
     child.wait()
 '''
 
-# the inner test run as `python -m pytest` would run it, with SIGINT handled even where this run
-# inherited it ignored (a background job of a non-interactive shell)
+# the inner test run as `python -m pytest` would run it from a terminal, with SIGINT and SIGHUP
+# handled even where this run inherited them ignored (a background job of a non-interactive shell,
+# a run under nohup)
 INNER_PYTEST = ("import signal, sys, pytest; signal.signal(signal.SIGINT, signal.default_int_handler); "
-                "sys.exit(pytest.main(sys.argv[1:]))")
+                "signal.signal(signal.SIGHUP, signal.SIG_DFL); sys.exit(pytest.main(sys.argv[1:]))")
 
 
 def wait_for(condition, limit: float, what: str) -> None:

@@ -361,13 +361,18 @@ def test_tied_settings_follow_their_source():
     assert cfg["method"]["loss"]["margin"] == 0.1
 
 
-def test_early_stopping_keeps_the_best_validation_epoch(tmp_path):
+def _fold_with_early_stopping(tmp_path, epochs: int, patience: int) -> dict:
+    """A fixture fold trained at the paper's setting with at most `epochs` and this patience."""
     spec, _ = _fixture_fold_spec(tmp_path)
-    spec["run"].update(epochs=8)
-    spec["run"]["early_stopping"] = {"patience": 1, "metric": "map@r"}
+    spec["run"].update(epochs=epochs)
+    spec["run"]["early_stopping"] = {"patience": patience, "metric": "map@r"}
     params = tmp_path / "params.json"
     write_json(params, {"params": space.paper_setting(space.from_json(spec["space"]), spec["run"])})
-    result = fold_run.run(spec, params, tmp_path / "run", tmp_path / "v.json", log=lambda m: None)
+    return fold_run.run(spec, params, tmp_path / "run", tmp_path / "v.json", log=lambda m: None)
+
+
+def test_early_stopping_keeps_the_best_validation_epoch(tmp_path):
+    result = _fold_with_early_stopping(tmp_path, epochs=8, patience=1)
     rows = [json.loads(line) for line in (tmp_path / "run" / "epochs.jsonl").read_text().splitlines()]
     best = max(rows, key=lambda r: r["map@r"])  # the first of equal values
     assert result["selected_epoch"] == best["epoch"]
@@ -380,12 +385,7 @@ def test_early_stopping_keeps_the_best_validation_epoch(tmp_path):
 
 
 def test_a_fold_that_reaches_the_epoch_cap_with_patience_left_is_recorded_as_capped(tmp_path):
-    spec, _ = _fixture_fold_spec(tmp_path)
-    spec["run"].update(epochs=2)
-    spec["run"]["early_stopping"] = {"patience": 5, "metric": "map@r"}
-    params = tmp_path / "params.json"
-    write_json(params, {"params": space.paper_setting(space.from_json(spec["space"]), spec["run"])})
-    result = fold_run.run(spec, params, tmp_path / "run", tmp_path / "v.json", log=lambda m: None)
+    result = _fold_with_early_stopping(tmp_path, epochs=2, patience=5)
     assert result["epochs_trained"] == 2 and result["stopped_by"] == "cap" and result["epoch_cap"] == 2
 
 

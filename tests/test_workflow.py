@@ -249,8 +249,13 @@ def test_smoke_preset_end_to_end(tmp_path):
     assert set(fair["method"]) == {"ms", "dro_topk_m", "ephn_2nd"} and set(fair["dataset"]) == {"cub"}
     assert set(fair["mode"]) == {"separated", "concatenated"} and {"p@1", "r_precision", "map@r"} <= set(fair["metric"])
     assert (fair["ci95"] >= 0).all() and (fair["repetitions"] == 2).all()
-    for word in ("Paper vs fair", "fair_map_r.png", "separated", "concatenated", " ± "):
+    for word in ("Paper vs fair", "fair_map_r.png", "separated", "concatenated", " ± ", "vs best",
+                 "Ranking over the datasets", "fair_cd.png"):
         assert word in html
+    pairs = pd.read_csv(tmp_path / "reports/smoke/suite.fair/fair_pairwise.csv")
+    assert len(pairs) == 3 * 2 * len(set(fair["metric"])) and pairs["paired"].all()  # 3 pairs per column
+    ranking = json.loads((tmp_path / "reports/smoke/suite.fair/fair_ranking.json").read_text())
+    assert "2 datasets" in ranking["none"]  # smoke: cub alone
     search = tmp_path / "results/smoke/suite.fair/cub/ms/search"
     assert len(pd.read_csv(search / "trials.csv")) == 2 and (search / "study.journal").exists()
     again = snakemake(tmp_path, "-n", "--cores", "2", "--config", "preset=smoke")

@@ -1,8 +1,10 @@
 """The fair experiment in the HTML report: per dataset a table (rows the methods grouped by paper;
 columns separated and concatenated × P@1, RP, MAP@R as mean ± 95 % interval; the best of each
 column in bold, the methods whose interval overlaps it underlined; each method's tuned and paper
-setting, its trials and capped folds), the notes (each method's own settings, the methods left out
-and those without a paper number, with the reasons), the MAP@R figure, and "paper vs fair"."""
+setting, its trials and capped folds, and its paired test against the best method on separated
+MAP@R), the notes (each method's own settings, the methods left out and those without a paper
+number, with the reasons), the MAP@R figure, the ranking over the datasets (Friedman test and the
+critical-difference diagram), and "paper vs fair"."""
 
 from __future__ import annotations
 
@@ -13,7 +15,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from dmlbench.report.fair_tables import METRICS, MODES, capped, notes
+from dmlbench.io import read_json
+from dmlbench.fair.comparisons import versus_best
+from dmlbench.report.fair_tables import METRICS, MODES, RANKED, capped, notes
 
 
 def caption(dims: list[int], folds: int) -> str:
@@ -24,7 +28,10 @@ def caption(dims: list[int], folds: int) -> str:
             f"Separated: each fold's {size}-d model alone, averaged over the folds; concatenated: the "
             f"{folds} folds' embeddings joined ({joined}-d). <b>Bold</b>: the best of the column; "
             "<u>underlined</u>: its interval overlaps the best one's. Tuned: the setting chosen on validation "
-            "MAP@R; paper: the paper's own (the search's first trial). Capped folds: fold trainings that "
+            "MAP@R; paper: the paper's own (the search's first trial). Vs best: this method against the "
+            "dataset's best method on separated MAP@R, Δ in points, paired t-test over the repetitions (same seeds "
+            "and folds), p Holm-corrected over every pair of methods of the dataset; ✗ below the best "
+            "(p < 0.05), ≈ not told apart. Capped folds: fold trainings that "
             "reached the epoch cap with patience left (final; search).")
 
 
@@ -43,21 +50,37 @@ def _cell(row) -> str:
     return f"<td class='ours'>{text}</td>"
 
 
-def dataset_table(frame: pd.DataFrame, dataset: str, papers: dict) -> str:
+def _versus(test) -> str:
+    """The cell of the paired test against the column's best: Δ and Holm p, the best itself named."""
+    if test is None:
+        return "<td>best</td>"
+    gain, p = test
+    if p != p:
+        return "<td>–</td>"
+    mark = " ✗" if p < 0.05 else " ≈"
+    return f"<td>{gain:+.1f}, p {p:.2g}{mark}</td>"
+
+
+def dataset_table(frame: pd.DataFrame, dataset: str, papers: dict, pairs: pd.DataFrame) -> str:
     rows = frame[frame["dataset"] == dataset]
+    mode, metric = RANKED
+    ranked = rows[(rows["mode"] == mode) & (rows["metric"] == metric)].set_index("method")["mean"]
+    against = versus_best(pairs, ranked, dataset, mode, metric)
     head = ("<thead><tr><th rowspan='2'>method</th>" + "".join(f"<th class='group' colspan='3'>{m}</th>" for m in MODES)
+            + f"<th rowspan='2' title='paired t over the repetitions, Holm within the dataset'>vs best, "
+            f"{mode[:3]}. {METRICS[metric]}: Δ, p (Holm)</th>"
             + "<th rowspan='2'>tuned</th><th rowspan='2' class='paper'>paper setting</th>"
             + "<th rowspan='2'>trials (diverged)</th><th rowspan='2'>capped folds</th></tr><tr>"
             + "".join(f"<th>{name}</th>" for _ in MODES for name in METRICS.values()) + "</tr></thead>")
     body = []
     for paper, group in rows.groupby("paper", sort=False):
-        body.append(f"<tr><th class='group' colspan='{4 + 2 * len(METRICS)}' style='text-align:left'>"
+        body.append(f"<tr><th class='group' colspan='{5 + 2 * len(METRICS)}' style='text-align:left'>"
                     f"{html.escape(str(papers.get(paper, paper)))}</th></tr>")
         for method, mine in group.groupby("method", sort=False):
             mine = mine.set_index(["mode", "metric"])
             first = mine.iloc[0]
             cells = "".join(_cell(mine.loc[(mode, metric)]) for mode in MODES for metric in METRICS)
-            body.append(f"<tr><th class='row'>{html.escape(first['label'])}</th>{cells}"
+            body.append(f"<tr><th class='row'>{html.escape(first['label'])}</th>{cells}{_versus(against.get(method))}"
                         f"<td>{html.escape(_setting(first['tuned']))}</td>"
                         f"<td class='paper'>{html.escape(_setting(first['paper_setting']))}</td>"
                         f"<td>{int(first['trials'])} ({int(first['diverged_trials'])})</td>"
@@ -89,17 +112,38 @@ def read_paper_vs_fair(path: Path) -> pd.DataFrame:
     return pd.read_csv(path, dtype={"paper_recall@1": str})
 
 
-def render(folder: Path, plan, key: str, figure_url: str) -> str:
+def ranking_block(record: dict, figure_url: str, key: str, labels: dict) -> str:
+    """The Friedman test's line, the average ranks and the critical-difference diagram."""
+    mode, metric = record["mode"], record["metric"]
+    if "none" in record:
+        return f"<h4>Ranking over the datasets</h4><p class='note'>None: {html.escape(record['none'])}.</p>"
+    ranks = ", ".join(f"{html.escape(labels.get(m, m))} {r:.2f}" for m, r in sorted(record["average_ranks"].items(), key=lambda x: x[1]))
+    friedman = record["friedman"]
+    verdict = ("the methods' ranks differ" if friedman["p"] < record["alpha"]
+               else "no difference between the methods' ranks")
+    return (f"<h4>Ranking over the datasets</h4><p class='note'>Each method ranked within each of the "
+            f"{len(record['datasets'])} datasets by its mean {mode} {METRICS[metric]} (1 the best); Friedman "
+            f"χ² = {friedman['statistic']:.2f}, p = {friedman['p']:.3g}: {verdict} at α = {record['alpha']}. "
+            f"Nemenyi critical difference {record['critical_difference']:.2f}: methods joined by a bar are not told "
+            f"apart. Average ranks: {ranks}. Every pair of methods per dataset: fair_pairwise.csv.</p>"
+            f"<figure><img src='{figure_url}' alt='{html.escape(key)}: critical-difference diagram'></figure>")
+
+
+def render(folder: Path, plan, key: str, url) -> str:
+    """`url(name)`: the address of one of the experiment's files from the page."""
     frame = pd.read_csv(folder / "fair_table.csv")
+    pairs = pd.read_csv(folder / "fair_pairwise.csv")
     settings = plan.fair_settings(key)
     parts = [f"<p class='note'>Protocol: README \"The fair table\". {settings['folds']} class-disjoint folds of "
              f"the training half, {settings['trials']} trials per method × dataset (the paper's setting first), "
              f"{settings['repetitions']} final repetitions. "
              f"{caption(plan.fair_embedding_dims(key), settings['folds'])}</p>"]
     for dataset in dict.fromkeys(frame["dataset"]):
-        parts.append(dataset_table(frame, dataset, plan.papers))
+        parts.append(dataset_table(frame, dataset, plan.papers, pairs))
     spec = plan.fair_aggregate_spec(key)
     parts.append("<ul class='note'>" + "".join(f"<li>{html.escape(note)}</li>" for note in notes(spec)) + "</ul>")
-    parts.append(f"<figure><img src='{figure_url}' alt='{html.escape(key)}: MAP@R per method'></figure>")
+    parts.append(f"<figure><img src='{url('fair_map_r.png')}' alt='{html.escape(key)}: MAP@R per method'></figure>")
+    parts.append(ranking_block(read_json(folder / "fair_ranking.json"), url("fair_cd.png"), key,
+                                {m: about.get("label", m) for m, about in plan.methods.items()}))
     parts.append(paper_vs_fair_table(read_paper_vs_fair(folder / "paper_vs_fair.csv"), plan.toy_data))
     return "".join(parts)

@@ -1,7 +1,10 @@
 """The fair experiment's outputs: `fair_table.csv` (one row per dataset × method × mode × metric,
 with the best of each column and the methods whose interval overlaps it marked), `fair_table.md`,
-`paper_vs_fair.csv` (the paper's own Recall@1 beside the fair P@1) and `fair_map_r.png` (MAP@R with
-its 95 % interval per method, sorted, one panel per dataset)."""
+`paper_vs_fair.csv` (the paper's own Recall@1 beside the fair P@1), `fair_map_r.png` (MAP@R with
+its 95 % interval per method, sorted, one panel per dataset), and the statistics between the methods
+(`dmlbench.fair.comparisons`): `fair_pairwise.csv` (every pair of methods tested over the
+repetitions, Holm within a dataset × mode × metric), `fair_ranking.json` and `fair_cd.png` (the
+Friedman test and the Nemenyi critical-difference diagram over the datasets, on separated MAP@R)."""
 
 from __future__ import annotations
 
@@ -12,13 +15,16 @@ import numpy as np
 import pandas as pd
 
 from dmlbench.config.loading import printed
+from dmlbench.fair import comparisons
 from dmlbench.fair.intervals import overlaps
-from dmlbench.io import atomic_path, read_json
+from dmlbench.io import atomic_path, read_json, write_json
 from dmlbench.plots import canvas
+from dmlbench.plots.critical_difference import diagram
 from dmlbench.report.markdown import row as markdown_row
 
 MODES = ("separated", "concatenated")
 METRICS = {"p@1": "P@1", "r_precision": "RP", "map@r": "MAP@R"}
+RANKED = ("separated", "map@r")  # the mode and metric of the figure, the ranking and "vs best"
 
 
 def _files(spec: dict, dataset: str, method: str) -> tuple[dict, dict, tuple[int, int]]:
@@ -53,6 +59,51 @@ def table(spec: dict) -> pd.DataFrame:
                                  "validation_map@r": 100 * best["objective"]})
     frame = pd.DataFrame(rows)
     return _mark_best(frame)
+
+
+def per_repetition(spec: dict) -> pd.DataFrame:
+    """One row per dataset × method × mode × metric × repetition, in %, from each `summary.json`."""
+    rows = []
+    for dataset in spec["datasets"]:
+        for method in spec["methods"]:
+            summary = _files(spec, dataset, method)[0]
+            for r, numbers in enumerate(summary["per_repetition"]):
+                rows += [{"dataset": dataset, "method": method, "mode": mode, "metric": metric,
+                          "repetition": r, "value": 100 * value}
+                         for mode in MODES for metric, value in numbers[mode].items()]
+    return pd.DataFrame(rows)
+
+
+def ranking(frame: pd.DataFrame):
+    """`comparisons.ranking` of the methods' mean separated MAP@R, datasets × methods."""
+    mode, metric = RANKED
+    rows = frame[(frame["mode"] == mode) & (frame["metric"] == metric)]
+    return comparisons.ranking(rows.pivot(index="dataset", columns="method", values="mean"))
+
+
+def ranking_record(result) -> dict:
+    mode, metric = RANKED
+    about = {"mode": mode, "metric": metric,
+             "method": "Friedman test over the datasets, Nemenyi critical difference (Demšar 2006)"}
+    if isinstance(result, str):
+        return {**about, "none": result}
+    return {**about, **result.as_dict(), "groups": comparisons.cliques(result)}
+
+
+def ranking_figure(record: dict, spec: dict, path: Path) -> None:
+    """The critical-difference diagram, or a figure saying why there is none."""
+    labels = {m: about["label"] for m, about in spec["methods"].items()}
+    if "none" in record:
+        fig, ax = canvas.plt.subplots(figsize=(8, 1.2))
+        ax.axis("off")
+        ax.text(0.5, 0.5, f"No critical-difference diagram: {record['none']}.", ha="center", va="center",
+                fontsize=9, wrap=True)
+        canvas.save(fig, path, spec)
+        return
+    title = (f"{spec['title']}: average rank of separated MAP@R over {len(record['datasets'])} datasets\n"
+             f"Friedman χ² = {record['friedman']['statistic']:.2f}, p = {record['friedman']['p']:.3g}; "
+             f"bars: not told apart (Nemenyi, α = {record['alpha']})")
+    diagram(record["average_ranks"], record["critical_difference"], record["groups"], labels, title, path, spec)
 
 
 def _mark_best(frame: pd.DataFrame) -> pd.DataFrame:
@@ -115,7 +166,33 @@ def notes(spec: dict) -> list[str]:
     return out
 
 
-def markdown(frame: pd.DataFrame, spec: dict) -> str:
+def statistics_markdown(frame: pd.DataFrame, pairs: pd.DataFrame, record: dict, spec: dict) -> list[str]:
+    """Per dataset, the best method on separated MAP@R and those not told apart from it (paired t,
+    Holm); the ranking over the datasets."""
+    mode, metric = RANKED
+    labels = {m: about["label"] for m, about in spec["methods"].items()}
+    lines = ["## Statistics", "",
+             f"Paired t-tests over the repetitions on {mode} {METRICS[metric]}, Holm-corrected over every pair "
+             "of methods of a dataset (every pair of every metric: fair_pairwise.csv).", ""]
+    for dataset in spec["datasets"]:
+        rows = frame[(frame["dataset"] == dataset) & (frame["mode"] == mode) & (frame["metric"] == metric)]
+        against = comparisons.versus_best(pairs, rows.set_index("method")["mean"], dataset, mode, metric)
+        best = next(m for m, test in against.items() if test is None)
+        tied = [labels[m] for m, test in against.items() if test is not None and not test[1] < comparisons.ALPHA]
+        lines.append(f"- {dataset}: best {labels[best]}; not told apart from it: {', '.join(tied) or 'none'}")
+    lines.append("")
+    if "none" in record:
+        lines.append(f"No ranking over the datasets: {record['none']}.")
+    else:
+        ranks = ", ".join(f"{labels.get(m, m)} {r:.2f}" for m, r in sorted(record["average_ranks"].items(),
+                                                                          key=lambda x: x[1]))
+        lines.append(f"Friedman test over {len(record['datasets'])} datasets: χ² = {record['friedman']['statistic']:.2f}, "
+                     f"p = {record['friedman']['p']:.3g}; Nemenyi critical difference {record['critical_difference']:.2f} "
+                     f"(α = {record['alpha']}). Average ranks: {ranks}. Diagram: fair_cd.png.")
+    return lines + [""]
+
+
+def markdown(frame: pd.DataFrame, spec: dict, statistics: list[str]) -> str:
     lines = [f"# {spec['title']}", "",
              "Mean ± 95 % interval (t(0.975, n−1) · s / √n) over the final repetitions, in %. "
              "(best): the column's highest mean; (≈ best): its interval overlaps the best one's.", ""]
@@ -132,7 +209,7 @@ def markdown(frame: pd.DataFrame, spec: dict) -> str:
             lines.append(markdown_row([about["label"], about["paper"], *cells, first["tuned"], first["paper_setting"],
                                        f"{int(first['trials'])} ({int(first['diverged_trials'])})", capped(first)]))
         lines.append("")
-    lines += ["Notes:", ""] + [f"- {note}" for note in notes(spec)]
+    lines += statistics + ["Notes:", ""] + [f"- {note}" for note in notes(spec)]
     return "\n".join(lines)
 
 
@@ -159,9 +236,15 @@ def aggregate(spec: dict, output_dir: Path) -> None:
     output_dir.mkdir(parents=True, exist_ok=True)
     frame = table(spec)
     figure(frame, spec, output_dir / "fair_map_r.png")
+    pairs = comparisons.pairwise(per_repetition(spec))
+    with atomic_path(output_dir / "fair_pairwise.csv") as tmp:
+        pairs.to_csv(tmp, index=False)
+    record = ranking_record(ranking(frame))
+    ranking_figure(record, spec, output_dir / "fair_cd.png")
+    write_json(output_dir / "fair_ranking.json", record)
     with atomic_path(output_dir / "paper_vs_fair.csv") as tmp:
         paper_vs_fair(frame, spec).to_csv(tmp, index=False)
     with atomic_path(output_dir / "fair_table.md") as tmp:
-        tmp.write_text(markdown(frame, spec) + "\n")
+        tmp.write_text(markdown(frame, spec, statistics_markdown(frame, pairs, record, spec)) + "\n")
     with atomic_path(output_dir / "fair_table.csv") as tmp:  # last: the report's marker
         frame.to_csv(tmp, index=False)

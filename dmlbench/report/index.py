@@ -211,7 +211,7 @@ def _experiment_html(plan, exp: dict, preset: str, folder: Path, page_dir: Path)
     rel = Path(os.path.relpath(folder.resolve(), page_dir.resolve()))
     if plan.is_fair(exp["id"]):
         if (folder / "fair_table.csv").exists():
-            parts.append(fair_section.render(folder, plan, exp["id"], _url(rel / "fair_map_r.png")))
+            parts.append(fair_section.render(folder, plan, exp["id"], lambda name: _url(rel / name)))
     elif is_table:
         parts.append(_table_html(plan, exp["id"], folder))
     elif (folder / "summary.md").exists():

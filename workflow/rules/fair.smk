@@ -111,6 +111,10 @@ rule fair_aggregate:
         table=f"reports/{{preset}}/{{experiment}}/fair_table.csv",
         markdown=f"reports/{{preset}}/{{experiment}}/fair_table.md",
         paper=f"reports/{{preset}}/{{experiment}}/paper_vs_fair.csv",
+        pairwise=f"reports/{{preset}}/{{experiment}}/fair_pairwise.csv",
+        ranking=f"reports/{{preset}}/{{experiment}}/fair_ranking.json",
+        critical_difference=report(f"reports/{{preset}}/{{experiment}}/fair_cd.png",
+                                   caption="../report/fair.rst", category="{experiment}"),
         figure=report(f"reports/{{preset}}/{{experiment}}/fair_map_r.png",
                       caption="../report/fair.rst", category="{experiment}"),
     params:

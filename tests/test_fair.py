@@ -401,6 +401,8 @@ def test_the_fair_tables_show_trials_capped_folds_notes_and_the_embedding_size(t
         stops = ["cap"] * (i + 1) + ["patience"] * (4 - i - 1)
         write_json(folder / "final" / "summary.json", {
             "repetitions": 2, "capped_folds": stops.count("cap"), "fold_trainings": len(stops),
+            "per_repetition": [{mode: {k: v + r / 100 for k, v in metrics.items()} for mode in fair_tables.MODES}
+                               for r in range(2)],
             **{mode: {k: {"mean": v, "ci95": 0.01} for k, v in metrics.items()} for mode in fair_tables.MODES}})
         write_json(folder / "search" / "best.json", {"params": {"loss.a": 1.0}, "paper": {"loss.a": 2.0},
                                                      "trials": 3, "diverged": 1, "objective": 0.2})
@@ -422,7 +424,8 @@ def test_the_fair_tables_show_trials_capped_folds_notes_and_the_embedding_size(t
     assert dims == [size]
     assert f"each fold's {size}-d model" in fair_section.caption(dims, 2) and f"({2 * size}-d)" in fair_section.caption(dims, 2)
     assert "each fold's 64-d model" in fair_section.caption([64], 4) and "(256-d)" in fair_section.caption([64], 4)
-    html = fair_section.dataset_table(pd.read_csv(out / "fair_table.csv"), "cub", plan.papers)
+    html = fair_section.dataset_table(pd.read_csv(out / "fair_table.csv"), "cub", plan.papers,
+                                      pd.read_csv(out / "fair_pairwise.csv"))
     assert "<th rowspan='2'>capped folds</th>" in html and "<td>1/4; 0/4</td>" in html
 
 

@@ -119,3 +119,11 @@ def test_fair_outputs_hold_the_statistics(tmp_path):
     fair_tables.ranking_figure(none, spec, tmp_path / "none.png")
     assert "2 datasets" in none["none"]
     assert (tmp_path / "cd.png").stat().st_size > 1000 and (tmp_path / "none.png").stat().st_size > 1000
+
+
+def test_one_method_leaves_no_pair_and_no_ranking():
+    """The aggregate step with a single method (the kill test's selection): empty tables, no error."""
+    pairs = comparisons.pairwise(long_frame({"a": REPETITIONS["a"]}))
+    assert pairs.empty and "p_holm" in pairs and "dataset" in pairs
+    assert comparisons.versus_best(pairs, pd.Series({"a": 30.0}), "cub", "separated", "map@r") == {"a": None}
+    assert "3 methods" in comparisons.ranking(pd.DataFrame({"a": [1.0, 2.0]}, index=["cub", "cars"]))

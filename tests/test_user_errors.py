@@ -293,6 +293,8 @@ def test_a_fair_table_label_with_a_bar_or_a_line_break_stays_in_its_cell(tmp_pat
         folder = tmp_path / "cub" / method
         write_json(folder / "final" / "summary.json", {
             "repetitions": 2, "capped_folds": 0, "fold_trainings": 4,
+            "per_repetition": [{mode: {k: 0.5 + r / 100 for k in fair_tables.METRICS} for mode in fair_tables.MODES}
+                               for r in range(2)],
             **{mode: {k: {"mean": 0.5, "ci95": 0.01} for k in fair_tables.METRICS} for mode in fair_tables.MODES}})
         write_json(folder / "search" / "best.json", {"params": {"loss.a": 1.0}, "paper": {"loss.a": 2.0},
                                                      "trials": 2, "diverged": 0, "objective": 0.2})

@@ -25,6 +25,7 @@ from scipy import stats
 from dmlbench.verdicts import claims
 
 ALPHA = 0.05
+COLUMNS = ["dataset", "mode", "metric", "a", "b", "gain", "low", "high", "p", "paired", "p_holm", "differ", "untested"]
 
 
 def pairwise(per_repetition: pd.DataFrame) -> pd.DataFrame:
@@ -40,18 +41,17 @@ def pairwise(per_repetition: pd.DataFrame) -> pd.DataFrame:
             result = claims.test(values[a], values[b])
             row = {"dataset": dataset, "mode": mode, "metric": metric, "a": a, "b": b}
             if isinstance(result, claims.ClaimTest):
-                row.update(gain=result.gain, low=result.low, high=result.high, p=result.p, paired=result.paired)
+                row.update(gain=result.gain, low=result.low, high=result.high, p=result.p, paired=result.paired,
+                           untested="")
                 tested.append(len(rows))
             else:
-                row.update(gain=math.nan, low=math.nan, high=math.nan, p=math.nan, paired=False, untested=result)
+                row.update(gain=math.nan, low=math.nan, high=math.nan, p=math.nan, paired=False, untested=result,
+                           p_holm=math.nan, differ=False)
             rows.append(row)
         for index, adjusted in zip(tested, claims.holm([rows[i]["p"] for i in tested])):
             rows[index]["p_holm"] = adjusted
             rows[index]["differ"] = adjusted < ALPHA
-    frame = pd.DataFrame(rows)
-    for column, empty in (("p_holm", math.nan), ("differ", False), ("untested", "")):
-        frame[column] = frame[column].fillna(empty) if column in frame else empty
-    return frame
+    return pd.DataFrame(rows, columns=COLUMNS)  # the columns also where one method leaves no pair
 
 
 def versus_best(pairs: pd.DataFrame, means: pd.Series, dataset: str, mode: str, metric: str) -> dict:

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from dmlbench.fair.comparisons import ALPHA, versus_best
 from dmlbench.io import read_json
-from dmlbench.fair.comparisons import versus_best
-from dmlbench.report.fair_tables import METRICS, MODES, RANKED, capped, notes
+from dmlbench.report.fair_tables import METRICS, MODES, RANKED, average_ranks_text, capped, notes
 
 
 def caption(dims: list[int], folds: int) -> str:
@@ -51,13 +51,13 @@ def _cell(row) -> str:
 
 
 def _versus(test) -> str:
-    """The cell of the paired test against the column's best: Δ and Holm p, the best itself named."""
+    """The cell of the paired test against the dataset's best: Δ and Holm p, the best itself named."""
     if test is None:
         return "<td>best</td>"
     gain, p = test
     if p != p:
         return "<td>–</td>"
-    mark = " ✗" if p < 0.05 else " ≈"
+    mark = " ✗" if p < ALPHA else " ≈"
     return f"<td>{gain:+.1f}, p {p:.2g}{mark}</td>"
 
 
@@ -117,7 +117,7 @@ def ranking_block(record: dict, figure_url: str, key: str, labels: dict) -> str:
     mode, metric = record["mode"], record["metric"]
     if "none" in record:
         return f"<h4>Ranking over the datasets</h4><p class='note'>None: {html.escape(record['none'])}.</p>"
-    ranks = ", ".join(f"{html.escape(labels.get(m, m))} {r:.2f}" for m, r in sorted(record["average_ranks"].items(), key=lambda x: x[1]))
+    ranks = html.escape(average_ranks_text(record, labels))
     friedman = record["friedman"]
     verdict = ("the methods' ranks differ" if friedman["p"] < record["alpha"]
                else "no difference between the methods' ranks")

@@ -90,6 +90,12 @@ def ranking_record(result) -> dict:
     return {**about, **result.as_dict(), "groups": comparisons.cliques(result)}
 
 
+def average_ranks_text(record: dict, labels: dict) -> str:
+    """'EPHN L2nd 1.00, DRO-TopK_M 2.50, …': the methods by their average rank, best first."""
+    return ", ".join(f"{labels.get(m, m)} {r:.2f}" for m, r in sorted(record["average_ranks"].items(),
+                                                                     key=lambda item: item[1]))
+
+
 def ranking_figure(record: dict, spec: dict, path: Path) -> None:
     """The critical-difference diagram, or a figure saying why there is none."""
     labels = {m: about["label"] for m, about in spec["methods"].items()}
@@ -184,8 +190,7 @@ def statistics_markdown(frame: pd.DataFrame, pairs: pd.DataFrame, record: dict, 
     if "none" in record:
         lines.append(f"No ranking over the datasets: {record['none']}.")
     else:
-        ranks = ", ".join(f"{labels.get(m, m)} {r:.2f}" for m, r in sorted(record["average_ranks"].items(),
-                                                                          key=lambda x: x[1]))
+        ranks = average_ranks_text(record, labels)
         lines.append(f"Friedman test over {len(record['datasets'])} datasets: χ² = {record['friedman']['statistic']:.2f}, "
                      f"p = {record['friedman']['p']:.3g}; Nemenyi critical difference {record['critical_difference']:.2f} "
                      f"(α = {record['alpha']}). Average ranks: {ranks}. Diagram: fair_cd.png.")

@@ -370,7 +370,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--trials", required=True)
     s.set_defaults(func=cmd_fair_best)
 
-    s = sub.add_parser("fair-summary", help="test metrics separated and concatenated, mean and 95 % interval")
+    s = sub.add_parser("fair-summary", help="test metrics separated and concatenated, mean and 95 %% interval")
     s.add_argument("--spec", required=True)
     s.add_argument("--embeddings", nargs="+", required=True, help="test.npz, repetition by repetition")
     s.add_argument("--output", required=True)

@@ -42,13 +42,14 @@ def peak_resident_mib() -> float:
 
 
 def describe(device: torch.device) -> dict:
+    from importlib.metadata import version
+
     import faiss
     import numpy
-    import torchvision
 
     info = {
         "python": sys.version.split()[0], "torch": torch.__version__,
-        "torchvision": torchvision.__version__, "faiss": faiss.__version__,
+        "torchvision": version("torchvision"), "faiss": faiss.__version__,
         "numpy": numpy.__version__, "platform": platform.platform(), "host": platform.node(),
         "device": str(device), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"), "torch_threads": torch.get_num_threads(),

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dmlbench.evaluation import ranking, search
-from dmlbench.evaluation.metrics import pairwise_f1, retrieval_metrics
+from dmlbench.evaluation.metrics import normalized_mutual_information, pairwise_f1, retrieval_metrics
 
 
 def brute_neighbours(queries, gallery, self_retrieval):
@@ -181,6 +181,20 @@ def test_nmi_and_f1_use_the_kmeans_assignment(seed, monkeypatch):
     metrics = retrieval_metrics(x, y, (1,))
     assert metrics["nmi"] == pytest.approx(brute_nmi(y, assignment))
     assert metrics["f1"] == pytest.approx(brute_f1(y, assignment))
+
+
+@pytest.mark.parametrize("labels, clusters", [
+    *[tuple(np.random.default_rng(seed).integers(0, k, (2, 200))) for seed, k in ((0, 7), (1, 2), (2, 40))],
+    ([3, 3, 3, 3], [0, 0, 0, 0]),        # one class, one cluster: full agreement
+    ([0, 1, 2, 3], [5, 5, 5, 5]),        # one cluster: no information
+    ([0, 0, 1, 1], [9, 8, 7, 6]),        # every item its own cluster
+    (["b", "a", "b", "c"], [2, 2, 1, 0]),  # labels of any kind
+])
+def test_nmi_equals_scikit_learns(labels, clusters):
+    from sklearn.metrics import normalized_mutual_info_score
+
+    assert normalized_mutual_information(np.asarray(labels), np.asarray(clusters)) == pytest.approx(
+        normalized_mutual_info_score(labels, clusters), abs=1e-12)
 
 
 def test_kmeans_recovers_well_separated_classes():

@@ -176,3 +176,28 @@ def test_every_backbone_moves_to_a_device_and_converts_its_dtype():
         model = models.build({"backbone": backbone, "pretrained": False, "weights": None,
                               "embedding_dim": 8, "pooling": "avg", "frozen_bn": False})
         model.to("cpu").to(torch.float64).to(torch.float32)
+
+
+def test_the_torchvision_weight_urls_are_torchvisions_own():
+    import torchvision
+
+    from dmlbench.models.backbones import BACKBONES, TORCHVISION
+
+    for name, (enum, url) in TORCHVISION.items():
+        assert url == getattr(torchvision.models, enum).IMAGENET1K_V1.url
+        assert BACKBONES.get(name).weights_url == url
+
+
+def test_a_training_process_on_a_small_network_imports_neither_torchvision_nor_scikit_learn():
+    """Each costs every training process 2-3 s of start-up (smoke and demo start dozens)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy, torch; import dmlbench.training.train, dmlbench.fair.fold_run;"
+            "from dmlbench.models.embedding import EmbeddingNet;"
+            "from dmlbench.evaluation.metrics import retrieval_metrics;"
+            "x = EmbeddingNet('small_cnn', embedding_dim=8, pretrained=False).eval()(torch.rand(12, 3, 32, 32));"
+            "retrieval_metrics(x.detach().numpy(), numpy.arange(12) % 3, (1,));"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'torchvision', 'sklearn', 'scipy'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -374,3 +374,14 @@ def test_running_out_of_memory_is_named_with_the_settings_that_lower_it(tmp_path
     assert stopped.value.code == 1
     said = capsys.readouterr().err
     assert "dmlbench store: error: out of memory (" in said and "Lower batch.size" in said
+
+
+def test_the_command_line_and_every_subcommand_print_their_help():
+    """argparse formats help texts with %: a lone % in one of them broke `--help` for every command."""
+    from dmlbench.cli import parser
+
+    commands = parser()._subparsers._group_actions[0].choices
+    for argv in [["--help"], *([name, "--help"] for name in commands)]:
+        with pytest.raises(SystemExit) as ended:
+            parser().parse_args(argv)
+        assert ended.value.code == 0, argv

@@ -7,7 +7,6 @@ from pathlib import Path
 import pandas as pd
 import torch
 from PIL import UnidentifiedImageError
-from torchvision import transforms
 
 from dmlbench.data.image_files import open_image
 from dmlbench.errors import DatasetError
@@ -62,6 +61,8 @@ class ManifestImages(torch.utils.data.Dataset):
 
 def train_transform(cfg: dict):
     """Resize to resize×resize, random crop (with optional padding), optional horizontal flip."""
+    from torchvision import transforms  # 2-3 s to import: only where images are decoded one by one
+
     steps = [transforms.Resize((cfg["resize"], cfg["resize"])),
              transforms.RandomCrop(cfg["crop"], padding=cfg["padding"] or None)]
     if cfg["flip"]:
@@ -71,5 +72,7 @@ def train_transform(cfg: dict):
 
 def test_transform(cfg: dict):
     """Resize to resize×resize and take the centre crop."""
+    from torchvision import transforms
+
     return transforms.Compose([transforms.Resize((cfg["resize"], cfg["resize"])),
                                transforms.CenterCrop(cfg["crop"]), transforms.ToTensor()])

@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-import torchvision
 from torch import nn
 
 from dmlbench.errors import ConfigError
@@ -71,17 +70,21 @@ class SpatialCNN(nn.Module):
         return self.features(x)[:, :, None, None]
 
 
+# name → (torchvision's weights enum, the URL of its IMAGENET1K_V1 file; a test compares them).
+# torchvision is imported only when one of these is built: importing it costs a process 2-3 s.
 TORCHVISION = {
-    "resnet18": (torchvision.models.resnet18, torchvision.models.ResNet18_Weights.IMAGENET1K_V1),
-    "resnet50": (torchvision.models.resnet50, torchvision.models.ResNet50_Weights.IMAGENET1K_V1),
-    "googlenet": (torchvision.models.googlenet, torchvision.models.GoogLeNet_Weights.IMAGENET1K_V1),
+    "resnet18": ("ResNet18_Weights", "https://download.pytorch.org/models/resnet18-f37072fd.pth"),
+    "resnet50": ("ResNet50_Weights", "https://download.pytorch.org/models/resnet50-0676ba61.pth"),
+    "googlenet": ("GoogLeNet_Weights", "https://download.pytorch.org/models/googlenet-1378be20.pth"),
 }
 
 
 def _torchvision_trunk(name: str, pretrained: bool, weights_path: str | None = None) -> tuple[nn.Module, int]:
     """A torchvision ImageNet model without its classifier (and, for GoogLeNet, its pooling), and
     the width of its feature maps. `weights_path` is not read: torchvision's cache holds the file."""
-    builder, enum = TORCHVISION[name]
+    import torchvision
+
+    builder, enum = getattr(torchvision.models, name), getattr(torchvision.models, TORCHVISION[name][0]).IMAGENET1K_V1
     if pretrained:
         # googlenet: the arguments torchvision builds its ImageNet model with (aux heads dropped after)
         extra = {"aux_logits": True, "transform_input": True, "init_weights": False} if name == "googlenet" else {}
@@ -139,6 +142,6 @@ BACKBONES.register("small_cnn")(Backbone(_small(SmallCNN)))
 BACKBONES.register("spatial_cnn")(Backbone(_small(SpatialCNN)))
 BACKBONES.register("bninception")(Backbone(_bninception_trunk, bninception.WEIGHTS_URL, caffe_input=True,
                                            local_weights=True))
-for _name, (_, _weights) in TORCHVISION.items():
+for _name, (_, _url) in TORCHVISION.items():
     BACKBONES.register(_name)(Backbone(lambda pretrained, path, name=_name: _torchvision_trunk(name, pretrained),
-                                       _weights.url))
+                                       _url))

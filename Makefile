@@ -5,6 +5,9 @@ CORES ?= 2
 # crop side of the preflight's probes on CPU; `make preflight PREFLIGHT_SIDE=` probes at the real size (GPU)
 PREFLIGHT_SIDE ?= 64
 
+# test processes side by side (pytest-xdist; `make test TEST_WORKERS=0` runs them one by one)
+TEST_WORKERS ?= auto
+
 # where `make wheelhouse` writes every wheel the project needs (for machines without a package index)
 WHEELHOUSE ?= wheelhouse
 
@@ -21,7 +24,7 @@ demo: $(VENV)/.installed  ## fixtures of the four datasets + digits, every rule,
 	@echo "Report: reports/demo/index.html"
 
 test: $(VENV)/.installed  ## unit tests + the smoke preset through the real Snakemake DAG + a bounded preflight
-	python -m pytest
+	python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 smoke: $(VENV)/.installed
 	snakemake --cores $(CORES) --config preset=smoke

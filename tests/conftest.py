@@ -22,3 +22,20 @@ def python_env() -> dict:
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     return env
+
+
+@pytest.fixture(scope="session")
+def full_dry_run(tmp_path_factory):
+    """`snakemake -n --cores all --resources gpu=8` of the full preset (the README's dry run), run
+    once for the tests that read its job list (tens of thousands of jobs: about a minute and a
+    half here). Its tests share an xdist group, so one worker runs it once."""
+    import subprocess
+
+    from processes import run
+
+    workdir = tmp_path_factory.mktemp("full-dry-run")
+    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+               "--scheduler", "greedy", "-n", "--cores", "all", "--resources", "gpu=8"]
+    result: subprocess.CompletedProcess = run(command, timeout=1800, capture_output=True, text=True, env=python_env())
+    assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
+    return result, workdir

@@ -470,11 +470,9 @@ def test_kill_9_during_the_search_resumes_without_losing_or_repeating_a_trial(tm
 
 
 @pytest.mark.slow
-def test_full_dry_run_lists_every_fold_trial_and_final_run_of_suite_fair(tmp_path):
-    result = run(snakemake_command(tmp_path, "-n", "--cores", "all", "--resources", "gpu=8", "--config",
-                                   "preset=full", "experiments=[suite.fair]"),
-                 timeout=1200, capture_output=True, text=True, env=python_env())
-    assert result.returncode == 0, result.stderr[-3000:]
+@pytest.mark.xdist_group("full_dry_run")
+def test_full_dry_run_lists_every_fold_trial_and_final_run_of_suite_fair(full_dry_run):
+    result, _ = full_dry_run
     plan = Plan.load(CONFIG_DIR, {"preset": "full", "experiments": ["suite.fair"]})
     settings = plan.fair_settings("suite.fair")
     pairs = plan.fair_pairs("suite.fair")

@@ -12,6 +12,8 @@ from dmlbench.data.prepare import prepare
 from dmlbench.errors import ConfigError, DatasetError, DmlbenchError
 from dmlbench.config.plan import Plan
 
+pytestmark = pytest.mark.xdist_group("test_corrupt_files")  # one worker: its module fixture once
+
 
 def truncate(path, keep=0.5):
     data = path.read_bytes()

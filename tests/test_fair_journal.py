@@ -17,6 +17,8 @@ from dmlbench.io import write_json
 from test_corrupt_files import garble
 from test_fair import _fair_plan, _fixture_fold_spec
 
+pytestmark = pytest.mark.xdist_group("test_fair_journal")  # one worker: its module fixture once
+
 SEARCH = "results/smoke/suite.fair/cub/ms/search"
 JOURNAL = f"{SEARCH}/study.journal"
 

@@ -10,6 +10,8 @@ from dmlbench.data import cache, parallel, store
 from dmlbench.data.prepare import prepare
 from dmlbench.errors import DatasetError
 
+pytestmark = pytest.mark.xdist_group("test_parallel_decoding")  # one worker: its module fixture once
+
 
 @pytest.fixture(scope="module")
 def cub(tmp_path_factory):

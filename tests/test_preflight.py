@@ -11,6 +11,8 @@ from dmlbench.preflight import budget
 from dmlbench.preflight.grouping import code_path, group_runs
 from dmlbench.preflight.runner import bounded, probe_all
 
+pytestmark = pytest.mark.xdist_group("test_preflight")  # one worker: its module fixture once
+
 
 @pytest.fixture(scope="module")
 def full():

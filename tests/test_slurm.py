@@ -16,6 +16,8 @@ import slurm_cluster
 from conftest import python_env
 from processes import start, stop
 
+pytestmark = pytest.mark.xdist_group("test_slurm")  # one worker: one cluster (fixed ports)
+
 
 def start_cluster_script():
     """`tests/slurm_cluster.py` with a long workflow; returns once its cluster is up, with the

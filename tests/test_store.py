@@ -12,6 +12,8 @@ from dmlbench.data import batches, images, manifest, store
 from dmlbench.data.prepare import prepare
 from dmlbench.errors import DatasetError
 
+pytestmark = pytest.mark.xdist_group("test_store")  # one worker: its module fixture once
+
 
 @pytest.fixture(scope="module")
 def cub(tmp_path_factory):

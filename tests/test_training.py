@@ -15,6 +15,8 @@ from dmlbench.methods import samplers
 from dmlbench.data.prepare import prepare
 from dmlbench.config.plan import Plan
 
+pytestmark = pytest.mark.xdist_group("test_training")  # one worker: its module fixture once
+
 
 @pytest.fixture(scope="module")
 def run_config(tmp_path_factory):

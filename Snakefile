@@ -7,6 +7,7 @@ from pathlib import Path
 
 from dmlbench.config.plan import Plan
 from dmlbench.errors import DmlbenchError
+from dmlbench import warm_start
 from dmlbench.machine import check_devices, check_folders
 
 CONFIG_DIR = Path(workflow.basedir) / "workflow" / "config"
@@ -39,6 +40,15 @@ onstart:  # jobs about to run on this machine: the devices the runs name must ex
             check_devices(PLAN, GPU_SLOTS)
         except DmlbenchError as error:
             sys.exit(f"dmlbench: error: {error}")
+        warm_start.start_for(PLAN)  # CPU presets: training steps forked from one warm process
+
+
+onsuccess:
+    warm_start.stop_started()
+
+
+onerror:
+    warm_start.stop_started()
 
 
 # cheap steps stay on the submitting machine under a cluster executor

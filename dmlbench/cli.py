@@ -388,6 +388,12 @@ def parser() -> argparse.ArgumentParser:
                    help="seconds to wait for a free device before giving up (default: no limit)")
     s.add_argument("command", nargs=argparse.REMAINDER)
     s.set_defaults(func=cmd_gpu_slot)
+
+    s = sub.add_parser("warm-start", help="fork training steps from one process that has imported torch "
+                                          "(started by the workflow on CPU presets)")
+    s.add_argument("--socket", required=True, help="path of the Unix socket to listen on")
+    s.add_argument("--owner", type=int, required=True, help="pid of the Snakemake process: end with it")
+    s.set_defaults(func=cmd_warm_start)
     return p
 
 
@@ -408,7 +414,18 @@ def _own_message(error: DmlbenchError) -> str:
     return text
 
 
+def cmd_warm_start(args) -> None:
+    from dmlbench import warm_start
+
+    warm_start.serve(Path(args.socket), args.owner)
+
+
 def main(argv: list[str] | None = None) -> None:
+    from dmlbench import warm_start
+
+    handed = warm_start.hand_off(sys.argv[1:] if argv is None else argv)
+    if handed is not None:  # run by the warm-start server (CPU presets under Snakemake)
+        sys.exit(handed)
     args = parser().parse_args(argv)
     try:
         args.func(args)

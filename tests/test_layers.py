@@ -14,7 +14,7 @@ LAYERS = [
     {"analysis", "fair", "verdicts"},
     {"config"},
     {"report", "preflight", "doctor", "gpu_slots", "slurm_profile"},
-    {"cli", "__main__"},
+    {"cli", "__main__", "warm_start"},
 ]
 LAYER_OF = {part: n for n, parts in enumerate(LAYERS) for part in parts}
 

@@ -1,0 +1,271 @@
+"""Training steps started warm on CPU presets: one server imports torch once and forks each job.
+
+A training process spends about 5 s importing torch and, at its optimiser's creation, torch's
+compiler stack, before a first step that on the demo's fixtures takes milliseconds; the demo and
+the smoke preset start over a hundred of them. When Snakemake runs a preset whose every run is on
+the CPU on this machine, the Snakefile starts `python -m dmlbench warm-start` (`start`, `stop`);
+jobs find its socket in `DMLBENCH_WARM_START` and `python -m dmlbench train|fair-train|reference`
+hands the server its arguments, working directory, environment and standard streams (`hand_off`).
+The server forks a child that runs the command as a new process would, and the command exits
+with the child's status.
+
+Nothing outlives the run: the server ends with Snakemake (the kernel's parent-death signal) and
+on `stop`; a child ends when its job's process ends (the server kills it when the job's
+connection closes) and a signal the job receives (SIGTERM, SIGINT, SIGHUP) is passed on to it.
+The server forks from one thread and has run no torch operation, so no thread pool is copied
+half-way. Set `DMLBENCH_WARM_START=off` to run every job cold.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+VARIABLE = "DMLBENCH_WARM_START"
+COMMANDS = ("train", "fair-train", "reference")  # the steps that start torch for little work
+PRELOAD = ("torch", "torch._dynamo", "dmlbench.training.train", "dmlbench.fair.fold_run",
+           "dmlbench.evaluation.reference")
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+# --- the workflow's side ----------------------------------------------------------------------
+
+def wanted(plan) -> bool:
+    """Whether every training of the plan runs on the CPU (a GPU job's start is small beside its
+    work, and a CUDA context must not be forked), and warm starts are not switched off."""
+    if os.environ.get(VARIABLE) == "off" or (plan.preset.get("overrides") or {}).get("device") != "cpu":
+        return False
+    return {plan.resolve(run)["device"] for run in plan.all_runs()} == {"cpu"}
+
+
+_started: list[subprocess.Popen] = []
+
+
+def start_for(plan) -> None:
+    """The Snakefile's `onstart`: a server for this run when the plan `wanted` one."""
+    if wanted(plan):
+        _started.append(start())
+        atexit.register(stop_started)  # however Snakemake ends
+
+
+def stop_started() -> None:
+    """The Snakefile's `onsuccess` and `onerror`."""
+    while _started:
+        stop(_started.pop())
+
+
+def start() -> subprocess.Popen:
+    """Start the server for this Snakemake process; its socket is put in this process's
+    environment, which every job inherits."""
+    import time
+
+    path = Path(tempfile.mkdtemp(prefix="dmlbench-warm-")) / "socket"
+    server = subprocess.Popen([sys.executable, "-m", "dmlbench", "warm-start", "--socket", str(path),
+                               "--owner", str(os.getpid())], stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not path.exists():  # it appears once the server accepts connections
+        if server.poll() is not None or time.monotonic() > deadline:
+            stop(server, path)
+            raise RuntimeError(f"the warm-start server did not start (exit status {server.poll()})")
+        time.sleep(0.05)
+    os.environ[VARIABLE] = str(path)
+    return server
+
+
+def stop(server: subprocess.Popen, path: Path | None = None) -> None:
+    """End the server (its children have ended with their jobs) and remove its socket's folder."""
+    path = path or Path(os.environ.pop(VARIABLE, ""))
+    server.terminate()
+    try:
+        server.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+    if path.name == "socket":
+        path.unlink(missing_ok=True)
+        Path(str(path) + ".tmp").unlink(missing_ok=True)
+        path.parent.rmdir()
+
+
+# --- the job's side -----------------------------------------------------------------------------
+
+def hand_off(argv: list[str]) -> int | None:
+    """Run `python -m dmlbench <argv>` in the warm server; its exit status, or None when there is
+    no server to take it (the caller then runs the command itself)."""
+    path = os.environ.get(VARIABLE)
+    if not path or path == "off" or not argv or argv[0] not in COMMANDS:
+        return None
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        connection.connect(path)
+    except OSError:
+        connection.close()
+        return None
+    request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+    socket.send_fds(connection, [len(request).to_bytes(8, "big")], [0, 1, 2])
+    connection.sendall(request)
+    replies = connection.makefile("r")
+    if not replies.readline().startswith("started"):
+        return None
+    for signum in FORWARDED:  # passed on to the child, which decides how to end
+        signal.signal(signum, lambda received, frame: connection.sendall(f"{received}\n".encode()))
+    status = replies.readline().split()
+    if not status:  # the server ended first: the child was ended with it
+        return 1
+    if status[0] == "signal":
+        signal.signal(int(status[1]), signal.SIG_DFL)
+        os.kill(os.getpid(), int(status[1]))  # end as the child ended
+    return int(status[1])
+
+
+# --- the server -----------------------------------------------------------------------------------
+
+class _Job:
+    """A forked child, its pidfd (readable once it has ended) and its job's connection (None once
+    the job has gone)."""
+
+    def __init__(self, pid: int, connection: socket.socket):
+        self.pid, self.pidfd, self.connection = pid, os.pidfd_open(pid), connection
+
+
+def serve(path: Path, owner: int) -> None:
+    """Import what the jobs share, then fork one child per request until SIGTERM or `owner` ends."""
+    import importlib
+
+    from dmlbench.children import die_with_parent
+
+    die_with_parent(owner)
+    for module in PRELOAD:
+        importlib.import_module(module)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path) + ".tmp")
+    listener.listen(64)
+    os.replace(str(path) + ".tmp", path)  # the socket appears once it accepts connections
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    jobs: list[_Job] = []
+    try:
+        while True:
+            connections = {job.connection: job for job in jobs if job.connection}
+            ended = {job.pidfd: job for job in jobs}
+            for ready in select.select([listener, *connections, *ended], [], [])[0]:
+                if ready is listener:
+                    jobs.append(_fork(listener, jobs))
+                elif ready in connections:
+                    _message(connections[ready])
+                else:
+                    _ended(ended[ready])
+                    jobs.remove(ended[ready])
+    finally:
+        for job in jobs:
+            _kill(job.pid)
+
+
+def _fork(listener: socket.socket, jobs: list[_Job]) -> _Job:
+    connection = listener.accept()[0]
+    header, fds, _, _ = socket.recv_fds(connection, 8, 3)
+    size, request = int.from_bytes(header, "big"), b""
+    while len(request) < size:
+        chunk = connection.recv(size - len(request))
+        if not chunk:
+            raise OSError("a job closed its connection before its request was read")
+        request += chunk
+    sys.stdout.flush()
+    sys.stderr.flush()
+    server = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        listener.close()
+        for job in jobs:
+            if job.connection:
+                job.connection.close()
+        connection.close()
+        _run_child(json.loads(request), fds, server)
+    for fd in fds:
+        os.close(fd)
+    connection.sendall(b"started\n")
+    return _Job(pid, connection)
+
+
+def _run_child(request: dict, fds: list[int], server: int) -> None:
+    """In the forked child: the job's streams, folder, environment and threads, then its command."""
+    code = 1
+    try:
+        from dmlbench.children import die_with_parent
+
+        die_with_parent(server)
+        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+            signal.signal(signum, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a new Python process
+        for fd, target in zip(fds, (0, 1, 2)):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.environ.pop(VARIABLE, None)
+        threads = os.environ.get("OMP_NUM_THREADS", "")
+        if threads.isdigit():
+            import torch
+
+            torch.set_num_threads(int(threads))
+        sys.argv = [sys.argv[0], *request["argv"]]
+        from dmlbench import cli
+
+        cli.main(request["argv"])
+        code = 0
+    except SystemExit as ended:
+        code = ended.code if isinstance(ended.code, int) else (0 if ended.code is None else 1)
+        if isinstance(ended.code, str):
+            print(ended.code, file=sys.stderr)
+    except KeyboardInterrupt:  # as a new Python process: the traceback, then the end by SIGINT
+        import traceback
+
+        traceback.print_exc()
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _message(job: _Job) -> None:
+    """A signal the job received, passed on to the child; or the job's end (its connection closed),
+    which ends the child."""
+    data = job.connection.recv(64)
+    if not data:
+        job.connection.close()
+        job.connection = None
+        _kill(job.pid)
+        return
+    for line in data.decode().split():
+        os.kill(job.pid, int(line))  # not reaped before its pidfd is read: the pid is still the child's
+
+
+def _ended(job: _Job) -> None:
+    os.close(job.pidfd)
+    status = os.waitpid(job.pid, 0)[1]
+    if job.connection:
+        reply = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit {os.WEXITSTATUS(status)}"
+        try:
+            job.connection.sendall(f"{reply}\n".encode())
+        except OSError:
+            pass
+        job.connection.close()
+
+
+def _kill(pid: int) -> None:
+    os.kill(pid, signal.SIGKILL)  # an unreaped child: its pid cannot have been reused

@@ -1,0 +1,122 @@
+"""Training steps forked from the warm-start server: handed off, streams and exit status passed
+through, signals passed on, nothing left running (dmlbench/warm_start.py)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import CONFIG_DIR, REPO, python_env
+from processes import run, start, stop
+from dmlbench import warm_start
+from dmlbench.config.plan import Plan
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def wait_until(condition, seconds: float = 60.0, what: str = "") -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {seconds} s: {what}"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def server(monkeypatch):
+    monkeypatch.delenv(warm_start.VARIABLE, raising=False)
+    started = warm_start.start()
+    yield started
+    if started.poll() is None:
+        warm_start.stop(started)
+
+
+def blocked_train(tmp_path: Path) -> list[str]:
+    """A training step that waits, inside the child, on a manifest that is a FIFO nobody writes."""
+    plan = Plan.load(CONFIG_DIR, {"preset": "smoke", "experiments": ["suite.baselines"], "datasets": ["cub"]})
+    cfg = plan.resolve(plan.runs()[0])
+    fifo = tmp_path / "manifest.csv"
+    os.mkfifo(fifo)
+    cfg["data"] = {"manifest": str(fifo)}
+    return [sys.executable, "-m", "dmlbench", "train", "--spec", json.dumps(cfg), "--run-dir", str(tmp_path / "run")]
+
+
+def test_a_step_is_run_by_the_server_with_the_jobs_streams_folder_and_exit_status(server, tmp_path):
+    result = run([sys.executable, "-m", "dmlbench", "reference", "--spec", "{not json", "--output", "x.json"],
+                 timeout=120, capture_output=True, text=True, cwd=tmp_path, env=python_env())
+    assert result.returncode == 1
+    assert "dmlbench reference: error: --spec is not valid JSON" in result.stderr
+    job = start(blocked_train(tmp_path), cwd=tmp_path, env=python_env())
+    try:
+        wait_until(lambda: children_of(server.pid), what="a child of the server")  # handed off
+        child = children_of(server.pid)[0]
+        assert Path(f"/proc/{child}/cwd").resolve() == tmp_path.resolve()
+        assert Path(f"/proc/{child}/fd/1").resolve() == Path(f"/proc/{job.pid}/fd/1").resolve()
+    finally:
+        stop(job)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_the_job_is_passed_on_and_the_job_ends_as_its_child(server, tmp_path, signum):
+    job = start(blocked_train(tmp_path), cwd=tmp_path, env=python_env(), stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: children_of(server.pid), what="a child of the server")
+        child = children_of(server.pid)[0]
+        os.kill(job.pid, signum)
+        job.wait(timeout=60)
+        wait_until(lambda: not children_of(server.pid), what="the child ended")
+        assert not Path(f"/proc/{child}").exists() or child not in children_of(server.pid)
+        assert job.returncode == -signum  # as a job run in its own process ends
+    finally:
+        stop(job)
+
+
+def test_a_killed_job_takes_its_child_with_it_and_stop_leaves_nothing(server, tmp_path):
+    job = start(blocked_train(tmp_path), cwd=tmp_path, env=python_env())
+    wait_until(lambda: children_of(server.pid), what="a child of the server")
+    os.kill(job.pid, signal.SIGKILL)
+    job.wait(timeout=30)
+    stop(job)
+    wait_until(lambda: not children_of(server.pid), what="the killed job's child ended")
+    folder = Path(os.environ[warm_start.VARIABLE]).parent
+    warm_start.stop(server)
+    assert server.returncode is not None and not folder.exists()
+    assert warm_start.VARIABLE not in os.environ
+
+
+def test_the_server_ends_with_the_process_that_started_it(tmp_path):
+    code = ("import os, sys, time; sys.path.insert(0, sys.argv[1]); from dmlbench import warm_start;"
+            "server = warm_start.start(); print(server.pid, flush=True); time.sleep(600)")
+    owner = start([sys.executable, "-c", code, str(REPO)], stdout=subprocess.PIPE, text=True, env=python_env())
+    try:
+        pid = int(owner.stdout.readline())
+        os.kill(owner.pid, signal.SIGKILL)
+        owner.wait(timeout=30)
+        wait_until(lambda: not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2],
+                   what="the server ended with its owner")
+    finally:
+        stop(owner)
+
+
+def test_warm_starts_are_for_cpu_presets_and_can_be_switched_off(monkeypatch):
+    assert warm_start.wanted(Plan.load(CONFIG_DIR, {"preset": "smoke"}))
+    assert not warm_start.wanted(Plan.load(CONFIG_DIR, {"preset": "gpu-smoke"}))
+    assert not warm_start.wanted(Plan.load(CONFIG_DIR, {"preset": "smoke", "overrides": {"device": "auto"}}))
+    monkeypatch.setenv(warm_start.VARIABLE, "off")
+    assert not warm_start.wanted(Plan.load(CONFIG_DIR, {"preset": "smoke"}))
+    assert warm_start.hand_off(["train", "--spec", "{}"]) is None  # the job runs itself

@@ -54,6 +54,8 @@ def start_for(plan) -> None:
     if wanted(plan):
         _started.append(start())
         atexit.register(stop_started)  # however Snakemake ends
+        print(f"dmlbench: training steps start warm, forked from one process (pid {_started[-1].pid}) that has "
+              f"imported torch; DMLBENCH_WARM_START=off starts each cold", file=sys.stderr)
 
 
 def stop_started() -> None:

@@ -10,6 +10,12 @@ CONFIG_DIR = REPO / "workflow" / "config"
 pytest_plugins = ["processes"]  # every process a test starts: grouped, time-limited, stopped with the run
 
 
+def pytest_collection_modifyitems(items):
+    """The slow tests first, so that side by side (pytest-xdist) the longest start early and the
+    many short ones fill in around them."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture
 def shared_datasets() -> Path:
     if not SHARED_DATASETS.exists():

@@ -3,10 +3,13 @@
 import json
 import sys
 
+import pytest
+
 from conftest import REPO, python_env
 from processes import run
 
 
+@pytest.mark.slow
 def test_tiny_benchmarks_write_their_report(tmp_path):
     run([sys.executable, "-m", "benchmarks", "--tiny", "--out", str(tmp_path)], timeout=900,
         cwd=REPO, check=True, env=python_env(), capture_output=True)

@@ -25,6 +25,7 @@ def job_counts(output: str) -> dict[str, int]:
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
 
 
+@pytest.mark.slow
 @pytest.mark.xdist_group("full_dry_run")
 def test_full_preset_dry_run_lists_every_job(full_dry_run):
     result, workdir = full_dry_run

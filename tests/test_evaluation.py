@@ -240,6 +240,18 @@ def test_rows_split_among_threads_rank_as_brute_force(threads, chunk, max_sorted
     assert torch.get_num_threads() == before
 
 
+@pytest.mark.parametrize("threads, chunk", [(1, 7), (2, 16), (1, 1000)])
+def test_query_gallery_with_more_queries_and_absent_classes_ranks_as_brute_force(threads, chunk, monkeypatch):
+    """In-Shop's shape: more queries than gallery items, ragged last chunks, a gallery size no
+    multiple of the sample's stride, queries whose class the gallery lacks."""
+    monkeypatch.setattr(ranking, "MIN_ROWS", 1)
+    for seed in range(2):
+        x, y = data(seed, n=400, spread=0.5)  # loose classes: the sample's R-th largest bounds some queries
+        gallery = np.flatnonzero(y != 0)[::3][:114]  # 114 items, class 0 absent
+        queries = np.setdiff1d(np.arange(len(y)), gallery)
+        assert_ranks_equal_brute_force(x[queries], y[queries], x[gallery], y[gallery], False, chunk, threads)
+
+
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("group, chunk", [(64, 8), (4, 8), (4, 12), (2, 1000)])
 @pytest.mark.parametrize("stride", [16, 3, 1])

@@ -1,13 +1,14 @@
 """Training steps started warm on CPU presets: one server imports torch once and forks each job.
 
 A training process spends about 5 s importing torch and, at its optimiser's creation, torch's
-compiler stack, before a first step that on the demo's fixtures takes milliseconds; the demo and
-the smoke preset start over a hundred of them. When Snakemake runs a preset whose every run is on
-the CPU on this machine, the Snakefile starts `python -m dmlbench warm-start` (`start`, `stop`);
-jobs find its socket in `DMLBENCH_WARM_START` and `python -m dmlbench train|fair-train|reference`
-hands the server its arguments, working directory, environment and standard streams (`hand_off`).
-The server forks a child that runs the command as a new process would, and the command exits
-with the child's status.
+compiler stack, before a first step that on the demo's fixtures takes milliseconds (the table and
+figure steps spend 2-4 s importing pandas, scipy and matplotlib); the demo and the smoke preset
+start over a hundred of them. When Snakemake runs a preset whose every run is on the CPU on this
+machine, the Snakefile starts `python -m dmlbench warm-start` (`start_for`, `stop_started`); jobs
+find its socket in `DMLBENCH_WARM_START`, and `python -m dmlbench <step>` (`COMMANDS`: the
+training, reference, summary, table, analysis and report steps) hands the server its arguments,
+working directory, environment and standard streams (`hand_off`). The server forks a child that
+runs the step as a new process would, and the step exits with the child's status.
 
 Nothing outlives the run: the server ends with Snakemake (the kernel's parent-death signal) and
 on `stop`; a child ends when its job's process ends (the server kills it when the job's
@@ -30,9 +31,13 @@ import tempfile
 from pathlib import Path
 
 VARIABLE = "DMLBENCH_WARM_START"
-COMMANDS = ("train", "fair-train", "reference")  # the steps that start torch for little work
+# the steps that start torch, pandas, scipy or matplotlib for seconds of work, and what they import
+COMMANDS = ("train", "fair-train", "reference", "fair-summary", "aggregate", "analyse", "fair-aggregate",
+            "verdict", "report")
 PRELOAD = ("torch", "torch._dynamo", "dmlbench.training.train", "dmlbench.fair.fold_run",
-           "dmlbench.evaluation.reference")
+           "dmlbench.evaluation.reference", "dmlbench.fair.summary", "dmlbench.report.aggregate",
+           "dmlbench.analysis", "dmlbench.report.fair_tables", "dmlbench.report.index",
+           "dmlbench.verdicts.certificate")
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
@@ -145,13 +150,13 @@ def serve(path: Path, owner: int) -> None:
     from dmlbench.children import die_with_parent
 
     die_with_parent(owner)
-    for module in PRELOAD:
-        importlib.import_module(module)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(path) + ".tmp")
     listener.listen(64)
-    os.replace(str(path) + ".tmp", path)  # the socket appears once it accepts connections
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    os.replace(str(path) + ".tmp", path)  # the socket appears once it accepts connections:
+    for module in PRELOAD:  # the run goes on meanwhile; a job arriving early waits for the imports
+        importlib.import_module(module)
     jobs: list[_Job] = []
     try:
         while True:

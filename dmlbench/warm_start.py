@@ -57,7 +57,11 @@ _started: list[subprocess.Popen] = []
 def start_for(plan) -> None:
     """The Snakefile's `onstart`: a server for this run when the plan `wanted` one."""
     if wanted(plan):
-        _started.append(start())
+        try:
+            _started.append(start())
+        except (OSError, RuntimeError) as error:  # the steps start cold, as without it
+            print(f"dmlbench: warning: no warm starts ({error}); each step starts cold", file=sys.stderr)
+            return
         atexit.register(stop_started)  # however Snakemake ends
         print(f"dmlbench: training steps start warm, forked from one process (pid {_started[-1].pid}) that has "
               f"imported torch; DMLBENCH_WARM_START=off starts each cold", file=sys.stderr)

@@ -120,3 +120,14 @@ def test_warm_starts_are_for_cpu_presets_and_can_be_switched_off(monkeypatch):
     monkeypatch.setenv(warm_start.VARIABLE, "off")
     assert not warm_start.wanted(Plan.load(CONFIG_DIR, {"preset": "smoke"}))
     assert warm_start.hand_off(["train", "--spec", "{}"]) is None  # the job runs itself
+
+
+def test_a_server_that_cannot_start_leaves_the_steps_cold(monkeypatch, capsys):
+    def fails():
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(warm_start, "start", fails)
+    monkeypatch.delenv(warm_start.VARIABLE, raising=False)
+    warm_start.start_for(Plan.load(CONFIG_DIR, {"preset": "smoke"}))
+    assert "no warm starts (No space left on device); each step starts cold" in capsys.readouterr().err
+    assert not warm_start._started and warm_start.VARIABLE not in os.environ

@@ -28,6 +28,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 VARIABLE = "DMLBENCH_WARM_START"
@@ -76,8 +77,6 @@ def stop_started() -> None:
 def start() -> subprocess.Popen:
     """Start the server for this Snakemake process; its socket is put in this process's
     environment, which every job inherits."""
-    import time
-
     path = Path(tempfile.mkdtemp(prefix="dmlbench-warm-")) / "socket"
     server = subprocess.Popen([sys.executable, "-m", "dmlbench", "warm-start", "--socket", str(path),
                                "--owner", str(os.getpid())], stdin=subprocess.DEVNULL)

@@ -232,3 +232,29 @@ def test_a_batch_needing_more_classes_than_the_real_dataset_has_is_refused():
     plan = Plan.load(CONFIG_DIR, {"preset": "full", "experiments": ["suite.baselines"], "datasets": ["digits"]})
     cfg = plan.resolve(plan.runs()[0])
     assert cfg["batch"]["size"] // cfg["batch"]["per_class"] <= 5
+
+
+def test_merging_layers_at_once_equals_merging_them_one_after_another():
+    import copy
+    import random
+
+    from dmlbench.config.loading import deep_merge, merge_layers
+
+    rng = random.Random(0)
+
+    def layer(depth=0):
+        return {rng.choice("abcd"): (layer(depth + 1) if depth < 2 and rng.random() < 0.5 else
+                                     rng.choice([1, None, [1, {"x": 2}], "s", {}]))
+                for _ in range(rng.randint(0, 3))}
+
+    for _ in range(300):
+        layers = [layer() if rng.random() < 0.8 else None for _ in range(rng.randint(1, 5))]
+        kept = copy.deepcopy(layers)
+        expected = {}
+        for item in layers:
+            expected = deep_merge(expected, item)
+        merged = merge_layers(*layers)
+        assert merged == expected and layers == kept
+        for key, value in merged.items():  # nothing shared with the layers
+            assert all(value is not (item or {}).get(key) or not isinstance(value, (dict, list))
+                       for item in layers)

@@ -9,7 +9,7 @@ from conftest import CONFIG_DIR
 from dmlbench.config.plan import Plan
 from dmlbench.preflight import budget
 from dmlbench.preflight.grouping import code_path, group_runs
-from dmlbench.preflight.runner import bounded, probe_all
+from dmlbench.preflight.runner import bounded, probe_all, structure
 
 pytestmark = pytest.mark.xdist_group("test_preflight")  # one worker: its module fixture once
 
@@ -51,15 +51,45 @@ def test_seed_learning_rate_and_a_dataset_of_the_same_layout_keep_the_group(full
     assert code_path(cfg, "inshop") != code_path(cfg, "cub")  # query/gallery evaluation
 
 
-def test_bounded_part_covers_every_paper_backbone_loss_and_miner(full):
+def _skeleton(settings):
+    """Names and switches of a loss/miner/scheme setting, each number reduced to zero or not."""
+    if not isinstance(settings, dict):
+        return repr(settings)
+    return repr(sorted((key, value if isinstance(value, (str, bool, type(None))) else
+                        _skeleton(value) if isinstance(value, (dict, list)) else value == 0)
+                       for key, value in settings.items()))
+
+
+def test_bounded_part_covers_every_paper_backbone_loss_miner_sampler_scheme_and_layout(full):
+    from dmlbench.data import datasets
+
     groups = group_runs(full)
     part = bounded(groups)
-    assert len(part) < len(groups)
+    assert len(part) < len(groups) / 4
+    assert [g.key for g in part] == [g.key for g in groups if g in part]  # the plan's order
     for name, of in (("paper", lambda g: g.run.experiment.split(".")[0]),
                      ("backbone", lambda g: g.cfg["model"]["backbone"]),
-                     ("loss", lambda g: repr(sorted(g.cfg["method"]["loss"].items()))),
-                     ("miner", lambda g: repr(g.cfg["method"]["miner"]))):
+                     ("loss", lambda g: _skeleton(g.cfg["method"]["loss"])),
+                     ("miner", lambda g: _skeleton(g.cfg["method"]["miner"])),
+                     ("sampler", lambda g: g.cfg["method"]["sampler"]),
+                     ("scheme", lambda g: _skeleton(g.cfg["scheme"])),
+                     ("layout", lambda g: datasets.get(g.run.dataset).evaluation)):
         assert {of(g) for g in part} == {of(g) for g in groups}, name
+
+
+def test_the_bounded_part_prefers_the_cheaper_of_two_groups_with_the_same_features(full):
+    groups = group_runs(full)
+    twin = copy.deepcopy(groups[0])
+    twin.key, twin.cfg["batch"]["size"] = "twin", groups[0].cfg["batch"]["size"] // 2
+    assert twin in bounded([groups[0], twin]) and groups[0] not in bounded([groups[0], twin])
+    assert bounded([twin, groups[0]]) == [twin]
+
+
+def test_a_zero_or_a_sign_is_structure_and_a_value_is_not():
+    assert structure({"margin": 0.2, "k": 4, "on": True}) == structure({"margin": 0.5, "k": 9, "on": True})
+    assert structure({"margin": 0.0}) != structure({"margin": 0.2}) != structure({"margin": -0.2})
+    assert structure({"on": True}) != structure({"on": False})
+    assert structure({"name": "ms"}) != structure({"name": "lifted"})
 
 
 @pytest.mark.parametrize("jobs, warm_steps", [(1, 0), (2, 2)])
@@ -156,10 +186,11 @@ def test_bounded_preflight_of_the_full_catalogue_passes(tmp_path):
     failed = table[table["status"] != "passed"]
     assert done.returncode == 0 and failed.empty, failed[["code_path", "error"]].to_string() + done.stderr[-3000:]
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
-    assert len(table) == len(bounded(group_runs(plan)))
+    part = bounded(group_runs(plan))
+    assert list(table["group"]) == [g.key for g in part]
     assert (table["seconds_per_step"] > 0).all() and (table["peak_mb"] > 0).all()
     projection = pd.read_csv(out / "budget.csv")
-    assert set(projection["run"]) == {r.path("full") for g in bounded(group_runs(plan)) for r in g.runs}
+    assert list(projection["run"]) == [r.path("full") for g in part for r in g.runs]
     assert (projection["hours"] > 0).all()
     text = (out / "budget.md").read_text()
     assert "scaled from 32 px" in text and "| **all** |" in text

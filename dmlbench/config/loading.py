@@ -78,6 +78,23 @@ def load_yaml(path: Path, keep_digits: bool = False) -> dict:
     return data or {}
 
 
+def merge_layers(*layers: dict | None) -> dict:
+    """`deep_merge` of the layers in turn (later keys win, mappings merge), copied once at the end."""
+    out: dict = {}
+    for layer in layers:
+        if layer:
+            out = _merge_references(out, layer)
+    return copy.deepcopy(out)
+
+
+def _merge_references(base: dict, update: dict) -> dict:
+    out = dict(base)
+    for key, value in update.items():
+        out[key] = (_merge_references(out[key], value)
+                    if isinstance(value, dict) and isinstance(out.get(key), dict) else value)
+    return out
+
+
 def deep_merge(base: dict, update: dict) -> dict:
     out = copy.deepcopy(base)
     for key, value in (update or {}).items():

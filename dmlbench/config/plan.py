@@ -20,7 +20,7 @@ import jsonschema
 
 from dmlbench import settings
 from dmlbench.config import validation
-from dmlbench.config.loading import deep_merge, load_yaml, plain_numbers, with_dataset_names, with_settings
+from dmlbench.config.loading import deep_merge, load_yaml, merge_layers, plain_numbers, with_dataset_names, with_settings
 from dmlbench.config.run import FairRun, Run
 from dmlbench.config.fair_specs import FairSpecs
 from dmlbench.config.steps import StepSpecs
@@ -206,14 +206,10 @@ class Plan(StepSpecs, FairSpecs):
         exp = self.experiments[run.experiment]
         method = self.method_of(run.base_method, f"experiment {run.experiment}")
         sweep = (exp.get("sweep") or {}).get(run.variant) or {}
-        cfg = deep_merge(self.defaults, exp.get("train"))
-        cfg = deep_merge(cfg, (exp.get("per_dataset") or {}).get(run.dataset))
-        cfg = deep_merge(cfg, method.get("train"))
-        cfg = deep_merge(cfg, self.preset["overrides"])
-        cfg = deep_merge(cfg, (self.preset.get("per_dataset") or {}).get(run.dataset))
-        cfg = deep_merge(cfg, self.cpu_fallback)
-        cfg = deep_merge(cfg, self._subset(run.experiment).get("train"))
-        cfg = deep_merge(cfg, sweep.get("train"))
+        cfg = merge_layers(self.defaults, exp.get("train"), (exp.get("per_dataset") or {}).get(run.dataset),
+                           method.get("train"), self.preset["overrides"],
+                           (self.preset.get("per_dataset") or {}).get(run.dataset), self.cpu_fallback,
+                           self._subset(run.experiment).get("train"), sweep.get("train"))
         miner = deep_merge(method["miner"], sweep["miner"]) if sweep.get("miner") else method.get("miner")
         cfg["method"] = {"name": run.method, "loss": deep_merge(method["loss"], sweep.get("loss")),
                          "miner": miner,

@@ -23,23 +23,52 @@ from dmlbench.preflight.probe import probe
 from dmlbench.report import markdown
 
 
+def structure(value):
+    """`value` with each number replaced by its sign class ("0", "+" or "-"): what tells code paths
+    apart (names, switches, zero or not), without the numbers that only move results."""
+    if isinstance(value, dict):
+        return {key: structure(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [structure(item) for item in value]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return "0" if value == 0 else "+" if value > 0 else "-"
+    return value
+
+
+def features(group: Group) -> set[str]:
+    """What `bounded` covers: the group's paper, backbone, loss, miner and scheme (names and
+    structure), sampler and evaluation layout."""
+    cfg, run = group.cfg, group.run
+    method = cfg["method"]
+    return {f"paper:{run.experiment.split('.')[0]}", f"backbone:{cfg['model']['backbone']}",
+            "loss:" + json.dumps(structure(method["loss"]), sort_keys=True),
+            "miner:" + json.dumps(structure(method["miner"]), sort_keys=True),
+            f"sampler:{method['sampler']}", "scheme:" + json.dumps(structure(cfg["scheme"]), sort_keys=True),
+            f"layout:{datasets.get(run.dataset).evaluation}"}
+
+
+# A probe's fixed work (its process, model builds, checkpoints, three evaluations) costs about as
+# much as 450 training images at 32 px on a CPU core (measured 2026-11-25): the cost of a group is
+# that plus its two steps' images.
+PROBE_OVERHEAD_IMAGES = 450
+
+
+def probe_cost(group: Group) -> int:
+    return PROBE_OVERHEAD_IMAGES + 2 * group.cfg["batch"]["size"]
+
+
 def bounded(groups: list[Group]) -> list[Group]:
-    """A part of the groups that still covers every paper, backbone, loss and miner with their
-    parameters, sampler, scheme and evaluation layout (greedy: each group kept adds something)."""
-    seen: set[str] = set()
-    chosen = []
-    for group in groups:
-        cfg, run = group.cfg, group.run
-        features = {f"paper:{run.experiment.split('.')[0]}", f"backbone:{cfg['model']['backbone']}",
-                    "loss:" + json.dumps(cfg["method"]["loss"], sort_keys=True),
-                    "miner:" + json.dumps(cfg["method"]["miner"], sort_keys=True),
-                    f"sampler:{cfg['method']['sampler']}",
-                    "scheme:" + json.dumps(cfg["scheme"], sort_keys=True),
-                    f"layout:{datasets.get(run.dataset).evaluation}"}
-        if features - seen:
-            chosen.append(group)
-            seen |= features
-    return chosen
+    """The cheapest part of the groups found by the greedy set cover (most new features per unit
+    of `probe_cost`, earliest group on ties) that still covers every feature of `features`;
+    returned in the groups' order. The full preflight probes the rest (numbers included)."""
+    wanted = [features(group) for group in groups]
+    left = set().union(*wanted) if wanted else set()
+    chosen: set[int] = set()
+    while left:
+        best = max(range(len(groups)), key=lambda i: (len(wanted[i] & left) / probe_cost(groups[i]), -i))
+        chosen.add(best)
+        left -= wanted[best]
+    return [group for i, group in enumerate(groups) if i in chosen]
 
 
 def device_label(device: torch.device) -> str:
@@ -73,12 +102,18 @@ def run(plan: Plan, workdir: Path, output_dir: Path, image_side: int | None, dev
                     "; seconds per step: the one step of the epoch after a resume (a cold step: it "
                     "includes the loader's start; `--warm-steps N` times N warm steps)")
 
+    projected: dict[str, list[dict]] = {}  # each group's runs projected once, when its probe ends
+
     def write(table: pd.DataFrame) -> None:
-        probed = [g for g in groups if g.key in set(table["group"])]
-        left = len(groups) - len(probed)
-        _write_table(table, output_dir, plan.name, measured_on, image_side, left)
-        projection = project(plan, probed, table, image_side, devices)
-        _write_budget(projection, output_dir, measured_on, image_side, devices, plan.name, left)
+        done = set(table["group"])
+        for group in groups:
+            if group.key in done and group.key not in projected:
+                projected[group.key] = project_group(plan, group, table.set_index("group").loc[group.key],
+                                                     image_side)
+        _write_table(table, output_dir, plan.name, measured_on, image_side, len(groups) - len(done))
+        rows = [row for group in groups for row in projected.get(group.key, [])]
+        _write_budget(pd.DataFrame(rows, columns=PROJECTION_COLUMNS), output_dir, measured_on, image_side,
+                      devices, plan.name, len(groups) - len(done))
 
     table = probe_all(groups, Path(workdir), image_side, device, plan.name, log, jobs, threads, write,
                       warm_steps)
@@ -170,23 +205,22 @@ def _probe_to_file(cfg, dataset, workdir, image_side, device, result_file, threa
     write_json(result_file, probe(cfg, dataset, workdir, image_side, device, warm_steps))
 
 
-def project(plan: Plan, groups: list[Group], table: pd.DataFrame, image_side, devices: int) -> pd.DataFrame:
-    """Seconds of every run of the probed groups that passed (see `budget`)."""
-    measured = table.set_index("group")
+PROJECTION_COLUMNS = ["experiment", "run", "group", "steps", "hours"]
+
+
+def project_group(plan: Plan, group: Group, measured: pd.Series, image_side) -> list[dict]:
+    """Seconds of every run of a probed group (see `budget`); none when its probe failed."""
+    if measured["status"] != "passed":
+        return []
     rows = []
-    for group in groups:
-        row = measured.loc[group.key]
-        if row["status"] != "passed":
-            continue
-        for run in group.runs:
-            cfg = plan.resolve(run)
-            scale = (cfg["input"]["crop"] / image_side) ** 2 if image_side else 1.0
-            seconds = budget.run_seconds(cfg, run.dataset, row["seconds_per_step"] * scale,
-                                         row["eval_seconds_per_image"] * scale)
-            rows.append({"experiment": run.experiment, "run": run.path(plan.name), "group": group.key,
-                         "steps": cfg["epochs"] * budget.steps_per_epoch(cfg, run.dataset),
-                         "hours": seconds / 3600})
-    return pd.DataFrame(rows, columns=["experiment", "run", "group", "steps", "hours"])
+    for run in group.runs:
+        cfg = plan.resolve(run)
+        scale = (cfg["input"]["crop"] / image_side) ** 2 if image_side else 1.0
+        seconds = budget.run_seconds(cfg, run.dataset, measured["seconds_per_step"] * scale,
+                                     measured["eval_seconds_per_image"] * scale)
+        rows.append({"experiment": run.experiment, "run": run.path(plan.name), "group": group.key,
+                     "steps": cfg["epochs"] * budget.steps_per_epoch(cfg, run.dataset), "hours": seconds / 3600})
+    return rows
 
 
 def _incomplete(left: int) -> list[str]:

@@ -52,7 +52,7 @@ onerror:
 
 
 # cheap steps stay on the submitting machine under a cluster executor
-localrules: all, aggregate, analyse, certificate, report, fair_splits, fair_ask, fair_tell, fair_best, fair_aggregate
+localrules: all, aggregate, analyse, certificate, report, results_table, fair_splits, fair_ask, fair_tell, fair_best, fair_aggregate
 
 
 rule all:

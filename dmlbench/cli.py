@@ -92,6 +92,22 @@ def cmd_report(args) -> None:
     index.write(Plan.load(args.config_dir, _spec(args.config)), Path(args.output))
 
 
+def cmd_results_table(args) -> None:
+    from dmlbench.config.plan import Plan
+    from dmlbench.report import results_table
+
+    table = results_table.build(Plan.load(args.config_dir, _spec(args.config)), Path(args.output))
+    print(f"{args.output}: {len(table)} rows", file=sys.stderr)
+
+
+def cmd_results(args) -> None:
+    from dmlbench.report import results_table
+
+    table = Path(args.table or f"results/{args.preset}/runs.parquet")
+    answer = results_table.query(table, args.sql)
+    print(answer.to_csv(index=False) if args.csv else answer.to_string(index=False, max_rows=args.max_rows))
+
+
 def cmd_verdict(args) -> None:
     from dmlbench.config import verdict_spec
     from dmlbench.config.plan import Plan
@@ -288,6 +304,21 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--config", default="{}", help="JSON: the workflow's config (preset and changes)")
     s.add_argument("--output", required=True, help="reports/<preset>/index.html")
     s.set_defaults(func=cmd_report)
+
+    s = sub.add_parser("results-table", help="every run's metrics, config fingerprint, commit and cost in one "
+                                             "table: results/<preset>/runs.parquet")
+    s.add_argument("--config-dir", default=CONFIG_DIR)
+    s.add_argument("--config", default="{}", help="JSON: the workflow's config (preset and changes)")
+    s.add_argument("--output", required=True, help="results/<preset>/runs.parquet")
+    s.set_defaults(func=cmd_results_table)
+
+    s = sub.add_parser("results", help="SQL over the results table (DuckDB; the table is named runs)")
+    s.add_argument("sql", help="e.g. \"SELECT method, avg(value) FROM runs WHERE metric = 'map@r' GROUP BY method\"")
+    s.add_argument("--preset", default="demo", help="reads results/<preset>/runs.parquet (default: demo)")
+    s.add_argument("--table", help="another runs.parquet")
+    s.add_argument("--csv", action="store_true", help="print CSV instead of a text table")
+    s.add_argument("--max-rows", type=int, default=200)
+    s.set_defaults(func=cmd_results)
 
     s = sub.add_parser("verdict", help="a paper's certificate from the finished results: every paper "
                                        "number's verdict and every claim's test (no training)")

@@ -283,6 +283,23 @@ def disk_check(plan, checks: list[Check], free_bytes: int | None = None) -> Chec
     return Check("disk", str(probe_at), OK if free >= total * 1e9 else ACTION, detail)
 
 
+def results_disk_check(plan, free_bytes: int | None = None) -> Check:
+    """Free space where `results/` lives against what the plan's finished trainings keep
+    (`dmlbench.preflight.disk`)."""
+    from dmlbench.preflight import disk
+
+    need = disk.plan_need(plan).sort_values("gb", ascending=False)
+    total = float(need["gb"].sum())
+    folder = Path("results")
+    probe_at = next((p for p in [folder, *folder.absolute().parents] if p.exists()), Path("."))
+    free = shutil.disk_usage(probe_at).free if free_bytes is None else free_bytes
+    largest = ", ".join(f"{row.experiment} {row.gb:.1f} GB" for row in need.head(3).itertuples())
+    detail = (f"{free / 1e9:.1f} GB free at {probe_at}; the results of the plan's {int(need['trainings'].sum())} "
+              f"trainings need about {total:.1f} GB (largest: {largest}; models, test embeddings and "
+              f"records; keep.checkpoint and keep.fold_model add more)")
+    return Check("disk", f"results/{plan.name}", OK if free >= total * 1e9 else ACTION, detail)
+
+
 def stale_check(plan) -> Check | None:
     """Half-written outputs of killed steps (a store build killed with -9, say) under the data
     root, down to the store folders: each counts against the free space until removed."""
@@ -334,6 +351,7 @@ def run(plan, slurm: bool = False, timeout: float = 5.0, probe=probe_url,
     checks += dataset_checks(plan, probes)
     checks += weight_checks(plan, probes)
     checks.append(disk_check(plan, checks, free_bytes))
+    checks.append(results_disk_check(plan, free_bytes))
     stale = stale_check(plan)
     if stale is not None:
         checks.append(stale)

@@ -34,7 +34,7 @@ from pathlib import Path
 VARIABLE = "DMLBENCH_WARM_START"
 # the steps that start torch, pandas, scipy or matplotlib for seconds of work, and what they import
 COMMANDS = ("train", "fair-train", "reference", "fair-summary", "aggregate", "analyse", "fair-aggregate",
-            "verdict", "report")
+            "verdict", "report", "results-table")
 PRELOAD = ("torch", "torch._dynamo", "dmlbench.training.train", "dmlbench.fair.fold_run",
            "dmlbench.evaluation.reference", "dmlbench.fair.summary", "dmlbench.report.aggregate",
            "dmlbench.analysis", "dmlbench.report.fair_tables", "dmlbench.report.index",

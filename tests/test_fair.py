@@ -382,6 +382,7 @@ def test_early_stopping_keeps_the_best_validation_epoch(tmp_path):
     assert result["validation"]["map@r"] == best["map@r"]
     kept = read_json(tmp_path / "run" / "final_metrics.json")["result"]["metrics"]
     assert kept["map@r"] == pytest.approx(best["map@r"], abs=1e-6)  # model.pt is the selected epoch's
+    assert not (tmp_path / "run" / "model.pt").exists() and not (tmp_path / "run" / "checkpoint.pt").exists()
 
 
 def test_a_fold_that_reaches_the_epoch_cap_with_patience_left_is_recorded_as_capped(tmp_path):

@@ -235,10 +235,13 @@ def test_non_finite_settings_are_refused_before_any_job(key, value):
         Plan.load(CONFIG_DIR, {"preset": "smoke", "overrides": {section: {name: float(value)}}})
 
 
-def test_changed_setting_trains_afresh_instead_of_resuming(run_config, tmp_path):
+@pytest.mark.parametrize("keep_checkpoint", [True, False])
+def test_changed_setting_trains_afresh_instead_of_resuming(run_config, tmp_path, keep_checkpoint):
+    """With the checkpoint kept, a finished run resumes (trains nothing); without it (the
+    default), it trains again; changed settings move the old files aside either way."""
     from dmlbench.training.train import train
 
-    cfg = dict(run_config, epochs=2, batches_per_epoch=2)
+    cfg = dict(run_config, epochs=2, batches_per_epoch=2, keep={"checkpoint": keep_checkpoint, "fold_model": False})
     logs = []
     train(cfg, tmp_path / "run", log=logs.append)
     (tmp_path / "run" / "model.pt").unlink()  # as Snakemake does before rerunning a job
@@ -256,10 +259,13 @@ def test_changed_setting_trains_afresh_instead_of_resuming(run_config, tmp_path)
     assert losses(tmp_path / "run") == losses(tmp_path / "fresh")
     assert json.loads((tmp_path / "run" / "config.json").read_text())["optimizer"]["lr"] == changed["optimizer"]["lr"]
     old = list(tmp_path.glob("run.superseded-*"))
-    assert len(old) == 1 and (old[0] / "checkpoint.pt").exists()
+    assert len(old) == 1 and (old[0] / "checkpoint.pt").exists() == cfg["keep"]["checkpoint"]
+    assert json.loads((old[0] / "config.json").read_text())["optimizer"]["lr"] == cfg["optimizer"]["lr"]
     logs.clear()
-    train(changed, tmp_path / "run", log=logs.append)  # same settings again: resumes, trains nothing
-    assert any("resuming" in line for line in logs)
+    (tmp_path / "run" / "model.pt").unlink()
+    train(changed, tmp_path / "run", log=logs.append)  # same settings again
+    assert any("resuming" in line for line in logs) == cfg["keep"]["checkpoint"]
+    assert losses(tmp_path / "run") == losses(tmp_path / "fresh")
 
 
 def test_a_refused_trainer_leaves_the_holders_lock(tmp_path):

@@ -261,7 +261,52 @@ def test_smoke_preset_end_to_end(tmp_path):
     assert len(pd.read_csv(search / "trials.csv")) == 2 and (search / "study.journal").exists()
     again = snakemake(tmp_path, "-n", "--cores", "2", "--config", "preset=smoke")
     assert "Nothing to be done" in again.stdout + again.stderr
+    records_of_every_run(tmp_path, plan)
     seen_in_a_browser(tmp_path / "reports/smoke/index.html", plan, contents)
+
+
+def records_of_every_run(workdir: Path, plan) -> None:
+    """What a finished smoke run keeps and reports: no checkpoint, TensorBoard curves equal to its
+    epoch lines, its cost, and its rows in the results table, which the README's queries read."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    trainings = [p.parent for p in (workdir / "results/smoke").rglob("epochs.jsonl")]
+    assert len(trainings) == len(plan.all_runs())
+    assert not list((workdir / "results/smoke").rglob("checkpoint.pt"))
+    for folder in trainings:
+        epochs = [json.loads(line) for line in (folder / "epochs.jsonl").read_text().splitlines()]
+        events = EventAccumulator(str(folder / "tensorboard"))
+        events.Reload()
+        curve = events.Scalars("loss")
+        assert [e.step for e in curve] == [row["epoch"] for row in epochs]
+        assert [e.value for e in curve] == pytest.approx([row["loss"] for row in epochs], rel=1e-6)
+        spent = json.loads((folder / "cost.json").read_text())
+        assert spent["epochs"] == len(epochs) and spent["images"] == sum(r["steps"] for r in epochs) * \
+            json.loads((folder / "config.json").read_text())["batch"]["size"]
+        assert spent["train_seconds"] == pytest.approx(sum(r["seconds"] for r in epochs), abs=1e-3)
+    expected = []
+    for run in plan.runs():
+        result = json.loads((workdir / run.path("smoke") / "metrics.json").read_text())
+        expected += [(run.experiment, run.dataset, run.method, run.seed, key, value)
+                     for key, value in result["metrics"].items()]
+    table = pd.read_parquet(workdir / "results/smoke/runs.parquet")
+    tested = table[table["split"].isin(["test", "small", "medium", "large"])]
+    names = tested["split"].where(tested["split"] == "test", tested["split"] + "_")
+    got = sorted(zip(tested["experiment"], tested["dataset"], tested["method"], tested["seed"],
+                     names.str.replace("test", "") + tested["metric"], tested["value"]))
+    assert got == sorted(expected)
+    asked = subprocess.run([sys.executable, "-m", "dmlbench", "results", "--preset", "smoke", "--csv",
+                            "SELECT method, dataset, avg(value) AS recall FROM runs WHERE experiment = "
+                            "'suite.baselines' AND split = 'test' AND metric = 'recall@1' GROUP BY ALL"],
+                           cwd=workdir, env=python_env(), capture_output=True, text=True, timeout=120)
+    assert asked.returncode == 0, asked.stderr
+    answer = pd.read_csv(__import__("io").StringIO(asked.stdout)).set_index(["method", "dataset"])["recall"]
+    by_hand = pd.DataFrame([e for e in expected if e[0] == "suite.baselines" and e[4] == "recall@1"],
+                           columns=["e", "dataset", "method", "seed", "m", "v"]).groupby(["method", "dataset"])["v"].mean()
+    assert answer.sort_index().tolist() == pytest.approx(by_hand.sort_index().tolist())
+    html = (workdir / "reports/smoke/index.html").read_text()
+    assert "Cost ledger" in html and "device-hours" in html
+    assert f"cost: {len(trainings)} trainings" in (workdir / "reports/index.html").read_text()
 
 
 def seen_in_a_browser(page, plan, contents) -> None:

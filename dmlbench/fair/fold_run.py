@@ -1,9 +1,11 @@
 """One fold of the fair protocol: train on the other folds with the trial's (or the best)
 parameters, select the epoch on the held-out fold's MAP@R, write `validation.json` (with whether
-the fold stopped by patience or by the epoch cap, `stopped_by`); for the final
-runs also the test half's embeddings of the selected model (`test.npz`), which only the summary
-step reads. A trial that diverges is recorded as diverged (the search goes on without it); a
-final run that diverges stops with the error."""
+the fold stopped by patience or by the epoch cap, `stopped_by`); for the final runs also the test
+half's embeddings of the selected model (`test.npz`, test images × embedding size × 4 bytes),
+which only the summary step reads. The fold's `model.pt` is then removed unless
+`keep.fold_model` (like every training, it keeps no checkpoint unless `keep.checkpoint`). A trial
+that diverges is recorded as diverged (the search goes on without it); a final run that diverges
+stops with the error."""
 
 from __future__ import annotations
 
@@ -45,6 +47,8 @@ def run(spec: dict, params_file: Path, run_dir: Path, output: Path, test_output:
     if test_output is not None:
         _write_test_embeddings(state, cfg, Path(test_output))
     write_json(output, result)
+    if not (cfg.get("keep") or {}).get("fold_model"):  # validation.json (and test.npz) are what is read later
+        (Path(run_dir) / "model.pt").unlink(missing_ok=True)
     return result
 
 

@@ -16,7 +16,7 @@ from dmlbench import environment
 from dmlbench.children import end_with
 from dmlbench.io import atomic_path, write_json
 from dmlbench.config.plan import Plan
-from dmlbench.preflight import budget
+from dmlbench.preflight import budget, disk
 from dmlbench.data import datasets
 from dmlbench.preflight.grouping import Group, group_runs
 from dmlbench.preflight.probe import probe
@@ -205,7 +205,7 @@ def _probe_to_file(cfg, dataset, workdir, image_side, device, result_file, threa
     write_json(result_file, probe(cfg, dataset, workdir, image_side, device, warm_steps))
 
 
-PROJECTION_COLUMNS = ["experiment", "run", "group", "steps", "hours"]
+PROJECTION_COLUMNS = ["experiment", "run", "group", "steps", "hours", "results_gb"]
 
 
 def project_group(plan: Plan, group: Group, measured: pd.Series, image_side) -> list[dict]:
@@ -219,7 +219,8 @@ def project_group(plan: Plan, group: Group, measured: pd.Series, image_side) -> 
         seconds = budget.run_seconds(cfg, run.dataset, measured["seconds_per_step"] * scale,
                                      measured["eval_seconds_per_image"] * scale)
         rows.append({"experiment": run.experiment, "run": run.path(plan.name), "group": group.key,
-                     "steps": cfg["epochs"] * budget.steps_per_epoch(cfg, run.dataset), "hours": seconds / 3600})
+                     "steps": cfg["epochs"] * budget.steps_per_epoch(cfg, run.dataset), "hours": seconds / 3600,
+                     "results_gb": disk.run_bytes(cfg, run.dataset) / 1e9})
     return rows
 
 
@@ -252,12 +253,16 @@ def _write_budget(projection: pd.DataFrame, output_dir: Path, measured_on: str, 
     scaled = f", times scaled from {image_side} px by the pixel ratio" if image_side else ""
     lines = [f"# Compute budget of preset `{preset}`", "",
              f"Projected from seconds per step measured on {measured_on}{scaled}; "
-             f"formula in the README (Preflight). Runs of failed groups are not counted.", "",
-             *_incomplete(left), f"| experiment | runs | device-hours | wall hours on {devices} devices |", "|---|---|---|---|"]
+             f"formula in the README (Preflight). Runs of failed groups are not counted. Results GB: what "
+             f"the finished runs keep (models, test embeddings, records; dmlbench/preflight/disk.py).", "",
+             *_incomplete(left), f"| experiment | runs | device-hours | wall hours on {devices} devices | results GB |",
+             "|---|---|---|---|---|"]
     for experiment, part in projection.groupby("experiment", sort=False):
         lines.append(markdown.row([experiment, len(part), f"{part['hours'].sum():.1f}",
-                                   f"{budget.wall_seconds(list(part['hours']), devices):.1f}"]))
+                                   f"{budget.wall_seconds(list(part['hours']), devices):.1f}",
+                                   f"{part['results_gb'].sum():.1f}"]))
     hours = list(projection["hours"])
-    lines.append(f"| **all** | {len(hours)} | {sum(hours):.1f} | {budget.wall_seconds(hours, devices):.1f} |")
+    lines.append(f"| **all** | {len(hours)} | {sum(hours):.1f} | {budget.wall_seconds(hours, devices):.1f} | "
+                 f"{projection['results_gb'].sum():.1f} |")
     with atomic_path(output_dir / "budget.md") as tmp:
         tmp.write_text("\n".join(lines) + "\n")

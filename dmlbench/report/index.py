@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from dmlbench.io import atomic_path, json_text, read_json
-from dmlbench.report import certificate_section, contents, fair_section, layout, markdown, provenance, references
+from dmlbench.report import certificate_section, contents, fair_section, layout, ledger, markdown, provenance, references
 from dmlbench.report.aggregate import TOY_NOTE
 from dmlbench.verdicts import certificate
 
@@ -152,9 +152,9 @@ def _toc(info: dict) -> str:
     return f"<nav><h2>Contents</h2><ul>{''.join(papers)}</ul></nav>"
 
 
-def _preset_body(plan, info: dict, preset_dir: Path) -> str:
-    """Provenance, contents, then per paper (a collapsible section) its experiments' tables,
-    figures and data links."""
+def _preset_body(plan, info: dict, preset_dir: Path, spent: pd.DataFrame) -> str:
+    """Provenance, contents, the preflight's budget and the cost ledger, then per paper (a
+    collapsible section) its experiments' tables, figures and data links."""
     preset = info["preset"]
     body = [provenance.panel(plan, preset_dir)]
     if info["toy_data"]:
@@ -163,6 +163,7 @@ def _preset_body(plan, info: dict, preset_dir: Path) -> str:
     budget = preset_dir / "preflight" / "budget.md"
     if budget.exists():
         body.append(_budget_html(budget, preset, preset_dir))
+    body.append(ledger.html_section(spent, preset))
     for paper in info["papers"]:
         sections = "".join(_experiment_html(plan, exp, preset, preset_dir / exp["id"], preset_dir)
                            for exp in paper["experiments"])
@@ -234,7 +235,10 @@ def write(plan, output: Path) -> None:
     info = contents.contents(plan, preset_dir)
     certificates = [certificate_section.read(preset_dir, paper["paper"]) for paper in info["papers"]]
     info["certificates"] = [certificate.headline(c) for c in certificates if c is not None]
-    page = _page(f"dmlbench report: {plan.name}", _preset_body(plan, info, preset_dir))
+    spent = ledger.collect(plan, preset_dir.parent.parent / "results" / plan.name,
+                           preset_dir / "preflight" / "budget.csv")
+    info["cost"] = ledger.totals(spent) if not spent.empty else None
+    page = _page(f"dmlbench report: {plan.name}", _preset_body(plan, info, preset_dir, spent))
     with atomic_path(preset_dir / "contents.json") as contents_tmp, atomic_path(output) as page_tmp:
         contents_tmp.write_text(json_text(info))
         page_tmp.write_text(page)
@@ -251,6 +255,8 @@ def write_landing(reports_dir: Path) -> None:
                            for s, n in sorted(statuses.items()))
         note = " <span class='muted'>(fixture data)</span>" if info.get("toy_data") else ""
         papers = "".join(f"<li>{html.escape(line)}</li>" for line in info.get("certificates", []))
+        if info.get("cost"):
+            papers += f"<li>{html.escape(ledger.headline(info['cost']))}</li>"
         items.append(f"<li><a href='{_url(folder.name + '/index.html')}'>{html.escape(folder.name)}</a>"
                      f"{note}: {counts}" + (f"<ul>{papers}</ul>" if papers else "") + "</li>")
     if (reports_dir / "benchmarks.md").exists():

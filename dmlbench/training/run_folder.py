@@ -29,8 +29,13 @@ class RunBusyError(DmlbenchError):
     """Another process is training the same run folder."""
 
 
+# settings that change what a run keeps or reports, not what it computes: a checkpoint stays valid
+NOT_IN_FINGERPRINT = ("keep", "tracking")
+
+
 def fingerprint(cfg: dict) -> str:
-    return hashlib.sha256(json.dumps(cfg, sort_keys=True, default=str).encode()).hexdigest()
+    kept = {key: value for key, value in cfg.items() if key not in NOT_IN_FINGERPRINT}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def changed_settings(old: dict, new: dict, prefix: str = "") -> list[str]:

@@ -1,8 +1,9 @@
 """The training loop of one run: checkpoint after every epoch, resume, per-epoch metrics.
 
 Run folder layout: `config.json` (resolved config), `checkpoint.pt` (state and metrics after the
-last finished epoch, and the fingerprint of the config it belongs to), `epochs.jsonl` (one line of
-metrics per finished epoch, written from it), `env.json`, and `model.pt` when done.
+last finished epoch, and the fingerprint of the config it belongs to; removed once the run is done
+unless `keep.checkpoint`), `epochs.jsonl` (one line of metrics per finished epoch, written from it),
+`env.json`, `tensorboard/` (`tracking`), and when done `model.pt`, the final metrics and `cost.json`.
 Every epoch starts by seeding from (seed, epoch), so a resumed run continues exactly as an
 uninterrupted one would (on CPU; cuDNN may differ in the last bits on GPU). A checkpoint of other
 settings is never resumed (`dmlbench.training.run_folder`).
@@ -20,7 +21,8 @@ import torch
 
 from dmlbench import environment, models
 from dmlbench.evaluation import evaluate_run, final_metrics
-from dmlbench.training import early_stopping, recording, run_folder, schemes
+from dmlbench.training import cost, early_stopping, recording, run_folder, schemes
+from dmlbench.training.tracking import Tracking
 from dmlbench.data import batches, folds, manifest
 from dmlbench.errors import DmlbenchError
 from dmlbench.io import atomic_path, set_aside, write_json
@@ -92,6 +94,7 @@ def _checkpoint_of(run_dir: Path, cfg: dict, log) -> dict | None:
     aside with its files; files of an attempt without a checkpoint are cleared."""
     path = run_dir / "checkpoint.pt"
     if not path.exists():
+        _set_aside_finished(run_dir, cfg, log)
         run_folder.discard_unfinished(run_dir)
         return None
     try:
@@ -112,7 +115,28 @@ def _checkpoint_of(run_dir: Path, cfg: dict, log) -> dict | None:
     return None
 
 
+def _set_aside_finished(run_dir: Path, cfg: dict, log) -> None:
+    """A run that finished and kept no checkpoint (`keep.checkpoint: false`) trains again from
+    the start: with other settings its files are moved aside as a changed checkpoint's are."""
+    written = run_dir / "config.json"
+    if not (run_dir / cost.RECORD).exists() or not written.exists():
+        return
+    try:
+        old = json.loads(written.read_text())
+    except ValueError:
+        return
+    if run_folder.fingerprint(old) == run_folder.fingerprint(cfg):
+        log(f"{run_dir} finished before and kept no checkpoint (keep.checkpoint: false): training it again")
+        return
+    changes = run_folder.changed_settings(old, cfg)
+    moved = run_folder.supersede(run_dir, run_folder.fingerprint(old))
+    log(f"settings changed since {run_dir} finished ({'; '.join(changes[:6])}{' …' if len(changes) > 6 else ''}): "
+        f"training afresh; the previous files are in {moved}")
+
+
 def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
+    attempt_started = time.perf_counter()
+    wall_before = state.get("wall_seconds", 0.0) if state else 0.0  # earlier attempts of this run
     write_json(run_dir / "config.json", cfg)
     device = environment.pick_device(cfg["device"])
     environment.set_tf32(cfg["performance"]["tf32"])
@@ -147,6 +171,9 @@ def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
         optimizers.append(loss_optimizer)
     start, history = _resume(state, run_dir, parts, log)
     selection = early_stopping.Selection(cfg["early_stopping"], history, state)
+    meter = cost.EpochMeter(device)
+    tracking = Tracking(cfg, run_dir, start, log)
+    wall = lambda: wall_before + time.perf_counter() - attempt_started  # noqa: E731
 
     def embed_train():
         return embed(model, split_loader(table, base, "train", cfg, device), device)
@@ -155,36 +182,49 @@ def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
         recording.after_epoch(epochs_done, run_dir, cfg, model, criterion, data, embed_train, device, log)
         model.train()
 
-    record(start)
-    for epoch in range(start, cfg["epochs"]):
-        if selection.stop():
-            break
-        generator = seed_epoch(cfg["seed"], epoch)
-        loader = batches.loader(data, generator=generator,
-                                batch_sampler=scheme.batches(generator, cfg["batches_per_epoch"]),
-                                **loader_options(cfg, device))
-        row = _train_epoch(model, criterion, optimizers, scheme, loader, device, epoch, cfg["epochs"],
-                           log, cfg["performance"])
-        scheduler.step()
-        every = cfg["eval"]["every"]
-        if every and ((epoch + 1) % every == 0 or epoch + 1 == cfg["epochs"]):
-            row.update(evaluate_model(model, table, base, cfg, device, clustering=False))
-            model.train()
-        history.append(row)
-        selection.after_epoch(row, model)
-        _save_checkpoint(run_dir, parts, history, cfg, selection.state())
-        _write_history(run_dir, history)
-        log(_format_row(row, cfg["epochs"]))
-        record(epoch + 1)
+    try:
+        record(start)
+        for epoch in range(start, cfg["epochs"]):
+            if selection.stop():
+                break
+            generator = seed_epoch(cfg["seed"], epoch)
+            loader = batches.loader(data, generator=generator,
+                                    batch_sampler=scheme.batches(generator, cfg["batches_per_epoch"]),
+                                    **loader_options(cfg, device))
+            meter.start()
+            row = _train_epoch(model, criterion, optimizers, scheme, loader, device, epoch, cfg["epochs"],
+                               log, cfg["performance"])
+            scheduler.step()
+            every = cfg["eval"]["every"]
+            if every and ((epoch + 1) % every == 0 or epoch + 1 == cfg["epochs"]):
+                started = time.perf_counter()
+                row.update(evaluate_model(model, table, base, cfg, device, clustering=False))
+                row["eval_seconds"] = round(time.perf_counter() - started, 3)
+                model.train()
+            row.update(meter.stop())
+            history.append(row)
+            selection.after_epoch(row, model)
+            _save_checkpoint(run_dir, parts, history, cfg, {**selection.state(), "wall_seconds": wall()})
+            _write_history(run_dir, history)
+            tracking.epoch(row, [group["lr"] for group in optimizer.param_groups])
+            log(_format_row(row, cfg["epochs"]))
+            record(epoch + 1)
 
-    selection.restore_best(model, log)
-    final = run_dir / "model.pt"
-    with atomic_path(final) as tmp:
-        torch.save({"model": model.state_dict(), "config": cfg, **selection.summary()}, tmp)
-    model.eval()
-    final_metrics.keep(run_dir, evaluate_run.result_of(model, cfg, run_dir, device))
-    log(f"final evaluation kept for the evaluate step ({final_metrics.RECORD})")
-    return final
+        selection.restore_best(model, log)
+        final = run_dir / "model.pt"
+        with atomic_path(final) as tmp:
+            torch.save({"model": model.state_dict(), "config": cfg, **selection.summary()}, tmp)
+        model.eval()
+        result = evaluate_run.result_of(model, cfg, run_dir, device)
+        final_metrics.keep(run_dir, result)
+        log(f"final evaluation kept for the evaluate step ({final_metrics.RECORD})")
+        write_json(run_dir / cost.RECORD, cost.summary(history, result["seconds"], device, wall()))
+        tracking.finished(result["metrics"], len(history), final)
+        if not (cfg.get("keep") or {}).get("checkpoint"):  # model.pt and the metrics are all a done run needs
+            (run_dir / "checkpoint.pt").unlink(missing_ok=True)
+        return final
+    finally:
+        tracking.close()
 
 
 def _train_epoch(model, criterion, optimizers, scheme, loader, device, epoch, epochs, log,
@@ -193,7 +233,7 @@ def _train_epoch(model, criterion, optimizers, scheme, loader, device, epoch, ep
     `optimizers`: the run's optimizer first, then the loss parameters' own, if any."""
     optimizer = optimizers[0]
     started = time.perf_counter()
-    total, steps, skipped = 0.0, 0, 0
+    total, steps, skipped, images = 0.0, 0, 0, 0
     first_done = None  # when the first step ended: the later steps are the warm ones
     memory = torch.channels_last if perf["channels_last"] else torch.contiguous_format
     for step, loaded in enumerate(loader, 1):
@@ -207,13 +247,14 @@ def _train_epoch(model, criterion, optimizers, scheme, loader, device, epoch, ep
         scheme.end_step(plan, embeddings)
         total += loss.item()  # waits for the device: each step's time is its own
         steps += 1
+        images += len(labels)
         if steps == 1:
             first_done = time.perf_counter()
         if step % 50 == 0:
             log(f"  epoch {epoch + 1}/{epochs} step {step}/{len(loader)} loss {total / steps:.4f}")
     ended = time.perf_counter()
     warm = {"warm_seconds_per_step": round((ended - first_done) / (steps - 1), 5)} if steps > 1 else {}
-    return {"epoch": epoch + 1, "loss": total / max(steps, 1), "steps": steps,
+    return {"epoch": epoch + 1, "loss": total / max(steps, 1), "steps": steps, "images": images,
             "skipped_steps": skipped, "seconds": round(ended - started, 3), **warm,
             "lr": optimizer.param_groups[0]["lr"], **criterion.take_stats()}
 

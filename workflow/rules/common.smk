@@ -40,3 +40,8 @@ def gpu_slot():
 
 def experiment_metrics(w):
     return [f"{run.path(PRESET)}/metrics.json" for run in PLAN.runs(w.experiment)]
+
+
+def every_runs_metrics(w):
+    """The metrics of every run of the papers' experiments (the results table's rows)."""
+    return [f"{run.path(PRESET)}/metrics.json" for run in PLAN.runs()]

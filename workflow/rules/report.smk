@@ -48,10 +48,24 @@ rule certificate:
         " --config {params.config:q} --output-dir {params.folder:q} > /dev/null"
 
 
+rule results_table:
+    input:
+        every_runs_metrics,
+    output:
+        f"results/{PRESET}/runs.parquet",
+    params:
+        config=json.dumps(config),
+        config_dir=str(CONFIG_DIR),
+    shell:
+        "{PYTHON} -m dmlbench results-table --config-dir {params.config_dir:q} --config {params.config:q}"
+        " --output {output:q}"
+
+
 rule report:
     input:
         [PLAN.report_marker(experiment) for experiment in PLAN.experiment_ids],
         [f"reports/{PRESET}/{paper}/certificate.json" for paper in verdict_spec.certified_papers(PLAN)],
+        f"results/{PRESET}/runs.parquet",
     output:
         f"reports/{PRESET}/index.html",
     params:

@@ -1,0 +1,72 @@
+"""The disk a plan's results need (`results/<preset>/`), per experiment, before anything runs.
+
+What a finished training keeps (`dmlbench.training.train`, `dmlbench.fair.fold_run`):
+
+  a run of a paper's experiment  model.pt (+ checkpoint.pt with `keep.checkpoint`)
+  a fold training of a search    its records only (+ model.pt with `keep.fold_model`)
+  a final fold training          test.npz (+ model.pt with `keep.fold_model`)
+
+  model.pt     = bytes of the network's state (parameters and buffers, counted on PyTorch's meta
+                 device at the planned backbone and embedding size)
+  checkpoint   ≈ model.pt × (1 + optimiser state tensors per parameter + 1 with early stopping's best copy)
+  test.npz     = test images × (embedding size + 1) × 4 bytes (embeddings and labels)
+  records      = 64 KiB per training (config, epochs, metrics, cost, environment; measured on the demo:
+                 under 10 KiB each, rounded up for long runs' epoch lines and TensorBoard events)
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import pandas as pd
+
+from dmlbench.data import datasets
+
+RECORDS_BYTES = 64 * 1024
+OPTIMISER_STATES = {"adam": 2, "rmsprop": 2, "sgd": 1}  # momentum buffers (RMSprop: square average and momentum)
+
+
+@functools.lru_cache(maxsize=None)
+def model_bytes(model_json: str) -> int:
+    """Bytes of the state of the network described by `model_json` (no weights are loaded)."""
+    import torch
+
+    from dmlbench import models
+
+    with torch.device("meta"):
+        model = models.build(dict(json.loads(model_json), pretrained=False, weights=None))
+    return sum(t.numel() * t.element_size() for t in model.state_dict().values())
+
+
+def run_bytes(cfg: dict, dataset: str) -> int:
+    """What one finished training of resolved settings `cfg` keeps on disk."""
+    keep = cfg.get("keep") or {}
+    model = model_bytes(json.dumps(cfg["model"], sort_keys=True))
+    fold = (cfg.get("data") or {}).get("fold")
+    stage = (cfg.get("run") or {}).get("stage")
+    total = RECORDS_BYTES
+    if not fold:
+        total += model
+    elif keep.get("fold_model"):
+        total += model
+    if stage == "final":
+        expected = datasets.get(dataset).expected.images
+        test_images = sum(n for split, n in expected.items() if split != "train")
+        total += test_images * (cfg["model"]["embedding_dim"] + 1) * 4
+    if keep.get("checkpoint"):
+        states = OPTIMISER_STATES.get(cfg["optimizer"]["name"], 2) if cfg["optimizer"]["momentum"] or \
+            cfg["optimizer"]["name"] == "adam" else 0
+        total += model * (1 + states + (1 if cfg["early_stopping"]["patience"] else 0))
+    return total
+
+
+def plan_need(plan) -> pd.DataFrame:
+    """One row per experiment: trainings and the gigabytes (10⁹ bytes) their results keep."""
+    need: dict[str, list] = {}
+    for run in plan.all_runs():
+        row = need.setdefault(run.experiment, [0, 0])
+        row[0] += 1
+        row[1] += run_bytes(plan.resolve(run), run.dataset)
+    return pd.DataFrame([{"experiment": key, "trainings": n, "gb": size / 1e9} for key, (n, size) in need.items()],
+                        columns=["experiment", "trainings", "gb"])

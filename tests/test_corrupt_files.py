@@ -93,6 +93,7 @@ def trained(tmp_path_factory, cub):
     cfg = plan.resolve(plan.find_run("suite.baselines", "cub", "ms", 0))
     cfg["data"] = {"manifest": str(cub)}
     cfg.update(epochs=2, batches_per_epoch=2)
+    cfg["keep"] = dict(cfg["keep"], checkpoint=True)  # a damaged checkpoint needs one kept (by default, none is)
     return cfg
 
 

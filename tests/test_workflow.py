@@ -304,6 +304,16 @@ def records_of_every_run(workdir: Path, plan) -> None:
     by_hand = pd.DataFrame([e for e in expected if e[0] == "suite.baselines" and e[4] == "recall@1"],
                            columns=["e", "dataset", "method", "seed", "m", "v"]).groupby(["method", "dataset"])["v"].mean()
     assert answer.sort_index().tolist() == pytest.approx(by_hand.sort_index().tolist())
+    import shlex
+
+    readme = (REPO / "README.md").read_text()
+    queries = [shlex.split(line)[4:] for line in readme.splitlines() if line.startswith("python -m dmlbench results ")]
+    assert len(queries) >= 3
+    for query in queries:  # the README's examples, on this smoke run's table
+        query = [word for i, word in enumerate(query) if word != "--preset" and query[i - 1] != "--preset"]
+        answered = subprocess.run([sys.executable, "-m", "dmlbench", "results", "--preset", "smoke", "--csv", *query],
+                                  cwd=workdir, env=python_env(), capture_output=True, text=True, timeout=120)
+        assert answered.returncode == 0 and len(answered.stdout.splitlines()) >= 2, (query, answered.stderr)
     html = (workdir / "reports/smoke/index.html").read_text()
     assert "Cost ledger" in html and "device-hours" in html
     assert f"cost: {len(trainings)} trainings" in (workdir / "reports/index.html").read_text()

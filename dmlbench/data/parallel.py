@@ -11,6 +11,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Callable
 
 from dmlbench.children import die_with_parent
+from dmlbench.progress import Bar
 
 BLOCK = 256  # images per task: large enough to hide the hand-over, small enough to spread the work
 
@@ -32,28 +33,31 @@ def map_blocks(function: Callable, tasks: list[tuple], workers: int, what: str =
                log=lambda m: print(m, file=sys.stderr)) -> list:
     """`function(*task)` for every task, on `workers` processes (in this process for one),
     results in the order of `tasks`; every 5,000 items done (a task's second element is its
-    items) is logged."""
+    items) is logged, and on a terminal a bar shows the time left."""
     results, done, shown = [], 0, 0
+    bar = Bar(sum(len(task[1]) for task in tasks), what.split()[-1], at_least=BLOCK)
 
     def count(task) -> None:
         nonlocal done, shown
         done += len(task[1])
+        bar.update(len(task[1]))
         if done // 5000 > shown:
             shown = done // 5000
             log(f"  {done} {what}")
 
-    if workers <= 1 or len(tasks) <= 1:
-        for task in tasks:
-            results.append(function(*task))
-            count(task)
-        return results
-    # fork: the workers inherit the imports; these steps never start torch's thread pools. The
-    # workers end with this process (a stopped step leaves none waiting for work)
-    with ProcessPoolExecutor(min(workers, len(tasks)), mp_context=multiprocessing.get_context("fork"),
-                             initializer=functools.partial(die_with_parent, os.getpid())) as pool:
-        for task, result in zip(tasks, pool.map(_call, [function] * len(tasks), tasks)):
-            results.append(result)
-            count(task)
+    with bar:
+        if workers <= 1 or len(tasks) <= 1:
+            for task in tasks:
+                results.append(function(*task))
+                count(task)
+            return results
+        # fork: the workers inherit the imports; these steps never start torch's thread pools. The
+        # workers end with this process (a stopped step leaves none waiting for work)
+        with ProcessPoolExecutor(min(workers, len(tasks)), mp_context=multiprocessing.get_context("fork"),
+                                 initializer=functools.partial(die_with_parent, os.getpid())) as pool:
+            for task, result in zip(tasks, pool.map(_call, [function] * len(tasks), tasks)):
+                results.append(result)
+                count(task)
     return results
 
 

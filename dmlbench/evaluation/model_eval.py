@@ -9,6 +9,7 @@ import torch
 
 from dmlbench.evaluation.metrics import retrieval_metrics, vehicleid_metrics
 from dmlbench.data import batches
+from dmlbench.progress import Bar
 
 
 def loader_options(cfg: dict, device) -> dict:
@@ -26,18 +27,23 @@ def split_loader(table, base, split: str, cfg: dict, device):
 
 
 @torch.no_grad()
+LARGE = 10_000  # images from which an embedding shows a progress bar on a terminal
+
+
 def embed(model, loader, device) -> tuple[np.ndarray, np.ndarray]:
     """Embeddings of every image of `loader`, L2-normalised (retrieval and clustering compare
     directions, also for a model trained on unnormalised embeddings), and their labels."""
     model.eval()
     out, labels = [], []
-    for loaded in loader:
-        batch, y = loader.dataset.device_batch(loaded, device)
-        embeddings = model(batch).float()
-        if not getattr(model, "normalize", True):
-            embeddings = torch.nn.functional.normalize(embeddings, dim=1)
-        out.append(embeddings.cpu())
-        labels.append(y)
+    with Bar(len(loader.dataset), "embedding", at_least=LARGE) as bar:
+        for loaded in loader:
+            batch, y = loader.dataset.device_batch(loaded, device)
+            embeddings = model(batch).float()
+            if not getattr(model, "normalize", True):
+                embeddings = torch.nn.functional.normalize(embeddings, dim=1)
+            out.append(embeddings.cpu())
+            labels.append(y)
+            bar.update(len(y))
     return torch.cat(out).numpy(), torch.cat(labels).numpy()
 
 

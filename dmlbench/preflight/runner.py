@@ -20,6 +20,7 @@ from dmlbench.preflight import budget, disk
 from dmlbench.data import datasets
 from dmlbench.preflight.grouping import Group, group_runs
 from dmlbench.preflight.probe import probe
+from dmlbench.progress import Bar
 from dmlbench.report import markdown
 
 
@@ -147,6 +148,7 @@ def probe_all(groups: list[Group], workdir: Path, image_side, device: str, prese
     waiting = list(groups)
     running: dict[int, tuple] = {}
     order = {group.key: i for i, group in enumerate(groups)}
+    bar = Bar(len(groups), "preflight", unit="groups")
     while waiting or running:
         while waiting and len(running) < jobs:
             group = waiting.pop(0)
@@ -163,8 +165,10 @@ def probe_all(groups: list[Group], workdir: Path, image_side, device: str, prese
             shown = (f"{result['seconds_per_step']:.2f} s/step, {result['peak_mb']} MB"
                      if result["status"] == "passed" else result["error"])
             log(f"[{len(rows)}/{len(groups)}] {result['status']}: {group.label} ({len(group.runs)} runs): {shown}")
+            bar.update()
             if after_each:
                 after_each(_frame(rows, order))
+    bar.close()
     return _frame(rows, order)
 
 

@@ -48,5 +48,5 @@ def test_a_terminal_gets_a_bar_with_the_time_left_and_a_log_only_the_lines():
     shown = _stderr(on_terminal=True)
     assert "/6000 [" in shown and "stored:" in shown and "images/s" in shown  # tqdm: done/total [elapsed<left, rate]
     logged = _stderr(on_terminal=False)
-    assert "5000 images stored" in logged and "/6000" not in logged
+    assert "5120 images stored" in logged and "/6000" not in logged
     assert "/6000" not in _stderr(on_terminal=True, DMLBENCH_PROGRESS="off")

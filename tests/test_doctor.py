@@ -186,3 +186,38 @@ def test_data_paths_that_hold_no_dataset_need_action(tmp_path, monkeypatch):
     monkeypatch.setitem(datasets.DATASETS._entries, "cub", replace(datasets.get("cub"), expected=stats))  # the fixture's split
     cub = lines(doctor.dataset_checks(plan, {}))[("dataset", "cub")]
     assert cub.status == doctor.OK and "the extracted dataset" in cub.detail
+
+
+def test_the_results_disk_need_of_full_is_its_trainings_models_and_embeddings():
+    """Against an independent count: every run of a paper's experiment keeps one model.pt (its
+    parameters and buffers), every final fold training its test embeddings, each its records."""
+    import json
+
+    import torch
+
+    from dmlbench import models
+    from dmlbench.data import datasets
+    from dmlbench.preflight.disk import RECORDS_BYTES
+
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    sizes = {}
+    expected = 0
+    for run in plan.all_runs():
+        cfg = plan.resolve(run)
+        stage = (cfg.get("run") or {}).get("stage")
+        if stage is None:
+            key = json.dumps(cfg["model"], sort_keys=True)
+            if key not in sizes:
+                with torch.device("meta"):
+                    net = models.build(dict(cfg["model"], pretrained=False))
+                sizes[key] = sum(p.numel() * 4 for p in net.parameters()) + sum(
+                    b.numel() * b.element_size() for b in net.buffers())
+            expected += sizes[key]
+        elif stage == "final":
+            test = sum(n for split, n in datasets.get(run.dataset).expected.images.items() if split != "train")
+            expected += test * (cfg["model"]["embedding_dim"] + 1) * 4
+        expected += RECORDS_BYTES
+    check = doctor.results_disk_check(plan, free_bytes=10**9)
+    assert check.status == doctor.ACTION and check.item == "results/full"
+    assert f"need about {expected / 1e9:.1f} GB" in check.detail and "1.0 GB free" in check.detail
+    assert doctor.results_disk_check(plan, free_bytes=10**15).status == doctor.OK

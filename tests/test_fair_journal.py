@@ -135,7 +135,7 @@ def test_a_cut_last_journal_line_is_dropped_and_other_damage_is_named(tmp_path, 
 def test_a_garbled_epochs_file_of_a_finished_fold_is_named_set_aside_and_rebuilt(tmp_path):
     spec, _ = _fixture_fold_spec(tmp_path)
     spec = json.loads(json.dumps(spec))  # as the step reads it (--spec)
-    spec["run"].update(epochs=2)
+    spec["run"].update(epochs=2, keep={"checkpoint": True, "fold_model": False})  # rebuilt from a kept checkpoint
     params = tmp_path / "params.json"
     write_json(params, {"params": space.paper_setting(space.from_json(spec["space"]), spec["run"])})
     run_dir, output = tmp_path / "run", tmp_path / "validation.json"

@@ -26,10 +26,10 @@ def split_loader(table, base, split: str, cfg: dict, device):
                           **loader_options(cfg, device))
 
 
-@torch.no_grad()
 LARGE = 10_000  # images from which an embedding shows a progress bar on a terminal
 
 
+@torch.no_grad()
 def embed(model, loader, device) -> tuple[np.ndarray, np.ndarray]:
     """Embeddings of every image of `loader`, L2-normalised (retrieval and clustering compare
     directions, also for a model trained on unnormalised embeddings), and their labels."""

@@ -2,7 +2,8 @@
 
 Clones this checkout's HEAD into a temporary folder, runs `make demo` there as a new user would
 (the install, `make .venv/.installed`, timed apart from the pipeline), and prints the install
-time, the pipeline time, the number of jobs and the job time per rule (from Snakemake's log).
+time, the pipeline time, the number of jobs, the job time per rule (from Snakemake's log) and
+the size of what the demo keeps in `results/`.
 `--reuse-venv PATH` links an existing environment instead of installing (to time the pipeline
 alone). A benchmark: it prints figures, it asserts nothing.
 """
@@ -70,9 +71,10 @@ def run(cores: int, reuse_venv: Path | None) -> dict:
         raise SystemExit(f"make demo failed in {clone}")
     log = max((clone / ".snakemake" / "log").glob("*.snakemake.log"), key=lambda p: p.stat().st_mtime)
     jobs, per_rule = rule_times(log)
+    results_mb = sum(f.stat().st_size for f in (clone / "results").rglob("*") if f.is_file()) / 1e6
     shutil.rmtree(work, ignore_errors=True)
     return {"install_s": install, "pipeline_s": pipeline, "jobs": jobs, "per_rule_s": per_rule,
-            "cores": os.cpu_count(), "reused_venv": bool(reuse_venv)}
+            "cores": os.cpu_count(), "reused_venv": bool(reuse_venv), "results_mb": results_mb}
 
 
 def main(argv=None) -> None:
@@ -86,6 +88,7 @@ def main(argv=None) -> None:
     print(f"install: {figures['install_s']:.0f} s{' (linked, not installed)' if figures['reused_venv'] else ''}")
     print(f"pipeline: {figures['pipeline_s']:.0f} s, {figures['jobs']} jobs")
     print(f"fresh clone to report: {total:.0f} s (target ≤ 600 s, goal ≤ 420 s)")
+    print(f"results/: {figures['results_mb']:.0f} MB")
     for rule, seconds in sorted(figures["per_rule_s"].items(), key=lambda item: -item[1]):
         print(f"  {rule:10s} {seconds:7.0f} s of job time")
 

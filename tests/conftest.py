@@ -33,15 +33,26 @@ def python_env() -> dict:
 @pytest.fixture(scope="session")
 def full_dry_run(tmp_path_factory):
     """`snakemake -n --cores all --resources gpu=8` of the full preset (the README's dry run), run
-    once for the tests that read its job list (tens of thousands of jobs: about a minute and a
-    half here). Its tests share an xdist group, so one worker runs it once."""
+    once per test session for the tests that read its job list (tens of thousands of jobs: about
+    a minute and a half here): the first worker to ask runs it in a folder all pytest-xdist workers
+    of this session share, under a lock; the others wait and read its saved output."""
+    import fcntl
+    import json
     import subprocess
 
     from processes import run
 
-    workdir = tmp_path_factory.mktemp("full-dry-run")
-    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
-               "--scheduler", "greedy", "-n", "--cores", "all", "--resources", "gpu=8"]
-    result: subprocess.CompletedProcess = run(command, timeout=1800, capture_output=True, text=True, env=python_env())
-    assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
-    return result, workdir
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # this session's own folder
+    workdir, saved = shared / "full-dry-run", shared / "full-dry-run.json"
+    with open(shared / "full-dry-run.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not saved.exists():
+            workdir.mkdir(exist_ok=True)
+            command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+                       "--scheduler", "greedy", "-n", "--cores", "all", "--resources", "gpu=8"]
+            result = run(command, timeout=1800, capture_output=True, text=True, env=python_env())
+            assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
+            saved.write_text(json.dumps({"args": command, "stdout": result.stdout, "stderr": result.stderr}))
+    output = json.loads(saved.read_text())
+    return subprocess.CompletedProcess(output["args"], 0, output["stdout"], output["stderr"]), workdir

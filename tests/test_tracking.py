@@ -208,3 +208,21 @@ def test_the_ledger_adds_up_each_experiments_trainings_and_leaves_superseded_one
     total = ledger.totals(table.reset_index())
     assert total["gpu_hours"] == pytest.approx(1.7) and total["energy_kwh"] is None
     assert "1.70 GPU-hours" in ledger.headline(total)
+
+
+def test_a_damaged_model_of_a_run_without_checkpoint_is_kept_aside_while_the_run_trains_again(small_run, tmp_path):
+    from dmlbench.errors import DmlbenchError
+    from dmlbench.evaluation.evaluate_run import evaluate
+    from dmlbench.training.train import train
+
+    run_dir = tmp_path / "run"
+    train(small_run, run_dir, log=lambda m: None)
+    expected = evaluate(run_dir, run_dir / "metrics.json")["metrics"]
+    (run_dir / "model.pt").write_bytes((run_dir / "model.pt").read_bytes()[:1000])
+    with pytest.raises(DmlbenchError, match="Rerun: the train step writes it again"):
+        evaluate(run_dir, run_dir / "metrics.json")
+    logs = []
+    train(small_run, run_dir, log=logs.append)
+    assert any("finished before and kept no checkpoint" in line for line in logs)
+    assert (run_dir / "model.pt.corrupt").exists() and not (run_dir / "checkpoint.pt").exists()
+    assert evaluate(run_dir, run_dir / "metrics.json")["metrics"] == expected  # trained again, the same

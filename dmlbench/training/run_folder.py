@@ -94,7 +94,10 @@ def supersede(run_dir: Path, old_fingerprint: str) -> Path:
 
 
 def discard_unfinished(run_dir: Path) -> None:
-    """Remove what an attempt wrote before its first checkpoint (`exclusive` then removes the
-    folder itself when nothing else is in it)."""
+    """Remove what an attempt wrote before its first checkpoint, or what a finished run kept
+    when it trains again (`exclusive` then removes the folder itself when nothing else is in it).
+    Files set aside as damaged (`*.corrupt`, named to the user when set aside) stay."""
     for path in _contents(run_dir):
+        if path.name.endswith(".corrupt"):
+            continue
         shutil.rmtree(path) if path.is_dir() else path.unlink()

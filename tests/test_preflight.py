@@ -196,3 +196,25 @@ def test_bounded_preflight_of_the_full_catalogue_passes(tmp_path):
     assert "scaled from 32 px" in text and "| **all** |" in text
     page = _budget_html(out / "budget.md", "full", out.parent)
     assert "Compute budget" in page and "preflight/preflight.md" in page
+
+
+def test_the_budget_lists_each_experiments_results_disk_beside_its_hours(full, tmp_path):
+    import pandas as pd
+
+    from dmlbench.preflight import disk
+    from dmlbench.preflight.runner import PROJECTION_COLUMNS, _write_budget, project_group
+
+    groups = [g for g in group_runs(full, full.runs("ms.t1") + full.runs("dro.t1"))]
+    measured = pd.Series({"status": "passed", "seconds_per_step": 0.5, "eval_seconds_per_image": 0.01})
+    rows = [row for g in groups for row in project_group(full, g, measured, None)]
+    projection = pd.DataFrame(rows, columns=PROJECTION_COLUMNS)
+    for row in rows:  # each run's own need
+        run = next(r for g in groups for r in g.runs if r.path("full") == row["run"])
+        assert row["results_gb"] == disk.run_bytes(full.resolve(run), run.dataset) / 1e9
+    _write_budget(projection, tmp_path, "CPU", None, 8, "full")
+    text = (tmp_path / "budget.md").read_text()
+    assert "| results GB |" in text
+    for experiment in ("ms.t1", "dro.t1"):
+        line = next(l for l in text.splitlines() if l.startswith(f"| {experiment} |"))
+        gb = projection.loc[projection["experiment"] == experiment, "results_gb"].sum()
+        assert line.rstrip(" |").endswith(f"{gb:.1f}") and gb > 0

@@ -228,7 +228,8 @@ def urls_to_probe(plan) -> list[str]:
 # --- weights and disk --------------------------------------------------------------------------
 
 def _weights_needed(plan) -> list[tuple[str, str, Path]]:
-    """(backbone, url, local path) of the ImageNet weights the plan's runs load."""
+    """(backbone, url, local path) of the ImageNet weights the plan's runs load from a URL (the
+    papers' networks; the timm trunks are `timm_weights_needed`)."""
     from dmlbench.models import weights
     from dmlbench.models.backbones import BACKBONES
 
@@ -244,6 +245,38 @@ def _weights_needed(plan) -> list[tuple[str, str, Path]]:
     return [(b, url, path) for b, (url, path) in sorted(needed.items())]
 
 
+def timm_weights_needed(plan) -> list[tuple[str, object, Path, str | None]]:
+    """(backbone, its timm entry, local path, the run's `model.weights_sha256`) of every pretrained
+    timm trunk the plan's runs load."""
+    from dmlbench.models import timm_trunks
+
+    needed = {}
+    for run in plan.all_runs():
+        model = plan.resolve(run)["model"]
+        trunk = timm_trunks.TRUNKS.get(model["backbone"])
+        if trunk is None or not model["pretrained"]:
+            continue
+        path = timm_trunks.local_file(trunk, model["weights"])
+        needed[(model["backbone"], path)] = (trunk, model.get("weights_sha256"))
+    return [(b, trunk, path, digest) for (b, path), (trunk, digest) in sorted(needed.items(), key=str)]
+
+
+def timm_weight_checks(plan) -> list[Check]:
+    """Each timm trunk's file: where it goes, its expected sha256 and whether the file there has it
+    (no hub access: the file is placed by hand)."""
+    from dmlbench.errors import DmlbenchError
+    from dmlbench.models import timm_trunks
+
+    checks = []
+    for backbone, trunk, path, user_digest in timm_weights_needed(plan):
+        try:
+            timm_trunks.verified_file(trunk, str(path), user_digest)
+            checks.append(Check("weights", backbone, OK, f"{path}: sha256 verified"))
+        except DmlbenchError as error:
+            checks.append(Check("weights", backbone, ACTION, str(error)))
+    return checks
+
+
 def weight_checks(plan, probes: dict[str, Probe]) -> list[Check]:
     checks = []
     for backbone, url, path in _weights_needed(plan):
@@ -254,7 +287,7 @@ def weight_checks(plan, probes: dict[str, Probe]) -> list[Check]:
         else:
             checks.append(Check("weights", backbone, ACTION,
                                 f"{url} {probes[url].detail}: download it elsewhere and place it at {path}"))
-    return checks
+    return checks + timm_weight_checks(plan)
 
 
 def store_gb(plan, dataset: str) -> float:

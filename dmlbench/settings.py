@@ -154,6 +154,3 @@ def check_run(cfg: dict, where: str) -> None:
     if cfg["early_stopping"]["patience"] and cfg["eval"]["every"] != 1:
         raise ConfigError(f"{where}: early_stopping.patience needs an evaluation after every epoch "
                           f"(eval.every: 1, now {cfg['eval']['every']})")
-    if cfg["model"]["weights"] and cfg["model"]["backbone"] != "bninception":
-        raise ConfigError(f"{where}: model.weights is read for bninception only, not "
-                          f"{cfg['model']['backbone']}")

@@ -8,6 +8,7 @@ from dmlbench.analysis import ANALYSES
 from dmlbench.config.loading import check_keys
 from dmlbench.data.datasets import DATASETS
 from dmlbench.errors import ConfigError
+from dmlbench.models import timm_trunks
 from dmlbench.plots import FIGURES
 from dmlbench.registry import did_you_mean
 from dmlbench.verdicts import claims
@@ -248,6 +249,7 @@ def check_runs(plan) -> None:
         where = f"run {run.path(plan.name)}"
         settings.check({k: cfg[k] for k in plan.defaults}, plan.settings_schema, where)
         settings.check_run(cfg, where)
+        timm_trunks.check_settings(cfg, where)
         check_classes(plan, cfg, run.dataset, where)
         if (plan.experiments[run.experiment].get("table") or {}).get("test_selected") \
                 and not cfg["eval"]["every"]:
@@ -269,6 +271,7 @@ def check_fair_runs(plan) -> None:
         where = f"fair run {run.path(plan.name)}"
         settings.check({k: cfg[k] for k in plan.defaults}, plan.settings_schema, where)
         settings.check_run(cfg, where)
+        timm_trunks.check_settings(cfg, where)
         check_classes(plan, cfg, run.dataset, where)
         if not cfg["early_stopping"]["patience"]:
             raise ConfigError(f"{where}: the fair protocol selects each fold's epoch on its validation fold: "

@@ -1,7 +1,8 @@
 """The trunks an embedding network can stand on, by name (`model.backbone`): the papers'
-ImageNet networks (BN-Inception, GoogLeNet, ResNet-18/50) and two small CPU networks. Each entry
-builds the trunk (its feature maps, not pooled), says where its ImageNet weights come from and
-which input its weights expect."""
+ImageNet networks (BN-Inception, GoogLeNet, ResNet-18/50), today's trunks through timm (ViT,
+DINO, DINOv2, CLIP; `dmlbench.models.timm_trunks`) and two small CPU networks. Each entry builds
+the trunk (its feature maps, not pooled), says where its weights come from and which input its
+weights expect."""
 
 from __future__ import annotations
 
@@ -11,21 +12,28 @@ from typing import Callable
 from torch import nn
 
 from dmlbench.errors import ConfigError
-from dmlbench.models import bninception, weights
+from dmlbench.models import bninception, timm_trunks, weights
 from dmlbench.registry import Registry
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
 @dataclass(frozen=True)
 class Backbone:
-    """`build(pretrained, weights_path)` → (trunk, width of its feature maps); `weights_url`: its
+    """`build(pretrained, weights_path, weights_sha256)` → (trunk, width of its feature maps); `weights_url`: its
     ImageNet weights (None: never pretrained); `caffe_input`: the weights expect BGR 0-255 minus
-    Caffe's means (BN-Inception), else RGB normalised by ImageNet's mean and std; `local_weights`:
-    `model.weights` may name a local copy of the file."""
+    Caffe's means (BN-Inception), else RGB normalised by `mean` and `std`; `local_weights`:
+    `model.weights` may name a local copy of the file; `timm`: a trunk from timm (its weights are
+    a local safetensors file of a published sha256, never downloaded at run time)."""
 
-    build: Callable[[bool, str | None], tuple[nn.Module, int]]
+    build: Callable[[bool, str | None, str | None], tuple[nn.Module, int]]
     weights_url: str | None = None
     caffe_input: bool = False
     local_weights: bool = False
+    mean: tuple[float, float, float] = IMAGENET_MEAN
+    std: tuple[float, float, float] = IMAGENET_STD
+    timm: timm_trunks.TimmTrunk | None = None
 
 
 BACKBONES = Registry("backbone", error=ConfigError)
@@ -125,7 +133,7 @@ class _GoogLeNetTrunk(nn.Module):
         return n.inception5b(n.inception5a(n.maxpool4(x)))
 
 
-def _bninception_trunk(pretrained: bool, weights_path: str | None) -> tuple[nn.Module, int]:
+def _bninception_trunk(pretrained: bool, weights_path: str | None, _digest=None) -> tuple[nn.Module, int]:
     trunk = bninception.BNInception()
     if pretrained:
         state = weights.load_checked(bninception.WEIGHTS_URL, bninception.WEIGHTS_SHA256, weights_path)
@@ -133,9 +141,9 @@ def _bninception_trunk(pretrained: bool, weights_path: str | None) -> tuple[nn.M
     return trunk, bninception.BNInception.out_features
 
 
-def _small(network) -> Callable[[bool, str | None], tuple[nn.Module, int]]:
+def _small(network) -> Callable[[bool, str | None, str | None], tuple[nn.Module, int]]:
     """A CPU-sized network: random initialisation whatever `pretrained` says."""
-    return lambda pretrained, weights_path: (network(), network.out_features)
+    return lambda pretrained, weights_path, digest: (network(), network.out_features)
 
 
 BACKBONES.register("small_cnn")(Backbone(_small(SmallCNN)))
@@ -143,5 +151,30 @@ BACKBONES.register("spatial_cnn")(Backbone(_small(SpatialCNN)))
 BACKBONES.register("bninception")(Backbone(_bninception_trunk, bninception.WEIGHTS_URL, caffe_input=True,
                                            local_weights=True))
 for _name, (_, _url) in TORCHVISION.items():
-    BACKBONES.register(_name)(Backbone(lambda pretrained, path, name=_name: _torchvision_trunk(name, pretrained),
-                                       _url))
+    BACKBONES.register(_name)(Backbone(
+        lambda pretrained, path, digest, name=_name: _torchvision_trunk(name, pretrained), _url))
+
+
+class _ClsToken(nn.Module):
+    """A timm transformer pooled to its CLS token, shaped as a 1 × 1 map (the embedding net's
+    global pooling then leaves it as it is)."""
+
+    def __init__(self, net: nn.Module):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x):
+        return self.net(x)[:, :, None, None]
+
+
+def _timm_trunk(trunk: timm_trunks.TimmTrunk, pretrained: bool, weights_path: str | None,
+                digest: str | None) -> tuple[nn.Module, int]:
+    """A timm trunk (`dmlbench.models.timm_trunks`) and the width of what it hands on."""
+    net = timm_trunks.create(trunk, pretrained, weights_path, digest)
+    return (_ClsToken(net) if trunk.cls_token else net), net.num_features
+
+
+for _name, _trunk in timm_trunks.TRUNKS.items():
+    BACKBONES.register(_name)(Backbone(
+        lambda pretrained, path, digest, trunk=_trunk: _timm_trunk(trunk, pretrained, path, digest),
+        local_weights=True, mean=_trunk.mean, std=_trunk.std, timm=_trunk))

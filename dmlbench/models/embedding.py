@@ -1,7 +1,8 @@
 """Backbone → global pooling → linear → L2 normalisation.
 
 Every backbone takes RGB images in [0, 1]; the network converts them to what its weights expect
-(ImageNet mean/std for torchvision models, BGR 0-255 minus Caffe means for BN-Inception).
+(the backbone's mean/std: ImageNet's for torchvision models, timm's per trunk; BGR 0-255 minus
+Caffe means for BN-Inception).
 """
 
 from __future__ import annotations
@@ -14,9 +15,6 @@ from dmlbench.errors import ConfigError
 from dmlbench.models import bninception
 from dmlbench.models.backbones import BACKBONES
 
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
-
 
 class EmbeddingNet(nn.Module):
     """Images (RGB, [0, 1]) → embeddings of size `embedding_dim`, L2-normalised unless
@@ -25,7 +23,7 @@ class EmbeddingNet(nn.Module):
 
     def __init__(self, backbone: str = "resnet50", embedding_dim: int = 512, pretrained: bool = True,
                  pooling: str = "avg", frozen_bn: bool = False, weights_path: str | None = None,
-                 normalize: bool = True):
+                 normalize: bool = True, weights_sha256: str | None = None):
         super().__init__()
         self.normalize = normalize
         BACKBONES.check(backbone, "model.backbone")
@@ -33,15 +31,15 @@ class EmbeddingNet(nn.Module):
             raise ConfigError(f"model.pooling must be 'avg' or 'max', not {pooling!r}")
         self.backbone_name, self.pooling, self.frozen_bn = backbone, pooling, frozen_bn
         spec = BACKBONES.get(backbone)
-        self.trunk, features = spec.build(pretrained, weights_path)
+        self.trunk, features = spec.build(pretrained, weights_path, weights_sha256)
         self.caffe_input = spec.caffe_input
         self.head = nn.Linear(features, embedding_dim)
         if spec.caffe_input:
             self.register_buffer("mean", torch.tensor(bninception.MEAN_BGR).view(1, 3, 1, 1))
             self.register_buffer("std", torch.ones(1, 3, 1, 1))
         else:
-            self.register_buffer("mean", torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1))
-            self.register_buffer("std", torch.tensor(IMAGENET_STD).view(1, 3, 1, 1))
+            self.register_buffer("mean", torch.tensor(spec.mean).view(1, 3, 1, 1))
+            self.register_buffer("std", torch.tensor(spec.std).view(1, 3, 1, 1))
 
     def _prepare_input(self, images: torch.Tensor) -> torch.Tensor:
         if self.caffe_input:
@@ -64,11 +62,24 @@ class EmbeddingNet(nn.Module):
                         p.requires_grad_(False)
         return self
 
-    def parameter_groups(self, lr: float, head_lr_mult: float) -> list[dict]:
-        """Optimiser groups: the trunk at `lr`, the embedding layer at `lr × head_lr_mult`."""
-        trunk = [p for p in self.trunk.parameters() if p.requires_grad]
-        return [{"params": trunk, "lr": lr},
-                {"params": list(self.head.parameters()), "lr": lr * head_lr_mult}]
+    def parameter_groups(self, lr: float, head_lr_mult: float, layer_decay: float = 1.0) -> list[dict]:
+        """Optimiser groups: the trunk at `lr` (with `layer_decay` < 1, a timm trunk's layers as timm
+        numbers them, layer l of L at lr × layer_decay^(L − l)), the embedding layer at
+        `lr × head_lr_mult`."""
+        head = {"params": list(self.head.parameters()), "lr": lr * head_lr_mult}
+        if layer_decay == 1.0:
+            return [{"params": [p for p in self.trunk.parameters() if p.requires_grad], "lr": lr}, head]
+        return [*timm_layer_groups(self.trunk, lr, layer_decay), head]
+
+
+def timm_layer_groups(trunk: nn.Module, lr: float, layer_decay: float) -> list[dict]:
+    """Layer-wise learning-rate decay over a timm network (timm's own layer numbering,
+    `timm.optim.param_groups_layer_decay`); weight decay stays the optimiser's, for every group."""
+    from timm.optim import param_groups_layer_decay
+
+    net = getattr(trunk, "net", trunk)
+    groups = param_groups_layer_decay(net, weight_decay=0.0, no_weight_decay_list=(), layer_decay=layer_decay)
+    return [{"params": [p for p in g["params"] if p.requires_grad], "lr": lr * g["lr_scale"]} for g in groups]
 
 
 def build(model_config: dict) -> EmbeddingNet:
@@ -76,5 +87,5 @@ def build(model_config: dict) -> EmbeddingNet:
         backbone=model_config["backbone"], embedding_dim=model_config["embedding_dim"],
         pretrained=model_config["pretrained"], pooling=model_config["pooling"],
         frozen_bn=model_config["frozen_bn"], weights_path=model_config.get("weights"),
-        normalize=model_config.get("normalize", True),
+        normalize=model_config.get("normalize", True), weights_sha256=model_config.get("weights_sha256"),
     )

@@ -33,8 +33,16 @@ class RunBusyError(DmlbenchError):
 NOT_IN_FINGERPRINT = ("keep", "tracking")
 
 
+# settings added after runs were made, at the value with which a run computes what it computed
+# before they existed: left out of the fingerprint at that value, so finished runs stay valid
+INTRODUCED_AT = {("model", "weights_sha256"): None, ("optimizer", "layer_decay"): 1.0}
+
+
 def fingerprint(cfg: dict) -> str:
     kept = {key: value for key, value in cfg.items() if key not in NOT_IN_FINGERPRINT}
+    for (section, key), neutral in INTRODUCED_AT.items():
+        if isinstance(kept.get(section), dict) and kept[section].get(key, neutral) == neutral:
+            kept[section] = {k: v for k, v in kept[section].items() if k != key}
     return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()
 
 

@@ -42,16 +42,17 @@ def seed_epoch(seed: int, epoch: int) -> torch.Generator:
 
 
 def build_optimizer(model, criterion, cfg: dict):
-    """Adam, SGD or RMSprop over the trunk (lr), the embedding layer (lr × head_lr_mult) and, when they
+    """Adam, AdamW, SGD or RMSprop over the trunk (lr; with `layer_decay` < 1 a timm transformer's
+    blocks at lr × layer_decay^(depth − block)), the embedding layer (lr × head_lr_mult) and, when they
     share it (`loss_params.optimizer: shared`), the loss's own parameters such as proxies
     (lr × loss_lr_mult)."""
-    groups = model.parameter_groups(cfg["lr"], cfg["head_lr_mult"])
+    groups = model.parameter_groups(cfg["lr"], cfg["head_lr_mult"], cfg.get("layer_decay", 1.0))
     loss_params = [p for p in criterion.parameters() if p.requires_grad]
     if loss_params and cfg["loss_params"]["optimizer"] == "shared":
         groups.append({"params": loss_params, "lr": cfg["lr"] * cfg["loss_lr_mult"]})
-    if cfg["name"] == "adam":
-        return torch.optim.Adam(groups, lr=cfg["lr"], betas=tuple(cfg["betas"]),
-                                weight_decay=cfg["weight_decay"])
+    if cfg["name"] in ("adam", "adamw"):
+        optimizer = torch.optim.AdamW if cfg["name"] == "adamw" else torch.optim.Adam
+        return optimizer(groups, lr=cfg["lr"], betas=tuple(cfg["betas"]), weight_decay=cfg["weight_decay"])
     if cfg["name"] == "rmsprop":
         return torch.optim.RMSprop(groups, lr=cfg["lr"], momentum=cfg["momentum"],
                                    weight_decay=cfg["weight_decay"])

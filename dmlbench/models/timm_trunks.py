@@ -1,0 +1,182 @@
+"""Today's trunks through timm (ViT, DINO, DINOv2, CLIP's image tower, timm's ResNet-50), with
+their input convention, the feature they hand to the embedding layer, and their pretrained file.
+
+No hub access at run time: a pretrained trunk reads `model.safetensors` from a local file
+(`model.weights`, or `<torch hub dir>/checkpoints/timm/<timm name>.safetensors`), verified by the
+sha256 that the Hugging Face Hub publishes for it before timm reads it. Only safetensors files are
+read (no pickle is ever loaded), and timm's own checkpoint filter adapts the file to the built
+network (DINOv2's position embeddings resampled from 518 to the built 224 pixels)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from dmlbench.errors import ConfigError, DmlbenchError
+
+
+@dataclass(frozen=True)
+class TimmTrunk:
+    """`model`: timm's name with its pretrained tag; `sha256`: the published digest of the hub
+    repository's `model.safetensors` (None: no digest on record, so no pretrained use);
+    `source`: where that digest was read; `img_size`: the side the network is built for (None:
+    timm's own); `cls_token`: the embedding layer takes the CLS token after the final norm, else
+    the feature maps are pooled by the embedding net (`model.pooling`); `mean`, `std`,
+    `interpolation`, `native_size`: the input convention of the weights (timm's
+    `resolve_data_config`, tested); `pretraining` and `overlap`: what the weights were trained on
+    and what that data is known to hold of the four retrieval datasets."""
+
+    model: str
+    sha256: str | None
+    source: str
+    mean: tuple[float, float, float]
+    std: tuple[float, float, float]
+    native_size: int
+    interpolation: str = "bicubic"
+    img_size: int | None = None
+    cls_token: bool = True
+    pretraining: str = ""
+    overlap: str = ""
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.model}.safetensors"
+
+    @property
+    def hub_url(self) -> str:
+        return f"https://huggingface.co/timm/{self.model}/resolve/main/model.safetensors"
+
+
+IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
+INCEPTION = ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))
+CLIP = ((0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711))
+
+
+def local_file(trunk: TimmTrunk, weights_path: str | None) -> Path:
+    """Where the trunk's weights are read from: `model.weights`, else the timm folder of torch's
+    checkpoint cache."""
+    if weights_path:
+        return Path(weights_path)
+    from dmlbench.models.weights import cache_dir
+
+    return cache_dir() / "timm" / trunk.file_name
+
+
+def expected_digest(trunk: TimmTrunk, user_digest: str | None) -> str:
+    """The sha256 the file must have: the catalogue's published one, else the one the user read on
+    the hub page (`model.weights_sha256`); both given, they must agree."""
+    page = f"https://huggingface.co/timm/{trunk.model}/blob/main/model.safetensors"
+    if trunk.sha256 and user_digest and user_digest != trunk.sha256:
+        raise DmlbenchError(f"model.weights_sha256 {user_digest} is not the published {trunk.sha256} of "
+                            f"{trunk.model} ({trunk.source}); remove the setting or correct it")
+    if trunk.sha256 or user_digest:
+        return trunk.sha256 or user_digest
+    raise DmlbenchError(f"{trunk.model}: no published sha256 of its weights is on record here. Read it on "
+                        f"{page} (Git LFS details) and set model.weights_sha256 to it, or use "
+                        f"model.pretrained: false")
+
+
+def verified_file(trunk: TimmTrunk, weights_path: str | None, user_digest: str | None = None) -> Path:
+    """The local weights file, checked before anything reads it: present, a safetensors file, and of
+    the expected sha256 (`expected_digest`)."""
+    digest_wanted = expected_digest(trunk, user_digest)
+    path = local_file(trunk, weights_path)
+    if not path.exists():
+        raise DmlbenchError(f"{path}: the weights of {trunk.model} are not there. Download {trunk.hub_url} "
+                            f"(sha256 {digest_wanted}) and place it at {path}, or set model.weights to its "
+                            f"path (`python -m dmlbench doctor` lists every file the plan needs).")
+    if path.suffix != ".safetensors":
+        raise DmlbenchError(f"{path}: only safetensors weights are read (a pickled file is never "
+                            f"loaded); use the hub's model.safetensors of {trunk.model}")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != digest_wanted:
+        raise DmlbenchError(f"{path}: sha256 {digest} is not the expected {digest_wanted} of {trunk.model} "
+                            f"(left untouched). Place an intact copy of {trunk.hub_url} there.")
+    return path
+
+
+def check_settings(cfg: dict, where: str) -> None:
+    """The model and optimiser settings that only some trunks read, refused elsewhere."""
+    backbone = cfg["model"]["backbone"]
+    if cfg["model"]["weights"] and backbone != "bninception" and backbone not in TRUNKS:
+        raise ConfigError(f"{where}: model.weights is read for bninception and the timm trunks only, not "
+                          f"{backbone}")
+    if cfg["model"].get("weights_sha256") and backbone not in TRUNKS:
+        raise ConfigError(f"{where}: model.weights_sha256 is read for the timm trunks only, not {backbone}")
+    if cfg["optimizer"].get("layer_decay", 1.0) != 1.0 and (backbone not in TRUNKS or not TRUNKS[backbone].cls_token):
+        raise ConfigError(f"{where}: optimizer.layer_decay needs a timm transformer (its blocks are the "
+                          f"layers), not {backbone}")
+
+
+def create(trunk: TimmTrunk, pretrained: bool, weights_path: str | None, user_digest: str | None = None):
+    """timm's network without its classifier: pooled to the CLS token after the final norm
+    (`cls_token`), else returning its feature maps. ViTs are built with `dynamic_img_size` and
+    `dynamic_img_pad` (an input side not a multiple of the patch is padded), so
+    the preflight's shrunk crops and any `input.crop` run."""
+    import timm
+
+    options = {"num_classes": 0}
+    if trunk.cls_token:
+        options.update(global_pool="token", dynamic_img_size=True, dynamic_img_pad=True)
+    else:
+        options.update(global_pool="")
+    if trunk.img_size:
+        options["img_size"] = trunk.img_size
+    if not pretrained:
+        return timm.create_model(trunk.model, pretrained=False, **options)
+    path = verified_file(trunk, weights_path, user_digest)
+    return timm.create_model(trunk.model, pretrained=True, pretrained_cfg_overlay={"file": str(path)}, **options)
+
+
+# `sha256`: read on the file's Hugging Face "Git LFS Details" page (`source`, 2026-11-26); None
+# where no such page was at hand, and then the run must name the digest the user read on the hub
+# page (`model.weights_sha256`). Pretraining data and overlap: the model cards and papers named.
+IN21K_OVERLAP = ("CUB's authors warn that its images overlap ImageNet's (22 of CUB's 5,794 test images "
+                 "reported in ImageNet-1k, part of ImageNet-21k, by the Spatial Transformer Networks "
+                 "authors); no audit known for Cars, SOP, In-Shop")
+IN1K_OVERLAP = ("CUB's images overlap ImageNet-1k's (22 of its 5,794 test images reported there by the "
+                "Spatial Transformer Networks authors); "
+                "no audit known for Cars, SOP, In-Shop")
+DINOV2_OVERLAP = ("LVD-142M was retrieved with CUB-200-2011's and Stanford Cars' official training sets as "
+                  "queries, 1M images each (DINOv2 paper, Tables 15 and 18); only the official test sets were "
+                  "deduplicated against, so DML's test classes (CUB 101-200, Cars 99-196, which include "
+                  "official training images) may have near neighbours in it; SOP and In-Shop were not queries")
+TRUNKS: dict[str, TimmTrunk] = {
+    "vit_s16_in21k": TimmTrunk(
+        "vit_small_patch16_224.augreg_in21k", None, "", *INCEPTION, native_size=224,
+        pretraining="ImageNet-21k, supervised (AugReg, arXiv 2106.10270)", overlap=IN21K_OVERLAP),
+    "vit_b16_in21k": TimmTrunk(
+        "vit_base_patch16_224.augreg_in21k", None, "", *INCEPTION, native_size=224,
+        pretraining="ImageNet-21k, supervised (AugReg, arXiv 2106.10270)", overlap=IN21K_OVERLAP),
+    "vit_s16_dino": TimmTrunk(
+        "vit_small_patch16_224.dino", None, "", *IMAGENET, native_size=224,
+        pretraining="ImageNet-1k without labels (DINO, arXiv 2104.14294)", overlap=IN1K_OVERLAP),
+    "vit_b16_dino": TimmTrunk(
+        "vit_base_patch16_224.dino", "93181583427d6de3e18ab0e6ee4df35736cfc51a3c1bf9ae0e9b53b1316598dc",
+        "https://huggingface.co/timm/vit_base_patch16_224.dino/blob/refs%2Fpr%2F2/model.safetensors "
+        "(the file unchanged on main since 9578d38)", *IMAGENET, native_size=224,
+        pretraining="ImageNet-1k without labels (DINO, arXiv 2104.14294)", overlap=IN1K_OVERLAP),
+    "dinov2_s14": TimmTrunk(
+        "vit_small_patch14_dinov2.lvd142m", None, "", *IMAGENET, native_size=518, img_size=224,
+        pretraining="LVD-142M, self-supervised (DINOv2, arXiv 2304.07193)", overlap=DINOV2_OVERLAP),
+    "dinov2_b14": TimmTrunk(
+        "vit_base_patch14_dinov2.lvd142m", "55cbb5d887b336d430e649c277b85a1429e724871f9d02ac16203235886d8c7b",
+        "https://huggingface.co/timm/vit_base_patch14_dinov2.lvd142m/blob/main/model.safetensors",
+        *IMAGENET, native_size=518, img_size=224,
+        pretraining="LVD-142M, self-supervised (DINOv2, arXiv 2304.07193)", overlap=DINOV2_OVERLAP),
+    "clip_b16": TimmTrunk(
+        "vit_base_patch16_clip_224.openai", None, "", *CLIP, native_size=224,
+        pretraining="WIT, OpenAI's 400M web image-text pairs (CLIP, arXiv 2103.00020)",
+        overlap="not public, so not auditable; CLIP's overlap analysis (section 5) checked Stanford Cars among 35 "
+                "datasets (median overlap 2.2 %); CUB, SOP and In-Shop were not analysed"),
+    "timm_resnet50": TimmTrunk(
+        "resnet50.a1_in1k", "773525d5821de224f8f30c33377b7a795d7863e08522698200d3217d3f2a41bb",
+        "https://huggingface.co/timm/resnet50.a1_in1k/blob/5d9e13b8fdab4d9718bcf2c8f5c3af01878367e8/"
+        "model.safetensors (main changed only README.md since)", *IMAGENET, native_size=224, cls_token=False,
+        pretraining="ImageNet-1k, supervised (ResNet strikes back A1, arXiv 2110.00476)", overlap=IN1K_OVERLAP),
+    "vit_tiny_test": TimmTrunk(
+        "test_vit.r160_in1k", None, "", *INCEPTION, native_size=160,
+        pretraining="none: timm's smallest ViT, used with random initialisation (CPU presets, tests)",
+        overlap="none (random initialisation)"),
+}

@@ -7,11 +7,13 @@ import re
 from pathlib import Path
 
 from dmlbench.config.loading import deep_merge, printed_numbers
+from dmlbench.config import fair_catalogue
 from dmlbench.config.run import Run
 from dmlbench.data import fixtures
 from dmlbench.data.datasets import DATASETS
 from dmlbench.errors import ConfigError
 from dmlbench.evaluation import reference
+from dmlbench.models import timm_trunks
 
 
 TITLE_SETTING = re.compile(r"\{([a-z_.]+)\}")  # a training setting named in a title: {record.scatter_epochs}
@@ -71,8 +73,19 @@ class StepSpecs:
                 "method_labels": {run.method: paper_label(exp, run.method) or self._label(run)
                                   for run in self.runs(experiment)},
                 "plot": exp.get("plot"), "figures": exp.get("figures") or [],
+                "trunks": {variant: self._trunk(entry) for variant, entry in (exp.get("sweep") or {}).items()
+                           if variant in {run.variant for run in self.runs(experiment)}},
+                "paper_recall": (fair_catalogue.paper_recall_at_1(self, experiment, self.datasets_of(experiment))
+                                 if exp.get("paper_numbers") else {}),
                 "datasets": self.datasets_of(experiment),
                 "reference_of": [[d, m, name] for (d, m), name in self.reference_map(experiment).items()]}
+
+    @staticmethod
+    def _trunk(sweep_entry: dict) -> dict:
+        """A sweep variant's `model.backbone` and its name in tables and figures."""
+        backbone = ((sweep_entry.get("train") or {}).get("model") or {}).get("backbone")
+        trunk = timm_trunks.TRUNKS.get(backbone)
+        return {"backbone": backbone, "label": trunk.label if trunk else str(backbone)}
 
     def title(self, experiment: str) -> str:
         """The experiment's title, each `{setting.path}` in it filled with that training setting

@@ -64,11 +64,20 @@ def check_catalogue(plan) -> None:
         check_tolerance(exp, f"{plan.sources[key]}: {where}")
         check_layout(exp, where)
         check_title(plan, exp, where)
+        ranked = "trunk_ranking" in (exp.get("figures") or [])
         if exp.get("kind") == "fair":
             check_fair(plan, key, where)
-        elif {"fair", "necessities", "paper_numbers", "omitted"} & set(exp) or exp.get("kind") is not None:
+        elif {"fair", "necessities", "omitted"} & set(exp) or exp.get("kind") is not None:
             raise ConfigError(f"{where}: `kind` is analysis or fair, and only a fair experiment has `fair`, "
-                              f"`necessities`, `paper_numbers` and `omitted`")
+                              f"`necessities` and `omitted`")
+        elif ranked or "paper_numbers" in exp:
+            if not (ranked and exp.get("sweep")):
+                raise ConfigError(f"{where}: `paper_numbers` belong to a fair experiment or to one whose "
+                                  f"figures include trunk_ranking, with a sweep over trunks; and such a "
+                                  f"figure needs both")
+            from dmlbench.config import fair_catalogue
+
+            fair_catalogue.check_paper_numbers(plan, key, where)
         for label, entry in (exp.get("sweep") or {}).items():
             if not set(entry) <= SWEEP_KEYS:
                 raise ConfigError(f"{where}.sweep.{label}: keys must be among {sorted(SWEEP_KEYS)}")

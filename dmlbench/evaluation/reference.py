@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+from dmlbench.models import timm_trunks
+
 KINDS = ("initial", "trunk", "pixels")
 BACKBONE_NAMES = {"small_cnn": "small CNN", "spatial_cnn": "spatial CNN", "resnet18": "ResNet-18",
                   "resnet50": "ResNet-50", "googlenet": "GoogLeNet", "bninception": "BN-Inception"}
@@ -62,11 +64,16 @@ def label(key: dict, kind: str) -> str:
     if kind == "pixels":
         return "no training: raw pixels"
     model = key["model"]
-    trunk = BACKBONE_NAMES.get(model["backbone"], model["backbone"])
-    trunk += " (ImageNet)" if model["pretrained"] and model["backbone"] not in ("small_cnn", "spatial_cnn") \
-        else " (random init.)"
+    timm_trunk = timm_trunks.TRUNKS.get(model["backbone"])
+    if timm_trunk:  # its label names its pretraining
+        trunk = timm_trunk.label if model["pretrained"] or "random init" in timm_trunk.label \
+            else f"{timm_trunk.label} (random init.)"
+    else:
+        trunk = BACKBONE_NAMES.get(model["backbone"], model["backbone"])
+        trunk += " (ImageNet)" if model["pretrained"] and model["backbone"] not in ("small_cnn", "spatial_cnn") \
+            else " (random init.)"
     if kind == "trunk":
-        return f"no training: {trunk}, pooled features"
+        return f"no training: {trunk}, {'CLS token' if timm_trunk and timm_trunk.cls_token else 'pooled features'}"
     return f"no training: {trunk} + {model['embedding_dim']}-d head at initialisation"
 
 

@@ -7,3 +7,4 @@ from dmlbench.registry import Registry
 FIGURES = Registry("figure")
 FIGURES.register_lazy("triplet_scatter", "dmlbench.plots.triplets:triplet_scatter")
 FIGURES.register_lazy("triplet_moves", "dmlbench.plots.triplets:triplet_moves")
+FIGURES.register_lazy("trunk_ranking", "dmlbench.plots.ranking:trunk_ranking")

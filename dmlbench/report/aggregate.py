@@ -16,6 +16,7 @@ from dmlbench.config.loading import printed
 from dmlbench.errors import DmlbenchError
 from dmlbench.fair.intervals import mean_interval
 from dmlbench.io import atomic_path, set_aside
+from dmlbench.models import timm_trunks
 from dmlbench.plots import FIGURES
 from dmlbench.report import figures, references
 from dmlbench.report.markdown import row as markdown_row
@@ -108,6 +109,9 @@ def markdown(summary: pd.DataFrame, spec: dict, quoted: pd.DataFrame) -> str:
     if said:
         lines += ["Rows \"no training\": the same evaluation of embeddings before any training step. "
                   + " ".join(said), ""]
+    leakage = timm_trunks.overlap_note(t["backbone"] for t in (spec.get("trunks") or {}).values())
+    if leakage:
+        lines += [leakage, ""]
     for dataset, block in summary.groupby("dataset", sort=False):
         metrics = list(dict.fromkeys(block["metric"]))
         lines += [f"## {dataset}", "", markdown_row(["method", *metrics]), "|---|" + "---|" * len(metrics)]

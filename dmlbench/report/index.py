@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from dmlbench.io import atomic_path, json_text, read_json
+from dmlbench.models import timm_trunks
 from dmlbench.report import certificate_section, contents, fair_section, layout, ledger, markdown, provenance, references
 from dmlbench.report.aggregate import TOY_NOTE
 from dmlbench.verdicts import certificate
@@ -126,6 +127,10 @@ def _table_html(plan, key: str, folder: Path | None) -> str:
                         "step (first seed's network at initialisation, its trunk's pooled features"
                         + (", the raw pixels" if any("raw pixels" in s for s in said) else "") + "). "
                         + " ".join(said))
+    ran = {run.variant for run in plan.runs(key)} if key in plan.experiment_ids else set()
+    leakage = timm_trunks.overlap_note(((entry.get("train") or {}).get("model") or {}).get("backbone")
+                                       for variant, entry in (exp.get("sweep") or {}).items() if variant in ran)
+    caption += f" {leakage}" if leakage else ""
     return layout.render(exp, grid, summary, caption)
 
 

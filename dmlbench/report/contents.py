@@ -3,7 +3,8 @@
 Status: `ran` (every planned run has metrics), `partial` (some have), `computed` (a CPU-exact
 analysis), `quoted only` (in the catalogue but not run by this preset: the paper's numbers are
 shown alone), `figure only` (not run by this preset, and the paper gives it as a figure without
-numbers: nothing to show). Written as `reports/<preset>/contents.json`, from which the pages are
+numbers: nothing to show), `not run` (a suite experiment of no paper that this preset does not
+run: nothing to show). Written as `reports/<preset>/contents.json`, from which the pages are
 drawn.
 """
 
@@ -17,11 +18,14 @@ from dmlbench.config.plan import Plan
 
 
 FIGURE_ONLY = "figure only"
+NOT_RUN = "not run"
 
 
 def _status(plan: Plan, key: str, folder: Path) -> tuple[str, str]:
     if key not in plan.experiment_ids:
         exp = plan.experiments[key]
+        if exp.get("paper") is None and not plan.is_fair(key):
+            return NOT_RUN, "not run by this preset; the suite's own experiment (no paper numbers to show)"
         if not (plan.is_analysis(key) or plan.is_fair(key) or exp.get("reported") or exp.get("quoted")):
             return FIGURE_ONLY, "not run by this preset; the paper prints no numbers for this figure"
         return "quoted only", "not run by this preset; the paper's numbers alone"
@@ -58,7 +62,7 @@ def contents(plan: Plan, preset_dir: Path) -> dict:
             exp = plan.experiments[key]
             folder = preset_dir / key
             status, detail = _status(plan, key, folder)
-            figures = sorted(p.name for p in folder.glob("*.png")) if status not in ("quoted only", FIGURE_ONLY) else []
+            figures = sorted(p.name for p in folder.glob("*.png")) if status not in ("quoted only", FIGURE_ONLY, NOT_RUN) else []
             entries.append({"id": key, "title": plan.title(key), "status": status,
                             "detail": detail, "figures": figures})
         if entries:

@@ -34,7 +34,7 @@ img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
 .warning { background: #fff4d6; border-left: 4px solid #e0a800; padding: 0.5em 0.8em; }
 .status { font-size: 0.75em; padding: 0.1em 0.5em; border-radius: 0.6em; background: #e8f5e9; }
 .status.partial { background: #fff4d6; }
-.status.quoted-only, .status.figure-only { background: #eceff1; }
+.status.quoted-only, .status.figure-only, .status.not-run { background: #eceff1; }
 .footnotes { font-size: 0.85em; color: #555; margin-top: -1.2em; }
 td .n { font-size: 0.8em; color: #777; }
 .delta { font-variant-numeric: tabular-nums; }
@@ -204,6 +204,10 @@ def _experiment_html(plan, exp: dict, preset: str, folder: Path, page_dir: Path)
     if exp["status"] == contents.FIGURE_ONLY:
         parts.append("<p class='note'>Not run in this preset; the paper gives it as a figure only "
                      "(no numbers to show).</p>")
+        return "".join(parts)
+    if exp["status"] == contents.NOT_RUN:
+        parts.append(f"<p class='note'>Not run in this preset: the suite's own experiment, with no paper "
+                     f"numbers to show (<code>--config experiments=[{html.escape(exp['id'])}]</code> runs it).</p>")
         return "".join(parts)
     if exp["status"] == "quoted only":
         if plan.is_fair(exp["id"]):

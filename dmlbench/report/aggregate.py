@@ -26,7 +26,7 @@ from dmlbench.verdicts.numbers import SELECTED
 SELECTED_NOTE = ("Columns marked (test-selected) take each run's epoch with the best test Recall@1, "
                  "as the paper reports (a choice made on the test set): the verdict compares the paper's "
                  "number with them; the last-epoch column of the same metric is the honest number.")
-TOY_NOTE = ("Fixture data (synthetic images in the datasets' formats, small CNN): these numbers test "
+TOY_NOTE = ("Fixture data (synthetic images in the datasets' formats, small networks): these numbers test "
             "the pipeline and are not comparable with the paper's; the differences and verdicts shown "
             "test the code that computes them, not the paper.")
 

@@ -170,6 +170,7 @@ def test_doctor_names_each_timm_file_its_digest_and_where_it_goes(tmp_path):
     assert str(missing) in dinov2.detail and timm_trunks.TRUNKS["dinov2_b14"].sha256 in dinov2.detail
     assert "huggingface.co/timm/vit_base_patch14_dinov2.lvd142m" in dinov2.detail
     assert "set model.weights_sha256" in checks["vit_s16_dino"].detail
+    assert "checkpoints/timm/vit_small_patch16_224.dino.safetensors (not there yet)" in checks["vit_s16_dino"].detail
 
 
 def test_the_readme_lists_every_timm_trunk_with_its_digest():

@@ -82,8 +82,12 @@ def expected_digest(trunk: TimmTrunk, user_digest: str | None) -> str:
 def verified_file(trunk: TimmTrunk, weights_path: str | None, user_digest: str | None = None) -> Path:
     """The local weights file, checked before anything reads it: present, a safetensors file, and of
     the expected sha256 (`expected_digest`)."""
-    digest_wanted = expected_digest(trunk, user_digest)
     path = local_file(trunk, weights_path)
+    try:
+        digest_wanted = expected_digest(trunk, user_digest)
+    except DmlbenchError as error:
+        raise DmlbenchError(f"{error}. The file itself: {trunk.hub_url}, placed at {path}"
+                            f"{'' if path.exists() else ' (not there yet)'}") from None
     if not path.exists():
         raise DmlbenchError(f"{path}: the weights of {trunk.model} are not there. Download {trunk.hub_url} "
                             f"(sha256 {digest_wanted}) and place it at {path}, or set model.weights to its "

@@ -136,7 +136,12 @@ def test_settings_only_some_trunks_read_are_refused_elsewhere():
     cfg["optimizer"]["layer_decay"] = 0.7
     with pytest.raises(ConfigError, match="optimizer.layer_decay needs a timm transformer"):
         timm_trunks.check_settings(cfg, "run x")
+    cfg["optimizer"]["layer_decay"] = 1.0
+    cfg["model"]["frozen_patch_embed"] = True
+    with pytest.raises(ConfigError, match="model.frozen_patch_embed needs a timm transformer"):
+        timm_trunks.check_settings(cfg, "run x")
     cfg["model"]["backbone"] = "vit_s16_dino"
+    cfg["optimizer"]["layer_decay"] = 0.7
     timm_trunks.check_settings(cfg, "run x")
 
 
@@ -188,7 +193,46 @@ def test_runs_made_before_the_new_settings_keep_their_fingerprint():
     from dmlbench.training.run_folder import fingerprint
 
     before = {"model": {"backbone": "resnet50", "pretrained": True}, "optimizer": {"name": "adam", "lr": 1e-5}}
-    after = {"model": dict(before["model"], weights_sha256=None), "optimizer": dict(before["optimizer"], layer_decay=1.0)}
+    after = {"model": dict(before["model"], weights_sha256=None, frozen_patch_embed=False),
+             "optimizer": dict(before["optimizer"], layer_decay=1.0, clip_grad_norm=None)}
     assert fingerprint(after) == fingerprint(before)
     assert fingerprint({**after, "optimizer": dict(after["optimizer"], layer_decay=0.65)}) != fingerprint(before)
     assert fingerprint({**after, "model": dict(after["model"], weights_sha256="ab" * 32)}) != fingerprint(before)
+    assert fingerprint({**after, "optimizer": dict(after["optimizer"], clip_grad_norm=3.0)}) != fingerprint(before)
+
+
+def _step(model, clip=None, lr=1.0):
+    from dmlbench.methods.criterion import Criterion
+    from dmlbench.training.train import train_step
+
+    criterion = Criterion({"name": "m", "loss": {"name": "contrastive"}, "miner": None, "sampler": "m_per_class"})
+    optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=lr)
+    images, labels = torch.rand(8, 3, 32, 32), torch.arange(4).repeat_interleave(2)
+    before = [p.detach().clone() for p in model.parameters()]
+    train_step(model, criterion, [optimizer], images, labels, clip_grad_norm=clip)
+    grads = [p.grad for p in model.parameters()]
+    return before, grads
+
+
+def test_gradient_clipping_bounds_the_steps_norm():
+    torch.manual_seed(0)
+    free = build(model_config("vit_tiny_test"))
+    _, grads = _step(free)
+    norm = torch.sqrt(sum((g.double() ** 2).sum() for g in grads if g is not None))
+    torch.manual_seed(0)
+    clipped = build(model_config("vit_tiny_test"))
+    start = [p.detach().clone() for p in clipped.parameters()]
+    limit = float(norm) / 4
+    _step(clipped, clip=limit)
+    moved = torch.sqrt(sum(((p.detach() - b).double() ** 2).sum() for p, b in zip(clipped.parameters(), start)))
+    assert float(moved) == pytest.approx(limit, rel=1e-4)  # SGD at lr 1: the step is the clipped gradient
+
+
+def test_a_frozen_patch_embedding_keeps_its_weights():
+    torch.manual_seed(0)
+    model = build(model_config("vit_tiny_test", frozen_patch_embed=True))
+    patch = [p.detach().clone() for p in model.trunk.net.patch_embed.parameters()]
+    blocks = [p.detach().clone() for p in model.trunk.net.blocks.parameters()]
+    _step(model, lr=0.1)
+    assert all(torch.equal(a, b) for a, b in zip(patch, model.trunk.net.patch_embed.parameters()))
+    assert any(not torch.equal(a, b) for a, b in zip(blocks, model.trunk.net.blocks.parameters()))

@@ -23,7 +23,7 @@ class EmbeddingNet(nn.Module):
 
     def __init__(self, backbone: str = "resnet50", embedding_dim: int = 512, pretrained: bool = True,
                  pooling: str = "avg", frozen_bn: bool = False, weights_path: str | None = None,
-                 normalize: bool = True, weights_sha256: str | None = None):
+                 normalize: bool = True, weights_sha256: str | None = None, frozen_patch_embed: bool = False):
         super().__init__()
         self.normalize = normalize
         BACKBONES.check(backbone, "model.backbone")
@@ -32,6 +32,9 @@ class EmbeddingNet(nn.Module):
         self.backbone_name, self.pooling, self.frozen_bn = backbone, pooling, frozen_bn
         spec = BACKBONES.get(backbone)
         self.trunk, features = spec.build(pretrained, weights_path, weights_sha256)
+        if frozen_patch_embed:  # a timm transformer's patch embedding keeps its pretrained weights
+            for p in self.trunk.net.patch_embed.parameters():
+                p.requires_grad_(False)
         self.caffe_input = spec.caffe_input
         self.head = nn.Linear(features, embedding_dim)
         if spec.caffe_input:
@@ -88,4 +91,5 @@ def build(model_config: dict) -> EmbeddingNet:
         pretrained=model_config["pretrained"], pooling=model_config["pooling"],
         frozen_bn=model_config["frozen_bn"], weights_path=model_config.get("weights"),
         normalize=model_config.get("normalize", True), weights_sha256=model_config.get("weights_sha256"),
+        frozen_patch_embed=model_config.get("frozen_patch_embed", False),
     )

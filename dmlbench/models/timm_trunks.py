@@ -120,9 +120,12 @@ def check_settings(cfg: dict, where: str) -> None:
                           f"{backbone}")
     if cfg["model"].get("weights_sha256") and backbone not in TRUNKS:
         raise ConfigError(f"{where}: model.weights_sha256 is read for the timm trunks only, not {backbone}")
-    if cfg["optimizer"].get("layer_decay", 1.0) != 1.0 and (backbone not in TRUNKS or not TRUNKS[backbone].cls_token):
+    transformer = backbone in TRUNKS and TRUNKS[backbone].cls_token
+    if cfg["optimizer"].get("layer_decay", 1.0) != 1.0 and not transformer:
         raise ConfigError(f"{where}: optimizer.layer_decay needs a timm transformer (its blocks are the "
                           f"layers), not {backbone}")
+    if cfg["model"].get("frozen_patch_embed") and not transformer:
+        raise ConfigError(f"{where}: model.frozen_patch_embed needs a timm transformer, not {backbone}")
 
 
 def create(trunk: TimmTrunk, pretrained: bool, weights_path: str | None, user_digest: str | None = None):

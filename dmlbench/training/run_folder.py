@@ -35,7 +35,8 @@ NOT_IN_FINGERPRINT = ("keep", "tracking")
 
 # settings added after runs were made, at the value with which a run computes what it computed
 # before they existed: left out of the fingerprint at that value, so finished runs stay valid
-INTRODUCED_AT = {("model", "weights_sha256"): None, ("optimizer", "layer_decay"): 1.0}
+INTRODUCED_AT = {("model", "weights_sha256"): None, ("model", "frozen_patch_embed"): False,
+                 ("optimizer", "layer_decay"): 1.0, ("optimizer", "clip_grad_norm"): None}
 
 
 def fingerprint(cfg: dict) -> str:

@@ -194,7 +194,7 @@ def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
                                     **loader_options(cfg, device))
             meter.start()
             row = _train_epoch(model, criterion, optimizers, scheme, loader, device, epoch, cfg["epochs"],
-                               log, cfg["performance"])
+                               log, cfg["performance"], cfg["optimizer"].get("clip_grad_norm"))
             scheduler.step()
             every = cfg["eval"]["every"]
             if every and ((epoch + 1) % every == 0 or epoch + 1 == cfg["epochs"]):
@@ -229,7 +229,7 @@ def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
 
 
 def _train_epoch(model, criterion, optimizers, scheme, loader, device, epoch, epochs, log,
-                 perf) -> dict:
+                 perf, clip_grad_norm: float | None = None) -> dict:
     """One epoch of iterations; the logged loss is the method's loss (without the scheme's term).
     `optimizers`: the run's optimizer first, then the loss parameters' own, if any."""
     optimizer = optimizers[0]
@@ -243,7 +243,8 @@ def _train_epoch(model, criterion, optimizers, scheme, loader, device, epoch, ep
         pairs = None if plan.pairs is None else plan.pairs.to(device)
         loss, embeddings, stepped = train_step(model, criterion, optimizers, batch,
                                                labels.to(device, non_blocking=True), pairs, scheme.penalty,
-                                               perf["bf16"], f"epoch {epoch + 1}, step {step}")
+                                               perf["bf16"], f"epoch {epoch + 1}, step {step}",
+                                               clip_grad_norm)
         skipped += not stepped
         scheme.end_step(plan, embeddings)
         total += loss.item()  # waits for the device: each step's time is its own
@@ -261,11 +262,13 @@ def _train_epoch(model, criterion, optimizers, scheme, loader, device, epoch, ep
 
 
 def train_step(model, criterion, optimizers, images, labels, pairs=None, penalty=lambda: None,
-               bf16: bool = False, where: str = "") -> tuple[torch.Tensor, torch.Tensor, bool]:
+               bf16: bool = False, where: str = "", clip_grad_norm: float | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor, bool]:
     """One optimiser step of the method on a batch already on the device: forward (bf16 autocast
     when asked), the method's loss (restricted to `pairs` when given) plus the scheme's
-    `penalty()`, backward and every optimiser's step, stopping (DivergedError) on a non-finite
-    loss, gradient or parameter. Returns the loss, the embeddings and whether a step was taken
+    `penalty()`, backward, the gradients of the run's optimiser (not a loss's own) scaled to a
+    total norm of at most `clip_grad_norm` when set, and every optimiser's step, stopping
+    (DivergedError) on a non-finite loss, gradient or parameter. Returns the loss, the embeddings and whether a step was taken
     (a batch without a valid pair or triplet has no gradient)."""
     optimizer = optimizers[0]
     with torch.autocast(images.device.type, dtype=torch.bfloat16, enabled=bf16):
@@ -282,6 +285,8 @@ def train_step(model, criterion, optimizers, images, labels, pairs=None, penalty
         return loss, embeddings, False
     objective.backward()
     _check_finite(_grads(optimizers), f"{where}: a gradient is non-finite", optimizer)
+    if clip_grad_norm is not None:
+        torch.nn.utils.clip_grad_norm_(_params(optimizers[:1]), clip_grad_norm)
     for each in optimizers:
         each.step()
     _check_finite(_params(optimizers), f"{where}: the parameters became non-finite after the optimiser's step",

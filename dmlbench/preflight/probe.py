@@ -31,7 +31,7 @@ class _Interrupted(Exception):
 
 def probe_config(cfg: dict, manifest: Path, image_side: int | None, device: str, warm_steps: int = 0) -> dict:
     """The group's config, shrunk only where the preflight must: two epochs of 1 + `warm_steps`
-    batches, no pretrained weights to download, no loader workers; with `image_side`, the crop
+    batches, no pretrained weights to download, no loader workers, on a CPU no bf16; with `image_side`, the crop
     becomes that many pixels and the resize and padding scale with it (batch, method and network
     stay)."""
     cfg = copy.deepcopy(cfg)
@@ -46,6 +46,8 @@ def probe_config(cfg: dict, manifest: Path, image_side: int | None, device: str,
         cfg["data"]["fold"] = dict(fold, splits=str(splits))
     cfg["model"]["pretrained"] = False
     cfg["loader"].update(workers=0, persistent_workers=False)
+    if environment.pick_device(device).type == "cpu":  # bf16 autocast has no fast CPU kernels (minutes a step)
+        cfg["performance"]["bf16"] = False
     cfg["eval"]["every"] = 1 if cfg["eval"]["every"] else 0
     if image_side:
         scale = image_side / cfg["input"]["crop"]

@@ -140,7 +140,10 @@ def test_quadrants():
 
 
 def test_every_figure_name_the_config_accepts_is_drawn_by_a_function_of_plots():
-    assert FIGURES.names() == ["triplet_moves", "triplet_scatter"]
+    from dmlbench.plots import ranking
+
+    assert FIGURES.names() == ["triplet_moves", "triplet_scatter", "trunk_ranking"]
+    assert FIGURES.get("trunk_ranking") is ranking.trunk_ranking
     assert FIGURES.get("triplet_scatter") is triplet_figures.triplet_scatter
     assert FIGURES.get("triplet_moves") is triplet_figures.triplet_moves
 

@@ -363,7 +363,7 @@ def test_gpu_smoke_plans_each_papers_real_backbone_and_input_size_with_cuda():
     plan._cuda = True  # as on a GPU machine
     full = Plan.load(CONFIG_DIR, {"preset": "full"})
     papers = {run.experiment.split(".")[0] for run in plan.runs()}
-    assert papers == {"ms", "dro", "ephn", "fastap", "profs"}
+    assert papers == {"ms", "dro", "ephn", "fastap", "profs", "suite"}  # suite.modern: ViT-S/16 at 224
     for run in plan.runs():
         ours = plan.resolve(run)
         paper = full.resolve(full.find_run(run.experiment, run.dataset, run.method, 0))

@@ -27,14 +27,14 @@ def images_per_second(backbone: str, size: int, batch: int, device, bf16=False,
     model = EmbeddingNet(backbone, embedding_dim, pretrained=False).to(device).train()
     memory = torch.channels_last if channels_last else torch.contiguous_format
     model = model.to(memory_format=memory)
-    criterion = Criterion(method, num_classes=batch // 4, embedding_dim=embedding_dim).to(device)
+    criterion = Criterion(method, num_classes=-(-batch // 4), embedding_dim=embedding_dim).to(device)
     if optimizer is None:
         optimizers = [torch.optim.Adam(list(model.parameters()) + list(criterion.parameters()), lr=1e-4)]
     else:
         optimizers = [build_optimizer(model, criterion, optimizer), build_loss_optimizer(criterion, optimizer)]
         optimizers = [each for each in optimizers if each is not None]
     images = torch.rand(batch, 3, size, size, device=device).to(memory_format=memory)
-    labels = torch.arange(batch // 4, device=device).repeat_interleave(4)
+    labels = torch.arange(-(-batch // 4), device=device).repeat_interleave(4)[:batch]  # 4 a class; the last fewer
 
     def step():
         loss, _, _ = train_step(model, criterion, optimizers, images, labels, bf16=bf16)

@@ -116,6 +116,7 @@ def _draw(values: pd.DataFrame, plain: dict, spec: dict, path: Path) -> None:
             if (dataset, trunk) in plain:
                 ax.axhline(plain[(dataset, trunk)], color=colours[trunk], linestyle="--", linewidth=0.8)
         ax.set_xticks(range(len(methods)))
+        ax.set_xlim(-0.5, len(methods) - 0.5)  # each method its own slot, however few
         ax.set_xticklabels(methods, rotation=20, fontsize=8)
         ax.set_ylabel("Recall@1 (%)")
         ax.set_title(f"{dataset}: Recall@1 by method and trunk (dashes: the trunk's features, no training)",

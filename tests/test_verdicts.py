@@ -233,3 +233,51 @@ def test_the_smoke_runs_certificate_from_the_pipeline_and_from_the_command_line_
     assert set(cert["checksums"]) == {"cub"} and len(cert["checksums"]["cub"]) == 64
     other = verdict_cli(tmp_path, {"preset": "smoke", "experiments": ["ms.t1"], "overrides": {"epochs": 3}})
     assert other.returncode == 0 and cert["fingerprint"] not in other.stdout  # other settings: another fingerprint
+
+
+def test_a_suite_claim_is_tested_on_every_trunk_the_preset_runs(tmp_path, monkeypatch):
+    """suite.modern's DRO-TopK_M-over-MS claim, made-up numbers on two trunks: TopK_M 2 points
+    above MS on ViT-S/16 on every seed, 1 point below on DINOv2; the suite's certificate tests the
+    claim per trunk (Holm over the two) and leaves the claims of rows or datasets not run untested."""
+    from dmlbench.config import verdict_spec
+    from dmlbench.report import aggregate
+    from dmlbench.verdicts import certificate
+    from test_report import fake_run
+
+    subset = {"datasets": ["cub"], "methods": ["ms", "dro_topk_m"], "variants": ["vits16_dino", "dinov2_s14"],
+              "seeds": [0, 1, 2]}
+    plan = Plan.load(CONFIG_DIR, {"preset": "demo", "subset": {"suite.modern": subset}})
+    assert "suite" in verdict_spec.certified_papers(plan)
+    value = {("ms", "vits16_dino"): [0.600, 0.610, 0.605], ("dro_topk_m", "vits16_dino"): [0.620, 0.631, 0.624],
+             ("ms", "dinov2_s14"): [0.700, 0.702, 0.698], ("dro_topk_m", "dinov2_s14"): [0.690, 0.693, 0.687]}
+    files = [fake_run(tmp_path, run, {"recall@1": value[tuple(run.method.split("@"))][run.seed]})
+             for run in plan.runs("suite.modern")]
+    aggregate.aggregate(plan.aggregate_spec("suite.modern"), files, tmp_path / "reports/demo/suite.modern")
+    monkeypatch.chdir(tmp_path)
+    cert = certificate.build(verdict_spec.certificate_spec(plan, "suite"), "abc")
+    tested = {c["id"]: c for e in cert["experiments"] for c in e["claims"] if "p" in c}
+    assert set(tested) == {"topk-m-over-ms-cub-r1@vits16_dino", "topk-m-over-ms-cub-r1@dinov2_s14"}
+    vit, dino = tested["topk-m-over-ms-cub-r1@vits16_dino"], tested["topk-m-over-ms-cub-r1@dinov2_s14"]
+    for claim, better, worse in ((vit, "dro_topk_m@vits16_dino", "ms@vits16_dino"),
+                                 (dino, "dro_topk_m@dinov2_s14", "ms@dinov2_s14")):
+        assert (claim["better"], claim["worse"]) == (better, worse)
+        expected = stats.ttest_rel(100 * np.array(value[tuple(better.split("@"))]),
+                                   100 * np.array(value[tuple(worse.split("@"))]))
+        assert claim["paired"] and claim["p"] == pytest.approx(expected.pvalue)
+    assert [vit["p_holm"], dino["p_holm"]] == pytest.approx(claims.holm([vit["p"], dino["p"]]))
+    assert vit["gain"] == pytest.approx(2.0) and vit["verdict"] in claims.HOLDING  # differences 2.0, 2.1, 1.9
+    assert dino["gain"] == pytest.approx(-1.0) and dino["verdict"] == claims.REVERSED  # -1.0, -0.9, -1.1
+    assert cert["claims"]["total"] == 2 * 23 and cert["numbers"]["total"] == 0
+    assert certificate.headline(cert) == f"suite: {cert['claims']['holding']} of 46 claims hold"
+    assert "numbers reproduced" not in certificate.markdown(cert)
+
+
+def test_a_claim_of_a_swept_experiment_names_both_variants_or_neither(tmp_path):
+    shutil.copytree(CONFIG_DIR, tmp_path / "config")
+    path = tmp_path / "config" / "experiments" / "suite.yaml"
+    text = path.read_text()
+    old = "id: topk-m-over-ms-cub-r1, text: \"DRO-TopK_M beats MS on CUB at Recall@1\", better: dro_topk_m,"
+    assert old in text
+    path.write_text(text.replace(old, old.replace("better: dro_topk_m", "better: dro_topk_m@dinov2_s14")))
+    with pytest.raises(ConfigError, match=r"suite.yaml: experiment suite.modern.claims\[0\].*name both rows"):
+        Plan.load(tmp_path / "config", {"preset": "demo"})

@@ -172,6 +172,11 @@ class Plan(StepSpecs, FairSpecs):
         return [d for d in datasets
                 if (restrict is None or d in restrict) and (chosen is None or d in chosen)]
 
+    def variants(self, experiment: str) -> list[str]:
+        """The sweep variants of `experiment` this preset runs (none for an experiment without a sweep)."""
+        chosen = self._subset(experiment).get("variants")
+        return [v for v in self.experiments[experiment].get("sweep") or {} if chosen is None or v in chosen]
+
     def runs(self, experiment: str | None = None) -> list[Run]:
         out = []
         for key in [experiment] if experiment else self.chosen_ids:
@@ -180,8 +185,7 @@ class Plan(StepSpecs, FairSpecs):
             exp = self.experiments[key]
             subset = self._subset(key)
             seeds = subset.get("seeds") or self.preset["seeds"] or exp.get("seeds") or [0]
-            variants = [v for v in exp.get("sweep") or {}
-                        if subset.get("variants") is None or v in subset["variants"]] or [None]
+            variants = self.variants(key) or [None]
             methods = [m for m in exp["methods"]
                        if subset.get("methods") is None or m in subset["methods"]]
             for dataset in self.datasets_of(key):

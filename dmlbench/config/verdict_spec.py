@@ -1,6 +1,9 @@
 """What a paper's certificate reads (`dmlbench.verdicts.certificate`), from the plan: each of the
 paper's experiments with its numbers, claims, tolerance and test-selected metrics, the runs.csv it
-comes from, the manifests' checksum files and the fingerprint of the runs' resolved settings."""
+comes from, the manifests' checksum files and the fingerprint of the runs' resolved settings.
+
+A paper is the id prefix of its experiments (`papers.yaml`); the suite's own experiments
+(`paper: null`, prefix `suite`) have a certificate of claims alone where they declare claims."""
 
 from __future__ import annotations
 
@@ -12,12 +15,13 @@ from dmlbench.data.manifest import checksum_path
 from dmlbench.errors import ConfigError
 from dmlbench.registry import did_you_mean
 from dmlbench.training.run_folder import fingerprint
+from dmlbench.verdicts.claims import per_variant
 
 
 def paper_of(plan, name: str) -> str:
     """The paper of `name`, a paper id (ms) or an experiment id (ms.t1); unknown names refused."""
     if name in plan.experiments:
-        return plan.experiments[name].get("paper") or name
+        return _paper(plan, name)
     if name in certified_papers(plan, chosen_only=False):
         return name
     known = certified_papers(plan, chosen_only=False) + sorted(plan.experiments)
@@ -25,21 +29,29 @@ def paper_of(plan, name: str) -> str:
                       f"{', '.join(certified_papers(plan, chosen_only=False))}")
 
 
-def _numbered(plan, key: str) -> bool:
-    return bool(plan.experiments[key].get("reported")) and not plan.is_analysis(key) and not plan.is_fair(key)
+def _paper(plan, key: str) -> str:
+    return plan.experiments[key].get("paper") or key.split(".")[0]
+
+
+def _certified(plan, key: str) -> bool:
+    """Trained experiments with printed numbers or claims of their own."""
+    exp = plan.experiments[key]
+    return (bool(exp.get("reported") or exp.get("claims"))
+            and not plan.is_analysis(key) and not plan.is_fair(key))
 
 
 def certified_papers(plan, chosen_only: bool = True) -> list[str]:
-    """Papers with printed numbers of their own; with `chosen_only`, those the preset runs a part of."""
-    keys = [k for k in plan.experiments if _numbered(plan, k)
+    """Papers with printed numbers or claims of their own; with `chosen_only`, those the preset runs
+    a part of."""
+    keys = [k for k in plan.experiments if _certified(plan, k)
             and (not chosen_only or k in plan.experiment_ids)]
-    return [p for p in plan.papers if any(plan.experiments[k].get("paper") == p for k in keys)]
+    return [p for p in plan.papers if any(_paper(plan, k) == p for k in keys)]
 
 
 def certificate_spec(plan, paper: str) -> dict:
-    keys = [k for k, exp in plan.experiments.items() if exp.get("paper") == paper and _numbered(plan, k)]
+    keys = [k for k in plan.experiments if _paper(plan, k) == paper and _certified(plan, k)]
     if not keys:
-        raise ConfigError(f"paper {paper!r} has no experiment with numbers of its own in the catalogue")
+        raise ConfigError(f"paper {paper!r} has no experiment with numbers or claims of its own in the catalogue")
     ran = [k for k in keys if k in plan.experiment_ids]
     runs = [run for key in ran for run in plan.runs(key)]
     digests = sorted(fingerprint(plan.resolve(run)) for run in runs)
@@ -47,8 +59,8 @@ def certificate_spec(plan, paper: str) -> dict:
                     "runs": f"reports/{plan.name}/{key}/runs.csv",
                     "selected": list((plan.experiments[key].get("table") or {}).get("test_selected") or []),
                     "tolerance": plan.experiments[key].get("tolerance"),
-                    "reported": printed_numbers(plan.experiments[key]["reported"]),
-                    "claims": plan.experiments[key].get("claims") or []} for key in keys]
+                    "reported": printed_numbers(plan.experiments[key].get("reported") or {}),
+                    "claims": per_variant(plan.experiments[key], plan.variants(key))} for key in keys]
     return {"paper": paper, "title": plan.papers.get(paper, paper), "preset": plan.name,
             "fixture_data": plan.toy_data, "experiments": experiments,
             "fingerprint": hashlib.sha256(json.dumps(digests).encode()).hexdigest(),
@@ -59,4 +71,4 @@ def certificate_spec(plan, paper: str) -> dict:
 def certificate_inputs(plan, paper: str) -> list[str]:
     """The runs.csv files a certificate reads (the paper's experiments this preset runs)."""
     return [f"reports/{plan.name}/{key}/runs.csv" for key in plan.experiment_ids
-            if plan.experiments[key].get("paper") == paper and _numbered(plan, key)]
+            if _paper(plan, key) == paper and _certified(plan, key)]

@@ -45,9 +45,11 @@ def recall_at_1(summary: pd.DataFrame, spec: dict) -> pd.DataFrame:
 
 def untrained(summary: pd.DataFrame, spec: dict) -> dict[tuple[str, str], float]:
     """(dataset, trunk label) → Recall@1 of the trunk's own features, no training step (the
-    table's "pooled features" reference row)."""
+    table's "pooled features" reference row); none where the table has no reference rows."""
+    if "name" not in summary or "kind" not in summary:
+        return {}
     refs = summary[summary["reference"].astype(bool) & (summary["metric"] == METRIC)
-                   & (summary.get("kind") == "trunk")]
+                   & (summary["kind"] == "trunk")]
     out = {}
     for trunk in spec["trunks"].values():
         for r in refs[refs["name"].str.contains(f"-{trunk['backbone']}-", regex=False)].itertuples():

@@ -48,7 +48,8 @@ def render(cert: dict, link: str) -> str:
     failing = "; ".join(cert["not_holding"]) or "none"
     legend = "; ".join(f"{claims.SYMBOLS[v]} {v}: {claims.MEANINGS[v]}" for v in claims.VERDICTS)
     return (f"<h3>Certificate{stamp}</h3><p><b>{html.escape(certificate.headline(cert))}</b>. "
-            f"Numbers: {counts} (of {n['total']}). Claims tested that do not hold: {html.escape(failing)}.</p>"
+            + (f"Numbers: {counts} (of {n['total']}). " if n["total"] else "")
+            + f"Claims tested that do not hold: {html.escape(failing)}.</p>"
             f"{table}<p class='legend'>Claims: {html.escape(legend)}. Tests over seeds, Holm-corrected "
             f"within the paper, α = 0.05.</p><p class='note'>Commit <code>{html.escape(cert['commit'])}</code>; "
             f"settings fingerprint <code>{html.escape(cert['fingerprint'][:16])}</code>; "

@@ -109,10 +109,11 @@ def _checksum(path: Path) -> str:
 
 
 def headline(cert: dict) -> str:
-    """'ms: N of M numbers reproduced, K of L claims hold'."""
+    """'ms: N of M numbers reproduced, K of L claims hold' (the numbers left out where there are
+    none: the suite's own experiments)."""
     n, c = cert["numbers"], cert["claims"]
-    return (f"{cert['paper']}: {n[numbers.REPRODUCED]} of {n['total']} numbers reproduced, "
-            f"{c['holding']} of {c['total']} claims hold")
+    numbers_part = f"{n[numbers.REPRODUCED]} of {n['total']} numbers reproduced, " if n["total"] else ""
+    return f"{cert['paper']}: {numbers_part}{c['holding']} of {c['total']} claims hold"
 
 
 def _interval(mean, half) -> str:
@@ -128,9 +129,10 @@ def markdown(cert: dict, only: str | None = None) -> str:
     lines = [f"# Certificate: {cert['title']}", ""]
     if cert["fixture_data"]:
         lines += [f"**{FIXTURE_STAMP}**", ""]
-    lines += [f"**{headline(cert)}** (preset {cert['preset']}).", "",
-              "Numbers: " + ", ".join(f"{n[v]} {v}" for v in numbers.VERDICTS) + f" (of {n['total']}).",
-              "Claims: " + ", ".join(f"{cert['claims'][v]} {v}" for v in claim_tests.VERDICTS if cert["claims"][v])
+    lines += [f"**{headline(cert)}** (preset {cert['preset']}).", ""]
+    if n["total"]:
+        lines.append("Numbers: " + ", ".join(f"{n[v]} {v}" for v in numbers.VERDICTS) + f" (of {n['total']}).")
+    lines += ["Claims: " + ", ".join(f"{cert['claims'][v]} {v}" for v in claim_tests.VERDICTS if cert["claims"][v])
               + f" (of {cert['claims']['total']}).", ""]
     if cert["not_holding"]:
         lines += ["Claims tested that do not hold:", ""] + [f"- {item}" for item in cert["not_holding"]] + [""]
@@ -139,7 +141,8 @@ def markdown(cert: dict, only: str | None = None) -> str:
             continue
         lines += [f"## {exp['id']}: {exp['title']}", ""]
         counts = {v: sum(x["verdict"] == v for x in exp["numbers"]) for v in numbers.VERDICTS}
-        lines += ["Numbers: " + ", ".join(f"{counts[v]} {v}" for v in numbers.VERDICTS if counts[v]) + ".", ""]
+        if exp["numbers"]:
+            lines += ["Numbers: " + ", ".join(f"{counts[v]} {v}" for v in numbers.VERDICTS if counts[v]) + ".", ""]
         missed = [x for x in exp["numbers"] if x["verdict"] in (numbers.BELOW, numbers.ABOVE)]
         if missed:
             lines += ["| row | dataset | metric | paper | this suite (95 % interval, n) | tolerance | verdict |",

@@ -5,6 +5,8 @@ per-seed numbers.
 Our gain is mean(better) − mean(worse) with its 95 % interval; the test is paired (scipy's
 `ttest_rel`) where both rows ran the same seeds, else Welch's (`ttest_ind`, unequal variances);
 the p-values of one paper's claims are Holm-corrected together (`holm`) and judged at α = 0.05.
+In an experiment with a sweep, a claim naming bare methods is tested once per variant the preset
+runs (`per_variant`): the same comparison on each trunk, say.
 """
 
 from __future__ import annotations
@@ -58,6 +60,10 @@ def check(exp: dict, where: str) -> None:
             if claim[key] not in rows:
                 raise ConfigError(f"{at}.{key}: {claim[key]!r} is no row the experiment runs "
                                   f"({', '.join(sorted(rows))})")
+        if exp.get("sweep") and ("@" in claim["better"]) != ("@" in claim["worse"]):
+            raise ConfigError(f"{at}: in an experiment with a sweep, name both rows with their variant "
+                              f"(method@variant) or neither (tested on every variant), not "
+                              f"{claim['better']!r} against {claim['worse']!r}")
         if claim["better"] == claim["worse"]:
             raise ConfigError(f"{at}: better and worse are the same row {claim['better']!r}")
         if claim["dataset"] not in exp["datasets"]:
@@ -81,6 +87,19 @@ def check_ids(experiments: dict, source_of) -> None:
                 raise ConfigError(f"{source_of(key)}: experiment {key}.claims: id {claim['id']!r} is "
                                   f"also a claim of {seen[paper_id]}; ids are unique within a paper")
             seen[paper_id] = key
+
+
+def per_variant(exp: dict, variants: list[str]) -> list[dict]:
+    """`exp`'s claims, each claim between bare methods of a swept experiment repeated for every
+    variant in `variants` (rows `method@variant`, id and text suffixed), variant by variant after
+    the claims that name their variants."""
+    claims = exp.get("claims") or []
+    if not exp.get("sweep"):
+        return list(claims)
+    bare = [c for c in claims if "@" not in c["better"] and "@" not in c["worse"]]
+    return [c for c in claims if c not in bare] + [
+        {**c, "id": f"{c['id']}@{v}", "text": f"{c['text']} (on {v})",
+         "better": f"{c['better']}@{v}", "worse": f"{c['worse']}@{v}"} for v in variants for c in bare]
 
 
 @dataclass(frozen=True)

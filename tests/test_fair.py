@@ -193,7 +193,7 @@ def test_a_method_without_a_search_space_is_refused_before_any_job_naming_it(tmp
         Plan.load(folder, {"preset": "smoke"})
     methods["dro_topk_m"]["search"] = {"loss.nonsense": {"low": 0.0, "high": 1.0}}
     (folder / "methods.yaml").write_text(yaml.safe_dump(methods))
-    with pytest.raises(ConfigError, match="loss.nonsense names no setting"):
+    with pytest.raises(ConfigError, match="method dro_topk_m.search: loss.nonsense: loss 'dro_topk' has no parameter"):
         Plan.load(folder, {"preset": "smoke"})
 
 

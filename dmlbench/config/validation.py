@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from dmlbench import settings
 from dmlbench.analysis import ANALYSES
-from dmlbench.config.loading import check_keys
+from dmlbench.config.loading import check_keys, deep_merge
 from dmlbench.data.datasets import DATASETS
 from dmlbench.errors import ConfigError
+from dmlbench.methods import declared
 from dmlbench.models import timm_trunks
 from dmlbench.plots import FIGURES
 from dmlbench.registry import did_you_mean
@@ -24,6 +25,7 @@ METHOD_KEYS = {"label", "paper", "loss", "miner", "sampler", "train", "search"}
 
 def check_catalogue(plan) -> None:
     check_settings(plan, plan.defaults, "defaults.yaml")
+    check_methods(plan)
     for key, exp in plan.experiments.items():
         where = f"experiment {key}"
         if plan.is_analysis(key):
@@ -33,6 +35,9 @@ def check_catalogue(plan) -> None:
                                   f"`analysis` one of {ANALYSES.names()}")
             for method in list(exp.get("methods") or []) + list(exp.get("loss_overrides") or {}):
                 plan.method_of(method, where)
+            for method, override in (exp.get("loss_overrides") or {}).items():
+                declared.check("loss", deep_merge(plan.methods[method]["loss"], override),
+                               f"{plan.sources[key]}: {where}.loss_overrides.{method}")
             continue
         unknown = set(exp) - EXPERIMENT_KEYS
         if unknown:
@@ -86,12 +91,33 @@ def check_catalogue(plan) -> None:
             if without:
                 raise ConfigError(f"{where}.sweep.{label}: sets miner options but method "
                                   f"{without[0]} has no miner")
+            for part in ("loss", "miner"):
+                for method in exp["methods"] if entry.get(part) else []:
+                    declared.check(part, deep_merge(plan.methods[method][part], entry[part]),
+                                   f"{plan.sources[key]}: {where}.sweep.{label}.{part} (method {method})")
     claims.check_ids(plan.experiments, lambda key: plan.sources[key])
+
+
+def check_methods(plan) -> None:
+    """Every method of methods.yaml: its keys, its loss, miner and sampler (registered names, the
+    parameters their constructors take: `dmlbench.methods.declared`), the loss and miner
+    parameters its search space names, and its training settings."""
+    source = plan.config_dir / "methods.yaml"
     for name, method in plan.methods.items():
+        where = f"{source}: method {name}"
         unknown = set(method) - METHOD_KEYS
         if unknown:
-            raise ConfigError(f"method {name}: unknown keys {sorted(unknown)}")
-        check_settings(plan, method.get("train"), f"method {name}.train")
+            raise ConfigError(f"{where}: unknown keys {sorted(unknown)}{did_you_mean(min(unknown), METHOD_KEYS)}")
+        if "loss" not in method:
+            raise ConfigError(f"{where}: a method needs a loss (loss: {{name: …, <parameter>: …}})")
+        for part in ("loss", "miner", "sampler"):
+            if method.get(part) is not None:
+                declared.check(part, method[part], f"{where}.{part}")
+        for path in method.get("search") or {}:
+            part, _, param = path.partition(".")
+            if part in ("loss", "miner") and isinstance(method.get(part), dict):
+                declared.check_params(part, method[part]["name"], [param], f"{where}.search: {part}")
+        check_settings(plan, method.get("train"), f"{where}.train")
 
 
 def check_fair_settings(values: dict, where: str, complete: bool) -> None:

@@ -1,0 +1,125 @@
+"""The losses, miners and samplers the config may name, and the keyword parameters each one's
+constructor takes, read from the source without importing it (the plan validates every method
+before any job, and the plan does not import torch).
+
+A component is what a module of its family registers with `@LOSSES.register("name")` (`MINERS`,
+`SAMPLERS`); its parameters are its `__init__`'s, with a base class's added where `__init__`
+passes `**kwargs` on (or has none). `tests/test_declared.py` checks the reading against Python's
+own `inspect.signature` of every registered component.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from dmlbench.errors import ConfigError
+from dmlbench.registry import did_you_mean
+
+METHODS = Path(__file__).resolve().parent
+FAMILIES = {"loss": ("LOSSES", "losses"), "miner": ("MINERS", "miners"), "sampler": ("SAMPLERS", "samplers.py")}
+FILLED_BY_RUN = ("num_classes", "embedding_dim")  # given by the training when the method leaves them out
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    source: str                 # file:line of its class, relative to the package
+    params: tuple[str, ...]     # keyword parameters, in order
+    required: tuple[str, ...]   # those without a default
+    open: bool                  # takes any keyword (**kwargs passed nowhere we can read)
+
+
+def _files(family: str) -> list[Path]:
+    where = METHODS / FAMILIES[family][1]
+    return sorted(where.glob("*.py")) if where.is_dir() else [where]
+
+
+def _registered_name(node: ast.ClassDef | ast.FunctionDef, registry: str) -> str | None:
+    for decorator in node.decorator_list:
+        if (isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute)
+                and decorator.func.attr == "register" and isinstance(decorator.func.value, ast.Name)
+                and decorator.func.value.id == registry and decorator.args
+                and isinstance(decorator.args[0], ast.Constant)):
+            return decorator.args[0].value
+    return None
+
+
+def _arguments(function: ast.FunctionDef, skip: int) -> tuple[list[str], list[str], bool]:
+    """(parameter names, those without a default, whether it takes **kwargs), the first `skip` left out."""
+    args = function.args
+    positional = args.posonlyargs + args.args
+    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    params = [(a.arg, d is not None) for a, d in zip(positional, defaults)][skip:]
+    params += [(a.arg, d is not None) for a, d in zip(args.kwonlyargs, args.kw_defaults)]
+    return [p for p, _ in params], [p for p, has in params if not has], args.kwarg is not None
+
+
+def _signature(cls: ast.ClassDef, classes: dict[str, ast.ClassDef]) -> tuple[list[str], list[str], bool]:
+    """(parameters, required ones, open) of `cls`'s constructor, following its bases in `classes`."""
+    init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+    base = next((classes[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in classes), None)
+    inherited = _signature(base, classes) if base is not None else ([], [], False)
+    if init is None:
+        return inherited
+    names, required, passes_on = _arguments(init, skip=1)  # without self
+    if not passes_on:
+        return names, required, False
+    if base is None:
+        return names, required, True
+    return (names + [p for p in inherited[0] if p not in names],
+            required + [p for p in inherited[1] if p not in names], inherited[2])
+
+
+@cache
+def components(family: str) -> dict[str, Component]:
+    """Name → `Component` of `family` (loss, miner, sampler), from the source."""
+    registry = FAMILIES[family][0]
+    trees = {path: ast.parse(path.read_text(), str(path)) for path in _files(family)}
+    trees[METHODS / "losses" / "base.py"] = ast.parse((METHODS / "losses" / "base.py").read_text())
+    classes = {node.name: node for tree in trees.values() for node in ast.walk(tree)
+               if isinstance(node, ast.ClassDef)}
+    found = {}
+    for path, tree in trees.items():
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+                continue
+            name = _registered_name(node, registry)
+            if name is None:
+                continue
+            params, required, open_ = (_signature(node, classes) if isinstance(node, ast.ClassDef)
+                                       else _arguments(node, skip=0))
+            found[name] = Component(name, f"{path.relative_to(METHODS.parent)}:{node.lineno}",
+                                    tuple(params), tuple(required), open_)
+    return found
+
+
+def check(family: str, entry, where: str) -> None:
+    """`entry` of the config (`{name: …, <parameter>: …}` for a loss or miner, a name for a
+    sampler): a registered name and keyword parameters its constructor takes, every one without a
+    default given (except those the run fills in); else ConfigError naming `where`, the key and
+    the closest known name."""
+    known = components(family)
+    name = entry.get("name") if isinstance(entry, dict) else entry
+    if name not in known:
+        raise ConfigError(f"{where}: unknown {family} {name!r}{did_you_mean(name, known)}; "
+                          f"known: {', '.join(sorted(known))}")
+    if not isinstance(entry, dict):
+        return
+    check_params(family, name, [k for k in entry if k != "name"], where)
+    missing = [p for p in known[name].required if p not in entry and p not in FILLED_BY_RUN]
+    if missing:
+        raise ConfigError(f"{where}: {family} {name!r} needs {', '.join(missing)} "
+                          f"({known[name].source})")
+
+
+def check_params(family: str, name: str, keys, where: str) -> None:
+    """Each of `keys` is a keyword parameter of `family` component `name`."""
+    component = components(family)[name]
+    for key in keys:
+        if not component.open and key not in component.params:
+            raise ConfigError(f"{where}.{key}: {family} {name!r} has no parameter {key!r}"
+                              f"{did_you_mean(key, component.params)}; it takes: "
+                              f"{', '.join(component.params) or 'none'} ({component.source})")

@@ -1,0 +1,126 @@
+"""The losses, miners and samplers the plan knows without importing them (`dmlbench.methods.declared`):
+the same names and parameters as Python's own view of every registered component, and a misspelled
+name or parameter in the catalogue refused before any job, by the plan and by `snakemake -n`."""
+import inspect
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import CONFIG_DIR, REPO, python_env
+from dmlbench.config.plan import Plan
+from dmlbench.errors import ConfigError
+from dmlbench.methods import declared
+from dmlbench.methods.losses import LOSSES
+from dmlbench.methods.miners import MINERS
+from dmlbench.methods.samplers import SAMPLERS
+
+REGISTRIES = {"loss": LOSSES, "miner": MINERS, "sampler": SAMPLERS}
+
+
+def _python_view(implementation) -> tuple[list[str], list[str]]:
+    """(keyword parameters, those without a default) as `inspect` sees them; where the constructor
+    passes **kwargs on, its first base class's constructor is followed."""
+    names, required = [], []
+    for cls in (implementation.__mro__[:2] if inspect.isclass(implementation) else [implementation]):
+        params = inspect.signature(cls).parameters.values()
+        for p in params:
+            if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) or p.name in names:
+                continue
+            names.append(p.name)
+            if p.default is p.empty:
+                required.append(p.name)
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            break
+    return names, required
+
+
+@pytest.mark.parametrize("family", list(REGISTRIES))
+def test_the_source_reading_finds_every_registered_component(family):
+    assert set(declared.components(family)) == set(REGISTRIES[family].names())
+
+
+@pytest.mark.parametrize("family, name", [(f, n) for f, r in REGISTRIES.items() for n in r.names()])
+def test_each_components_parameters_are_its_constructors(family, name):
+    component = declared.components(family)[name]
+    names, required = _python_view(REGISTRIES[family].get(name))
+    assert not component.open
+    assert list(component.params) == names and list(component.required) == required, component.source
+
+
+def _catalogue_with(tmp_path, file: str, old: str, new: str):
+    shutil.copytree(CONFIG_DIR, tmp_path / "config")
+    path = tmp_path / "config" / file
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+    return tmp_path / "config"
+
+
+MS_LOSS = "loss: {name: multi_similarity, alpha: 2.0, beta: 50.0, gamma: 0.5}\n  miner: {name: multi_similarity, epsilon: 0.1}"
+MISSPELT = [
+    ("methods.yaml", MS_LOSS, MS_LOSS.replace("name: multi_similarity, alpha", "name: multi_similarty, alpha"),
+     "methods.yaml: method ms.loss: unknown loss 'multi_similarty' (did you mean 'multi_similarity'?)"),
+    ("methods.yaml", MS_LOSS, MS_LOSS.replace("alpha: 2.0", "alpah: 2.0"),
+     "methods.yaml: method ms.loss.alpah: loss 'multi_similarity' has no parameter 'alpah' (did you mean 'alpha'?)"),
+    ("methods.yaml", MS_LOSS, MS_LOSS.replace("{name: multi_similarity, epsilon", "{name: multi_simliarity, epsilon"),
+     "methods.yaml: method ms.miner: unknown miner 'multi_simliarity' (did you mean 'multi_similarity'?)"),
+    ("methods.yaml", MS_LOSS, MS_LOSS.replace("epsilon: 0.1", "epsilom: 0.1"),
+     "methods.yaml: method ms.miner.epsilom: miner 'multi_similarity' has no parameter 'epsilom' (did you mean 'epsilon'?)"),
+    ("methods.yaml", "loss: {name: contrastive, pos_margin: 1.0, neg_margin: 0.5}   # pos_margin 1: ms eq. 5's positive term\n  sampler: m_per_class",
+     "loss: {name: contrastive, pos_margin: 1.0, neg_margin: 0.5}\n  sampler: m_per_clas",
+     "methods.yaml: method contrastive.sampler: unknown sampler 'm_per_clas' (did you mean 'm_per_class'?)"),
+    ("methods.yaml", "search: {loss.pos_margin: {low: 0, high: 1}", "search: {loss.pos_margn: {low: 0, high: 1}",
+     "methods.yaml: method contrastive.search: loss.pos_margn: loss 'contrastive' has no parameter 'pos_margn'"),
+]
+
+
+@pytest.mark.parametrize("file, old, new, said", MISSPELT, ids=[m[3].split(": ", 1)[1][:40] for m in MISSPELT])
+def test_a_misspelt_component_or_parameter_is_refused_naming_file_key_and_the_closest_name(tmp_path, file, old, new, said):
+    config = _catalogue_with(tmp_path, file, old, new)
+    with pytest.raises(ConfigError) as error:
+        Plan.load(config, {"preset": "smoke"})
+    assert said in str(error.value)
+
+
+def test_a_misspelt_parameter_of_an_experiments_sweep_is_refused(tmp_path):
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    key, label, part = next((k, v, p) for k, e in plan.experiments.items() for v, entry in (e.get("sweep") or {}).items()
+                            for p in ("loss", "miner") if entry.get(p))
+    param = next(iter(plan.experiments[key]["sweep"][label][part]))
+    source = plan.sources[key]
+    text = source.read_text()
+    start = text.index(f"\n{key}:")
+    at = text.index(f"{label}:", start)
+    at = text.index(f"{param}:", at)
+    config = tmp_path / "config"
+    shutil.copytree(CONFIG_DIR, config)
+    (config / "experiments" / source.name).write_text(text[:at] + param + "x" + text[at + len(param):])
+    with pytest.raises(ConfigError, match=rf"{source.name}: experiment {key}.sweep.{label}.{part} \(method \w+\)"
+                                          rf".{param}x: {part} '\w+' has no parameter '{param}x' \(did you mean '{param}'\?\)"):
+        Plan.load(config, {"preset": "smoke"})
+
+
+def test_a_required_parameter_left_out_is_refused_unless_the_run_fills_it(monkeypatch):
+    needs = declared.Component("needy", "methods/losses/x.py:1", ("num_classes", "k"), ("num_classes", "k"), False)
+    monkeypatch.setattr(declared, "components", lambda family: {"needy": needs})
+    with pytest.raises(ConfigError, match=r"method m.loss: loss 'needy' needs k \(methods/losses/x.py:1\)"):
+        declared.check("loss", {"name": "needy"}, "method m.loss")
+    declared.check("loss", {"name": "needy", "k": 1}, "method m.loss")  # num_classes: the run's
+
+
+def test_snakemake_dry_run_refuses_a_misspelt_loss_parameter_before_any_job(tmp_path):
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    shutil.copy(REPO / "Snakefile", checkout / "Snakefile")
+    shutil.copytree(REPO / "workflow", checkout / "workflow")
+    methods = checkout / "workflow" / "config" / "methods.yaml"
+    methods.write_text(methods.read_text().replace(MS_LOSS, MS_LOSS.replace("alpha: 2.0", "alpah: 2.0"), 1))
+    result = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(checkout / "Snakefile"), "-d",
+                             str(tmp_path / "work"), "-n", "--config", "preset=smoke"],
+                            capture_output=True, text=True, timeout=300, env=python_env())
+    assert result.returncode != 0
+    assert "method ms.loss.alpah: loss 'multi_similarity' has no parameter 'alpah' (did you mean 'alpha'?)" in (
+        result.stdout + result.stderr)
+    assert not (tmp_path / "work" / "results").exists()

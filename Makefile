@@ -13,9 +13,14 @@ WHEELHOUSE ?= wheelhouse
 
 .PHONY: demo test smoke dry-run doctor preflight test-slurm clean-demo wheelhouse install-offline
 
+# what the pipeline needs (the demo's install); the tests' own needs come on top (`.dev`)
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV)/bin/python -m pip install --quiet -e '.[tensorboard]'
+	touch $@
+
+$(VENV)/.dev: $(VENV)/.installed
 	$(VENV)/bin/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
@@ -23,13 +28,13 @@ demo: $(VENV)/.installed  ## fixtures of the four datasets + digits, every rule,
 	snakemake --cores $(CORES) --config preset=demo
 	@echo "Report: reports/demo/index.html"
 
-test: $(VENV)/.installed  ## unit tests + the smoke preset through the real Snakemake DAG + a bounded preflight
+test: $(VENV)/.dev  ## unit tests + the smoke preset through the real Snakemake DAG + a bounded preflight
 	python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 smoke: $(VENV)/.installed
 	snakemake --cores $(CORES) --config preset=smoke
 
-test-slurm: $(VENV)/.installed  ## the smoke preset on a real one-node SLURM started here (root, Debian)
+test-slurm: $(VENV)/.dev  ## the smoke preset on a real one-node SLURM started here (root, Debian)
 	python tests/slurm_cluster.py --config preset=smoke
 	python tests/slurm_cluster.py --accounting --config preset=smoke
 
@@ -42,7 +47,7 @@ preflight: $(VENV)/.installed  ## every code path of the full preset run once on
 dry-run: $(VENV)/.installed  ## the full preset's jobs, as a GPU box would run them
 	snakemake -n --cores all --resources gpu=8
 
-wheelhouse: $(VENV)/.installed  ## every wheel of the project and its needs, for this Python and platform
+wheelhouse: $(VENV)/.dev  ## every wheel of the project and its needs, for this Python and platform
 	$(VENV)/bin/python -m pip wheel --quiet --wheel-dir '$(WHEELHOUSE)' '.[dev]'
 	@echo "$(WHEELHOUSE)/: $$(ls '$(WHEELHOUSE)' | wc -l) wheels for $$($(VENV)/bin/python -c 'import platform; print("Python", platform.python_version(), platform.system(), platform.machine())')."
 	@echo "Copy it with this checkout; there: make install-offline WHEELHOUSE=<folder>"
@@ -50,7 +55,7 @@ wheelhouse: $(VENV)/.installed  ## every wheel of the project and its needs, for
 install-offline:  ## .venv from the wheels of `make wheelhouse`, no package index
 	python3 -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --no-index --find-links '$(WHEELHOUSE)' 'dmlbench[dev]'
-	touch $(VENV)/.installed
+	touch $(VENV)/.installed $(VENV)/.dev
 
 clean-demo:
 	rm -rf results/demo results/smoke reports/demo reports/smoke data/fixture

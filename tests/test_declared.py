@@ -47,6 +47,15 @@ def test_each_components_parameters_are_its_constructors(family, name):
     names, required = _python_view(REGISTRIES[family].get(name))
     assert not component.open
     assert list(component.params) == names and list(component.required) == required, component.source
+    if family == "loss":
+        assert component.takes_miner == REGISTRIES[family].get(name).takes_miner
+
+
+def test_a_miner_given_to_a_loss_that_takes_none_is_refused(tmp_path):
+    config = _catalogue_with(tmp_path, "methods.yaml", "loss: {name: contrastive, pos_margin: 1.0, neg_margin: 0.5}",
+                             "loss: {name: proxy_nca}\n  miner: {name: semihard, margin: 0.1}")
+    with pytest.raises(ConfigError, match=r"methods.yaml: method contrastive.miner: loss 'proxy_nca' takes no miner"):
+        Plan.load(config, {"preset": "smoke"})
 
 
 def _catalogue_with(tmp_path, file: str, old: str, new: str):

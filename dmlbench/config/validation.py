@@ -110,9 +110,7 @@ def check_methods(plan) -> None:
             raise ConfigError(f"{where}: unknown keys {sorted(unknown)}{did_you_mean(min(unknown), METHOD_KEYS)}")
         if "loss" not in method:
             raise ConfigError(f"{where}: a method needs a loss (loss: {{name: …, <parameter>: …}})")
-        for part in ("loss", "miner", "sampler"):
-            if method.get(part) is not None:
-                declared.check(part, method[part], f"{where}.{part}")
+        declared.check_method(method, where)
         for path in method.get("search") or {}:
             part, _, param = path.partition(".")
             if part in ("loss", "miner") and isinstance(method.get(part), dict):

@@ -28,6 +28,8 @@ class Criterion(nn.Module):
                 params[key] = value
         self.loss = losses.build(**params)
         self.miner = miners.build(**method["miner"]) if method.get("miner") else None
+        if self.miner is not None and not getattr(self.loss, "takes_miner", False):
+            raise ValueError(f"loss {params['name']!r} takes no miner; method {method.get('name')!r} gives it one")
 
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor,
                 pairs: torch.Tensor | None = None) -> torch.Tensor:

@@ -4,7 +4,7 @@ before any job, and the plan does not import torch).
 
 A component is what a module of its family registers with `@LOSSES.register("name")` (`MINERS`,
 `SAMPLERS`); its parameters are its `__init__`'s, with a base class's added where `__init__`
-passes `**kwargs` on (or has none). `tests/test_declared.py` checks the reading against Python's
+passes `**kwargs` on (or has none); a loss's `takes_miner` is its class attribute (or a base's). `tests/test_declared.py` checks the reading against Python's
 own `inspect.signature` of every registered component.
 """
 
@@ -30,6 +30,7 @@ class Component:
     params: tuple[str, ...]     # keyword parameters, in order
     required: tuple[str, ...]   # those without a default
     open: bool                  # takes any keyword (**kwargs passed nowhere we can read)
+    takes_miner: bool = False   # a loss that sees the pairs a miner keeps
 
 
 def _files(family: str) -> list[Path]:
@@ -73,6 +74,16 @@ def _signature(cls: ast.ClassDef, classes: dict[str, ast.ClassDef]) -> tuple[lis
             required + [p for p in inherited[1] if p not in names], inherited[2])
 
 
+def _class_flag(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], flag: str) -> bool:
+    """The boolean class attribute `flag` of `cls` or its nearest base in `classes` (False if none)."""
+    for node in cls.body:
+        if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == flag for t in node.targets)
+                and isinstance(node.value, ast.Constant)):
+            return bool(node.value.value)
+    base = next((classes[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in classes), None)
+    return _class_flag(base, classes, flag) if base is not None else False
+
+
 @cache
 def components(family: str) -> dict[str, Component]:
     """Name → `Component` of `family` (loss, miner, sampler), from the source."""
@@ -92,7 +103,8 @@ def components(family: str) -> dict[str, Component]:
             params, required, open_ = (_signature(node, classes) if isinstance(node, ast.ClassDef)
                                        else _arguments(node, skip=0))
             found[name] = Component(name, f"{path.relative_to(METHODS.parent)}:{node.lineno}",
-                                    tuple(params), tuple(required), open_)
+                                    tuple(params), tuple(required), open_,
+                                    isinstance(node, ast.ClassDef) and _class_flag(node, classes, "takes_miner"))
     return found
 
 
@@ -113,6 +125,17 @@ def check(family: str, entry, where: str) -> None:
     if missing:
         raise ConfigError(f"{where}: {family} {name!r} needs {', '.join(missing)} "
                           f"({known[name].source})")
+
+
+def check_method(method: dict, where: str) -> None:
+    """A method's loss, miner and sampler (`check`), and no miner given to a loss that takes none."""
+    for part in ("loss", "miner", "sampler"):
+        if method.get(part) is not None:
+            check(part, method[part], f"{where}.{part}")
+    loss = components("loss")[method["loss"]["name"]]
+    if method.get("miner") is not None and not loss.takes_miner:
+        raise ConfigError(f"{where}.miner: loss {loss.name!r} takes no miner (it builds its own comparisons: "
+                          f"{loss.source}); remove the miner or choose a loss that uses one")
 
 
 def check_params(family: str, name: str, keys, where: str) -> None:

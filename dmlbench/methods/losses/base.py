@@ -12,7 +12,11 @@ LOSSES = Registry("loss")
 
 
 class PairLoss(nn.Module):
-    """A loss written once against `PairBatch` (S and the masks), as the unified view suggests."""
+    """A loss written once against `PairBatch` (S and the masks), as the unified view suggests.
+    It sees the pairs (or triplets) a miner keeps; a loss that builds its own tuples or works on
+    proxies says `takes_miner = False`, and the plan refuses a method that gives it a miner."""
+
+    takes_miner = True
 
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor, miner=None,
                 pairs: torch.Tensor | None = None) -> torch.Tensor:

@@ -23,6 +23,8 @@ class ProxyNCALoss(nn.Module):
     The paper has s = 1 (the default); many implementations scale distances (s = 3 or more).
     """
 
+    takes_miner = False  # every sample against every proxy
+
     def __init__(self, num_classes: int, embedding_dim: int, scale: float = 1.0):
         super().__init__()
         self.proxies = nn.Parameter(torch.randn(num_classes, embedding_dim) / math.sqrt(embedding_dim))
@@ -50,6 +52,8 @@ class SoftTripleLoss(nn.Module):
     R = Σ_c Σ_{k<k'} sqrt(2 + 1e-5 - 2 w_c^kᵀ w_c^k') / (C K (K-1))
     Defaults from the paper: λ 20, γ 0.1, τ 0.2, δ 0.01, K 10.
     """
+
+    takes_miner = False  # every sample against every class centre
 
     def __init__(self, num_classes: int, embedding_dim: int, centres_per_class: int = 10,
                  la: float = 20.0, gamma: float = 0.1, tau: float = 0.2, margin: float = 0.01):

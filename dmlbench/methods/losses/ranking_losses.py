@@ -122,6 +122,8 @@ class FastAPLoss(PairLoss):
     (1/N⁺) Σ_l H⁺_l h⁺_l / H_l on soft histograms of squared distances. Parameters: `num_bins`
     L = 10, `bins` paper | code, `gradient` closed_form | autograd (see the module docstring)."""
 
+    takes_miner = False  # every query's whole ranking of the batch
+
     def __init__(self, num_bins: int = 10, bins: str = "paper", gradient: str = "closed_form"):
         super().__init__()
         if bins not in BINS:

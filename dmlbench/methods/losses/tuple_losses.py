@@ -31,6 +31,8 @@ class NPairLoss(PairLoss):
     Default l2_reg 0.002 (Sohn).
     """
 
+    takes_miner = False  # builds its own tuples
+
     def __init__(self, l2_reg: float = 0.002):
         super().__init__()
         self.l2_reg = l2_reg

@@ -7,6 +7,7 @@ import shutil
 import pandas as pd
 import pytest
 
+from conftest import REPO
 from dmlbench.data import datasets, fixtures, manifest
 from dmlbench.data.datasets import cars, cub
 from dmlbench.data.prepare import prepare
@@ -292,3 +293,16 @@ def test_identical_files_under_two_classes_or_in_both_halves_are_counted_in_a_wa
     assert "warning: CUB-200-2011: 4 images in 2 groups have identical files under two classes or in both " \
            "train and test" in said
     assert out.exists()
+
+
+@pytest.mark.parametrize("name", ["Stanford-Dogs", "stanford-dogs", "2cars", "dogs!"])
+def test_a_dataset_name_the_workflow_cannot_use_is_refused_when_it_registers(name):
+    with pytest.raises(ValueError, match=re.escape(f"dataset name {name!r}: lowercase letters")):
+        datasets.register(replace(datasets.get("cub"), name=name))
+    assert name not in datasets.DATASETS
+
+
+def test_every_registered_dataset_matches_the_workflows_wildcard():
+    assert "NAME_PATTERN as DATASET_NAME" in (REPO / "workflow/rules/common.smk").read_text()
+    assert all(re.fullmatch(datasets.NAME_PATTERN, name) for name in datasets.DATASETS.names())
+    assert re.fullmatch(datasets.NAME_PATTERN, "stanford_dogs")

@@ -5,6 +5,7 @@ import shlex
 import sys
 
 from dmlbench.config import verdict_spec
+from dmlbench.data.datasets import NAME_PATTERN as DATASET_NAME
 
 # every job runs with the interpreter Snakemake runs under (its environment, activated or not)
 PYTHON = shlex.quote(sys.executable)
@@ -14,7 +15,7 @@ RUN_DIR = "results/{preset}/{experiment}/{dataset}/{method}/seed{seed}"
 wildcard_constraints:
     preset=r"[A-Za-z0-9_-]+",
     experiment=r"[A-Za-z0-9_.-]+",
-    dataset=r"[a-z]+",
+    dataset=DATASET_NAME,
     method=r"[A-Za-z0-9_.@-]+",
     seed=r"\d+",
 

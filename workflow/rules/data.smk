@@ -38,7 +38,7 @@ rule store:
     output:
         "{folder}/store{side}/store.json",
     wildcard_constraints:
-        folder=rf"{re.escape(PLAN.data_dir)}/[a-z]+(/cache\d+)?",
+        folder=rf"{re.escape(PLAN.data_dir)}/{DATASET_NAME}(/cache\d+)?",
         side=r"\d+",
     params:
         folder=lambda w: f"{w.folder}/store{w.side}",

@@ -9,7 +9,7 @@ rule fair_splits:
     output:
         "{folder}/fair_folds{folds}.csv",
     wildcard_constraints:
-        folder=rf"{re.escape(PLAN.data_dir)}/[a-z]+(/cache\d+)?",
+        folder=rf"{re.escape(PLAN.data_dir)}/{DATASET_NAME}(/cache\d+)?",
         folds=r"\d+",
     shell:
         "{PYTHON} -m dmlbench fair-splits --manifest {input:q} --folds {wildcards.folds} --output {output:q}"

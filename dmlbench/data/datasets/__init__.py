@@ -6,18 +6,26 @@ package registers its spec in `DATASETS` when imported: adding a dataset is addi
 from __future__ import annotations
 
 import pkgutil
+import re
 from importlib import import_module
 
 from dmlbench.data.datasets.spec import DatasetSpec, Layout, SourceFile
 from dmlbench.errors import DatasetError
 from dmlbench.registry import Registry
 
-__all__ = ["DATASETS", "DatasetSpec", "Layout", "SourceFile", "get", "register"]
+__all__ = ["DATASETS", "NAME_PATTERN", "DatasetSpec", "Layout", "SourceFile", "get", "register"]
 
 DATASETS = Registry("dataset", error=DatasetError)
+# a dataset's name is a folder and a Snakemake wildcard of every rule (workflow/rules/common.smk)
+NAME_PATTERN = r"[a-z][a-z0-9_]*"
 
 
 def register(spec: DatasetSpec) -> DatasetSpec:
+    """Add `spec` to `DATASETS`; its name must match NAME_PATTERN."""
+    if not re.fullmatch(NAME_PATTERN, spec.name):
+        raise ValueError(f"dataset name {spec.name!r}: lowercase letters, digits and underscores, "
+                         f"starting with a letter ({NAME_PATTERN}), as its folders and the workflow's "
+                         f"wildcards need")
     return DATASETS.register(spec.name)(spec)
 
 

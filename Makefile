@@ -11,7 +11,7 @@ TEST_WORKERS ?= auto
 # where `make wheelhouse` writes every wheel the project needs (for machines without a package index)
 WHEELHOUSE ?= wheelhouse
 
-.PHONY: demo test smoke dry-run doctor preflight test-slurm clean-demo wheelhouse install-offline
+.PHONY: demo test smoke dry-run doctor preflight test-slurm clean-demo wheelhouse install-offline docs
 
 # what the pipeline needs (the demo's install); the tests' own needs come on top (`.dev`)
 $(VENV)/.installed: pyproject.toml
@@ -46,6 +46,11 @@ preflight: $(VENV)/.installed  ## every code path of the full preset run once on
 
 dry-run: $(VENV)/.installed  ## the full preset's jobs, as a GPU box would run them
 	snakemake -n --cores all --resources gpu=8
+
+docs: $(VENV)/.dev  ## the documentation site (site/index.html): generated pages, then mkdocs --strict
+	python -m dmlbench.report.docs_pages docs/generated
+	NO_MKDOCS_2_WARNING=1 python -m mkdocs build --strict --quiet
+	@echo "Documentation: site/index.html"
 
 wheelhouse: $(VENV)/.dev  ## every wheel of the project and its needs, for this Python and platform
 	$(VENV)/bin/python -m pip wheel --quiet --wheel-dir '$(WHEELHOUSE)' '.[dev]'

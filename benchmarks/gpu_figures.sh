@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU figures of the README's performance section, in one call on a GPU machine:
+# The GPU figures of docs/benchmarks.md, in one call on a GPU machine:
 #   1. `python -m benchmarks.gpu_feed`: the GPU fed per paper configuration (target >= 0.9x);
 #   2. the gpu-smoke preset through `snakemake --resources gpu=1` (wall time, every rule);
 #   3. the bounded preflight of `full` at the real input sizes (seconds per group; `--bounded`

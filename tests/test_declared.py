@@ -1,6 +1,7 @@
 """The losses, miners and samplers the plan knows without importing them (`dmlbench.methods.declared`):
 the same names and parameters as Python's own view of every registered component, and a misspelled
 name or parameter in the catalogue refused before any job, by the plan and by `snakemake -n`."""
+import ast
 import inspect
 import shutil
 import subprocess
@@ -36,6 +37,16 @@ def _python_view(implementation) -> tuple[list[str], list[str]]:
     return names, required
 
 
+def _python_defaults(implementation) -> dict:
+    """Parameter → default (None where it has none), over the classes `_python_view` follows."""
+    found = {}
+    for cls in (implementation.__mro__[:2] if inspect.isclass(implementation) else [implementation]):
+        for p in inspect.signature(cls).parameters.values():
+            if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and p.name not in found:
+                found[p.name] = None if p.default is p.empty else p.default
+    return found
+
+
 @pytest.mark.parametrize("family", list(REGISTRIES))
 def test_the_source_reading_finds_every_registered_component(family):
     assert set(declared.components(family)) == set(REGISTRIES[family].names())
@@ -49,6 +60,9 @@ def test_each_components_parameters_are_its_constructors(family, name):
     assert list(component.params) == names and list(component.required) == required, component.source
     if family == "loss":
         assert component.takes_miner == REGISTRIES[family].get(name).takes_miner
+    defaults = _python_defaults(REGISTRIES[family].get(name))
+    assert [None if d is None else ast.literal_eval(d) for d in component.defaults] == [defaults[p] for p in names]
+    assert component.doc == inspect.getdoc(REGISTRIES[family].get(name))
 
 
 def test_a_miner_given_to_a_loss_that_takes_none_is_refused(tmp_path):

@@ -1,4 +1,4 @@
-"""The package's house plan: each part imports only from the layers below it (README "Layout")."""
+"""The package's house plan: each part imports only from the layers below it (docs/layout.md)."""
 
 import ast
 from pathlib import Path

@@ -178,13 +178,13 @@ def test_doctor_names_each_timm_file_its_digest_and_where_it_goes(tmp_path):
     assert "checkpoints/timm/vit_small_patch16_224.dino.safetensors (not there yet)" in checks["vit_s16_dino"].detail
 
 
-def test_the_readme_lists_every_timm_trunk_with_its_digest():
+def test_the_backbones_page_lists_every_timm_trunk_with_its_digest():
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "backbones.md").read_text()
     for name, trunk in timm_trunks.TRUNKS.items():
         row = next((line for line in readme.splitlines() if line.startswith(f"| `{name}` | `{trunk.model}` |")), None)
-        assert row is not None, f"README: no row for {name}"
+        assert row is not None, f"docs/backbones.md: no row for {name}"
         assert (trunk.sha256 or "none on record") in row
         assert trunk.overlap in row and trunk.pretraining in row
 

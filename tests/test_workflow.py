@@ -79,7 +79,7 @@ def test_config_typo_stops_before_any_job(tmp_path):
 
 
 @pytest.mark.parametrize("args", [
-    # the README's example commands, as printed (dry runs)
+    # the documentation's example commands, as printed (dry runs)
     ["-n", "--cores", "2", "--config", "preset=demo", "seeds=[0,1,2]"],
     ["-n", "--cores", "2", "--config", "preset=smoke", "experiments=[suite.baselines]", "datasets=[cub]"],
     ["-n", "--cores", "2", "--config", "preset=demo", "experiments=[suite.baselines]",
@@ -267,7 +267,7 @@ def test_smoke_preset_end_to_end(tmp_path):
 
 def records_of_every_run(workdir: Path, plan) -> None:
     """What a finished smoke run keeps and reports: no checkpoint, TensorBoard curves equal to its
-    epoch lines, its cost, and its rows in the results table, which the README's queries read."""
+    epoch lines, its cost, and its rows in the results table, which the documentation's queries read."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     trainings = [p.parent for p in (workdir / "results/smoke").rglob("epochs.jsonl")]
@@ -306,10 +306,10 @@ def records_of_every_run(workdir: Path, plan) -> None:
     assert answer.sort_index().tolist() == pytest.approx(by_hand.sort_index().tolist())
     import shlex
 
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "run-records.md").read_text()
     queries = [shlex.split(line)[4:] for line in readme.splitlines() if line.startswith("python -m dmlbench results ")]
     assert len(queries) >= 3
-    for query in queries:  # the README's examples, on this smoke run's table
+    for query in queries:  # the documentation's examples, on this smoke run's table
         query = [word for i, word in enumerate(query) if word != "--preset" and query[i - 1] != "--preset"]
         answered = subprocess.run([sys.executable, "-m", "dmlbench", "results", "--preset", "smoke", "--csv", *query],
                                   cwd=workdir, env=python_env(), capture_output=True, text=True, timeout=120)

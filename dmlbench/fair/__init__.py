@@ -1,3 +1,3 @@
 """The suite's fair comparison (`suite.fair`): every method under one protocol, its own parameters
 tuned on validation folds only, the best setting retrained and tested with confidence intervals.
-README "The fair table" states the protocol; the folds are `dmlbench.data.folds`."""
+docs/fair-table.md states the protocol; the folds are `dmlbench.data.folds`."""

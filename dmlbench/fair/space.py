@@ -48,7 +48,7 @@ def parse(name: str, method: dict) -> Space:
     entries = method.get("search")
     if not entries or not isinstance(entries, dict):
         raise ConfigError(f"method {name} has no search space: the fair protocol tunes every method's own "
-                          f"parameters; add `search:` beside it in methods.yaml (README \"The fair table\") "
+                          f"parameters; add `search:` beside it in methods.yaml (docs/fair-table.md) "
                           f"or leave it out of suite.fair")
     dimensions, tied = [], {}
     for path, entry in entries.items():

@@ -31,6 +31,8 @@ class Component:
     required: tuple[str, ...]   # those without a default
     open: bool                  # takes any keyword (**kwargs passed nowhere we can read)
     takes_miner: bool = False   # a loss that sees the pairs a miner keeps
+    defaults: tuple = ()        # each parameter's default as written in the source (None: required)
+    doc: str = ""               # the class's docstring: equation, parameters, paper
 
 
 def _files(family: str) -> list[Path]:
@@ -48,14 +50,32 @@ def _registered_name(node: ast.ClassDef | ast.FunctionDef, registry: str) -> str
     return None
 
 
-def _arguments(function: ast.FunctionDef, skip: int) -> tuple[list[str], list[str], bool]:
-    """(parameter names, those without a default, whether it takes **kwargs), the first `skip` left out."""
+def _defaults(function: ast.FunctionDef, skip: int) -> list[tuple[str, str | None]]:
+    """(name, default as written or None) of each parameter, the first `skip` left out."""
     args = function.args
     positional = args.posonlyargs + args.args
     defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
-    params = [(a.arg, d is not None) for a, d in zip(positional, defaults)][skip:]
-    params += [(a.arg, d is not None) for a, d in zip(args.kwonlyargs, args.kw_defaults)]
-    return [p for p, _ in params], [p for p, has in params if not has], args.kwarg is not None
+    pairs = list(zip(positional, defaults))[skip:] + list(zip(args.kwonlyargs, args.kw_defaults))
+    return [(a.arg, None if d is None else ast.unparse(d)) for a, d in pairs]
+
+
+def _arguments(function: ast.FunctionDef, skip: int) -> tuple[list[str], list[str], bool]:
+    """(parameter names, those without a default, whether it takes **kwargs), the first `skip` left out."""
+    params = _defaults(function, skip)
+    return [p for p, _ in params], [p for p, d in params if d is None], function.args.kwarg is not None
+
+
+def _default_texts(node, classes: dict[str, ast.ClassDef]) -> dict[str, str | None]:
+    """Parameter → its default as written, over `node`'s constructor and the bases it passes on to."""
+    if isinstance(node, ast.FunctionDef):
+        return dict(_defaults(node, 0))
+    init = next((f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+    base = next((classes[b.id] for b in node.bases if isinstance(b, ast.Name) and b.id in classes), None)
+    inherited = _default_texts(base, classes) if base is not None else {}
+    if init is None:
+        return inherited
+    own = dict(_defaults(init, 1))
+    return own | {k: v for k, v in inherited.items() if k not in own} if init.args.kwarg else own
 
 
 def _signature(cls: ast.ClassDef, classes: dict[str, ast.ClassDef]) -> tuple[list[str], list[str], bool]:
@@ -102,9 +122,11 @@ def components(family: str) -> dict[str, Component]:
                 continue
             params, required, open_ = (_signature(node, classes) if isinstance(node, ast.ClassDef)
                                        else _arguments(node, skip=0))
+            texts = _default_texts(node, classes)
             found[name] = Component(name, f"{path.relative_to(METHODS.parent)}:{node.lineno}",
                                     tuple(params), tuple(required), open_,
-                                    isinstance(node, ast.ClassDef) and _class_flag(node, classes, "takes_miner"))
+                                    isinstance(node, ast.ClassDef) and _class_flag(node, classes, "takes_miner"),
+                                    tuple(texts.get(p) for p in params), ast.get_docstring(node) or "")
     return found
 
 

@@ -257,7 +257,7 @@ def _write_budget(projection: pd.DataFrame, output_dir: Path, measured_on: str, 
     scaled = f", times scaled from {image_side} px by the pixel ratio" if image_side else ""
     lines = [f"# Compute budget of preset `{preset}`", "",
              f"Projected from seconds per step measured on {measured_on}{scaled}; "
-             f"formula in the README (Preflight). Runs of failed groups are not counted. Results GB: what "
+             f"formula in docs/preflight.md. Runs of failed groups are not counted. Results GB: what "
              f"the finished runs keep (models, test embeddings, records; dmlbench/preflight/disk.py).", "",
              *_incomplete(left), f"| experiment | runs | device-hours | wall hours on {devices} devices | results GB |",
              "|---|---|---|---|---|"]

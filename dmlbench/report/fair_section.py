@@ -134,7 +134,7 @@ def render(folder: Path, plan, key: str, url) -> str:
     frame = pd.read_csv(folder / "fair_table.csv")
     pairs = pd.read_csv(folder / "fair_pairwise.csv")
     settings = plan.fair_settings(key)
-    parts = [f"<p class='note'>Protocol: README \"The fair table\". {settings['folds']} class-disjoint folds of "
+    parts = [f"<p class='note'>Protocol: docs/fair-table.md. {settings['folds']} class-disjoint folds of "
              f"the training half, {settings['trials']} trials per method × dataset (the paper's setting first), "
              f"{settings['repetitions']} final repetitions. "
              f"{caption(plan.fair_embedding_dims(key), settings['folds'])}</p>"]

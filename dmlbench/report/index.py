@@ -211,7 +211,7 @@ def _experiment_html(plan, exp: dict, preset: str, folder: Path, page_dir: Path)
         return "".join(parts)
     if exp["status"] == "quoted only":
         if plan.is_fair(exp["id"]):
-            parts.append("<p class='note'>Not run in this preset (README \"The fair table\").</p>")
+            parts.append("<p class='note'>Not run in this preset (docs/fair-table.md).</p>")
         elif is_table:
             parts.append(_table_html(plan, exp["id"], None))
         else:

@@ -156,7 +156,7 @@ def legend() -> str:
                     f"{html.escape(numbers.MEANINGS[v])}; " for v in numbers.VERDICTS)
     return (f"<p class='legend'>Δ: this suite − paper, in points; the verdict's symbol beside it: {items}"
             f"interval: 95 % Student t over the n seeds, widened by the experiment's tolerance "
-            f"(README \"Verdicts, claims and the certificate\").</p>")
+            f"(docs/verdicts.md).</p>")
 
 
 class Cells:

@@ -73,7 +73,7 @@ def exclusive(run_dir: Path):
         raise RunBusyError(
             f"{run_dir} is being trained by another process (pid {holder}). Two Snakemake "
             f"instances are working in this folder: let the other finish, or stop it, then "
-            f"rerun (see the README, 'Interrupted runs')") from None
+            f"rerun (see docs/interrupted-runs.md)") from None
     try:
         handle.seek(0)
         handle.truncate()

@@ -14,7 +14,7 @@ import numpy as np
 from dmlbench.fair.intervals import mean_interval
 
 SELECTED = " (test-selected)"  # the column of a metric at each run's best test epoch (runs.csv)
-DEFAULT_BAND = 1.0  # points of a metric in % (Recall@K, NMI, F1, MAP@R): README "Verdicts"
+DEFAULT_BAND = 1.0  # points of a metric in % (Recall@K, NMI, F1, MAP@R): docs/verdicts.md
 REPRODUCED, BELOW, ABOVE, NOT_RUN, SINGLE_RUN = "reproduced", "below", "above", "not run", "single run"
 VERDICTS = (REPRODUCED, BELOW, ABOVE, NOT_RUN, SINGLE_RUN)
 SYMBOLS = {REPRODUCED: "✓", BELOW: "▼", ABOVE: "▲", NOT_RUN: "∅", SINGLE_RUN: "①"}

@@ -1,7 +1,7 @@
 """From a preset and the experiment catalogue to the list of runs and each run's resolved config.
 
 The catalogue lives in `workflow/config/`: `defaults.yaml` (every training setting),
-`methods.yaml`, `experiments/<paper>.yaml` (ids from REPRODUCTION.md) and `presets/<name>.yaml`.
+`methods.yaml`, `experiments/<paper>.yaml` (ids `<paper>.t<N>` / `.f<N>`: the catalogue, docs/generated/catalogue.md) and `presets/<name>.yaml`.
 A run's settings are merged in this order: defaults < experiment `train` < experiment
 `per_dataset[dataset]` < method `train` < preset `overrides` < preset `per_dataset[dataset]` <
 preset `cpu_fallback` (no CUDA) < preset `subset[experiment].train` < sweep variant `train`. The

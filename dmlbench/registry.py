@@ -5,6 +5,7 @@ and an unknown name is refused with the closest known one and the full list."""
 from __future__ import annotations
 
 import difflib
+import pkgutil
 from importlib import import_module
 
 
@@ -18,13 +19,22 @@ class Registry:
     """Maps the names used in the config to what implements them. Entries are registered with
     the `register(name)` decorator, or as `"module:attribute"` text (`register_lazy`) where importing
     the implementation would be slow (torch, matplotlib) and only its name is needed to validate a
-    config. Unknown names raise `error` (KeyError unless given)."""
+    config. With `package`, every module of that package is imported on the first lookup, so that
+    its decorators run: a new module registers itself, no list of modules to keep. Unknown names
+    raise `error` (KeyError unless given)."""
 
-    def __init__(self, kind: str, error: type[Exception] = KeyError):
+    def __init__(self, kind: str, error: type[Exception] = KeyError, package: str | None = None):
         self.kind = kind
         self.error = error
         self._entries: dict[str, object] = {}
         self._lazy: dict[str, str] = {}
+        self._package = package  # None once its modules are imported
+
+    def _discover(self) -> None:
+        package, self._package = self._package, None
+        if package:
+            for module in pkgutil.iter_modules(import_module(package).__path__):
+                import_module(f"{package}.{module.name}")
 
     def register(self, name: str):
         def add(item):
@@ -40,13 +50,15 @@ class Registry:
         self._lazy[name] = target
 
     def _claim(self, name: str) -> None:
-        if name in self:
+        if name in self._entries or name in self._lazy:
             raise ValueError(f"{self.kind} {name!r} is registered twice")
 
     def __contains__(self, name) -> bool:
+        self._discover()
         return name in self._entries or name in self._lazy
 
     def names(self) -> list[str]:
+        self._discover()
         return sorted({*self._entries, *self._lazy})
 
     def check(self, name: str, where: str = "", error: type[Exception] | None = None) -> None:
@@ -59,7 +71,7 @@ class Registry:
                                         f"known: {', '.join(self.names())}")
 
     def get(self, name: str):
-        self.check(name)
+        self.check(name)  # discovers the package's modules first
         if name not in self._entries:
             module, _, attribute = self._lazy[name].partition(":")
             self._entries[name] = getattr(import_module(module), attribute)

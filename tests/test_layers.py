@@ -70,3 +70,60 @@ def test_the_check_sees_an_upward_import(tmp_path):
     module.write_text("def f():\n    from dmlbench.report import index\n")
     assert imports_of(module) == {"dmlbench.report"}
     assert LAYER_OF[part_of("dmlbench.report")] > LAYER_OF[part_of("dmlbench.data.manifest")]
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Module → the package's modules it imports (at the top or inside a function); `from
+    package import module` counts as importing that module."""
+    names = {name.removesuffix(".__init__") for name, _ in modules()}
+    graph = {}
+    for name, path in modules():
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "dmlbench":
+                for alias in node.names:
+                    inner = f"{node.module}.{alias.name}"
+                    found.add(inner if inner in names else node.module)
+            elif isinstance(node, ast.Import):
+                found |= {alias.name for alias in node.names if alias.name in names}
+        graph[name.removesuffix(".__init__")] = found & names
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected parts of more than one module (Tarjan), each sorted."""
+    index, low, stack, on, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            part = []
+            while not part or part[-1] != v:
+                part.append(stack.pop())
+                on.discard(part[-1])
+            if len(part) > 1:
+                found.append(sorted(part))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle_inside_a_part():
+    """No module reaches itself through imports, a function-local one included, except the
+    command line and the warm-start server, which hands a forked child to the command line."""
+    found = [c for c in cycles(module_graph()) if c != ["dmlbench.cli", "dmlbench.warm_start"]]
+    assert not found, found
+
+
+def test_the_cycle_check_sees_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

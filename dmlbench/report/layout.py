@@ -24,7 +24,7 @@ import pandas as pd
 
 from dmlbench.config.loading import printed
 from dmlbench.data import datasets
-from dmlbench.report.aggregate import SELECTED
+from dmlbench.verdicts.numbers import SELECTED
 from dmlbench.verdicts import numbers
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 from dmlbench.evaluation import reference
 from dmlbench.errors import DmlbenchError
 from dmlbench.io import set_aside
+from dmlbench.report.layout import dataset_label, metric_label
 
 KIND_ORDER = {kind: i for i, kind in enumerate(reference.KINDS)}
 SHORT = {"initial": "untrained network", "trunk": "its trunk's features", "pixels": "raw pixels"}
@@ -67,8 +68,6 @@ def sentences(summary: pd.DataFrame, reference_of: list, labels: dict) -> list[s
                        for r in own.sort_values("kind", key=lambda k: k.map(KIND_ORDER)).itertuples()]
             parts.append(f"{labels.get(method, method)} {value:.2f} ({'; '.join(against)})")
         if parts:
-            from dmlbench.report.layout import dataset_label, metric_label
-
             out.append(f"{dataset_label(dataset)}, {metric_label(metric)}, trained vs no "
                        f"training: " + ", ".join(parts) + ".")
     return out

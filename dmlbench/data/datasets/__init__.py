@@ -5,9 +5,7 @@ package registers its spec in `DATASETS` when imported: adding a dataset is addi
 
 from __future__ import annotations
 
-import pkgutil
 import re
-from importlib import import_module
 
 from dmlbench.data.datasets.spec import DatasetSpec, Layout, SourceFile
 from dmlbench.errors import DatasetError
@@ -15,7 +13,7 @@ from dmlbench.registry import Registry
 
 __all__ = ["DATASETS", "NAME_PATTERN", "DatasetSpec", "Layout", "SourceFile", "get", "register"]
 
-DATASETS = Registry("dataset", error=DatasetError)
+DATASETS = Registry("dataset", error=DatasetError, package=__name__)  # each module registers its spec
 # a dataset's name is a folder and a Snakemake wildcard of every rule (workflow/rules/common.smk)
 NAME_PATTERN = r"[a-z][a-z0-9_]*"
 
@@ -32,7 +30,3 @@ def register(spec: DatasetSpec) -> DatasetSpec:
 def get(name: str) -> DatasetSpec:
     return DATASETS.get(name)
 
-
-for _module in pkgutil.iter_modules(__path__):
-    if _module.name != "spec":
-        import_module(f"{__name__}.{_module.name}")

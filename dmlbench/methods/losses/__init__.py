@@ -5,9 +5,6 @@ normalised) or `loss(embeddings, labels, miner=miner)` to restrict the pairs/tri
 """
 
 from dmlbench.methods.losses.base import LOSSES, PairLoss
-from dmlbench.methods.losses import (  # noqa: F401  (registers the losses)
-    distance_losses, pair_losses, proxy_losses, ranking_losses, robust_losses, triplet_nca_losses,
-    tuple_losses)
 
 
 def build(name: str, **params):

@@ -8,7 +8,7 @@ from torch import nn
 from dmlbench.methods.pairs import PairBatch
 from dmlbench.registry import Registry
 
-LOSSES = Registry("loss")
+LOSSES = Registry("loss", package="dmlbench.methods.losses")  # every module registers its own
 
 
 class PairLoss(nn.Module):

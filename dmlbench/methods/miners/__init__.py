@@ -1,10 +1,6 @@
 """Miners by name: each maps a `PairBatch` to a `PairBatch` restricted to the pairs or triplets it keeps."""
 
-from dmlbench.registry import Registry
-
-MINERS = Registry("miner")
-
-from dmlbench.methods.miners import pair_miners, triplet_miners  # noqa: E402,F401  (registers the miners)
+from dmlbench.methods.miners.base import MINERS
 
 
 def build(name: str, **params):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from dmlbench.methods.miners import MINERS
+from dmlbench.methods.miners.base import MINERS
 from dmlbench.methods.pairs import PairBatch
 
 

@@ -121,7 +121,7 @@ def test_text_stays_text_where_the_schema_wants_text():
 
 
 @pytest.mark.parametrize("overrides, message", [
-    ({"optimizer": {"name": "adamax"}}, "setting optimizer.name: 'adamax' is not one of ['adam', 'adamw', 'sgd', 'rmsprop']"),
+    ({"optimizer": {"name": "adamax"}}, "setting optimizer.name: 'adamax' is not one of ['adam', 'adamw', 'rmsprop', 'sgd']"),
     ({"optimizer": {"lr": "fast"}}, "setting optimizer.lr: 'fast' is not of type 'number'"),
     ({"optimizer": {"lr": "1.0e+6"}}, "setting optimizer.lr: 1000000.0 is greater than the maximum of 10"),
     ({"device": "gpu"}, "setting device: 'gpu' does not match"),

@@ -413,3 +413,23 @@ def test_tf32_follows_the_setting_and_env_json_records_it(run_config, tmp_path, 
         assert env["tf32"] == {"matmul": tf32, "cudnn": tf32}
     finally:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = False, True
+
+
+@pytest.mark.parametrize("name", ["adam", "adamw", "rmsprop", "sgd"])
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_each_optimiser_keeps_the_state_the_disk_estimate_counts(name, momentum):
+    """Every registered optimiser builds from the run's settings, and after one step keeps as many
+    tensors per parameter as `state_tensors` (the preflight's checkpoint estimate) says."""
+    from dmlbench.training import optimisers
+
+    assert set(optimisers.OPTIMISERS.names()) == {"adam", "adamw", "rmsprop", "sgd"}
+    weight = torch.nn.Parameter(torch.ones(3))
+    cfg = {"name": name, "lr": 0.1, "betas": [0.9, 0.999], "weight_decay": 0.01, "momentum": momentum}
+    optimizer = optimisers.build([{"params": [weight]}], cfg)
+    (weight ** 2).sum().backward()
+    optimizer.step()
+    kept = [v for v in optimizer.state[weight].values() if torch.is_tensor(v) and v.shape == weight.shape]
+    assert len(kept) == optimisers.state_tensors(cfg)
+    expected = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "rmsprop": torch.optim.RMSprop,
+                "sgd": torch.optim.SGD}[name]
+    assert type(optimizer) is expected and optimizer.defaults["weight_decay"] == 0.01

@@ -20,7 +20,8 @@ import jsonschema
 
 from dmlbench import settings
 from dmlbench.config import validation
-from dmlbench.config.loading import deep_merge, load_yaml, merge_layers, plain_numbers, with_dataset_names, with_settings
+from dmlbench.config.loading import (deep_merge, load_yaml, merge_layers, plain_numbers, settings_schema,
+                                     with_dataset_names, with_settings)
 from dmlbench.config.run import FairRun, Run
 from dmlbench.config.fair_specs import FairSpecs
 from dmlbench.config.steps import StepSpecs
@@ -68,7 +69,7 @@ class Plan(StepSpecs, FairSpecs):
         self.preset = preset
         self.name = preset["preset"]
         self.defaults = load_yaml(self.config_dir / "defaults.yaml")
-        self.settings_schema = load_yaml(self.config_dir / SETTINGS_SCHEMA)
+        self.settings_schema = settings_schema(self.config_dir / SETTINGS_SCHEMA)
         self.methods = load_yaml(self.config_dir / "methods.yaml")
         self.papers = load_yaml(self.config_dir / "papers.yaml")
         self.experiments = self._load_experiments()
@@ -86,7 +87,7 @@ class Plan(StepSpecs, FairSpecs):
         config_dir = Path(config_dir)
         name, preset_file = preset_source(config_dir, config.get("preset"), config.pop("preset_file", None))
         schema = with_dataset_names(load_yaml(config_dir / "schema.yaml"), DATASETS.names())
-        config = settings.coerce(config, with_settings(schema, load_yaml(config_dir / SETTINGS_SCHEMA)))
+        config = settings.coerce(config, with_settings(schema, settings_schema(config_dir / SETTINGS_SCHEMA)))
         preset = deep_merge(load_yaml(preset_file), config)
         preset["preset"] = name
         try:

@@ -22,9 +22,9 @@ import json
 import pandas as pd
 
 from dmlbench.data import datasets
+from dmlbench.training import optimisers
 
 RECORDS_BYTES = 64 * 1024
-OPTIMISER_STATES = {"adam": 2, "rmsprop": 2, "sgd": 1}  # momentum buffers (RMSprop: square average and momentum)
 
 
 @functools.lru_cache(maxsize=None)
@@ -55,8 +55,7 @@ def run_bytes(cfg: dict, dataset: str) -> int:
         test_images = sum(n for split, n in expected.items() if split != "train")
         total += test_images * (cfg["model"]["embedding_dim"] + 1) * 4
     if keep.get("checkpoint"):
-        states = OPTIMISER_STATES.get(cfg["optimizer"]["name"], 2) if cfg["optimizer"]["momentum"] or \
-            cfg["optimizer"]["name"] == "adam" else 0
+        states = optimisers.state_tensors(cfg["optimizer"])
         total += model * (1 + states + (1 if cfg["early_stopping"]["patience"] else 0))
     return total
 

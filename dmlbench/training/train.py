@@ -21,7 +21,7 @@ import torch
 
 from dmlbench import environment, models
 from dmlbench.evaluation import evaluate_run, final_metrics
-from dmlbench.training import cost, early_stopping, recording, run_folder, schemes
+from dmlbench.training import cost, early_stopping, optimisers, recording, run_folder, schemes
 from dmlbench.training.tracking import Tracking
 from dmlbench.data import batches, folds, manifest
 from dmlbench.errors import DmlbenchError
@@ -42,7 +42,7 @@ def seed_epoch(seed: int, epoch: int) -> torch.Generator:
 
 
 def build_optimizer(model, criterion, cfg: dict):
-    """Adam, AdamW, SGD or RMSprop over the trunk (lr; with `layer_decay` < 1 a timm transformer's
+    """The run's optimiser (`dmlbench.training.optimisers`) over the trunk (lr; with `layer_decay` < 1 a timm transformer's
     blocks at lr × layer_decay^(depth − block)), the embedding layer (lr × head_lr_mult) and, when they
     share it (`loss_params.optimizer: shared`), the loss's own parameters such as proxies
     (lr × loss_lr_mult)."""
@@ -50,14 +50,7 @@ def build_optimizer(model, criterion, cfg: dict):
     loss_params = [p for p in criterion.parameters() if p.requires_grad]
     if loss_params and cfg["loss_params"]["optimizer"] == "shared":
         groups.append({"params": loss_params, "lr": cfg["lr"] * cfg["loss_lr_mult"]})
-    if cfg["name"] in ("adam", "adamw"):
-        optimizer = torch.optim.AdamW if cfg["name"] == "adamw" else torch.optim.Adam
-        return optimizer(groups, lr=cfg["lr"], betas=tuple(cfg["betas"]), weight_decay=cfg["weight_decay"])
-    if cfg["name"] == "rmsprop":
-        return torch.optim.RMSprop(groups, lr=cfg["lr"], momentum=cfg["momentum"],
-                                   weight_decay=cfg["weight_decay"])
-    return torch.optim.SGD(groups, lr=cfg["lr"], momentum=cfg["momentum"],
-                           weight_decay=cfg["weight_decay"])
+    return optimisers.build(groups, cfg)
 
 
 def build_loss_optimizer(criterion, cfg: dict):

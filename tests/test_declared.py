@@ -3,6 +3,7 @@ the same names and parameters as Python's own view of every registered component
 name or parameter in the catalogue refused before any job, by the plan and by `snakemake -n`."""
 import ast
 import inspect
+import re
 import shutil
 import subprocess
 import sys
@@ -59,7 +60,12 @@ def test_each_components_parameters_are_its_constructors(family, name):
     assert not component.open
     assert list(component.params) == names and list(component.required) == required, component.source
     if family == "loss":
-        assert component.takes_miner == REGISTRIES[family].get(name).takes_miner
+        implementation = REGISTRIES[family].get(name)
+        assert component.takes_miner == implementation.takes_miner
+        assert component.restricts_pairs == getattr(implementation, "restricts_pairs", False)
+        assert component.needs == tuple(getattr(implementation, "needs", ()))
+        assert component.class_vectors == hasattr(implementation, "class_vectors")
+        assert set(component.needs) <= set(component.params)
     defaults = _python_defaults(REGISTRIES[family].get(name))
     assert [None if d is None else ast.literal_eval(d) for d in component.defaults] == [defaults[p] for p in names]
     assert component.doc == inspect.getdoc(REGISTRIES[family].get(name))
@@ -126,11 +132,12 @@ def test_a_misspelt_parameter_of_an_experiments_sweep_is_refused(tmp_path):
 
 
 def test_a_required_parameter_left_out_is_refused_unless_the_run_fills_it(monkeypatch):
-    needs = declared.Component("needy", "methods/losses/x.py:1", ("num_classes", "k"), ("num_classes", "k"), False)
+    needs = declared.Component("needy", "methods/losses/x.py:1", ("num_classes", "k"), ("num_classes", "k"), False,
+                               needs=("num_classes",))
     monkeypatch.setattr(declared, "components", lambda family: {"needy": needs})
     with pytest.raises(ConfigError, match=r"method m.loss: loss 'needy' needs k \(methods/losses/x.py:1\)"):
         declared.check("loss", {"name": "needy"}, "method m.loss")
-    declared.check("loss", {"name": "needy", "k": 1}, "method m.loss")  # num_classes: the run's
+    declared.check("loss", {"name": "needy", "k": 1}, "method m.loss")  # num_classes: the training's (needs)
 
 
 def test_snakemake_dry_run_refuses_a_misspelt_loss_parameter_before_any_job(tmp_path):
@@ -147,3 +154,22 @@ def test_snakemake_dry_run_refuses_a_misspelt_loss_parameter_before_any_job(tmp_
     assert "method ms.loss.alpah: loss 'multi_similarity' has no parameter 'alpah' (did you mean 'alpha'?)" in (
         result.stdout + result.stderr)
     assert not (tmp_path / "work" / "results").exists()
+
+
+@pytest.mark.parametrize("scheme, said", [
+    ("{name: profs, pairs: anchored}", "scheme.pairs: anchored needs a pair loss; 'proxy_nca' has no pairs to restrict"),
+    ("{name: profs, representatives: none, pairs: all, hncm: true, iterations: 1}", None),
+])
+def test_what_the_profs_scheme_needs_of_the_loss_is_checked_when_the_plan_loads(tmp_path, scheme, said):
+    """M-PROFS (demo: profs.t1 on cub) with ProxyNCA in place of its margin loss: anchored pairs are
+    refused (nothing to restrict); HNCM over class centres is accepted (ProxyNCA has them)."""
+    text = (CONFIG_DIR / "methods.yaml").read_text()
+    old = next(line for line in text.splitlines() if line.startswith("m_profs: {<<: *margin_hard, label: M-PROFS,"))
+    new = ("m_profs: {label: M-PROFS, loss: {name: proxy_nca}, sampler: m_per_class, train: {optimizer: *beta_sgd, "
+           f"scheme: {scheme}}}}}")
+    config = _catalogue_with(tmp_path, "methods.yaml", old, new)
+    if said is None:
+        Plan.load(config, {"preset": "demo"})
+        return
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        Plan.load(config, {"preset": "demo"})

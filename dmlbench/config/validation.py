@@ -283,6 +283,7 @@ def check_runs(plan) -> None:
         settings.check({k: cfg[k] for k in plan.defaults}, plan.settings_schema, where)
         settings.check_run(cfg, where)
         timm_trunks.check_settings(cfg, where)
+        check_scheme_needs(cfg, where)
         check_classes(plan, cfg, run.dataset, where)
         if (plan.experiments[run.experiment].get("table") or {}).get("test_selected") \
                 and not cfg["eval"]["every"]:
@@ -305,11 +306,30 @@ def check_fair_runs(plan) -> None:
         settings.check({k: cfg[k] for k in plan.defaults}, plan.settings_schema, where)
         settings.check_run(cfg, where)
         timm_trunks.check_settings(cfg, where)
+        check_scheme_needs(cfg, where)
         check_classes(plan, cfg, run.dataset, where)
         if not cfg["early_stopping"]["patience"]:
             raise ConfigError(f"{where}: the fair protocol selects each fold's epoch on its validation fold: "
                               f"set early_stopping.patience")
         spaces.check(run.method, plan.fair_space(run.method), cfg, where)
+
+
+def check_scheme_needs(cfg: dict, where: str) -> None:
+    """The PROFS scheme's needs of the loss, from what the loss declares: pairs to restrict
+    (`scheme.pairs` representative or anchored, image representatives) and class centres (HNCM
+    without image representatives)."""
+    scheme = cfg["scheme"]
+    if scheme["name"] != "profs":
+        return
+    loss = declared.components("loss")[cfg["method"]["loss"]["name"]]
+    with_images = scheme["representatives"] == "images"
+    if with_images and scheme["pairs"] in ("representative", "anchored") and not loss.restricts_pairs:
+        raise ConfigError(f"{where}: scheme.pairs: {scheme['pairs']} needs a pair loss; {loss.name!r} has no "
+                          f"pairs to restrict ({loss.source}): set scheme.pairs: all")
+    if scheme["hncm"] and not with_images and not loss.class_vectors:
+        raise ConfigError(f"{where}: scheme.hncm with representatives: none needs a loss with class centres "
+                          f"(class_vectors(): {', '.join(n for n, c in declared.components('loss').items() if c.class_vectors)}), "
+                          f"not {loss.name!r}")
 
 
 def check_classes(plan, cfg: dict, dataset: str, where: str) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
-
 import torch
 from torch import nn
 
@@ -15,16 +13,16 @@ class Criterion(nn.Module):
     """Calls the loss on a batch, through the miner when the method has one.
 
     Losses with class proxies or per-class parameters receive `num_classes` and `embedding_dim`
-    (when their constructor takes them and the method does not set them); labels must then be
+    (those their class lists in `needs` and the method does not set); labels must then be
     0..num_classes-1.
     """
 
     def __init__(self, method: dict, num_classes: int | None = None, embedding_dim: int | None = None):
         super().__init__()
         params = dict(method["loss"])
-        accepted = inspect.signature(losses.LOSSES.get(params["name"])).parameters
+        needs = getattr(losses.LOSSES.get(params["name"]), "needs", ())
         for key, value in (("num_classes", num_classes), ("embedding_dim", embedding_dim)):
-            if key in accepted and key not in params and value is not None:
+            if key in needs and key not in params and value is not None:
                 params[key] = value
         self.loss = losses.build(**params)
         self.miner = miners.build(**method["miner"]) if method.get("miner") else None
@@ -40,8 +38,8 @@ class Criterion(nn.Module):
 
     @property
     def restricts_pairs(self) -> bool:
-        """Whether the loss accepts a restriction of its pairs (`pairs=`)."""
-        return "pairs" in inspect.signature(self.loss.forward).parameters
+        """Whether the loss accepts a restriction of its pairs (`pairs=`), as its class declares."""
+        return getattr(self.loss, "restricts_pairs", False)
 
     @torch.no_grad()
     def triplets(self, embeddings: torch.Tensor, labels: torch.Tensor):

@@ -4,7 +4,8 @@ before any job, and the plan does not import torch).
 
 A component is what a module of its family registers with `@LOSSES.register("name")` (`MINERS`,
 `SAMPLERS`); its parameters are its `__init__`'s, with a base class's added where `__init__`
-passes `**kwargs` on (or has none); a loss's `takes_miner` is its class attribute (or a base's). `tests/test_declared.py` checks the reading against Python's
+passes `**kwargs` on (or has none); a loss's `takes_miner`, `restricts_pairs` and `needs` are its
+class attributes (or a base's), `class_vectors` whether it defines that method. `tests/test_declared.py` checks the reading against Python's
 own `inspect.signature` of every registered component.
 """
 
@@ -20,7 +21,6 @@ from dmlbench.registry import did_you_mean
 
 METHODS = Path(__file__).resolve().parent
 FAMILIES = {"loss": ("LOSSES", "losses"), "miner": ("MINERS", "miners"), "sampler": ("SAMPLERS", "samplers.py")}
-FILLED_BY_RUN = ("num_classes", "embedding_dim")  # given by the training when the method leaves them out
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,9 @@ class Component:
     required: tuple[str, ...]   # those without a default
     open: bool                  # takes any keyword (**kwargs passed nowhere we can read)
     takes_miner: bool = False   # a loss that sees the pairs a miner keeps
+    restricts_pairs: bool = False  # its forward takes `pairs=` (the PROFS scheme's restriction)
+    needs: tuple = ()           # constructor arguments the training fills in
+    class_vectors: bool = False  # has class centres to rank (`class_vectors()`)
     defaults: tuple = ()        # each parameter's default as written in the source (None: required)
     doc: str = ""               # the class's docstring: equation, parameters, paper
 
@@ -94,14 +97,21 @@ def _signature(cls: ast.ClassDef, classes: dict[str, ast.ClassDef]) -> tuple[lis
             required + [p for p in inherited[1] if p not in names], inherited[2])
 
 
-def _class_flag(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], flag: str) -> bool:
-    """The boolean class attribute `flag` of `cls` or its nearest base in `classes` (False if none)."""
+def _class_attribute(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], name: str, default):
+    """The literal class attribute `name` of `cls` or of its nearest base in `classes`."""
     for node in cls.body:
-        if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == flag for t in node.targets)
-                and isinstance(node.value, ast.Constant)):
-            return bool(node.value.value)
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets) and node.value is not None:
+            return ast.literal_eval(node.value)
     base = next((classes[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in classes), None)
-    return _class_flag(base, classes, flag) if base is not None else False
+    return _class_attribute(base, classes, name, default) if base is not None else default
+
+
+def _defines(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], method: str) -> bool:
+    if any(isinstance(f, ast.FunctionDef) and f.name == method for f in cls.body):
+        return True
+    base = next((classes[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in classes), None)
+    return base is not None and _defines(base, classes, method)
 
 
 @cache
@@ -123,17 +133,21 @@ def components(family: str) -> dict[str, Component]:
             params, required, open_ = (_signature(node, classes) if isinstance(node, ast.ClassDef)
                                        else _arguments(node, skip=0))
             texts = _default_texts(node, classes)
-            found[name] = Component(name, f"{path.relative_to(METHODS.parent)}:{node.lineno}",
-                                    tuple(params), tuple(required), open_,
-                                    isinstance(node, ast.ClassDef) and _class_flag(node, classes, "takes_miner"),
-                                    tuple(texts.get(p) for p in params), ast.get_docstring(node) or "")
+            is_class = isinstance(node, ast.ClassDef)
+            found[name] = Component(
+                name, f"{path.relative_to(METHODS.parent)}:{node.lineno}", tuple(params), tuple(required), open_,
+                is_class and _class_attribute(node, classes, "takes_miner", False),
+                is_class and _class_attribute(node, classes, "restricts_pairs", False),
+                tuple(_class_attribute(node, classes, "needs", ())) if is_class else (),
+                is_class and _defines(node, classes, "class_vectors"),
+                tuple(texts.get(p) for p in params), ast.get_docstring(node) or "")
     return found
 
 
 def check(family: str, entry, where: str) -> None:
     """`entry` of the config (`{name: …, <parameter>: …}` for a loss or miner, a name for a
     sampler): a registered name and keyword parameters its constructor takes, every one without a
-    default given (except those the run fills in); else ConfigError naming `where`, the key and
+    default given (except those the training fills in: `needs`); else ConfigError naming `where`, the key and
     the closest known name."""
     known = components(family)
     name = entry.get("name") if isinstance(entry, dict) else entry
@@ -143,7 +157,7 @@ def check(family: str, entry, where: str) -> None:
     if not isinstance(entry, dict):
         return
     check_params(family, name, [k for k in entry if k != "name"], where)
-    missing = [p for p in known[name].required if p not in entry and p not in FILLED_BY_RUN]
+    missing = [p for p in known[name].required if p not in entry and p not in known[name].needs]
     if missing:
         raise ConfigError(f"{where}: {family} {name!r} needs {', '.join(missing)} "
                           f"({known[name].source})")

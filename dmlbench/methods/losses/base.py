@@ -14,9 +14,17 @@ LOSSES = Registry("loss", package="dmlbench.methods.losses")  # every module reg
 class PairLoss(nn.Module):
     """A loss written once against `PairBatch` (S and the masks), as the unified view suggests.
     It sees the pairs (or triplets) a miner keeps; a loss that builds its own tuples or works on
-    proxies says `takes_miner = False`, and the plan refuses a method that gives it a miner."""
+    proxies says `takes_miner = False`, and the plan refuses a method that gives it a miner.
+
+    What a loss needs from the run is declared by class attributes, read by the plan from the
+    source (`dmlbench.methods.declared`) and by the training: `takes_miner`, `restricts_pairs` (its
+    `forward` takes `pairs=`, the PROFS scheme's restriction), `needs` (constructor arguments the
+    training fills in: `num_classes`, `embedding_dim`) and a `class_vectors()` method for losses
+    with class centres (PROFS-HNCM without image representatives)."""
 
     takes_miner = True
+    restricts_pairs = True
+    needs: tuple[str, ...] = ()
 
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor, miner=None,
                 pairs: torch.Tensor | None = None) -> torch.Tensor:

@@ -57,6 +57,8 @@ class MarginLoss(PairLoss):
     equal.
     """
 
+    needs = ("num_classes",)  # one β per class, the training's number of classes
+
     def __init__(self, margin: float = 0.2, beta: float = 1.2, nu: float = 0.0,
                  learn_beta: bool = True, num_classes: int | None = None):
         super().__init__()

@@ -24,6 +24,8 @@ class ProxyNCALoss(nn.Module):
     """
 
     takes_miner = False  # every sample against every proxy
+    restricts_pairs = False
+    needs = ("num_classes", "embedding_dim")
 
     def __init__(self, num_classes: int, embedding_dim: int, scale: float = 1.0):
         super().__init__()
@@ -54,6 +56,8 @@ class SoftTripleLoss(nn.Module):
     """
 
     takes_miner = False  # every sample against every class centre
+    restricts_pairs = False
+    needs = ("num_classes", "embedding_dim")
 
     def __init__(self, num_classes: int, embedding_dim: int, centres_per_class: int = 10,
                  la: float = 20.0, gamma: float = 0.1, tau: float = 0.2, margin: float = 0.01):

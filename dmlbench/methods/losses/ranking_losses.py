@@ -123,6 +123,7 @@ class FastAPLoss(PairLoss):
     L = 10, `bins` paper | code, `gradient` closed_form | autograd (see the module docstring)."""
 
     takes_miner = False  # every query's whole ranking of the batch
+    restricts_pairs = False
 
     def __init__(self, num_bins: int = 10, bins: str = "paper", gradient: str = "closed_form"):
         super().__init__()

@@ -32,6 +32,7 @@ class NPairLoss(PairLoss):
     """
 
     takes_miner = False  # builds its own tuples
+    restricts_pairs = False
 
     def __init__(self, l2_reg: float = 0.002):
         super().__init__()

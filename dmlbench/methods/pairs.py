@@ -14,6 +14,7 @@ class PairBatch:
 
     `pos` and `neg` are boolean B×B masks (row = anchor). `triplets`, when a triplet miner
     has run, holds index tensors (anchor, positive, negative) and takes precedence over the masks.
+    `labels` are the batch's class labels (a loss with per-class parameters reads them).
     """
 
     sim: torch.Tensor
@@ -21,6 +22,7 @@ class PairBatch:
     neg: torch.Tensor
     triplets: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
     dim: int | None = None  # embedding size, when built from embeddings
+    labels: torch.Tensor | None = None
 
     @classmethod
     def from_embeddings(cls, embeddings: torch.Tensor, labels: torch.Tensor) -> "PairBatch":
@@ -31,7 +33,7 @@ class PairBatch:
     def from_similarity(cls, sim: torch.Tensor, labels: torch.Tensor) -> "PairBatch":
         same = labels[:, None] == labels[None, :]
         eye = torch.eye(len(labels), dtype=torch.bool, device=labels.device)
-        return cls(sim=sim, pos=same & ~eye, neg=~same)
+        return cls(sim=sim, pos=same & ~eye, neg=~same, labels=labels)
 
     def with_pairs(self, pos: torch.Tensor, neg: torch.Tensor) -> "PairBatch":
         return replace(self, pos=pos, neg=neg)

@@ -66,17 +66,12 @@ class MarginLoss(PairLoss):
         shape = (num_classes,) if num_classes else (1,)
         self.beta = nn.Parameter(torch.full(shape, float(beta)), requires_grad=learn_beta)
         self.class_specific = bool(num_classes)
-        self._labels: torch.Tensor | None = None
-
-    def forward(self, embeddings, labels, miner=None, pairs=None):
-        self._labels = labels
-        return super().forward(embeddings, labels, miner, pairs)
 
     def compute(self, batch: PairBatch) -> torch.Tensor:
         d = batch.distances()
         pos, neg = batch.pair_counts()
         if self.class_specific:
-            beta = self.beta[self._labels][:, None]
+            beta = self.beta[batch.labels][:, None]
         else:
             beta = self.beta
         pos_terms, neg_terms = F.relu(self.margin + (d - beta)), F.relu(self.margin - (d - beta))

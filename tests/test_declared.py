@@ -173,3 +173,9 @@ def test_what_the_profs_scheme_needs_of_the_loss_is_checked_when_the_plan_loads(
         return
     with pytest.raises(ConfigError, match=re.escape(said)):
         Plan.load(config, {"preset": "demo"})
+
+
+def test_a_misspelt_method_of_an_experiment_is_refused_naming_its_file(tmp_path):
+    config = _catalogue_with(tmp_path, "experiments/ms.yaml", "  methods: [ms]\n", "  methods: [mss]\n")
+    with pytest.raises(ConfigError, match=re.escape("ms.yaml: experiment ms.t2: unknown method 'mss' (did you mean 'ms'?)")):
+        Plan.load(config, {"preset": "smoke"})

@@ -27,7 +27,7 @@ def check_catalogue(plan) -> None:
     check_settings(plan, plan.defaults, "defaults.yaml")
     check_methods(plan)
     for key, exp in plan.experiments.items():
-        where = f"experiment {key}"
+        where = f"{plan.sources[key]}: experiment {key}"
         if plan.is_analysis(key):
             unknown = set(exp) - ANALYSIS_KEYS
             if unknown or exp.get("analysis") not in ANALYSES:
@@ -37,7 +37,7 @@ def check_catalogue(plan) -> None:
                 plan.method_of(method, where)
             for method, override in (exp.get("loss_overrides") or {}).items():
                 declared.check("loss", deep_merge(plan.methods[method]["loss"], override),
-                               f"{plan.sources[key]}: {where}.loss_overrides.{method}")
+                               f"{where}.loss_overrides.{method}")
             continue
         unknown = set(exp) - EXPERIMENT_KEYS
         if unknown:
@@ -65,8 +65,8 @@ def check_catalogue(plan) -> None:
         for name in exp.get("figures") or []:
             FIGURES.check(name, f"{where}.figures", ConfigError)
         check_reported(exp, where)
-        claims.check(exp, f"{plan.sources[key]}: {where}")
-        check_tolerance(exp, f"{plan.sources[key]}: {where}")
+        claims.check(exp, f"{where}")
+        check_tolerance(exp, f"{where}")
         check_layout(exp, where)
         check_title(plan, exp, where)
         ranked = "trunk_ranking" in (exp.get("figures") or [])
@@ -94,7 +94,7 @@ def check_catalogue(plan) -> None:
             for part in ("loss", "miner"):
                 for method in exp["methods"] if entry.get(part) else []:
                     declared.check(part, deep_merge(plan.methods[method][part], entry[part]),
-                                   f"{plan.sources[key]}: {where}.sweep.{label}.{part} (method {method})")
+                                   f"{where}.sweep.{label}.{part} (method {method})")
     claims.check_ids(plan.experiments, lambda key: plan.sources[key])
 
 

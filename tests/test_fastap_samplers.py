@@ -98,3 +98,18 @@ def test_every_configured_sampler_exists():
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     for name, method in plan.methods.items():
         samplers.SAMPLERS.get(method.get("sampler", "m_per_class"))
+
+
+def test_the_hard_strategy_is_category_pairs_or_vehicleid_halves_as_the_data_asks():
+    """fastap's "hard" sampler: category pairs where every image has a category; a labelled model
+    plus unlabelled vehicles where VehicleID's unlabelled ones are present (the same batches as the
+    sampler named for it, on the same generator)."""
+    labels, supers = catalogue(12, 8)
+    hard = samplers.build("hard", labels, 40, None, torch.Generator().manual_seed(0), supers=supers, per_pair=5)
+    pairs = samplers.build("category_pairs", labels, 40, None, torch.Generator().manual_seed(0), supers=supers,
+                           per_pair=5)
+    assert type(hard) is type(pairs) and list(hard) == list(pairs)
+    labels, supers = [v for v in range(12) for _ in range(4)], ["m1"] * 24 + [samplers.VehicleIDBatches.UNLABELLED] * 24
+    hard = samplers.build("hard", labels, 16, None, torch.Generator().manual_seed(0), supers=supers)
+    halves = samplers.build("vehicleid", labels, 16, None, torch.Generator().manual_seed(0), supers=supers)
+    assert type(hard) is type(halves) and list(hard) == list(halves)

@@ -1,0 +1,1 @@
+"""The subcommands of `python -m dmlbench`, by kind; `dmlbench.cli` assembles them."""

@@ -1,0 +1,32 @@
+"""What the command modules share: the catalogue folder, JSON arguments, number options."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from dmlbench.errors import DmlbenchError
+
+CONFIG_DIR = "workflow/config"
+
+
+def spec_json(text: str) -> dict:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise DmlbenchError(f"--spec is not valid JSON: {error}") from None
+
+
+def positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number ≥ 1")
+    return value
+
+
+def max_image_pixels_option(s) -> None:
+    s.add_argument("--max-image-pixels", type=positive, default=None,
+                   help="refuse images of more pixels (data.max_image_pixels; default: PIL's limit)")

@@ -1,0 +1,166 @@
+"""Tables, report, results table and certificates from finished runs; the plan, the doctor and
+the preflight."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from dmlbench.commands.common import CONFIG_DIR, spec_json
+
+
+def cmd_aggregate(args) -> None:
+    from dmlbench.report import aggregate
+
+    aggregate.aggregate(spec_json(args.spec), [Path(p) for p in args.metrics], Path(args.output_dir),
+                        [Path(p) for p in args.references])
+
+
+def cmd_report(args) -> None:
+    from dmlbench.config.plan import Plan
+    from dmlbench.report import index
+
+    index.write(Plan.load(args.config_dir, spec_json(args.config)), Path(args.output))
+
+
+def cmd_results_table(args) -> None:
+    from dmlbench.config.plan import Plan
+    from dmlbench.report import results_table
+
+    table = results_table.build(Plan.load(args.config_dir, spec_json(args.config)), Path(args.output))
+    print(f"{args.output}: {len(table)} rows", file=sys.stderr)
+
+
+def cmd_results(args) -> None:
+    from dmlbench.report import results_table
+
+    table = Path(args.table or f"results/{args.preset}/runs.parquet")
+    answer = results_table.query(table, args.sql)
+    print(answer.to_csv(index=False) if args.csv else answer.to_string(index=False, max_rows=args.max_rows))
+
+
+def cmd_verdict(args) -> None:
+    from dmlbench.config import verdict_spec
+    from dmlbench.config.plan import Plan
+    from dmlbench.io import atomic_path, write_json
+    from dmlbench.report.provenance import commit
+    from dmlbench.verdicts import certificate
+
+    config = dict(spec_json(args.config), **({"preset": args.preset} if args.preset else {}))
+    plan = Plan.load(args.config_dir, config)
+    paper = verdict_spec.paper_of(plan, args.name)
+    cert = certificate.build(verdict_spec.certificatespec_json(plan, paper), commit())
+    text = certificate.markdown(cert)
+    if args.output_dir:
+        folder = Path(args.output_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        write_json(folder / "certificate.json", cert)
+        with atomic_path(folder / "certificate.md") as tmp:
+            tmp.write_text(text)
+    print(certificate.markdown(cert, only=args.name if args.name in plan.experiments else None), end="")
+
+
+def cmd_plan(args) -> None:
+    from dmlbench.config.plan import Plan
+
+    plan = Plan.load(args.config_dir, {"preset": args.preset})
+    for run in plan.runs():
+        print(run.path(plan.name))
+
+
+def cmd_doctor(args) -> None:
+    from dmlbench import doctor
+    from dmlbench.config.plan import Plan
+
+    config = dict(spec_json(args.config), **({"preset": args.preset} if args.preset else {}))
+    checks = doctor.run(Plan.load(args.config_dir, config), slurm=args.slurm, timeout=args.timeout)
+    print(doctor.table(checks))
+    if any(c.status == doctor.ACTION for c in checks):
+        sys.exit(1)
+
+
+def cmd_preflight(args) -> None:
+    from dmlbench.config.plan import Plan
+    from dmlbench.preflight import runner
+
+    config = dict(spec_json(args.config), **({"preset": args.preset} if args.preset else {}))
+    plan = Plan.load(args.config_dir, config)
+    output = Path(args.output_dir or f"reports/{plan.name}/preflight")
+    passed = runner.run(plan, Path(args.workdir), output, args.image_side, args.device, args.devices,
+                        only_bounded=args.bounded, jobs=args.jobs, warm_steps=args.warm_steps,
+                        log=lambda m: print(m, file=sys.stderr, flush=True))
+    if not passed:
+        sys.exit(1)
+
+
+def add(sub) -> None:
+    """Add these commands to the command line's subparsers."""
+    s = sub.add_parser("aggregate", help="one experiment's runs → tables (CSV, Markdown) and figures")
+    s.add_argument("--spec", required=True)
+    s.add_argument("--metrics", nargs="+", required=True)
+    s.add_argument("--references", nargs="*", default=[],
+                   help="metrics.json of the reference jobs (embeddings before training)")
+    s.add_argument("--output-dir", required=True)
+    s.set_defaults(func=cmd_aggregate)
+
+    s = sub.add_parser("report", help="write the HTML report of a preset (contents, tables, figures)")
+    s.add_argument("--config-dir", default=CONFIG_DIR)
+    s.add_argument("--config", default="{}", help="JSON: the workflow's config (preset and changes)")
+    s.add_argument("--output", required=True, help="reports/<preset>/index.html")
+    s.set_defaults(func=cmd_report)
+
+    s = sub.add_parser("results-table", help="every run's metrics, config fingerprint, commit and cost in one "
+                                             "table: results/<preset>/runs.parquet")
+    s.add_argument("--config-dir", default=CONFIG_DIR)
+    s.add_argument("--config", default="{}", help="JSON: the workflow's config (preset and changes)")
+    s.add_argument("--output", required=True, help="results/<preset>/runs.parquet")
+    s.set_defaults(func=cmd_results_table)
+
+    s = sub.add_parser("results", help="SQL over the results table (DuckDB; the table is named runs)")
+    s.add_argument("sql", help="e.g. \"SELECT method, avg(value) FROM runs WHERE metric = 'map@r' GROUP BY method\"")
+    s.add_argument("--preset", default="demo", help="reads results/<preset>/runs.parquet (default: demo)")
+    s.add_argument("--table", help="another runs.parquet")
+    s.add_argument("--csv", action="store_true", help="print CSV instead of a text table")
+    s.add_argument("--max-rows", type=int, default=200)
+    s.set_defaults(func=cmd_results)
+
+    s = sub.add_parser("verdict", help="a paper's certificate from the finished results: every paper "
+                                       "number's verdict and every claim's test (no training)")
+    s.add_argument("name", help="a paper (ms) or one of its experiments (ms.t1)")
+    s.add_argument("--config-dir", default=CONFIG_DIR)
+    s.add_argument("--preset", help="preset name (default: full, or the one in --config)")
+    s.add_argument("--config", default="{}", help="JSON: changes as in --config of the workflow")
+    s.add_argument("--output-dir", help="also write certificate.md and certificate.json here "
+                                        "(the pipeline: reports/<preset>/<paper>)")
+    s.set_defaults(func=cmd_verdict)
+
+    s = sub.add_parser("plan", help="list the run folders a preset expands into")
+    s.add_argument("--config-dir", default=CONFIG_DIR)
+    s.add_argument("--preset", default="full")
+    s.set_defaults(func=cmd_plan)
+
+    s = sub.add_parser("doctor", help="what this machine has and lacks for a plan (no training)")
+    s.add_argument("--config-dir", default=CONFIG_DIR)
+    s.add_argument("--preset", help="preset name (default: full, or the one in --config)")
+    s.add_argument("--config", default="{}", help="JSON: changes as in --config of the workflow")
+    s.add_argument("--slurm", action="store_true", help="also check the SLURM executor plugin")
+    s.add_argument("--timeout", type=float, default=5.0, help="seconds per source probe")
+    s.set_defaults(func=cmd_doctor)
+
+    s = sub.add_parser("preflight", help="run every code path of a plan once on fixtures; project its compute budget")
+    s.add_argument("--config-dir", default=CONFIG_DIR)
+    s.add_argument("--preset", help="preset name (default: full, or the one in --config)")
+    s.add_argument("--config", default="{}", help="JSON: changes as in --config of the workflow")
+    s.add_argument("--image-side", type=int, default=None,
+                   help="crop side in pixels for the probes (CPU); batch, method and network unchanged")
+    s.add_argument("--device", default="auto", help="auto | cpu | cuda")
+    s.add_argument("--devices", type=int, default=8, help="devices for the wall-time projection")
+    s.add_argument("--bounded", action="store_true",
+                   help="only a part covering every paper, backbone, loss, miner, sampler and scheme")
+    s.add_argument("--warm-steps", type=int, default=None,
+                   help="steps timed after a first one, per group (default: 5 on a GPU, 0 on a CPU)")
+    s.add_argument("--jobs", type=int, default=None,
+                   help="probes at a time (default: 1 on a GPU, one per two CPU cores)")
+    s.add_argument("--workdir", default="data/preflight", help="fixtures and scratch run folders")
+    s.add_argument("--output-dir", default=None, help="default: reports/<preset>/preflight")
+    s.set_defaults(func=cmd_preflight)

@@ -1,0 +1,157 @@
+"""The pipeline's steps: data (prepare, cache, store), training and evaluation, references,
+analyses, and the two process helpers (gpu-slot, warm-start)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from dmlbench.commands.common import CONFIG_DIR, max_image_pixels_option, positive, spec_json
+from dmlbench.errors import DmlbenchError
+
+
+def _run_config(args) -> dict:
+    if args.spec:
+        return spec_json(args.spec)
+    from dmlbench.config.plan import Plan
+
+    plan = Plan.load(args.config_dir, {"preset": args.preset})
+    return plan.resolve(plan.find_run(args.experiment, args.dataset, args.method, args.seed))
+
+
+def cmd_prepare(args) -> None:
+    from dmlbench.data.prepare import prepare
+
+    spec = spec_json(args.spec)
+    prepare(spec["dataset"], spec["source"], Path(spec["root"]), Path(args.output),
+            user_path=spec.get("path"), allow_download=spec.get("download", True),
+            fixture_size=spec.get("fixture"))
+
+
+def cmd_cache(args) -> None:
+    from dmlbench.data import cache, parallel
+
+    args.workers = args.workers or parallel.default_workers()
+    cache.build(Path(args.manifest), Path(args.output), args.size, workers=args.workers,
+                max_pixels=args.max_image_pixels)
+
+
+def cmd_store(args) -> None:
+    from dmlbench.data import parallel, store
+
+    args.workers = args.workers or parallel.default_workers()
+    store.build(Path(args.manifest), Path(args.output), args.side, workers=args.workers,
+                max_pixels=args.max_image_pixels)
+
+
+def cmd_train(args) -> None:
+    from dmlbench.training import train
+
+    cfg = _run_config(args)
+    train.train(cfg, Path(args.run_dir), log=train.log_stderr)
+
+
+def cmd_evaluate(args) -> None:
+    from dmlbench.evaluation import final_metrics
+
+    if not args.fresh and final_metrics.reuse(Path(args.run_dir), Path(args.output)):
+        return  # the train step's evaluation of this very model.pt: no torch start needed
+    from dmlbench.evaluation import evaluate_run
+
+    evaluate_run.evaluate(Path(args.run_dir), Path(args.output))
+
+
+def cmd_reference(args) -> None:
+    from dmlbench.evaluation import reference
+
+    reference.run(spec_json(args.spec), Path(args.output))
+
+
+def cmd_analyse(args) -> None:
+    from dmlbench import analysis
+
+    spec = spec_json(args.spec)
+    analysis.run(spec["analysis"], Path(args.output_dir), spec)
+
+
+def cmd_gpu_slot(args) -> None:
+    from dmlbench.gpu_slots import run_on_free_device
+
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        raise DmlbenchError("gpu-slot needs a command after --")
+    sys.exit(run_on_free_device(command, args.slots, Path(args.lock_dir), args.timeout))
+
+
+def cmd_warm_start(args) -> None:
+    from dmlbench import warm_start
+
+    warm_start.serve(Path(args.socket), args.owner)
+
+
+def add(sub) -> None:
+    """Add these commands to the command line's subparsers."""
+    s = sub.add_parser("prepare", help="acquire, parse and check a dataset; write its manifest")
+    s.add_argument("--spec", required=True, help="JSON: dataset, source, root, path, download, fixture")
+    s.add_argument("--output", required=True)
+    s.set_defaults(func=cmd_prepare)
+
+    s = sub.add_parser("cache", help="pre-resize the images of a manifest")
+    s.add_argument("--manifest", required=True)
+    s.add_argument("--size", type=positive, required=True, help="shorter side in pixels")
+    s.add_argument("--workers", type=int, default=None, help="processes decoding images (default: every core)")
+    s.add_argument("--output", required=True)
+    max_image_pixels_option(s)
+    s.set_defaults(func=cmd_cache)
+
+    s = sub.add_parser("store", help="decode a manifest's images once into a memory-mapped array")
+    s.add_argument("--manifest", required=True)
+    s.add_argument("--side", type=positive, required=True, help="images are resized to side × side")
+    s.add_argument("--workers", type=int, default=None, help="processes decoding images (default: every core)")
+    s.add_argument("--output", required=True, help="the store folder")
+    max_image_pixels_option(s)
+    s.set_defaults(func=cmd_store)
+
+    s = sub.add_parser("train", help="train one run (resumes from its last checkpoint)")
+    s.add_argument("--run-dir", required=True)
+    s.add_argument("--spec", help="resolved run config as JSON (what the workflow passes)")
+    s.add_argument("--config-dir", default=CONFIG_DIR)
+    s.add_argument("--preset", default="full")
+    s.add_argument("--experiment")
+    s.add_argument("--dataset")
+    s.add_argument("--method")
+    s.add_argument("--seed", type=int, default=0)
+    s.set_defaults(func=cmd_train)
+
+    s = sub.add_parser("evaluate", help="embed the test split of a trained run and compute metrics")
+    s.add_argument("--run-dir", required=True)
+    s.add_argument("--output", required=True)
+    s.add_argument("--fresh", action="store_true",
+                   help="evaluate model.pt again even where the train step kept its evaluation")
+    s.set_defaults(func=cmd_evaluate)
+
+    s = sub.add_parser("reference", help="evaluate the embeddings before any training step "
+                                         "(network at initialisation, trunk features, raw pixels)")
+    s.add_argument("--spec", required=True, help="JSON: what Plan.reference_spec gives")
+    s.add_argument("--output", required=True)
+    s.set_defaults(func=cmd_reference)
+
+    s = sub.add_parser("analyse", help="compute a CPU-exact figure (kind: analysis experiments)")
+    s.add_argument("--spec", required=True)
+    s.add_argument("--output-dir", required=True)
+    s.set_defaults(func=cmd_analyse)
+
+    s = sub.add_parser("gpu-slot", help="run a command on a device no other such command holds")
+    s.add_argument("--slots", type=int, required=True, help="number of devices (0: leave as is)")
+    s.add_argument("--lock-dir", default=".dmlbench/gpu-locks")
+    s.add_argument("--timeout", type=float, default=None,
+                   help="seconds to wait for a free device before giving up (default: no limit)")
+    s.add_argument("command", nargs=argparse.REMAINDER)
+    s.set_defaults(func=cmd_gpu_slot)
+
+    s = sub.add_parser("warm-start", help="fork training steps from one process that has imported torch "
+                                          "(started by the workflow on CPU presets)")
+    s.add_argument("--socket", required=True, help="path of the Unix socket to listen on")
+    s.add_argument("--owner", type=int, required=True, help="pid of the Snakemake process: end with it")
+    s.set_defaults(func=cmd_warm_start)

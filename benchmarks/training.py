@@ -12,7 +12,8 @@ import torch
 
 from dmlbench.methods.criterion import Criterion
 from dmlbench.models.embedding import EmbeddingNet
-from dmlbench.training.train import build_loss_optimizer, build_optimizer, train_step
+from dmlbench.training.optimisers import build_loss_optimizer, build_optimizer
+from dmlbench.training.train import train_step
 
 METHOD = {"loss": {"name": "multi_similarity"}, "miner": {"name": "multi_similarity"}}
 

@@ -311,7 +311,7 @@ def test_margin_beta_learns_at_its_own_rate_as_in_wu_et_al(method):
     30 × lr (Adam's steps are bounded by its rate)."""
     from dmlbench.methods.criterion import Criterion
     from dmlbench.models.embedding import EmbeddingNet
-    from dmlbench.training.train import build_loss_optimizer, build_optimizer
+    from dmlbench.training.optimisers import build_loss_optimizer, build_optimizer
 
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     run = next(r for e in plan.experiment_ids if not plan.is_analysis(e) for r in plan.runs(e)

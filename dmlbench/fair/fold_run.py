@@ -20,7 +20,7 @@ from dmlbench.evaluation.model_eval import embed, split_loader
 from dmlbench.fair import space as spaces
 from dmlbench.fair.study import read_json
 from dmlbench.io import atomic_path, write_json
-from dmlbench.training import train
+from dmlbench.training import run_folder, train
 
 VALIDATION_KEYS = ("map@r", "r_precision", "recall@1")
 
@@ -39,7 +39,7 @@ def run(spec: dict, params_file: Path, run_dir: Path, output: Path, test_output:
         write_json(output, result)
         return result
     state = torch.load(Path(run_dir) / "model.pt", map_location="cpu", weights_only=True)
-    history = [row for row in train.read_history(Path(run_dir)) if row["epoch"] == state["selected_epoch"]]
+    history = [row for row in run_folder.read_history(Path(run_dir)) if row["epoch"] == state["selected_epoch"]]
     result = {"status": "finished", "params": chosen, "selected_epoch": state["selected_epoch"],
               "epochs_trained": state["epochs_trained"], "stopped_by": state["stopped_by"],
               "epoch_cap": cfg["epochs"],

@@ -1,6 +1,7 @@
 """The optimisers a run may name (`optimizer.name`), each a builder `(parameter groups, settings)
-→ torch optimiser` registered in `OPTIMISERS`; the settings schema takes its names from here.
-Importing this module does not import torch (the plan reads the names)."""
+→ torch optimiser` registered in `OPTIMISERS` (the settings schema takes its names from here),
+and the run's optimisers over a model and its loss. Importing this module does not import torch
+(the plan reads the names)."""
 
 from __future__ import annotations
 
@@ -53,3 +54,25 @@ def state_tensors(cfg: dict) -> int:
 def build(groups: list[dict], cfg: dict):
     """The optimiser `cfg["name"]` over `groups`."""
     return OPTIMISERS.get(cfg["name"])(groups, cfg)
+
+
+def build_optimizer(model, criterion, cfg: dict):
+    """The run's optimiser (`dmlbench.training.optimisers`) over the trunk (lr; with `layer_decay` < 1 a timm transformer's
+    blocks at lr × layer_decay^(depth − block)), the embedding layer (lr × head_lr_mult) and, when they
+    share it (`loss_params.optimizer: shared`), the loss's own parameters such as proxies
+    (lr × loss_lr_mult)."""
+    groups = model.parameter_groups(cfg["lr"], cfg["head_lr_mult"], cfg.get("layer_decay", 1.0))
+    loss_params = [p for p in criterion.parameters() if p.requires_grad]
+    if loss_params and cfg["loss_params"]["optimizer"] == "shared":
+        groups.append({"params": loss_params, "lr": cfg["lr"] * cfg["loss_lr_mult"]})
+    return build(groups, cfg)
+
+
+def build_loss_optimizer(criterion, cfg: dict):
+    """The loss's own parameters' optimizer when they have one (`loss_params.optimizer: sgd`, Wu et
+    al.'s margin β: SGD at its own constant rate, with momentum, no weight decay), else None."""
+    own = cfg["loss_params"]
+    loss_params = [p for p in criterion.parameters() if p.requires_grad]
+    if own["optimizer"] == "shared" or not loss_params:
+        return None
+    return sgd([{"params": loss_params}], {"lr": own["lr"], "momentum": own["momentum"], "weight_decay": 0.0})

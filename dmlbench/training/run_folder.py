@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from dmlbench.errors import DmlbenchError
-from dmlbench.io import open_lock
+from dmlbench.io import atomic_path, open_lock, set_aside
 
 LOCK = ".train.lock"
 
@@ -110,3 +110,26 @@ def discard_unfinished(run_dir: Path) -> None:
         if path.name.endswith(".corrupt"):
             continue
         shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+
+def write_history(run_dir, rows: list[dict]) -> None:
+    with atomic_path(run_dir / "epochs.jsonl") as tmp:
+        tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+class DamagedHistoryError(DmlbenchError):
+    """A run's `epochs.jsonl` does not parse (it has been set aside)."""
+
+
+def read_history(run_dir: Path) -> list[dict]:
+    """The per-epoch rows of a run (`epochs.jsonl`); a damaged file is named and set aside."""
+    path = Path(run_dir) / "epochs.jsonl"
+    try:
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        if not all(isinstance(row, dict) and "epoch" in row for row in rows):
+            raise ValueError("a line is not an epoch's row")
+    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
+        moved = set_aside(path)
+        raise DamagedHistoryError(f"{path} is damaged ({error}): set aside as {moved.name}; the train step "
+                                  f"writes it again from the run's checkpoint (rerun it)") from None
+    return rows

@@ -25,7 +25,7 @@ from dmlbench.training import cost, early_stopping, optimisers, recording, run_f
 from dmlbench.training.tracking import Tracking
 from dmlbench.data import batches, folds, manifest
 from dmlbench.errors import DmlbenchError
-from dmlbench.io import atomic_path, set_aside, write_json
+from dmlbench.io import atomic_path, write_json
 from dmlbench.methods.criterion import Criterion
 from dmlbench.evaluation.model_eval import embed, evaluate_model, loader_options, split_loader
 
@@ -39,28 +39,6 @@ def seed_epoch(seed: int, epoch: int) -> torch.Generator:
     torch.manual_seed(seed * 100_003 + epoch)
     np.random.seed((seed * 100_003 + epoch) % 2**32)
     return torch.Generator().manual_seed(seed * 1_000_003 + epoch)
-
-
-def build_optimizer(model, criterion, cfg: dict):
-    """The run's optimiser (`dmlbench.training.optimisers`) over the trunk (lr; with `layer_decay` < 1 a timm transformer's
-    blocks at lr × layer_decay^(depth − block)), the embedding layer (lr × head_lr_mult) and, when they
-    share it (`loss_params.optimizer: shared`), the loss's own parameters such as proxies
-    (lr × loss_lr_mult)."""
-    groups = model.parameter_groups(cfg["lr"], cfg["head_lr_mult"], cfg.get("layer_decay", 1.0))
-    loss_params = [p for p in criterion.parameters() if p.requires_grad]
-    if loss_params and cfg["loss_params"]["optimizer"] == "shared":
-        groups.append({"params": loss_params, "lr": cfg["lr"] * cfg["loss_lr_mult"]})
-    return optimisers.build(groups, cfg)
-
-
-def build_loss_optimizer(criterion, cfg: dict):
-    """The loss's own parameters' optimizer when they have one (`loss_params.optimizer: sgd`, Wu et
-    al.'s margin β: SGD at its own constant rate, with momentum, no weight decay), else None."""
-    own = cfg["loss_params"]
-    loss_params = [p for p in criterion.parameters() if p.requires_grad]
-    if own["optimizer"] == "shared" or not loss_params:
-        return None
-    return torch.optim.SGD(loss_params, lr=own["lr"], momentum=own["momentum"])
 
 
 def train(cfg: dict, run_dir: Path, log=print) -> Path:
@@ -151,8 +129,8 @@ def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
     model.train()
     criterion = Criterion(cfg["method"], num_classes=int(class_ids.max()) + 1,
                           embedding_dim=cfg["model"]["embedding_dim"]).to(device)
-    optimizer = build_optimizer(model, criterion, cfg["optimizer"])
-    loss_optimizer = build_loss_optimizer(criterion, cfg["optimizer"])
+    optimizer = optimisers.build_optimizer(model, criterion, cfg["optimizer"])
+    loss_optimizer = optimisers.build_loss_optimizer(criterion, cfg["optimizer"])
     scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, cfg["schedule"]["milestones"],
                                                      cfg["schedule"]["gamma"])
     scheme = schemes.build(cfg, data.labels, data.supers,
@@ -199,7 +177,7 @@ def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
             history.append(row)
             selection.after_epoch(row, model)
             _save_checkpoint(run_dir, parts, history, cfg, {**selection.state(), "wall_seconds": wall()})
-            _write_history(run_dir, history)
+            run_folder.write_history(run_dir, history)
             tracking.epoch(row, [group["lr"] for group in optimizer.param_groups])
             log(_format_row(row, cfg["epochs"]))
             record(epoch + 1)
@@ -330,37 +308,14 @@ def _resume(state, run_dir, parts: dict, log) -> tuple[int, list[dict]]:
     log(f"resuming {run_dir} after epoch {state['epochs_done']}")
     history = json.loads(state["history"])
     try:
-        kept = read_history(run_dir) if (run_dir / "epochs.jsonl").exists() else None
-    except DamagedHistoryError as error:
+        kept = run_folder.read_history(run_dir) if (run_dir / "epochs.jsonl").exists() else None
+    except run_folder.DamagedHistoryError as error:
         log(str(error))
         kept = None
     if kept != history:  # damaged, or one epoch short after a kill between the two writes
-        _write_history(run_dir, history)
+        run_folder.write_history(run_dir, history)
     return state["epochs_done"], history
-
-
-def _write_history(run_dir, rows: list[dict]) -> None:
-    with atomic_path(run_dir / "epochs.jsonl") as tmp:
-        tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
 def log_stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-
-
-class DamagedHistoryError(DmlbenchError):
-    """A run's `epochs.jsonl` does not parse (it has been set aside)."""
-
-
-def read_history(run_dir: Path) -> list[dict]:
-    """The per-epoch rows of a run (`epochs.jsonl`); a damaged file is named and set aside."""
-    path = Path(run_dir) / "epochs.jsonl"
-    try:
-        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        if not all(isinstance(row, dict) and "epoch" in row for row in rows):
-            raise ValueError("a line is not an epoch's row")
-    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
-        moved = set_aside(path)
-        raise DamagedHistoryError(f"{path} is damaged ({error}): set aside as {moved.name}; the train step "
-                                  f"writes it again from the run's checkpoint (rerun it)") from None
-    return rows

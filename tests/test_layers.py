@@ -129,3 +129,9 @@ def test_no_import_cycle_inside_a_part():
 
 def test_the_cycle_check_sees_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_every_module_is_under_300_lines():
+    """Small modules with one job each: a module that grows past 300 lines is split."""
+    long = [f"{name}: {n}" for name, path in modules() if (n := len(path.read_text().splitlines())) >= 300]
+    assert not long, long

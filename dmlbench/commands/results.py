@@ -49,7 +49,7 @@ def cmd_verdict(args) -> None:
     config = dict(spec_json(args.config), **({"preset": args.preset} if args.preset else {}))
     plan = Plan.load(args.config_dir, config)
     paper = verdict_spec.paper_of(plan, args.name)
-    cert = certificate.build(verdict_spec.certificatespec_json(plan, paper), commit())
+    cert = certificate.build(verdict_spec.certificate_spec(plan, paper), commit())
     text = certificate.markdown(cert)
     if args.output_dir:
         folder = Path(args.output_dir)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dmlbench import settings
 from dmlbench.analysis import ANALYSES
+from dmlbench.config import method_checks, table_checks
 from dmlbench.config.loading import check_keys, deep_merge
 from dmlbench.data.datasets import DATASETS
 from dmlbench.errors import ConfigError
@@ -25,7 +26,9 @@ METHOD_KEYS = {"label", "paper", "loss", "miner", "sampler", "train", "search"}
 
 def check_catalogue(plan) -> None:
     check_settings(plan, plan.defaults, "defaults.yaml")
-    check_methods(plan)
+    method_checks.check_methods(plan, METHOD_KEYS)
+    for name, method in plan.methods.items():
+        check_settings(plan, method.get("train"), f"{plan.config_dir / 'methods.yaml'}: method {name}.train")
     for key, exp in plan.experiments.items():
         where = f"{plan.sources[key]}: experiment {key}"
         if plan.is_analysis(key):
@@ -64,11 +67,11 @@ def check_catalogue(plan) -> None:
                               f"(the epoch is chosen by recall@1, and only recall@K is measured every epoch)")
         for name in exp.get("figures") or []:
             FIGURES.check(name, f"{where}.figures", ConfigError)
-        check_reported(exp, where)
+        table_checks.check_reported(exp, where)
         claims.check(exp, f"{where}")
-        check_tolerance(exp, f"{where}")
-        check_layout(exp, where)
-        check_title(plan, exp, where)
+        table_checks.check_tolerance(exp, f"{where}")
+        table_checks.check_layout(exp, where)
+        table_checks.check_title(plan, exp, where)
         ranked = "trunk_ranking" in (exp.get("figures") or [])
         if exp.get("kind") == "fair":
             check_fair(plan, key, where)
@@ -98,26 +101,6 @@ def check_catalogue(plan) -> None:
     claims.check_ids(plan.experiments, lambda key: plan.sources[key])
 
 
-def check_methods(plan) -> None:
-    """Every method of methods.yaml: its keys, its loss, miner and sampler (registered names, the
-    parameters their constructors take: `dmlbench.methods.declared`), the loss and miner
-    parameters its search space names, and its training settings."""
-    source = plan.config_dir / "methods.yaml"
-    for name, method in plan.methods.items():
-        where = f"{source}: method {name}"
-        unknown = set(method) - METHOD_KEYS
-        if unknown:
-            raise ConfigError(f"{where}: unknown keys {sorted(unknown)}{did_you_mean(min(unknown), METHOD_KEYS)}")
-        if "loss" not in method:
-            raise ConfigError(f"{where}: a method needs a loss (loss: {{name: …, <parameter>: …}})")
-        declared.check_method(method, where)
-        for path in method.get("search") or {}:
-            part, _, param = path.partition(".")
-            if part in ("loss", "miner") and isinstance(method.get(part), dict):
-                declared.check_params(part, method[part]["name"], [param], f"{where}.search: {part}")
-        check_settings(plan, method.get("train"), f"{where}.train")
-
-
 def check_fair_settings(values: dict, where: str, complete: bool) -> None:
     """folds, trials, parallel, repetitions: integers at least their least value."""
     from dmlbench.config.fair_specs import FAIR_KEYS
@@ -145,96 +128,6 @@ def check_fair(plan, key: str, where: str) -> None:
     fair_catalogue.check_method_train(plan, key, where)
     fair_catalogue.check_paper_numbers(plan, key, where)
     fair_catalogue.check_omitted(plan, key, where)
-
-
-def check_reported(exp: dict, where: str) -> None:
-    """The paper's numbers name a run of the experiment (a method, or method@variant of a
-    sweep), one of its datasets and a metric of its table."""
-    labels = set(exp["methods"]) | {f"{m}@{v}" for m in exp["methods"] for v in exp.get("sweep") or {}}
-    metrics = set((exp.get("table") or {}).get("metrics") or [])
-    for method, per_dataset in (exp.get("reported") or {}).items():
-        if method not in labels:
-            raise ConfigError(f"{where}.reported: {method!r} is none of the experiment's runs "
-                              f"({', '.join(sorted(labels))})")
-        for dataset, values in per_dataset.items():
-            if dataset not in exp["datasets"]:
-                raise ConfigError(f"{where}.reported.{method}: dataset {dataset!r} is not among "
-                                  f"the experiment's datasets {exp['datasets']}")
-            extra = sorted(set(values) - metrics) if metrics else []
-            if extra:
-                raise ConfigError(f"{where}.reported.{method}.{dataset}: {extra} not among the "
-                                  f"table's metrics {sorted(metrics)}")
-
-
-def check_tolerance(exp: dict, where: str) -> None:
-    """`tolerance`: the band (points, ≥ 0) of the verdicts on the paper's numbers, one number or
-    one per metric of the table (`dmlbench.verdicts.numbers`)."""
-    tolerance = exp.get("tolerance")
-    if tolerance is None:
-        return
-    metrics = (exp.get("table") or {}).get("metrics") or []
-    values = tolerance if isinstance(tolerance, dict) else {"": tolerance}
-    for metric, value in values.items():
-        if metric and metric not in metrics:
-            raise ConfigError(f"{where}.tolerance: {metric!r} is not in the table's metrics ({', '.join(metrics)})")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise ConfigError(f"{where}.tolerance{'.' + metric if metric else ''}: a number of points ≥ 0 "
-                              f"(or one per metric), not {value!r}")
-
-
-def check_title(plan, exp: dict, where: str) -> None:
-    """Each `{setting.path}` of a title names a training setting (defaults.yaml's keys)."""
-    from dmlbench.config.steps import TITLE_SETTING
-
-    for path in TITLE_SETTING.findall(exp.get("title") or ""):
-        value = plan.defaults
-        for part in path.split("."):
-            if not isinstance(value, dict) or part not in value:
-                raise ConfigError(f"{where}.title: {{{path}}} is no training setting; name a key path of "
-                                  f"defaults.yaml (e.g. {{record.scatter_epochs}}) or write the value")
-            value = value[part]
-
-
-def check_layout(exp: dict, where: str) -> None:
-    """`layout.rows` lists every method and quoted row of the table once, in the paper's order
-    (a quoted row `joined` to a method's row is not a row of its own); the other keys name the
-    experiment's methods, quoted rows, datasets, metrics and columns."""
-    layout = exp.get("layout")
-    if not layout:
-        return
-    known_keys = ["rows", "labels", "datasets", "metrics", "joined", "bands", "notes", "datasets_as_rows"]
-    extra = set(layout) - set(known_keys)
-    if extra:
-        raise ConfigError(f"{where}.layout: unknown keys {sorted(extra)}; known: {', '.join(known_keys)}")
-    joined = layout.get("joined") or {}
-    quoted = list(exp.get("quoted") or {})
-    for method, row in joined.items():
-        if method not in exp["methods"] or row not in quoted:
-            raise ConfigError(f"{where}.layout.joined: {method}: {row!r} must join a method of the "
-                              f"experiment to one of its quoted rows ({', '.join(quoted) or 'none'})")
-    expected = [q for q in quoted if q not in joined.values()] + list(exp["methods"])
-    rows = layout.get("rows") or expected
-    missing = [r for r in expected if r not in rows]
-    unknown = [r for r in rows if r not in expected]
-    repeated = sorted({r for r in rows if rows.count(r) > 1})
-    if missing or unknown or repeated:
-        raise ConfigError(f"{where}.layout.rows must list each method and quoted row once: "
-                          + "; ".join(f"{what} {names}" for what, names in
-                                      (("missing", missing), ("unknown", unknown), ("repeated", repeated))
-                                      if names))
-    metrics = (exp.get("table") or {}).get("metrics") or []
-    for key, known, what in (("labels", exp["methods"], "methods"), ("datasets", exp["datasets"], "datasets"),
-                             ("metrics", metrics, "table metrics")):
-        stray = sorted(set(layout.get(key) or {}) - set(known))
-        if stray:
-            raise ConfigError(f"{where}.layout.{key}: {stray} are not among the experiment's {what}")
-    columns = rows if layout.get("datasets_as_rows") else exp["datasets"]
-    banded = [key for keys in (layout.get("bands") or {}).values() for key in keys]
-    for label, keys in (layout.get("bands") or {}).items():
-        start = columns.index(keys[0]) if keys and keys[0] in columns else -1
-        if start < 0 or list(columns[start:start + len(keys)]) != list(keys) or any(banded.count(k) > 1 for k in keys):
-            raise ConfigError(f"{where}.layout.bands.{label}: {keys} must be consecutive columns of the "
-                              f"table ({', '.join(columns)}), each under one band")
 
 
 def check_settings(plan, update: dict | None, where: str) -> None:
@@ -283,7 +176,7 @@ def check_runs(plan) -> None:
         settings.check({k: cfg[k] for k in plan.defaults}, plan.settings_schema, where)
         settings.check_run(cfg, where)
         timm_trunks.check_settings(cfg, where)
-        check_scheme_needs(cfg, where)
+        method_checks.check_scheme_needs(cfg, where)
         check_classes(plan, cfg, run.dataset, where)
         if (plan.experiments[run.experiment].get("table") or {}).get("test_selected") \
                 and not cfg["eval"]["every"]:
@@ -306,30 +199,12 @@ def check_fair_runs(plan) -> None:
         settings.check({k: cfg[k] for k in plan.defaults}, plan.settings_schema, where)
         settings.check_run(cfg, where)
         timm_trunks.check_settings(cfg, where)
-        check_scheme_needs(cfg, where)
+        method_checks.check_scheme_needs(cfg, where)
         check_classes(plan, cfg, run.dataset, where)
         if not cfg["early_stopping"]["patience"]:
             raise ConfigError(f"{where}: the fair protocol selects each fold's epoch on its validation fold: "
                               f"set early_stopping.patience")
         spaces.check(run.method, plan.fair_space(run.method), cfg, where)
-
-
-def check_scheme_needs(cfg: dict, where: str) -> None:
-    """The PROFS scheme's needs of the loss, from what the loss declares: pairs to restrict
-    (`scheme.pairs` representative or anchored, image representatives) and class centres (HNCM
-    without image representatives)."""
-    scheme = cfg["scheme"]
-    if scheme["name"] != "profs":
-        return
-    loss = declared.components("loss")[cfg["method"]["loss"]["name"]]
-    with_images = scheme["representatives"] == "images"
-    if with_images and scheme["pairs"] in ("representative", "anchored") and not loss.restricts_pairs:
-        raise ConfigError(f"{where}: scheme.pairs: {scheme['pairs']} needs a pair loss; {loss.name!r} has no "
-                          f"pairs to restrict ({loss.source}): set scheme.pairs: all")
-    if scheme["hncm"] and not with_images and not loss.class_vectors:
-        raise ConfigError(f"{where}: scheme.hncm with representatives: none needs a loss with class centres "
-                          f"(class_vectors(): {', '.join(n for n, c in declared.components('loss').items() if c.class_vectors)}), "
-                          f"not {loss.name!r}")
 
 
 def check_classes(plan, cfg: dict, dataset: str, where: str) -> None:

@@ -7,7 +7,7 @@ import html
 from pathlib import Path
 
 from dmlbench.io import read_json
-from dmlbench.report.layout import verdict_class
+from dmlbench.report.verdict_marks import verdict_class
 from dmlbench.verdicts import certificate, claims, numbers
 
 

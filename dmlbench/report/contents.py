@@ -59,7 +59,6 @@ def contents(plan: Plan, preset_dir: Path) -> dict:
         keys = sorted((k for k in plan.experiments if k.split(".")[0] == paper), key=_catalogue_order)
         entries = []
         for key in keys:
-            exp = plan.experiments[key]
             folder = preset_dir / key
             status, detail = _status(plan, key, folder)
             figures = sorted(p.name for p in folder.glob("*.png")) if status not in ("quoted only", FIGURE_ONLY, NOT_RUN) else []

@@ -25,6 +25,7 @@ import pandas as pd
 from dmlbench.config.loading import printed
 from dmlbench.data import datasets
 from dmlbench.verdicts.numbers import SELECTED
+from dmlbench.report.verdict_marks import legend, verdict_class
 from dmlbench.verdicts import numbers
 
 
@@ -143,20 +144,6 @@ def columns(layout: Layout) -> list[tuple[str, str]]:
 def row_metric(exp: dict, dataset: str) -> str:
     """Datasets as rows: the one metric the paper reports for `dataset`."""
     return _paper_metrics(exp, dataset)[0]
-
-
-def verdict_class(verdict: str) -> str:
-    """The CSS class of a verdict's cell: `v-` and the verdict's words joined by dashes."""
-    return "v-" + re.sub(r"[^a-z]+", "-", verdict)
-
-
-def legend() -> str:
-    """What the difference column's symbols and colours say (never colour alone)."""
-    items = "".join(f"<span class='delta {verdict_class(v)}'>{numbers.SYMBOLS[v]} {html.escape(v)}</span> "
-                    f"{html.escape(numbers.MEANINGS[v])}; " for v in numbers.VERDICTS)
-    return (f"<p class='legend'>Δ: this suite − paper, in points; the verdict's symbol beside it: {items}"
-            f"interval: 95 % Student t over the n seeds, widened by the experiment's tolerance "
-            f"(docs/verdicts.md).</p>")
 
 
 class Cells:

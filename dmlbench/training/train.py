@@ -11,7 +11,6 @@ settings is never resumed (`dmlbench.training.run_folder`).
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -21,7 +20,7 @@ import torch
 
 from dmlbench import environment, models
 from dmlbench.evaluation import evaluate_run, final_metrics
-from dmlbench.training import cost, early_stopping, optimisers, recording, run_folder, schemes
+from dmlbench.training import checkpoint, cost, early_stopping, optimisers, recording, run_folder, schemes
 from dmlbench.training.tracking import Tracking
 from dmlbench.data import batches, folds, manifest
 from dmlbench.errors import DmlbenchError
@@ -50,7 +49,7 @@ def train(cfg: dict, run_dir: Path, log=print) -> Path:
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     with run_folder.exclusive(run_dir):
-        state = _checkpoint_of(run_dir, cfg, log)
+        state = checkpoint.load(run_dir, cfg, log)
         try:
             return _train(cfg, run_dir, log, state)
         except BaseException as error:
@@ -59,51 +58,6 @@ def train(cfg: dict, run_dir: Path, log=print) -> Path:
             if isinstance(error, DivergedError):  # one line naming the run; no model.pt written
                 raise DivergedError(f"{run_dir}: {error}") from None
             raise
-
-
-def _checkpoint_of(run_dir: Path, cfg: dict, log) -> dict | None:
-    """The checkpoint to resume, if it belongs to `cfg`. One made with other settings is moved
-    aside with its files; files of an attempt without a checkpoint are cleared."""
-    path = run_dir / "checkpoint.pt"
-    if not path.exists():
-        _set_aside_finished(run_dir, cfg, log)
-        run_folder.discard_unfinished(run_dir)
-        return None
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-        state.get("fingerprint")
-    except Exception as error:  # truncated or garbled: torch raises several kinds
-        moved = run_folder.supersede(run_dir, "corrupt")
-        log(f"{path} is corrupt ({' '.join(str(error).split())[:200]}); the run's files were moved to "
-            f"{moved} and it trains afresh")
-        return None
-    if state.get("fingerprint") == run_folder.fingerprint(cfg):
-        return state
-    old = json.loads(state["config"]) if "config" in state else {}
-    changes = run_folder.changed_settings(old, cfg) if old else ["(checkpoint of an older version)"]
-    moved = run_folder.supersede(run_dir, state.get("fingerprint", "unknown"))
-    log(f"settings changed since {path} was written ({'; '.join(changes[:6])}"
-        f"{' …' if len(changes) > 6 else ''}): training afresh; the previous files are in {moved}")
-    return None
-
-
-def _set_aside_finished(run_dir: Path, cfg: dict, log) -> None:
-    """A run that finished and kept no checkpoint (`keep.checkpoint: false`) trains again from
-    the start: with other settings its files are moved aside as a changed checkpoint's are."""
-    written = run_dir / "config.json"
-    if not (run_dir / cost.RECORD).exists() or not written.exists():
-        return
-    try:
-        old = json.loads(written.read_text())
-    except ValueError:
-        return
-    if run_folder.fingerprint(old) == run_folder.fingerprint(cfg):
-        log(f"{run_dir} finished before and kept no checkpoint (keep.checkpoint: false): training it again")
-        return
-    changes = run_folder.changed_settings(old, cfg)
-    moved = run_folder.supersede(run_dir, run_folder.fingerprint(old))
-    log(f"settings changed since {run_dir} finished ({'; '.join(changes[:6])}{' …' if len(changes) > 6 else ''}): "
-        f"training afresh; the previous files are in {moved}")
 
 
 def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
@@ -141,7 +95,7 @@ def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
     if loss_optimizer is not None:
         parts["loss_optimizer"] = loss_optimizer
         optimizers.append(loss_optimizer)
-    start, history = _resume(state, run_dir, parts, log)
+    start, history = checkpoint.resume(state, run_dir, parts, log)
     selection = early_stopping.Selection(cfg["early_stopping"], history, state)
     meter = cost.EpochMeter(device)
     tracking = Tracking(cfg, run_dir, start, log)
@@ -176,7 +130,7 @@ def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
             row.update(meter.stop())
             history.append(row)
             selection.after_epoch(row, model)
-            _save_checkpoint(run_dir, parts, history, cfg, {**selection.state(), "wall_seconds": wall()})
+            checkpoint.save(run_dir, parts, history, cfg, {**selection.state(), "wall_seconds": wall()})
             run_folder.write_history(run_dir, history)
             tracking.epoch(row, [group["lr"] for group in optimizer.param_groups])
             log(_format_row(row, cfg["epochs"]))
@@ -287,34 +241,6 @@ def _check_finite(tensors: list[torch.Tensor], what: str, optimizer) -> None:
 def _format_row(row: dict, epochs: int) -> str:
     extra = "".join(f" {k} {v:.4f}" for k, v in row.items() if k.startswith("recall@1"))
     return f"epoch {row['epoch']}/{epochs} loss {row['loss']:.4f}{extra} ({row['seconds']:.1f} s)"
-
-
-def _save_checkpoint(run_dir, parts: dict, history: list[dict], cfg: dict, selection: dict) -> None:
-    """One atomic file with everything a resumed run needs (model, loss, optimiser, schedule and
-    the scheme's state, the early stopping's best model), per-epoch metrics included, and the
-    config it belongs to."""
-    with atomic_path(run_dir / "checkpoint.pt") as tmp:
-        torch.save({**{name: part.state_dict() for name, part in parts.items()}, **selection,
-                    "epochs_done": len(history), "history": json.dumps(history),
-                    "config": json.dumps(cfg, sort_keys=True),
-                    "fingerprint": run_folder.fingerprint(cfg)}, tmp)
-
-
-def _resume(state, run_dir, parts: dict, log) -> tuple[int, list[dict]]:
-    if state is None:
-        return 0, []
-    for name, part in parts.items():
-        part.load_state_dict(state[name])
-    log(f"resuming {run_dir} after epoch {state['epochs_done']}")
-    history = json.loads(state["history"])
-    try:
-        kept = run_folder.read_history(run_dir) if (run_dir / "epochs.jsonl").exists() else None
-    except run_folder.DamagedHistoryError as error:
-        log(str(error))
-        kept = None
-    if kept != history:  # damaged, or one epoch short after a kill between the two writes
-        run_folder.write_history(run_dir, history)
-    return state["epochs_done"], history
 
 
 def log_stderr(message: str) -> None:

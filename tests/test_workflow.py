@@ -66,7 +66,11 @@ def test_full_preset_dry_run_lists_every_job(full_dry_run):
                 seeds.setdefault((run.dataset, run.method), set()).add(run.seed)
                 assert f"{run.path('full')}/model.pt" in result.stdout
             assert all(s == {0, 1, 2, 3, 4} for s in seeds.values()), experiment
-    assert counts["certificate"] == 5  # one per paper: ms, dro, ephn, fastap, profs
+    from dmlbench.config import verdict_spec
+
+    # one per paper (ms, dro, ephn, fastap, profs) and the suite's own claims (suite.modern)
+    assert counts["certificate"] == len(verdict_spec.certified_papers(plan)) == 6
+    assert "suite" in verdict_spec.certified_papers(plan)
     assert not any(workdir.iterdir()) or {p.name for p in workdir.iterdir()} <= {".snakemake"}
 
 

@@ -16,7 +16,7 @@ from dmlbench.verdicts import claims as claim_tests
 from dmlbench.verdicts import numbers
 
 FIXTURE_STAMP = ("Fixture data: these verdicts test the code that computes them, not the paper "
-                 "(synthetic images, small CNN).")
+                 "(synthetic images, small networks).")
 
 
 def _runs(path: Path) -> pd.DataFrame:

@@ -129,6 +129,17 @@ def run(root, *args, timeout=600):
                           capture_output=True, text=True, timeout=timeout)
 
 
+def edit(path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def newcomers_test_passes(root, test_file: str) -> None:
+    tested = run(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", f"tests/{test_file}")
+    assert tested.returncode == 0, tested.stdout[-3000:]
+
+
 def test_class_folders_parse_what_the_writer_writes_split_in_halves(tmp_path):
     stats = class_folders.write_fixture(tmp_path, 5, 3, np.random.default_rng(0), 32, archive="x.tar", top="Images")
     import tarfile
@@ -157,19 +168,16 @@ def test_proxy_anchor_in_three_files_then_planned_and_trained(tmp_path):
     (root / "tests/test_proxy_anchor.py").write_text(PROXY_ANCHOR_TEST)                        # 2. test
     methods = root / "workflow/config/methods.yaml"                                            # 3. config
     methods.write_text(methods.read_text() + PROXY_ANCHOR_METHOD)
-    tested = run(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
-                 "tests/test_proxy_anchor.py")
-    assert tested.returncode == 0, tested.stdout[-3000:]
+    newcomers_test_passes(root, "test_proxy_anchor.py")
     subset = "subset={suite.baselines: {datasets: [cub], methods: [proxy_anchor]}}"
-    experiment = root / "workflow/config/experiments/suite.yaml"
-    experiment.write_text(experiment.read_text().replace(
-        "  methods: [contrastive, triplet_semihard, ms]\n", "  methods: [contrastive, triplet_semihard, ms, proxy_anchor]\n", 1))
+    edit(root / "workflow/config/experiments/suite.yaml", "  methods: [contrastive, triplet_semihard, ms]\n",
+         "  methods: [contrastive, triplet_semihard, ms, proxy_anchor]\n")
     trained = run(root, "-m", "snakemake", "--cores", "2", "--config", "preset=smoke", "experiments=[suite.baselines]",
                   subset, timeout=900)
     assert trained.returncode == 0, trained.stderr[-3000:]
     metrics = list((root / "results/smoke/suite.baselines/cub/proxy_anchor").glob("seed*/metrics.json"))
     assert metrics, "the Proxy-Anchor run was trained and evaluated"
-    methods.write_text(methods.read_text().replace("alpha: 32.0, delta: 0.1}", "alpha: 32.0, delat: 0.1}"))
+    edit(methods, "alpha: 32.0, delta: 0.1}", "alpha: 32.0, delat: 0.1}")
     refused = run(root, "-m", "snakemake", "-n", "--config", "preset=smoke")
     assert refused.returncode != 0
     assert "method proxy_anchor.loss.delat: loss 'proxy_anchor' has no parameter 'delat' (did you mean 'delta'?)" \
@@ -181,13 +189,10 @@ def test_a_class_folder_dataset_in_three_files_then_prepared_and_planned(tmp_pat
     root = checkout_copy(tmp_path / "checkout")
     (root / "dmlbench/data/datasets/stanford_dogs.py").write_text(DOGS)                          # 1. code
     (root / "tests/test_stanford_dogs.py").write_text(DOGS_TEST)                                 # 2. test
-    experiment = root / "workflow/config/experiments/suite.yaml"                                 # 3. config
-    experiment.write_text(experiment.read_text().replace(
-        "  datasets: [cub, cars, sop, inshop, digits]\n  methods: [contrastive, triplet_semihard, ms]\n",
-        "  datasets: [cub, cars, sop, inshop, digits, stanford_dogs]\n  methods: [contrastive, triplet_semihard, ms]\n", 1))
-    tested = run(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
-                 "tests/test_stanford_dogs.py")
-    assert tested.returncode == 0, tested.stdout[-3000:]
+    edit(root / "workflow/config/experiments/suite.yaml",                                             # 3. config
+         "  datasets: [cub, cars, sop, inshop, digits]\n  methods: [contrastive, triplet_semihard, ms]\n",
+         "  datasets: [cub, cars, sop, inshop, digits, stanford_dogs]\n  methods: [contrastive, triplet_semihard, ms]\n")
+    newcomers_test_passes(root, "test_stanford_dogs.py")
     config = ["--config", "preset=smoke", "experiments=[suite.baselines]", "datasets=[stanford_dogs]"]
     planned = run(root, "-m", "snakemake", "-n", *config)
     assert planned.returncode == 0, planned.stderr[-3000:]

@@ -18,6 +18,7 @@ import torch
 from PIL import Image
 
 from dmlbench.data import batches, cache, manifest, store
+from dmlbench.run_config import RunConfig
 
 
 def write_images(folder: Path, count: int, size=(500, 375), seed: int = 0) -> Path:
@@ -42,8 +43,8 @@ def images_per_second(manifest_path: Path, workers: int, input_cfg: dict, sample
     `loader`, the batches the workers deliver ready for the device (the store's still uint8, its
     crop and flip are device work), and `cpu_batch`, through `device_batch` on this CPU too."""
     table = manifest.read(manifest_path)
-    cfg = {"data": {"manifest": str(manifest_path), "store": str(store_folder) if store_folder else None},
-           "input": input_cfg}
+    cfg = RunConfig.from_dict({"data": {"manifest": str(manifest_path),
+                                        "store": str(store_folder) if store_folder else None}, "input": input_cfg})
     data = batches.split_images(table, table.index, manifest_path.parent, cfg, train=True)
     sampler = torch.utils.data.RandomSampler(data, num_samples=samples, generator=torch.Generator().manual_seed(0))
     loader = batches.loader(data, batch_size=32, sampler=sampler, num_workers=workers,

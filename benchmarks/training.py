@@ -12,6 +12,7 @@ import torch
 
 from dmlbench.methods.criterion import Criterion
 from dmlbench.models.embedding import EmbeddingNet
+from dmlbench.run_config import Optimizer, from_mapping
 from dmlbench.training.optimisers import build_loss_optimizer, build_optimizer
 from dmlbench.training.train import train_step
 
@@ -32,7 +33,8 @@ def images_per_second(backbone: str, size: int, batch: int, device, bf16=False,
     if optimizer is None:
         optimizers = [torch.optim.Adam(list(model.parameters()) + list(criterion.parameters()), lr=1e-4)]
     else:
-        optimizers = [build_optimizer(model, criterion, optimizer), build_loss_optimizer(criterion, optimizer)]
+        settings = from_mapping(Optimizer, optimizer, "optimizer")
+        optimizers = [build_optimizer(model, criterion, settings), build_loss_optimizer(criterion, settings)]
         optimizers = [each for each in optimizers if each is not None]
     images = torch.rand(batch, 3, size, size, device=device).to(memory_format=memory)
     labels = torch.arange(-(-batch // 4), device=device).repeat_interleave(4)[:batch]  # 4 a class; the last fewer

@@ -1,5 +1,5 @@
 """Values of settings: command-line text turned into the types the schemas expect, and checks of
-every training setting's type and range (`workflow/config/settings.schema.yaml`).
+every training setting's type and range (`dmlbench.run_config.json_schema`).
 
 Snakemake 9 hands nested `--config` values over as text (`seeds=[0,1,2]` arrives as
 `['0', '1', '2']`, `data={cache: null}` as `{'cache': 'null'}`); `coerce` converts text wherever
@@ -14,6 +14,7 @@ import re
 import jsonschema
 
 from dmlbench.errors import ConfigError
+from dmlbench.run_config import RunConfig
 
 _NULL = {"null", "none", "~"}
 _BOOLEAN = {"true": True, "false": False}
@@ -131,26 +132,25 @@ def _lookup(settings, keys: list[str]):
     return settings
 
 
-def check_run(cfg: dict, where: str) -> None:
+def check_run(cfg: RunConfig, where: str) -> None:
     """Checks that involve several settings of one resolved run."""
-    size, per_class = cfg["batch"]["size"], cfg["batch"]["per_class"]
-    if cfg["method"]["sampler"] == "m_per_class" and size % per_class:
+    size, per_class = cfg.batch.size, cfg.batch.per_class
+    if cfg.method.sampler == "m_per_class" and size % per_class:
         raise ConfigError(f"{where}: batch.size {size} is not a multiple of batch.per_class {per_class}")
-    scheme = cfg["scheme"]
-    if scheme["name"] == "profs" and scheme["representatives"] == "images" and per_class < 2:
+    scheme = cfg.scheme
+    if scheme.name == "profs" and scheme.representatives == "images" and per_class < 2:
         raise ConfigError(f"{where}: scheme profs puts a representative and batch.per_class − 1 "
                           f"positives of its class in a batch: batch.per_class must be ≥ 2, not {per_class}")
-    image = cfg["input"]
-    if image["crop"] > image["resize"] + 2 * image["padding"]:
-        raise ConfigError(f"{where}: input.crop {image['crop']} is larger than input.resize "
-                          f"{image['resize']} (+ 2 × padding {image['padding']})")
-    epochs = cfg["epochs"]
-    record = cfg["record"]
-    for key, listed in (("record.scatter_epochs", record["scatter_epochs"]),
-                        ("record.probe.epochs", record["probe"]["epochs"])):
+    image = cfg.input
+    if image.crop > image.resize + 2 * image.padding:
+        raise ConfigError(f"{where}: input.crop {image.crop} is larger than input.resize "
+                          f"{image.resize} (+ 2 × padding {image.padding})")
+    epochs = cfg.epochs
+    for key, listed in (("record.scatter_epochs", cfg.record.scatter_epochs),
+                        ("record.probe.epochs", cfg.record.probe.epochs)):
         late = [e for e in listed if e > epochs]
         if late:
             raise ConfigError(f"{where}: {key} {late} lie after the last epoch ({epochs})")
-    if cfg["early_stopping"]["patience"] and cfg["eval"]["every"] != 1:
+    if cfg.early_stopping.patience and cfg.eval.every != 1:
         raise ConfigError(f"{where}: early_stopping.patience needs an evaluation after every epoch "
-                          f"(eval.every: 1, now {cfg['eval']['every']})")
+                          f"(eval.every: 1, now {cfg.eval.every})")

@@ -7,6 +7,7 @@ import pytest
 from conftest import CONFIG_DIR
 from dmlbench.errors import ConfigError
 from dmlbench.config.plan import Plan
+from dmlbench.run_config import RunConfig
 
 
 @pytest.mark.parametrize("config, message", [
@@ -85,8 +86,8 @@ def test_every_full_run_resolves_to_a_buildable_criterion():
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     labels = [c for c in range(200) for _ in range(6)]
     for run in plan.runs():
-        cfg = plan.resolve(run)
-        criterion = Criterion(cfg["method"], num_classes=200, embedding_dim=cfg["model"]["embedding_dim"])
+        cfg = RunConfig.from_dict(plan.resolve(run))
+        criterion = Criterion(cfg.method, num_classes=200, embedding_dim=cfg.model.embedding_dim)
         schemes.build(cfg, labels, None, list(criterion.parameters()), criterion)
 
 
@@ -212,15 +213,14 @@ def test_every_run_of_the_cpu_presets_gets_its_batches(preset, tmp_path):
         table = manifest.read(out)
         tables[dataset] = table[table["split"] == "train"]
     for run in plan.runs():
-        cfg = plan.resolve(run)
+        cfg = RunConfig.from_dict(plan.resolve(run))
         train = tables[run.dataset]
         labels = train["label"].rank(method="dense").astype(int) - 1
-        criterion = Criterion(cfg["method"], num_classes=int(labels.max()) + 1,
-                              embedding_dim=cfg["model"]["embedding_dim"])
+        criterion = Criterion(cfg.method, num_classes=int(labels.max()) + 1, embedding_dim=cfg.model.embedding_dim)
         scheme = schemes.build(cfg, labels.to_numpy(), train["super"].to_numpy(),
                                list(criterion.parameters()), criterion)
-        batches = scheme.batches(torch.Generator().manual_seed(0), cfg["batches_per_epoch"])
-        assert len(next(iter(batches))) == cfg["batch"]["size"], run
+        batches = scheme.batches(torch.Generator().manual_seed(0), cfg.batches_per_epoch)
+        assert len(next(iter(batches))) == cfg.batch.size, run
 
 
 def test_a_batch_needing_more_classes_than_the_real_dataset_has_is_refused():

@@ -11,6 +11,7 @@ from dmlbench.data import batches, cache, manifest, store
 from dmlbench.data.prepare import prepare
 from dmlbench.errors import ConfigError, DatasetError, DmlbenchError
 from dmlbench.config.plan import Plan
+from dmlbench.run_config import RunConfig
 
 pytestmark = pytest.mark.xdist_group("test_corrupt_files")  # one worker: its module fixture once
 
@@ -59,7 +60,8 @@ def test_a_damaged_cached_image_sets_the_cache_aside_and_the_cache_step_makes_it
     cache.build(source / "manifest.csv", out, 32)
     table = manifest.read(out)
     garble(out.parent / table.loc[0, "path"])
-    cfg = {"data": {"manifest": str(out)}, "input": {"resize": 32, "crop": 28, "padding": 0, "flip": False}}
+    cfg = RunConfig.from_dict({"data": {"manifest": str(out)},
+                               "input": {"resize": 32, "crop": 28, "padding": 0, "flip": False}})
     data = batches.split_images(table, table.index[:3], out.parent, cfg, train=False)
     with pytest.raises(DatasetError, match=r"cached image .*cannot be read.*set aside as manifest\.csv\.corrupt"):
         [data[i] for i in range(3)]

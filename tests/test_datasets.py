@@ -12,6 +12,7 @@ from dmlbench.data import datasets, fixtures, manifest
 from dmlbench.data.datasets import cars, cub
 from dmlbench.data.prepare import prepare
 from dmlbench.errors import DatasetError
+from dmlbench.run_config import Input
 
 
 def test_cub_real_lists_give_the_zero_shot_split(shared_datasets, tmp_path):
@@ -129,7 +130,7 @@ def test_unreadable_image_in_training_names_the_file(tmp_path):
     bad = tmp_path / "bad.jpg"
     bad.write_bytes(b"\xff\xd8\xff\xe0 truncated")
     data = images.ManifestImages(pd.DataFrame({"path": ["bad.jpg"], "label": [0]}), tmp_path,
-                                 images.test_transform({"resize": 8, "crop": 8}))
+                                 images.test_transform(Input(resize=8, crop=8)))
     with pytest.raises(DatasetError, match=f"image {bad} cannot be read"):
         data[0]
 

@@ -10,6 +10,7 @@ from dmlbench import doctor
 from dmlbench.data import datasets, fixtures
 from dmlbench.data.datasets import Layout, SourceFile
 from dmlbench.config.plan import Plan
+from dmlbench.run_config import Model
 
 
 def plan_for(tmp_path, **extra):
@@ -209,7 +210,7 @@ def test_the_results_disk_need_of_full_is_its_trainings_models_and_embeddings():
             key = json.dumps(cfg["model"], sort_keys=True)
             if key not in sizes:
                 with torch.device("meta"):
-                    net = models.build(dict(cfg["model"], pretrained=False))
+                    net = models.build(Model(**dict(cfg["model"], pretrained=False)))
                 sizes[key] = sum(p.numel() * 4 for p in net.parameters()) + sum(
                     b.numel() * b.element_size() for b in net.buffers())
             expected += sizes[key]

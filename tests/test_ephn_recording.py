@@ -15,6 +15,7 @@ from dmlbench.config.plan import Plan
 from dmlbench.plots import FIGURES, triplets as triplet_figures
 
 from conftest import CONFIG_DIR
+from dmlbench.run_config import RunConfig
 
 
 def test_closest_similarities_match_a_loop():
@@ -62,17 +63,17 @@ def tiny_model():
                                torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(4, 6))
 
 
-def probe_config(steps=3, lr=0.5):
-    return {"seed": 0, "batch": {"size": 16, "per_class": 4, "small_classes": "fill", "per_pair": 5}, "loader": {"workers": 0},
+def probe_config(steps=3, lr=0.5) -> RunConfig:
+    return RunConfig.from_dict({"seed": 0, "batch": {"size": 16, "per_class": 4, "small_classes": "fill", "per_pair": 5}, "loader": {"workers": 0},
             "method": {"sampler": "m_per_class", "loss": {"name": "triplet_2nd"},
                        "miner": {"name": "per_anchor", "positive": "hard", "negative": "hard",
                                  "one_triplet_per_image": True}},
-            "record": {"scatter_epochs": [0], "probe": {"epochs": [0], "steps": steps, "lr": lr}}}
+            "record": {"scatter_epochs": [0], "probe": {"epochs": [0], "steps": steps, "lr": lr}}})
 
 
 def test_probe_measures_the_step_and_leaves_the_run_alone():
     cfg = probe_config()
-    model, criterion, data = tiny_model(), Criterion(probe_config()["method"]), TinyImages()
+    model, criterion, data = tiny_model(), Criterion(probe_config().method), TinyImages()
     before = copy.deepcopy(model.state_dict())
     moves = recording.probe(model, criterion, data, cfg, "cpu", torch.Generator().manual_seed(0))
     for name, value in model.state_dict().items():
@@ -86,7 +87,7 @@ def test_probe_after_similarities_are_those_of_the_updated_copy():
     """One step, redone by hand: the recorded 'after' similarities are the stepped model's."""
     cfg = probe_config(steps=1)
     model, data = tiny_model(), TinyImages()
-    criterion = Criterion(cfg["method"])
+    criterion = Criterion(cfg.method)
     moves = recording.probe(model, criterion, data, cfg, "cpu", torch.Generator().manual_seed(5))
     generator = torch.Generator().manual_seed(5)
     from dmlbench.methods import samplers
@@ -122,7 +123,7 @@ def test_after_epoch_writes_once(tmp_path):
         calls.append(1)
         return np.random.default_rng(0).normal(size=(12, 4)), np.repeat(np.arange(3), 4)
 
-    args = (tmp_path, cfg, tiny_model(), Criterion(cfg["method"]), TinyImages(), embed_train, "cpu",
+    args = (tmp_path, cfg, tiny_model(), Criterion(cfg.method), TinyImages(), embed_train, "cpu",
             lambda message: None)
     recording.after_epoch(0, *args)
     recording.after_epoch(0, *args)  # a resumed run: nothing recorded twice

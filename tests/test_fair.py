@@ -30,6 +30,7 @@ from dmlbench.errors import ConfigError, DatasetError, DmlbenchError
 from dmlbench.fair import fold_run, space, study
 from dmlbench.fair.intervals import mean_interval
 from dmlbench.io import read_json, write_json
+from dmlbench.run_config import RunConfig
 
 
 def _cub_table(shared_datasets, tmp_path) -> pd.DataFrame:
@@ -516,6 +517,6 @@ def test_the_preflight_groups_and_probes_the_fair_fold_trainings(tmp_path):
     group = next(g for g in groups if g.run.dataset == "inshop" and g.run.method == "ms")
     result = probe(group.cfg, "inshop", tmp_path / "work", image_side=32, device="cpu")
     assert result["status"] == "passed", result["traceback"]
-    final = plan.resolve(FairRun("suite.fair", "sop", "ms", 3, "final", 3, 1))
-    search = plan.resolve(FairRun("suite.fair", "sop", "ms", 0, "search", 7, 1))
+    final = RunConfig.from_dict(plan.resolve(FairRun("suite.fair", "sop", "ms", 3, "final", 3, 1)))
+    search = RunConfig.from_dict(plan.resolve(FairRun("suite.fair", "sop", "ms", 0, "search", 7, 1)))
     assert budget.run_seconds(final, "sop", 0.01, 0.001) > budget.run_seconds(search, "sop", 0.01, 0.001)

@@ -7,7 +7,7 @@ from conftest import REPO
 
 # lowest first; a part may import from its own layer's other parts and from every layer below
 LAYERS = [
-    {"errors", "io", "children", "registry", "settings", "environment", "machine", "progress"},
+    {"errors", "io", "children", "registry", "settings", "run_config", "environment", "machine", "progress"},
     {"data", "models", "methods", "plots"},
     {"evaluation"},
     {"training"},

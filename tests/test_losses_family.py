@@ -8,6 +8,7 @@ import torch
 from dmlbench.methods import losses, miners
 from dmlbench.methods.pairs import PairBatch
 from test_losses import batch, check_against, cosine
+from dmlbench.run_config import Model
 
 
 def pairs_of(labels, i):
@@ -197,7 +198,7 @@ def test_the_catalogues_npair_methods_train_unnormalised_embeddings_as_sohn():
         run = next(r for r in plan.runs("profs.t1") if r.method == method)
         cfg = plan.resolve(run)
         assert cfg["model"]["normalize"] is False
-        model = models.build(dict(cfg["model"], backbone="small_cnn", pretrained=False)).eval()
+        model = models.build(Model(**dict(cfg["model"], backbone="small_cnn", pretrained=False))).eval()
         norms = model(torch.rand(4, 3, 32, 32)).norm(dim=1)
         assert not torch.allclose(norms, torch.ones(4))
     assert plan.resolve(next(r for r in plan.runs("profs.t1") if r.method == "angular"))["model"]["normalize"]

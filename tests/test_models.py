@@ -13,6 +13,7 @@ from dmlbench.models import bninception, weights
 from dmlbench.models import timm_trunks
 from dmlbench.models.backbones import BACKBONES
 from dmlbench.models.embedding import EmbeddingNet
+from dmlbench.run_config import Model
 
 
 @pytest.mark.parametrize("backbone", [n for n in BACKBONES.names() if n not in timm_trunks.TRUNKS])
@@ -177,8 +178,7 @@ def test_every_backbone_moves_to_a_device_and_converts_its_dtype():
     """`.to()` goes through nn.Module._apply: a backbone must not shadow it (BN-Inception once
     did, and every BN-Inception run would have failed at its start)."""
     for backbone in ("small_cnn", "resnet18", "googlenet", "bninception"):
-        model = models.build({"backbone": backbone, "pretrained": False, "weights": None,
-                              "embedding_dim": 8, "pooling": "avg", "frozen_bn": False})
+        model = models.build(Model(backbone=backbone, pretrained=False, embedding_dim=8))
         model.to("cpu").to(torch.float64).to(torch.float32)
 
 

@@ -2,6 +2,7 @@
 
 import copy
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -10,6 +11,7 @@ from dmlbench.config.plan import Plan
 from dmlbench.preflight import budget
 from dmlbench.preflight.grouping import code_path, group_runs
 from dmlbench.preflight.runner import bounded, probe_all, structure
+from dmlbench.run_config import RunConfig
 
 pytestmark = pytest.mark.xdist_group("test_preflight")  # one worker: its module fixture once
 
@@ -147,19 +149,20 @@ def test_a_killed_preflight_leaves_the_table_and_budget_of_what_it_probed(tmp_pa
 
 
 def test_budget_of_a_hand_computed_plan():
-    cfg = {"epochs": 10, "batches_per_epoch": None, "batch": {"size": 80, "per_class": 5, "per_pair": 5},
-           "method": {"sampler": "m_per_class"}, "eval": {"every": 5},
+    raw = {"epochs": 10, "batches_per_epoch": None, "batch": {"size": 80, "per_class": 5, "per_pair": 5},
+           "method": {"loss": {"name": "contrastive"}, "sampler": "m_per_class"}, "eval": {"every": 5},
            "record": {"scatter_epochs": [], "probe": {"epochs": [], "steps": 146}}}
+    cfg = RunConfig.from_dict(raw)
     assert budget.steps_per_epoch(cfg, "cub") == 5864 // 80 == 73
     assert budget.evaluations(cfg) == 3
     assert budget.run_seconds(cfg, "cub", 0.5, 0.001) == pytest.approx(10 * 73 * 0.5 + 3 * 5924 * 0.001)
-    fold = dict(cfg, data={"fold": {"of": 4}}, run={"stage": "search"})  # the fair protocol's fold training
+    fold = replace(cfg, data={"fold": {"of": 4}}, run={"stage": "search"})  # the fair protocol's fold training
     assert budget.run_seconds(fold, "cub", 0.5, 0.001) == pytest.approx(10 * 73 * 0.5 + 3 * 5864 / 4 * 0.001)
-    final = dict(fold, run={"stage": "final"})  # … and its final runs embed the test half once
+    final = replace(fold, run={"stage": "final"})  # … and its final runs embed the test half once
     assert budget.run_seconds(final, "cub", 0.5, 0.001) == pytest.approx(10 * 73 * 0.5 + (3 * 5864 / 4 + 5924) * 0.001)
-    pairs = dict(cfg, method={"sampler": "category_pairs"})
+    pairs = replace(cfg, method=replace(cfg.method, sampler="category_pairs"))
     assert budget.steps_per_epoch(pairs, "sop") == 66 * 5 and budget.steps_per_epoch(pairs, "inshop") == 253 * 5
-    fixed = dict(cfg, batches_per_epoch=12, eval={"every": 0})
+    fixed = replace(cfg, batches_per_epoch=12, eval=replace(cfg.eval, every=0))
     assert budget.run_seconds(fixed, "inshop", 2.0, 0.01) == pytest.approx(10 * 12 * 2.0 + (14218 + 12612) * 0.01)
     assert budget.wall_seconds([5, 4, 3, 3, 3], 2) == 10  # longest first: {5, 3} then {4, 3, 3}
     assert budget.wall_seconds([5, 4, 3, 3, 3], 8) == 5 and budget.wall_seconds([1.0] * 9, 4) == 3
@@ -210,7 +213,7 @@ def test_the_budget_lists_each_experiments_results_disk_beside_its_hours(full, t
     projection = pd.DataFrame(rows, columns=PROJECTION_COLUMNS)
     for row in rows:  # each run's own need
         run = next(r for g in groups for r in g.runs if r.path("full") == row["run"])
-        assert row["results_gb"] == disk.run_bytes(full.resolve(run), run.dataset) / 1e9
+        assert row["results_gb"] == disk.run_bytes(RunConfig.from_dict(full.resolve(run)), run.dataset) / 1e9
     _write_budget(projection, tmp_path, "CPU", None, 8, "full")
     text = (tmp_path / "budget.md").read_text()
     assert "| results GB |" in text

@@ -1,6 +1,7 @@
 """PROFS (profs paper, Algorithm 1): cycles, representatives, proximal term, HNCM, M, pair
 restriction, and resume inside a cycle."""
 
+import dataclasses
 import copy
 import json
 import math
@@ -20,6 +21,7 @@ from dmlbench.data.prepare import prepare
 from dmlbench.methods.criterion import Criterion
 from dmlbench.config.plan import Plan
 from dmlbench.training.schemes.profs import hardest_classes, iterations_per_cycle
+from dmlbench.run_config import RunConfig
 
 LABELS = [c for c in range(10) for _ in range(6)]  # 10 classes × 6 images
 
@@ -35,7 +37,7 @@ def profs_cfg(**scheme):
 
 def build(cfg, parameters=(), criterion=None):
     criterion = criterion or Criterion(cfg["method"], num_classes=10, embedding_dim=8)
-    return schemes.build(cfg, LABELS, None, list(parameters), criterion)
+    return schemes.build(RunConfig.from_dict(cfg), LABELS, None, list(parameters), criterion)
 
 
 def planned(scheme, steps, seed=0):
@@ -265,9 +267,10 @@ def test_kill_inside_a_cycle_and_resume_gives_the_uninterrupted_run(tmp_path):
 
     def metrics(run):
         saved = torch.load(tmp_path / run / "model.pt", weights_only=True)
-        model = models.build(dict(cfg["model"], pretrained=False))
+        typed = RunConfig.from_dict(cfg)
+        model = models.build(dataclasses.replace(typed.model, pretrained=False))
         model.load_state_dict(saved["model"])
-        return evaluate_model(model, table, manifest.parent, cfg, torch.device("cpu"))
+        return evaluate_model(model, table, manifest.parent, typed, torch.device("cpu"))
     assert metrics("killed") == metrics("whole")
 
 

@@ -17,6 +17,7 @@ from dmlbench import models
 from dmlbench.evaluation import reference
 from dmlbench.data.prepare import prepare
 from dmlbench.config.plan import Plan
+from dmlbench.run_config import Model
 
 CONFIG_DIR = "workflow/config"
 METRICS = ("recall@1", "recall@2", "map@r")
@@ -65,7 +66,7 @@ def smoke_reference(tmp_path, dataset):
     spec = spec_for(plan, "suite.baselines", dataset, "ms", manifest)
     result = run_step(spec, tmp_path / "reference.json")
     torch.manual_seed(spec["key"]["seed"])
-    net = models.build(dict(spec["key"]["model"], frozen_bn=False)).eval()
+    net = models.build(Model(**dict(spec["key"]["model"], frozen_bn=False))).eval()
     return manifest, result, spec["key"], net
 
 

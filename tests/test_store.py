@@ -1,6 +1,7 @@
 """Decoded-image store: the same tensors as the per-image path, refused when stale, atomic."""
 
 
+import dataclasses
 import shutil
 
 import numpy as np
@@ -11,6 +12,7 @@ from PIL import Image
 from dmlbench.data import batches, images, manifest, store
 from dmlbench.data.prepare import prepare
 from dmlbench.errors import DatasetError
+from dmlbench.run_config import RunConfig
 
 pytestmark = pytest.mark.xdist_group("test_store")  # one worker: its module fixture once
 
@@ -61,13 +63,15 @@ def test_store_batches_equal_the_per_image_path(cub, tmp_path, padding, flip, cr
     store.build(cub, folder, side, log=lambda m: None)
     table = manifest.read(cub)
     rows = table.index[table["split"] == "train"]
-    cfg = cfg_for(cub, folder, crop, padding, flip)
-    cfg["input"]["resize"] = side
+    raw = cfg_for(cub, folder, crop, padding, flip)
+    raw["input"]["resize"] = side
+    cfg = RunConfig.from_dict(raw)
     from_store = batches.split_images(table, rows, cub.parent, cfg, train=True)
     pixels = store.open_pixels(folder, cub, side)
     per_image = StoredPixelsPerImage(pixels, np.asarray(rows), table.loc[rows, "label"].to_numpy(),
-                                     images.train_transform(cfg["input"]))
-    files = batches.split_images(table, rows, cub.parent, dict(cfg, data={"manifest": str(cub)}), train=True)
+                                     images.train_transform(cfg.input))
+    from_files = dataclasses.replace(cfg, data={"manifest": str(cub)})
+    files = batches.split_images(table, rows, cub.parent, from_files, train=True)
     for seed in (0, 1):
         ours = loaded_batches(from_store, seed, train=True)
         for reference in (per_image, files):  # the stored pixels, and the JPEG files decoded anew
@@ -81,8 +85,7 @@ def test_store_batches_equal_the_per_image_path(cub, tmp_path, padding, flip, cr
         assert torch.equal(a, b) and torch.equal(la, lb)
     test_rows = table.index[table["split"] == "test"]
     centre = loaded_batches(batches.split_images(table, test_rows, cub.parent, cfg, train=False), 0, False)
-    plain = loaded_batches(batches.split_images(table, test_rows, cub.parent, dict(cfg, data={"manifest": str(cub)}),
-                                                train=False), 0, False)
+    plain = loaded_batches(batches.split_images(table, test_rows, cub.parent, from_files, train=False), 0, False)
     assert all(torch.equal(a, b) for (a, _), (b, _) in zip(centre, plain))
 
 

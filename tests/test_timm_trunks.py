@@ -16,6 +16,7 @@ from safetensors.torch import save_file  # noqa: E402
 from dmlbench.errors import ConfigError, DmlbenchError  # noqa: E402
 from dmlbench.models import build, timm_trunks  # noqa: E402
 from dmlbench.models.backbones import BACKBONES  # noqa: E402
+from dmlbench.run_config import Model, RunConfig
 
 NAMES = sorted(timm_trunks.TRUNKS)
 
@@ -28,7 +29,7 @@ def model_config(backbone: str, **changes) -> dict:
 @pytest.mark.parametrize("name", NAMES)
 def test_every_timm_trunk_builds_on_cpu_with_the_embedding_size_asked_for(name):
     torch.manual_seed(0)
-    net = build(model_config(name)).eval()
+    net = build(Model(**model_config(name))).eval()
     with torch.no_grad():
         out = net(torch.rand(2, 3, 48, 48))  # a side no patch size divides: padded by timm
     assert out.shape == (2, 24)
@@ -47,7 +48,7 @@ def test_the_registered_input_convention_is_timms(name):
     assert config["std"] == pytest.approx(trunk.std)
     assert config["interpolation"] == trunk.interpolation
     assert config["input_size"] == (3, trunk.native_size, trunk.native_size)
-    net = build(model_config(name))  # the network normalises by that convention
+    net = build(Model(**model_config(name)))  # the network normalises by that convention
     assert net.mean.flatten().tolist() == pytest.approx(list(trunk.mean))
     assert BACKBONES.get(name).std == trunk.std
 
@@ -65,7 +66,7 @@ def weights_file(tmp_path, name="vit_tiny_test"):
 def test_a_verified_file_is_loaded_without_the_hub(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     path, state, digest = weights_file(tmp_path)
-    net = build(model_config("vit_tiny_test", pretrained=True, weights=str(path), weights_sha256=digest))
+    net = build(Model(**model_config("vit_tiny_test", pretrained=True, weights=str(path), weights_sha256=digest)))
     loaded = net.trunk.net.state_dict()
     assert all(torch.equal(loaded[k], state[k]) for k in loaded)
 
@@ -74,7 +75,7 @@ def test_a_wrong_digest_is_refused_naming_the_file(tmp_path):
     path, _, digest = weights_file(tmp_path)
     wrong = ("0" if digest[0] != "0" else "1") + digest[1:]
     with pytest.raises(DmlbenchError, match=rf"{path}: sha256 {digest} is not the expected {wrong}"):
-        build(model_config("vit_tiny_test", pretrained=True, weights=str(path), weights_sha256=wrong))
+        build(Model(**model_config("vit_tiny_test", pretrained=True, weights=str(path), weights_sha256=wrong)))
     catalogued = timm_trunks.TRUNKS["dinov2_b14"]  # its published digest is on record
     other = tmp_path / "other.safetensors"
     other.write_bytes(path.read_bytes())
@@ -85,7 +86,7 @@ def test_a_wrong_digest_is_refused_naming_the_file(tmp_path):
 def test_a_trunk_without_a_digest_on_record_asks_for_one(tmp_path):
     path, _, _ = weights_file(tmp_path)
     with pytest.raises(DmlbenchError, match="set model.weights_sha256"):
-        build(model_config("vit_tiny_test", pretrained=True, weights=str(path)))
+        build(Model(**model_config("vit_tiny_test", pretrained=True, weights=str(path))))
     with pytest.raises(DmlbenchError, match="is not the published"):
         timm_trunks.expected_digest(timm_trunks.TRUNKS["dinov2_b14"], "ab" * 32)
 
@@ -107,12 +108,12 @@ def test_a_pickle_is_never_unpickled(tmp_path):
         planted.write_bytes(pickle.dumps(_Planted(marker)))
         digest = hashlib.sha256(planted.read_bytes()).hexdigest()
         with pytest.raises(Exception):
-            build(model_config("vit_tiny_test", pretrained=True, weights=str(planted), weights_sha256=digest))
+            build(Model(**model_config("vit_tiny_test", pretrained=True, weights=str(planted), weights_sha256=digest)))
         assert not marker.exists()
 
 
 def test_layer_decay_follows_timms_layer_numbering():
-    net = build(model_config("vit_tiny_test"))
+    net = build(Model(**model_config("vit_tiny_test")))
     groups = net.parameter_groups(1.0, 10.0, 0.5)
     lr = {id(p): g["lr"] for g in groups for p in g["params"]}
     assert len(lr) == len(list(net.parameters()))
@@ -128,21 +129,18 @@ def test_layer_decay_follows_timms_layer_numbering():
 
 
 def test_settings_only_some_trunks_read_are_refused_elsewhere():
-    cfg = {"model": {"backbone": "resnet50", "weights": None, "weights_sha256": "ab" * 32},
-           "optimizer": {"layer_decay": 1.0}}
+    def cfg(model: dict, layer_decay: float = 1.0) -> RunConfig:
+        return RunConfig.from_dict({"model": {"backbone": "resnet50", **model},
+                                    "optimizer": {"layer_decay": layer_decay}})
+
     with pytest.raises(ConfigError, match="model.weights_sha256 is read for the timm trunks only"):
-        timm_trunks.check_settings(cfg, "run x")
-    cfg["model"]["weights_sha256"] = None
-    cfg["optimizer"]["layer_decay"] = 0.7
+        timm_trunks.check_settings(cfg({"weights_sha256": "ab" * 32}), "run x")
     with pytest.raises(ConfigError, match="optimizer.layer_decay needs a timm transformer"):
-        timm_trunks.check_settings(cfg, "run x")
-    cfg["optimizer"]["layer_decay"] = 1.0
-    cfg["model"]["frozen_patch_embed"] = True
+        timm_trunks.check_settings(cfg({}, layer_decay=0.7), "run x")
     with pytest.raises(ConfigError, match="model.frozen_patch_embed needs a timm transformer"):
-        timm_trunks.check_settings(cfg, "run x")
-    cfg["model"]["backbone"] = "vit_s16_dino"
-    cfg["optimizer"]["layer_decay"] = 0.7
-    timm_trunks.check_settings(cfg, "run x")
+        timm_trunks.check_settings(cfg({"frozen_patch_embed": True}), "run x")
+    timm_trunks.check_settings(cfg({"backbone": "vit_s16_dino", "frozen_patch_embed": True}, layer_decay=0.7),
+                               "run x")
 
 
 class _Plan:
@@ -216,11 +214,11 @@ def _step(model, clip=None, lr=1.0):
 
 def test_gradient_clipping_bounds_the_steps_norm():
     torch.manual_seed(0)
-    free = build(model_config("vit_tiny_test"))
+    free = build(Model(**model_config("vit_tiny_test")))
     _, grads = _step(free)
     norm = torch.sqrt(sum((g.double() ** 2).sum() for g in grads if g is not None))
     torch.manual_seed(0)
-    clipped = build(model_config("vit_tiny_test"))
+    clipped = build(Model(**model_config("vit_tiny_test")))
     start = [p.detach().clone() for p in clipped.parameters()]
     limit = float(norm) / 4
     _step(clipped, clip=limit)
@@ -230,7 +228,7 @@ def test_gradient_clipping_bounds_the_steps_norm():
 
 def test_a_frozen_patch_embedding_keeps_its_weights():
     torch.manual_seed(0)
-    model = build(model_config("vit_tiny_test", frozen_patch_embed=True))
+    model = build(Model(**model_config("vit_tiny_test", frozen_patch_embed=True)))
     patch = [p.detach().clone() for p in model.trunk.net.patch_embed.parameters()]
     blocks = [p.detach().clone() for p in model.trunk.net.blocks.parameters()]
     _step(model, lr=0.1)

@@ -17,6 +17,7 @@ import processes
 from conftest import CONFIG_DIR
 from dmlbench.config.plan import Plan
 from dmlbench.data.prepare import prepare
+from dmlbench.run_config import Model, RunConfig
 
 pytestmark = pytest.mark.xdist_group("tracking")
 
@@ -147,12 +148,13 @@ def test_the_disk_a_run_keeps_is_the_estimate_of_its_model_and_records(small_run
     written = sum(p.stat().st_size for p in (tmp_path / "run").rglob("*") if p.is_file())
     model = (tmp_path / "run" / "model.pt").stat().st_size
     assert disk.model_bytes(json.dumps(small_run["model"], sort_keys=True)) == pytest.approx(model, rel=0.05)
-    assert model < disk.run_bytes(small_run, "cub") and written <= disk.run_bytes(small_run, "cub")
+    estimate = disk.run_bytes(RunConfig.from_dict(small_run), "cub")
+    assert model < estimate and written <= estimate
     for backbone, dim in (("resnet18", 512), ("bninception", 64)):  # real networks: parameters and buffers
         from dmlbench import models
 
         cfg = dict(small_run["model"], backbone=backbone, embedding_dim=dim, pretrained=False)
-        built = models.build(cfg)
+        built = models.build(Model(**cfg))
         saved = tmp_path / f"{backbone}.pt"
         torch.save({"model": built.state_dict()}, saved)
         assert disk.model_bytes(json.dumps(cfg, sort_keys=True)) == pytest.approx(saved.stat().st_size, rel=0.01)

@@ -1,5 +1,6 @@
 """Training: resume after a killed run, determinism, samplers."""
 
+import dataclasses
 import json
 import signal
 import subprocess
@@ -14,6 +15,7 @@ from processes import run, start, stop
 from dmlbench.methods import samplers
 from dmlbench.data.prepare import prepare
 from dmlbench.config.plan import Plan
+from dmlbench.run_config import LossParams, Optimizer, RunConfig
 
 pytestmark = pytest.mark.xdist_group("test_training")  # one worker: its module fixture once
 
@@ -320,9 +322,9 @@ def test_margin_beta_learns_at_its_own_rate_as_in_wu_et_al(method):
     assert cfg["optimizer"]["loss_params"] == {"optimizer": "sgd", "lr": 0.1, "momentum": 0.9}
     moved = {}
     for share in (False, True):
-        settings = dict(cfg["optimizer"])
+        settings = RunConfig.from_dict(cfg).optimizer
         if share:
-            settings["loss_params"] = dict(settings["loss_params"], optimizer="shared")
+            settings = dataclasses.replace(settings, loss_params=LossParams(optimizer="shared"))
         torch.manual_seed(0)
         model = EmbeddingNet("small_cnn", 16, pretrained=False)
         criterion = Criterion(cfg["method"], num_classes=4, embedding_dim=16)
@@ -424,7 +426,7 @@ def test_each_optimiser_keeps_the_state_the_disk_estimate_counts(name, momentum)
 
     assert set(optimisers.OPTIMISERS.names()) == {"adam", "adamw", "rmsprop", "sgd"}
     weight = torch.nn.Parameter(torch.ones(3))
-    cfg = {"name": name, "lr": 0.1, "betas": [0.9, 0.999], "weight_decay": 0.01, "momentum": momentum}
+    cfg = Optimizer(name=name, lr=0.1, betas=(0.9, 0.999), weight_decay=0.01, momentum=momentum)
     optimizer = optimisers.build([{"params": [weight]}], cfg)
     (weight ** 2).sum().backward()
     optimizer.step()

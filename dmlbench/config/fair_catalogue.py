@@ -44,7 +44,7 @@ def check_necessities(plan, key: str, where: str) -> None:
                 raise ConfigError(f"{where}.necessities.{method}.{path}: say why the method needs it (a text)")
             if path.split(".")[0] not in plan.defaults:
                 raise ConfigError(f"{where}.necessities.{method}: {path!r} is no training setting "
-                                  f"(defaults.yaml)")
+                                  f"(docs/generated/settings.md)")
             core = next((c for c in PROTOCOL_CORE if _under(path, c) or _under(c, path)), None)
             if core:
                 raise ConfigError(f"{where}.necessities.{method}: {path} would let the method change {core}, "

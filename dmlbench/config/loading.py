@@ -10,7 +10,6 @@ import yaml
 
 from dmlbench.errors import ConfigError
 from dmlbench.registry import did_you_mean
-from dmlbench.training.optimisers import OPTIMISERS
 
 
 class PaperNumber(float):
@@ -114,14 +113,6 @@ def with_settings(preset_schema: dict, settings_schema: dict) -> dict:
     schema["$defs"] = settings_schema.get("$defs", {})
     schema["properties"]["overrides"] = partial
     schema["properties"]["subset"]["additionalProperties"]["properties"]["train"] = partial
-    return schema
-
-
-def settings_schema(path) -> dict:
-    """The settings schema of `path`, with the registered optimiser names as `optimizer.name`'s
-    values (`dmlbench.training.optimisers`)."""
-    schema = load_yaml(path)
-    schema["properties"]["optimizer"]["properties"]["name"] = {"enum": OPTIMISERS.names()}
     return schema
 
 

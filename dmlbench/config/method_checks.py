@@ -4,6 +4,7 @@ parameters, a miner only where the loss takes one, and what a training scheme ne
 from __future__ import annotations
 
 from dmlbench.errors import ConfigError
+from dmlbench.run_config import RunConfig
 from dmlbench.methods import declared
 from dmlbench.registry import did_you_mean
 
@@ -27,19 +28,19 @@ def check_methods(plan, method_keys: set[str]) -> None:
                 declared.check_params(part, method[part]["name"], [param], f"{where}.search: {part}")
 
 
-def check_scheme_needs(cfg: dict, where: str) -> None:
+def check_scheme_needs(cfg: RunConfig, where: str) -> None:
     """The PROFS scheme's needs of the loss, from what the loss declares: pairs to restrict
     (`scheme.pairs` representative or anchored, image representatives) and class centres (HNCM
     without image representatives)."""
-    scheme = cfg["scheme"]
-    if scheme["name"] != "profs":
+    scheme = cfg.scheme
+    if scheme.name != "profs":
         return
-    loss = declared.components("loss")[cfg["method"]["loss"]["name"]]
-    with_images = scheme["representatives"] == "images"
-    if with_images and scheme["pairs"] in ("representative", "anchored") and not loss.restricts_pairs:
-        raise ConfigError(f"{where}: scheme.pairs: {scheme['pairs']} needs a pair loss; {loss.name!r} has no "
+    loss = declared.components("loss")[cfg.method.loss["name"]]
+    with_images = scheme.representatives == "images"
+    if with_images and scheme.pairs in ("representative", "anchored") and not loss.restricts_pairs:
+        raise ConfigError(f"{where}: scheme.pairs: {scheme.pairs} needs a pair loss; {loss.name!r} has no "
                           f"pairs to restrict ({loss.source}): set scheme.pairs: all")
-    if scheme["hncm"] and not with_images and not loss.class_vectors:
+    if scheme.hncm and not with_images and not loss.class_vectors:
         raise ConfigError(f"{where}: scheme.hncm with representatives: none needs a loss with class centres "
                           f"(class_vectors(): {', '.join(n for n, c in declared.components('loss').items() if c.class_vectors)}), "
                           f"not {loss.name!r}")

@@ -1,7 +1,7 @@
 """From a preset and the experiment catalogue to the list of runs and each run's resolved config.
 
-The catalogue lives in `workflow/config/`: `defaults.yaml` (every training setting),
-`methods.yaml`, `experiments/<paper>.yaml` (ids `<paper>.t<N>` / `.f<N>`: the catalogue, docs/generated/catalogue.md) and `presets/<name>.yaml`.
+Every training setting and its default is a field of `dmlbench.run_config`; the catalogue lives in
+`workflow/config/`: `methods.yaml`, `experiments/<paper>.yaml` (ids `<paper>.t<N>` / `.f<N>`: the catalogue, docs/generated/catalogue.md) and `presets/<name>.yaml`.
 A run's settings are merged in this order: defaults < experiment `train` < experiment
 `per_dataset[dataset]` < method `train` < preset `overrides` < preset `per_dataset[dataset]` <
 preset `cpu_fallback` (no CUDA) < preset `subset[experiment].train` < sweep variant `train`. The
@@ -20,16 +20,17 @@ import jsonschema
 
 from dmlbench import settings
 from dmlbench.config import validation
-from dmlbench.config.loading import (deep_merge, load_yaml, merge_layers, plain_numbers, settings_schema,
-                                     with_dataset_names, with_settings)
+from dmlbench import run_config
+from dmlbench.config.loading import (deep_merge, load_yaml, merge_layers, plain_numbers, with_dataset_names,
+                                     with_settings)
 from dmlbench.config.run import FairRun, Run
 from dmlbench.config.fair_specs import FairSpecs
 from dmlbench.config.steps import StepSpecs
 from dmlbench.data.datasets import DATASETS
 from dmlbench.errors import ConfigError
+from dmlbench.training.optimisers import OPTIMISERS
 from dmlbench.registry import did_you_mean
 
-SETTINGS_SCHEMA = "settings.schema.yaml"
 PAPER_NUMBERS = ("reported", "quoted")  # an experiment's keys whose numbers keep the paper's digits
 
 
@@ -68,8 +69,8 @@ class Plan(StepSpecs, FairSpecs):
         self.config_dir = Path(config_dir)
         self.preset = preset
         self.name = preset["preset"]
-        self.defaults = load_yaml(self.config_dir / "defaults.yaml")
-        self.settings_schema = settings_schema(self.config_dir / SETTINGS_SCHEMA)
+        self.defaults = run_config.defaults()
+        self.settings_schema = run_config.json_schema(OPTIMISERS.names())
         self.methods = load_yaml(self.config_dir / "methods.yaml")
         self.papers = load_yaml(self.config_dir / "papers.yaml")
         self.experiments = self._load_experiments()
@@ -87,7 +88,7 @@ class Plan(StepSpecs, FairSpecs):
         config_dir = Path(config_dir)
         name, preset_file = preset_source(config_dir, config.get("preset"), config.pop("preset_file", None))
         schema = with_dataset_names(load_yaml(config_dir / "schema.yaml"), DATASETS.names())
-        config = settings.coerce(config, with_settings(schema, settings_schema(config_dir / SETTINGS_SCHEMA)))
+        config = settings.coerce(config, with_settings(schema, run_config.json_schema(OPTIMISERS.names())))
         preset = deep_merge(load_yaml(preset_file), config)
         preset["preset"] = name
         try:

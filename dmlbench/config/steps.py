@@ -100,7 +100,7 @@ class StepSpecs:
 
         def setting(match: re.Match) -> str:
             value = settings
-            for part in match.group(1).split("."):  # a path of defaults.yaml (validation checks it)
+            for part in match.group(1).split("."):  # a setting's key path (validation checks it)
                 value = value[part]
             return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
 

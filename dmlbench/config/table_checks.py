@@ -42,7 +42,7 @@ def check_tolerance(exp: dict, where: str) -> None:
 
 
 def check_title(plan, exp: dict, where: str) -> None:
-    """Each `{setting.path}` of a title names a training setting (defaults.yaml's keys)."""
+    """Each `{setting.path}` of a title names a training setting (a field of dmlbench/run_config.py)."""
     from dmlbench.config.steps import TITLE_SETTING
 
     for path in TITLE_SETTING.findall(exp.get("title") or ""):
@@ -50,7 +50,7 @@ def check_title(plan, exp: dict, where: str) -> None:
         for part in path.split("."):
             if not isinstance(value, dict) or part not in value:
                 raise ConfigError(f"{where}.title: {{{path}}} is no training setting; name a key path of "
-                                  f"defaults.yaml (e.g. {{record.scatter_epochs}}) or write the value")
+                                  f"the settings (docs/generated/settings.md; e.g. {{record.scatter_epochs}}) or write the value")
             value = value[part]
 
 

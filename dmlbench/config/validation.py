@@ -13,6 +13,7 @@ from dmlbench.methods import declared
 from dmlbench.models import timm_trunks
 from dmlbench.plots import FIGURES
 from dmlbench.registry import did_you_mean
+from dmlbench.run_config import RunConfig
 from dmlbench.verdicts import claims
 
 EXPERIMENT_KEYS = {"layout", "title", "paper", "datasets", "methods", "seeds", "train", "per_dataset",
@@ -25,7 +26,7 @@ METHOD_KEYS = {"label", "paper", "loss", "miner", "sampler", "train", "search"}
 
 
 def check_catalogue(plan) -> None:
-    check_settings(plan, plan.defaults, "defaults.yaml")
+    check_settings(plan, plan.defaults, "dmlbench/run_config.py defaults")
     method_checks.check_methods(plan, METHOD_KEYS)
     for name, method in plan.methods.items():
         check_settings(plan, method.get("train"), f"{plan.config_dir / 'methods.yaml'}: method {name}.train")
@@ -131,7 +132,7 @@ def check_fair(plan, key: str, where: str) -> None:
 
 
 def check_settings(plan, update: dict | None, where: str) -> None:
-    """Names of `update` exist in defaults.yaml, and its values have their type and range."""
+    """Names of `update` are settings of dmlbench.run_config, and its values have their type and range."""
     check_keys(update, plan.defaults, where)
     settings.check(update, plan.settings_schema, where)
 
@@ -174,12 +175,8 @@ def check_runs(plan) -> None:
         cfg = plan.resolve(run)
         where = f"run {run.path(plan.name)}"
         settings.check({k: cfg[k] for k in plan.defaults}, plan.settings_schema, where)
-        settings.check_run(cfg, where)
-        timm_trunks.check_settings(cfg, where)
-        method_checks.check_scheme_needs(cfg, where)
-        check_classes(plan, cfg, run.dataset, where)
-        if (plan.experiments[run.experiment].get("table") or {}).get("test_selected") \
-                and not cfg["eval"]["every"]:
+        typed = _check_typed(plan, cfg, run.dataset, where)
+        if (plan.experiments[run.experiment].get("table") or {}).get("test_selected") and not typed.eval.every:
             raise ConfigError(f"{where}: the table of {run.experiment} shows a test-selected "
                               f"epoch, which needs eval.every ≥ 1 (now 0)")
 
@@ -197,24 +194,32 @@ def check_fair_runs(plan) -> None:
         cfg = plan.resolve(run)
         where = f"fair run {run.path(plan.name)}"
         settings.check({k: cfg[k] for k in plan.defaults}, plan.settings_schema, where)
-        settings.check_run(cfg, where)
-        timm_trunks.check_settings(cfg, where)
-        method_checks.check_scheme_needs(cfg, where)
-        check_classes(plan, cfg, run.dataset, where)
-        if not cfg["early_stopping"]["patience"]:
+        typed = _check_typed(plan, cfg, run.dataset, where)
+        if not typed.early_stopping.patience:
             raise ConfigError(f"{where}: the fair protocol selects each fold's epoch on its validation fold: "
                               f"set early_stopping.patience")
         spaces.check(run.method, plan.fair_space(run.method), cfg, where)
 
 
-def check_classes(plan, cfg: dict, dataset: str, where: str) -> None:
+def _check_typed(plan, cfg: dict, dataset: str, where: str) -> RunConfig:
+    """The typed run (`dmlbench.run_config`) of a resolved config whose values passed the schema,
+    and the checks that involve several of its settings."""
+    typed = RunConfig.from_dict(cfg, where)
+    settings.check_run(typed, where)
+    timm_trunks.check_settings(typed, where)
+    method_checks.check_scheme_needs(typed, where)
+    check_classes(plan, typed, dataset, where)
+    return typed
+
+
+def check_classes(plan, cfg: RunConfig, dataset: str, where: str) -> None:
     """A batch of batch.size / per_class classes needs that many training classes (the real
     dataset's count; fixtures are checked by the tests on their own sizes)."""
-    if plan.toy_data or cfg["method"]["sampler"] != "m_per_class" or cfg["scheme"]["name"] != "plain":
+    if plan.toy_data or cfg.method.sampler != "m_per_class" or cfg.scheme.name != "plain":
         return
-    needed = cfg["batch"]["size"] // cfg["batch"]["per_class"]
+    needed = cfg.batch.size // cfg.batch.per_class
     available = DATASETS.get(dataset).expected.classes["train"]
     if needed > available:
-        raise ConfigError(f"{where}: batch.size {cfg['batch']['size']} at batch.per_class "
-                          f"{cfg['batch']['per_class']} needs {needed} classes, but {dataset}'s "
+        raise ConfigError(f"{where}: batch.size {cfg.batch.size} at batch.per_class "
+                          f"{cfg.batch.per_class} needs {needed} classes, but {dataset}'s "
                           f"training split has {available}: raise batch.per_class or lower batch.size")

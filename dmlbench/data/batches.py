@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from dmlbench.data import images, store
+from dmlbench.run_config import Input, RunConfig
 
 
 def loader(data, **options) -> torch.utils.data.DataLoader:
@@ -22,31 +23,31 @@ def loader(data, **options) -> torch.utils.data.DataLoader:
     return torch.utils.data.DataLoader(data, collate_fn=data.collate, **options)
 
 
-def split_images(table, rows, base: Path, cfg: dict, train: bool):
+def split_images(table, rows, base: Path, cfg: RunConfig, train: bool):
     """The images of `table.loc[rows]` for training (random crop, flip) or evaluation (centre
-    crop), from the store when the run has one (`cfg["data"]["store"]`)."""
+    crop), from the store when the run has one (`cfg.data["store"]`)."""
     subset = table.loc[rows]
-    folder = cfg["data"].get("store")
+    folder = cfg.data.get("store")
     if folder:
-        pixels = store.open_pixels(Path(folder), Path(cfg["data"]["manifest"]), cfg["input"]["resize"])
-        return StoreImages(pixels, np.asarray(rows), subset, cfg["input"], train)
-    transform = images.train_transform(cfg["input"]) if train else images.test_transform(cfg["input"])
-    source = Path(cfg["data"]["manifest"])
+        pixels = store.open_pixels(Path(folder), Path(cfg.data["manifest"]), cfg.input.resize)
+        return StoreImages(pixels, np.asarray(rows), subset, cfg.input, train)
+    transform = images.train_transform(cfg.input) if train else images.test_transform(cfg.input)
+    source = Path(cfg.data["manifest"])
     derived = source if re.fullmatch(r"cache\d+", source.parent.name) else None  # the cache step's
     return images.ManifestImages(subset, base, transform, derived_manifest=derived,
-                                 max_pixels=cfg["data"].get("max_image_pixels"))
+                                 max_pixels=cfg.data.get("max_image_pixels"))
 
 
 class StoreImages(torch.utils.data.Dataset):
     """Rows of the store as uint8 (side × side × 3), read a batch at a time, with each image's
     crop corner and flip."""
 
-    def __init__(self, pixels: np.ndarray, rows: np.ndarray, subset, input_cfg: dict, train: bool):
+    def __init__(self, pixels: np.ndarray, rows: np.ndarray, subset, input_cfg: Input, train: bool):
         self.pixels, self.rows = pixels, rows
         self.labels = subset["label"].to_numpy()
         self.supers = subset["super"].to_numpy() if "super" in subset else None
-        self.crop, self.flip, self.train = input_cfg["crop"], input_cfg["flip"], train
-        self.padding = input_cfg["padding"] if train else 0
+        self.crop, self.flip, self.train = input_cfg.crop, input_cfg.flip, train
+        self.padding = input_cfg.padding if train else 0
         self.side = pixels.shape[1]
 
     def __len__(self) -> int:

@@ -11,6 +11,7 @@ from PIL import UnidentifiedImageError
 from dmlbench.data.image_files import open_image
 from dmlbench.errors import DatasetError
 from dmlbench.io import set_aside
+from dmlbench.run_config import Input
 
 
 class ManifestImages(torch.utils.data.Dataset):
@@ -59,20 +60,19 @@ class ManifestImages(torch.utils.data.Dataset):
         return f"the cache's manifest was set aside as {moved.name}. "
 
 
-def train_transform(cfg: dict):
+def train_transform(cfg: Input):
     """Resize to resize×resize, random crop (with optional padding), optional horizontal flip."""
     from torchvision import transforms  # 2-3 s to import: only where images are decoded one by one
 
-    steps = [transforms.Resize((cfg["resize"], cfg["resize"])),
-             transforms.RandomCrop(cfg["crop"], padding=cfg["padding"] or None)]
-    if cfg["flip"]:
+    steps = [transforms.Resize((cfg.resize, cfg.resize)), transforms.RandomCrop(cfg.crop, padding=cfg.padding or None)]
+    if cfg.flip:
         steps.append(transforms.RandomHorizontalFlip())
     return transforms.Compose(steps + [transforms.ToTensor()])
 
 
-def test_transform(cfg: dict):
+def test_transform(cfg: Input):
     """Resize to resize×resize and take the centre crop."""
     from torchvision import transforms
 
-    return transforms.Compose([transforms.Resize((cfg["resize"], cfg["resize"])),
-                               transforms.CenterCrop(cfg["crop"]), transforms.ToTensor()])
+    return transforms.Compose([transforms.Resize((cfg.resize, cfg.resize)), transforms.CenterCrop(cfg.crop),
+                               transforms.ToTensor()])

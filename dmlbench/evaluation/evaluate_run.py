@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -14,6 +15,7 @@ from dmlbench.evaluation import model_eval
 from dmlbench.data import folds, manifest
 from dmlbench.errors import DmlbenchError
 from dmlbench.io import atomic_path, set_aside, write_json
+from dmlbench.run_config import RunConfig
 
 
 def evaluate(run_dir: Path, output: Path) -> dict:
@@ -31,10 +33,10 @@ def evaluate(run_dir: Path, output: Path) -> dict:
         with atomic_path(model_path) as tmp:
             torch.save(state, tmp)
         print(f"{problem}, and written again from the run's complete checkpoint.pt", file=sys.stderr)
-    cfg = state["config"]
-    device = environment.pick_device(cfg["device"])
-    environment.set_tf32(cfg["performance"].get("tf32", False))
-    model = models.build(dict(cfg["model"], pretrained=False)).to(device)
+    cfg = RunConfig.from_dict(state["config"], f"{model_path}: config")
+    device = environment.pick_device(cfg.device)
+    environment.set_tf32(cfg.performance.tf32)
+    model = models.build(dataclasses.replace(cfg.model, pretrained=False)).to(device)
     model.load_state_dict(state["model"])
     result = result_of(model, cfg, run_dir, device)
     write_json(output, result)
@@ -43,13 +45,13 @@ def evaluate(run_dir: Path, output: Path) -> dict:
     return result
 
 
-def result_of(model, cfg: dict, run_dir: Path, device) -> dict:
+def result_of(model, cfg: RunConfig, run_dir: Path, device) -> dict:
     """What `metrics.json` holds for `model`: the test metrics (with clustering), the time they
     took, the device, and the test-selected epoch where the run evaluated every epoch."""
-    table = folds.view_of(manifest.read(Path(cfg["data"]["manifest"])), cfg["data"])
+    table = folds.view_of(manifest.read(Path(cfg.data["manifest"])), cfg.data)
     started = time.perf_counter()
-    metrics = model_eval.evaluate_model(model, table, Path(cfg["data"]["manifest"]).parent, cfg, device)
-    result = {"run": cfg["run"], "metrics": metrics,
+    metrics = model_eval.evaluate_model(model, table, Path(cfg.data["manifest"]).parent, cfg, device)
+    result = {"run": cfg.run, "metrics": metrics,
               "seconds": round(time.perf_counter() - started, 3), "device": str(device)}
     selected = test_selected_epoch(Path(run_dir) / "epochs.jsonl")
     if selected:
@@ -67,12 +69,13 @@ def _model_from_checkpoint(run_dir: Path) -> dict | None:
     """What train writes as model.pt, from a checkpoint that holds every epoch of its run."""
     try:
         checkpoint = torch.load(run_dir / "checkpoint.pt", map_location="cpu", weights_only=True)
-        cfg = json.loads(checkpoint["config"])
-        if cfg["early_stopping"]["patience"]:
+        record = json.loads(checkpoint["config"])
+        cfg = RunConfig.from_dict(record)
+        if cfg.early_stopping.patience:
             return None  # where it stopped and which epoch it kept: the train step decides
-        if checkpoint["epochs_done"] != cfg["epochs"]:
+        if checkpoint["epochs_done"] != cfg.epochs:
             return None
-        return {"model": checkpoint["model"], "config": cfg}
+        return {"model": checkpoint["model"], "config": record}
     except Exception:  # no checkpoint, or a damaged one: the train step has to run
         return None
 

@@ -10,19 +10,19 @@ import torch
 from dmlbench.evaluation.metrics import retrieval_metrics, vehicleid_metrics
 from dmlbench.data import batches
 from dmlbench.progress import Bar
+from dmlbench.run_config import RunConfig
 
 
-def loader_options(cfg: dict, device) -> dict:
+def loader_options(cfg: RunConfig, device) -> dict:
     """DataLoader settings shared by training and evaluation."""
-    workers = cfg["loader"]["workers"]
-    return {"num_workers": workers,
-            "pin_memory": cfg["loader"]["pin_memory"] and device.type == "cuda",
-            "persistent_workers": cfg["loader"]["persistent_workers"] and workers > 0}
+    workers = cfg.loader.workers
+    return {"num_workers": workers, "pin_memory": cfg.loader.pin_memory and device.type == "cuda",
+            "persistent_workers": cfg.loader.persistent_workers and workers > 0}
 
 
-def split_loader(table, base, split: str, cfg: dict, device):
+def split_loader(table, base, split: str, cfg: RunConfig, device):
     data = batches.split_images(table, table.index[table["split"] == split], base, cfg, train=False)
-    return batches.loader(data, batch_size=cfg["eval"]["batch_size"], shuffle=False,
+    return batches.loader(data, batch_size=cfg.eval.batch_size, shuffle=False,
                           **loader_options(cfg, device))
 
 
@@ -47,24 +47,22 @@ def embed(model, loader, device) -> tuple[np.ndarray, np.ndarray]:
     return torch.cat(out).numpy(), torch.cat(labels).numpy()
 
 
-def evaluate_model(model, table, base, cfg: dict, device, clustering: bool = True) -> dict:
+def evaluate_model(model, table, base, cfg: RunConfig, device, clustering: bool = True) -> dict:
     """Metrics of `model` on the test split (query vs gallery where the manifest has them; each of
     VehicleID's three test lists, keys prefixed `small_`, `medium_`, `large_`)."""
     if (table["split"] == "test_small").any():
         out = {}
         for size in ("small", "medium", "large"):
             test, labels = embed(model, split_loader(table, base, f"test_{size}", cfg, device), device)
-            metrics = vehicleid_metrics(test, labels, cfg["eval"]["ks"],
-                                        cfg["eval"]["vehicleid_protocol"], clustering,
-                                        cfg["eval"]["kmeans_restarts"])
+            metrics = vehicleid_metrics(test, labels, list(cfg.eval.ks), cfg.eval.vehicleid_protocol, clustering,
+                                        cfg.eval.kmeans_restarts)
             out.update({f"{size}_{k}": v for k, v in metrics.items()})
         return out
     if (table["split"] == "query").any():
         gallery, gallery_labels = embed(model, split_loader(table, base, "gallery", cfg, device), device)
         queries, query_labels = embed(model, split_loader(table, base, "query", cfg, device), device)
-        return retrieval_metrics(gallery, gallery_labels, cfg["eval"]["ks"], queries,
-                                 query_labels, clustering=clustering,
-                                 kmeans_restarts=cfg["eval"]["kmeans_restarts"])
+        return retrieval_metrics(gallery, gallery_labels, list(cfg.eval.ks), queries, query_labels,
+                                 clustering=clustering, kmeans_restarts=cfg.eval.kmeans_restarts)
     test, labels = embed(model, split_loader(table, base, "test", cfg, device), device)
-    return retrieval_metrics(test, labels, cfg["eval"]["ks"], clustering=clustering,
-                             kmeans_restarts=cfg["eval"]["kmeans_restarts"])
+    return retrieval_metrics(test, labels, list(cfg.eval.ks), clustering=clustering,
+                             kmeans_restarts=cfg.eval.kmeans_restarts)

@@ -16,12 +16,14 @@ Retrieval and clustering compare L2-normalised embeddings, as for the runs.
 from __future__ import annotations
 
 import hashlib
+import dataclasses
 import json
 import sys
 import time
 from pathlib import Path
 
 from dmlbench.models import timm_trunks
+from dmlbench.run_config import RunConfig
 
 KINDS = ("initial", "trunk", "pixels")
 BACKBONE_NAMES = {"small_cnn": "small CNN", "spatial_cnn": "spatial CNN", "resnet18": "ResNet-18",
@@ -51,12 +53,13 @@ def spec_of(cfg: dict, key: dict) -> dict:
             "batch_size": cfg["eval"]["batch_size"], "tf32": cfg["performance"]["tf32"]}
 
 
-def _eval_config(spec: dict) -> dict:
-    """The parts of a run's config that `evaluate_model` reads."""
+def _eval_config(spec: dict) -> RunConfig:
+    """The settings `evaluate_model` reads (the rest at their defaults; no method)."""
     key = spec["key"]
-    return {"data": key["data"], "loader": spec["loader"], "input": {**spec["input"], **key["input"]},
-            "eval": {**key["eval"], "batch_size": spec["batch_size"]},
-            "model": dict(key["model"], frozen_bn=False)}
+    return RunConfig.from_dict({"data": key["data"], "loader": spec["loader"],
+                                "input": {**spec["input"], **key["input"]},
+                                "eval": {**key["eval"], "batch_size": spec["batch_size"]},
+                                "model": dict(key["model"], frozen_bn=False)}, "reference spec")
 
 
 def label(key: dict, kind: str) -> str:
@@ -120,13 +123,13 @@ def compute(spec: dict) -> dict:
     table = manifest.read(Path(key["data"]["manifest"]))
     base = Path(key["data"]["manifest"]).parent
     torch.manual_seed(key["seed"])  # as train does right before building the model
-    net = models.build(cfg["model"]).to(device).eval()
+    net = models.build(cfg.model).to(device).eval()
     rows = {"initial": evaluate_model(net, table, base, cfg, device),
             "trunk": evaluate_model(TrunkFeatures(net), table, base, cfg, device)}
     if key["pixels"]:
         side, raw_manifest = key["pixels"]["side"], Path(key["pixels"]["manifest"])
-        raw = {**cfg, "data": {"manifest": str(raw_manifest)},
-               "input": {**cfg["input"], "resize": side, "crop": side}}
+        raw = dataclasses.replace(cfg, data={"manifest": str(raw_manifest)},
+                                  input=dataclasses.replace(cfg.input, resize=side, crop=side))
         rows["pixels"] = evaluate_model(RawPixels(), manifest.read(raw_manifest), raw_manifest.parent,
                                         raw, torch.device("cpu"))
     return rows

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import dataclasses
+
 import numpy as np
 import torch
 
@@ -20,6 +22,7 @@ from dmlbench.evaluation.model_eval import embed, split_loader
 from dmlbench.fair import space as spaces
 from dmlbench.fair.study import read_json
 from dmlbench.io import atomic_path, write_json
+from dmlbench.run_config import RunConfig
 from dmlbench.training import run_folder, train
 
 VALIDATION_KEYS = ("map@r", "r_precision", "recall@1")
@@ -29,7 +32,7 @@ def run(spec: dict, params_file: Path, run_dir: Path, output: Path, test_output:
         log=train.log_stderr) -> dict:
     chosen = read_json(params_file)["params"]
     space = spaces.from_json(spec["space"])
-    cfg = spaces.apply(spec["run"], space, chosen)
+    cfg = RunConfig.from_dict(spaces.apply(spec["run"], space, chosen), f"{params_file}: the run")
     try:
         train.train(cfg, run_dir, log=log)
     except train.DivergedError as error:
@@ -42,24 +45,24 @@ def run(spec: dict, params_file: Path, run_dir: Path, output: Path, test_output:
     history = [row for row in run_folder.read_history(Path(run_dir)) if row["epoch"] == state["selected_epoch"]]
     result = {"status": "finished", "params": chosen, "selected_epoch": state["selected_epoch"],
               "epochs_trained": state["epochs_trained"], "stopped_by": state["stopped_by"],
-              "epoch_cap": cfg["epochs"],
+              "epoch_cap": cfg.epochs,
               "validation": {key: history[0][key] for key in VALIDATION_KEYS}}
     if test_output is not None:
         _write_test_embeddings(state, cfg, Path(test_output))
     write_json(output, result)
-    if not (cfg.get("keep") or {}).get("fold_model"):  # validation.json (and test.npz) are what is read later
+    if not cfg.keep.fold_model:  # validation.json (and test.npz) are what is read later
         (Path(run_dir) / "model.pt").unlink(missing_ok=True)
     return result
 
 
-def _write_test_embeddings(state: dict, cfg: dict, output: Path) -> None:
+def _write_test_embeddings(state: dict, cfg: RunConfig, output: Path) -> None:
     """The test half's embeddings (and labels, and query/gallery membership) of the selected model."""
-    device = environment.pick_device(cfg["device"])
-    model = models.build(dict(cfg["model"], pretrained=False)).to(device)
+    device = environment.pick_device(cfg.device)
+    model = models.build(dataclasses.replace(cfg.model, pretrained=False)).to(device)
     model.load_state_dict(state["model"])
-    path = Path(cfg["data"]["manifest"])
+    path = Path(cfg.data["manifest"])
     table = manifest.read(path)
-    test = folds.test_view(table, folds.read(Path(cfg["data"]["fold"]["splits"]), table))
+    test = folds.test_view(table, folds.read(Path(cfg.data["fold"]["splits"]), table))
     out = {}
     for split in sorted(set(test["split"])):
         embeddings, labels = embed(model, split_loader(test, path.parent, split, cfg, device), device)

@@ -7,6 +7,7 @@ from torch import nn
 
 from dmlbench.methods import losses, miners
 from dmlbench.methods.pairs import PairBatch
+from dmlbench.run_config import MethodSpec
 
 
 class Criterion(nn.Module):
@@ -17,17 +18,18 @@ class Criterion(nn.Module):
     0..num_classes-1.
     """
 
-    def __init__(self, method: dict, num_classes: int | None = None, embedding_dim: int | None = None):
+    def __init__(self, method: MethodSpec | dict, num_classes: int | None = None, embedding_dim: int | None = None):
         super().__init__()
-        params = dict(method["loss"])
+        method = MethodSpec.of(method)
+        params = dict(method.loss)
         needs = getattr(losses.LOSSES.get(params["name"]), "needs", ())
         for key, value in (("num_classes", num_classes), ("embedding_dim", embedding_dim)):
             if key in needs and key not in params and value is not None:
                 params[key] = value
         self.loss = losses.build(**params)
-        self.miner = miners.build(**method["miner"]) if method.get("miner") else None
+        self.miner = miners.build(**method.miner) if method.miner else None
         if self.miner is not None and not getattr(self.loss, "takes_miner", False):
-            raise ValueError(f"loss {params['name']!r} takes no miner; method {method.get('name')!r} gives it one")
+            raise ValueError(f"loss {params['name']!r} takes no miner; method {method.name!r} gives it one")
 
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor,
                 pairs: torch.Tensor | None = None) -> torch.Tensor:

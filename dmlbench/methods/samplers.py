@@ -19,6 +19,7 @@ import torch
 
 from dmlbench.errors import ConfigError
 from dmlbench.registry import Registry
+from dmlbench.run_config import RunConfig
 
 SAMPLERS = Registry("sampler")
 
@@ -240,9 +241,9 @@ def build(name: str, labels, batch_size: int, per_class: int, generator, batches
     return SAMPLERS.build(name, **{k: v for k, v in offered.items() if k in wanted})
 
 
-def from_config(cfg: dict, labels, supers, generator, batches=None):
+def from_config(cfg: RunConfig, labels, supers, generator, batches=None):
     """The batch sampler of a resolved run config: its method's sampler with the run's `batch`
     settings, over the training `labels` (and `supers`), `batches` batches."""
-    batch = cfg["batch"]
-    return build(cfg["method"]["sampler"], labels, batch["size"], batch["per_class"], generator, batches,
-                 batch["small_classes"], supers, batch["per_pair"])
+    batch = cfg.batch
+    return build(cfg.method.sampler, labels, batch.size, batch.per_class, generator, batches,
+                 batch.small_classes, supers, batch.per_pair)

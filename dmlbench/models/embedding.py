@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from dmlbench.run_config import Model
 from dmlbench.errors import ConfigError
 from dmlbench.models import bninception
 from dmlbench.models.backbones import BACKBONES
@@ -85,11 +86,9 @@ def timm_layer_groups(trunk: nn.Module, lr: float, layer_decay: float) -> list[d
     return [{"params": [p for p in g["params"] if p.requires_grad], "lr": lr * g["lr_scale"]} for g in groups]
 
 
-def build(model_config: dict) -> EmbeddingNet:
-    return EmbeddingNet(
-        backbone=model_config["backbone"], embedding_dim=model_config["embedding_dim"],
-        pretrained=model_config["pretrained"], pooling=model_config["pooling"],
-        frozen_bn=model_config["frozen_bn"], weights_path=model_config.get("weights"),
-        normalize=model_config.get("normalize", True), weights_sha256=model_config.get("weights_sha256"),
-        frozen_patch_embed=model_config.get("frozen_patch_embed", False),
-    )
+def build(model: Model) -> EmbeddingNet:
+    """The embedding network of a run's `model` settings."""
+    return EmbeddingNet(backbone=model.backbone, embedding_dim=model.embedding_dim, pretrained=model.pretrained,
+                        pooling=model.pooling, frozen_bn=model.frozen_bn, weights_path=model.weights,
+                        normalize=model.normalize, weights_sha256=model.weights_sha256,
+                        frozen_patch_embed=model.frozen_patch_embed)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dmlbench.errors import ConfigError, DmlbenchError
+from dmlbench.run_config import RunConfig
 
 
 @dataclass(frozen=True)
@@ -112,19 +113,19 @@ def overlap_note(backbones) -> str:
         f"{t.label}: {t.pretraining}; {t.overlap}." for t in trunks)
 
 
-def check_settings(cfg: dict, where: str) -> None:
+def check_settings(cfg: RunConfig, where: str) -> None:
     """The model and optimiser settings that only some trunks read, refused elsewhere."""
-    backbone = cfg["model"]["backbone"]
-    if cfg["model"]["weights"] and backbone != "bninception" and backbone not in TRUNKS:
+    backbone = cfg.model.backbone
+    if cfg.model.weights and backbone != "bninception" and backbone not in TRUNKS:
         raise ConfigError(f"{where}: model.weights is read for bninception and the timm trunks only, not "
                           f"{backbone}")
-    if cfg["model"].get("weights_sha256") and backbone not in TRUNKS:
+    if cfg.model.weights_sha256 and backbone not in TRUNKS:
         raise ConfigError(f"{where}: model.weights_sha256 is read for the timm trunks only, not {backbone}")
     transformer = backbone in TRUNKS and TRUNKS[backbone].cls_token
-    if cfg["optimizer"].get("layer_decay", 1.0) != 1.0 and not transformer:
+    if cfg.optimizer.layer_decay != 1.0 and not transformer:
         raise ConfigError(f"{where}: optimizer.layer_decay needs a timm transformer (its blocks are the "
                           f"layers), not {backbone}")
-    if cfg["model"].get("frozen_patch_embed") and not transformer:
+    if cfg.model.frozen_patch_embed and not transformer:
         raise ConfigError(f"{where}: model.frozen_patch_embed needs a timm transformer, not {backbone}")
 
 

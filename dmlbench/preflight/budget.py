@@ -23,38 +23,39 @@ import heapq
 import math
 
 from dmlbench.data import datasets
+from dmlbench.run_config import RunConfig
 
 
-def steps_per_epoch(cfg: dict, dataset: str) -> int:
-    if cfg["batches_per_epoch"]:
-        return cfg["batches_per_epoch"]
+def steps_per_epoch(cfg: RunConfig, dataset: str) -> int:
+    if cfg.batches_per_epoch:
+        return cfg.batches_per_epoch
     spec = datasets.get(dataset)
     train = spec.expected.images["train"]
-    batch, sampler = cfg["batch"]["size"], cfg["method"]["sampler"]
+    batch, sampler = cfg.batch.size, cfg.method.sampler
     if sampler in ("category_pairs", "hard") and spec.supers == "categories":
-        return math.comb(spec.super_categories, 2) * cfg["batch"]["per_pair"]
+        return math.comb(spec.super_categories, 2) * cfg.batch.per_pair
     if sampler in ("vehicleid", "hard") and spec.supers == "vehicle_models":
         return max(1, round(2 * train / batch))
     return max(1, train // batch)
 
 
-def evaluations(cfg: dict) -> int:
-    every = cfg["eval"]["every"]
-    return 1 + (math.ceil(cfg["epochs"] / every) if every else 0)
+def evaluations(cfg: RunConfig) -> int:
+    every = cfg.eval.every
+    return 1 + (math.ceil(cfg.epochs / every) if every else 0)
 
 
-def run_seconds(cfg: dict, dataset: str, seconds_per_step: float, seconds_per_image: float) -> float:
+def run_seconds(cfg: RunConfig, dataset: str, seconds_per_step: float, seconds_per_image: float) -> float:
     expected = datasets.get(dataset).expected.images
     test_images = sum(n for split, n in expected.items() if split != "train")
-    probe = cfg["record"]["probe"]
-    steps = cfg["epochs"] * steps_per_epoch(cfg, dataset) + len(probe["epochs"]) * probe["steps"]
-    fold = (cfg.get("data") or {}).get("fold")
+    probe = cfg.record.probe
+    steps = cfg.epochs * steps_per_epoch(cfg, dataset) + len(probe.epochs) * probe.steps
+    fold = cfg.data.get("fold")
     if fold:  # the fair protocol: each epoch's evaluation is of the validation fold; final runs embed the test half
         evaluated = evaluations(cfg) * expected["train"] / fold["of"]
-        evaluated += test_images if (cfg.get("run") or {}).get("stage") == "final" else 0
+        evaluated += test_images if cfg.run.get("stage") == "final" else 0
     else:
         evaluated = evaluations(cfg) * test_images
-    images = evaluated + len(cfg["record"]["scatter_epochs"]) * expected["train"]
+    images = evaluated + len(cfg.record.scatter_epochs) * expected["train"]
     return steps * seconds_per_step + images * seconds_per_image
 
 

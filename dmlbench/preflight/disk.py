@@ -16,12 +16,14 @@ What a finished training keeps (`dmlbench.training.train`, `dmlbench.fair.fold_r
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 
 import pandas as pd
 
 from dmlbench.data import datasets
+from dmlbench.run_config import Model, RunConfig
 from dmlbench.training import optimisers
 
 RECORDS_BYTES = 64 * 1024
@@ -35,28 +37,28 @@ def model_bytes(model_json: str) -> int:
     from dmlbench import models
 
     with torch.device("meta"):
-        model = models.build(dict(json.loads(model_json), pretrained=False, weights=None))
+        model = models.build(Model(**dict(json.loads(model_json), pretrained=False, weights=None)))
     return sum(t.numel() * t.element_size() for t in model.state_dict().values())
 
 
-def run_bytes(cfg: dict, dataset: str) -> int:
+def run_bytes(cfg: RunConfig, dataset: str) -> int:
     """What one finished training of resolved settings `cfg` keeps on disk."""
-    keep = cfg.get("keep") or {}
-    model = model_bytes(json.dumps(cfg["model"], sort_keys=True))
-    fold = (cfg.get("data") or {}).get("fold")
-    stage = (cfg.get("run") or {}).get("stage")
+    keep = cfg.keep
+    model = model_bytes(json.dumps(dataclasses.asdict(cfg.model), sort_keys=True))
+    fold = cfg.data.get("fold")
+    stage = cfg.run.get("stage")
     total = RECORDS_BYTES
     if not fold:
         total += model
-    elif keep.get("fold_model"):
+    elif keep.fold_model:
         total += model
     if stage == "final":
         expected = datasets.get(dataset).expected.images
         test_images = sum(n for split, n in expected.items() if split != "train")
-        total += test_images * (cfg["model"]["embedding_dim"] + 1) * 4
-    if keep.get("checkpoint"):
-        states = optimisers.state_tensors(cfg["optimizer"])
-        total += model * (1 + states + (1 if cfg["early_stopping"]["patience"] else 0))
+        total += test_images * (cfg.model.embedding_dim + 1) * 4
+    if keep.checkpoint:
+        states = optimisers.state_tensors(cfg.optimizer)
+        total += model * (1 + states + (1 if cfg.early_stopping.patience else 0))
     return total
 
 
@@ -66,6 +68,6 @@ def plan_need(plan) -> pd.DataFrame:
     for run in plan.all_runs():
         row = need.setdefault(run.experiment, [0, 0])
         row[0] += 1
-        row[1] += run_bytes(plan.resolve(run), run.dataset)
+        row[1] += run_bytes(RunConfig.from_dict(plan.resolve(run)), run.dataset)
     return pd.DataFrame([{"experiment": key, "trainings": n, "gb": size / 1e9} for key, (n, size) in need.items()],
                         columns=["experiment", "trainings", "gb"])

@@ -21,6 +21,7 @@ from dmlbench.data import datasets
 from dmlbench.preflight.grouping import Group, group_runs
 from dmlbench.preflight.probe import probe
 from dmlbench.progress import Bar
+from dmlbench.run_config import RunConfig
 from dmlbench.report import markdown
 
 
@@ -218,12 +219,12 @@ def project_group(plan: Plan, group: Group, measured: pd.Series, image_side) -> 
         return []
     rows = []
     for run in group.runs:
-        cfg = plan.resolve(run)
-        scale = (cfg["input"]["crop"] / image_side) ** 2 if image_side else 1.0
+        cfg = RunConfig.from_dict(plan.resolve(run))
+        scale = (cfg.input.crop / image_side) ** 2 if image_side else 1.0
         seconds = budget.run_seconds(cfg, run.dataset, measured["seconds_per_step"] * scale,
                                      measured["eval_seconds_per_image"] * scale)
         rows.append({"experiment": run.experiment, "run": run.path(plan.name), "group": group.key,
-                     "steps": cfg["epochs"] * budget.steps_per_epoch(cfg, run.dataset), "hours": seconds / 3600,
+                     "steps": cfg.epochs * budget.steps_per_epoch(cfg, run.dataset), "hours": seconds / 3600,
                      "results_gb": disk.run_bytes(cfg, run.dataset) / 1e9})
     return rows
 

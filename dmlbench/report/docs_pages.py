@@ -1,6 +1,7 @@
 """The documentation's generated pages (`make docs`): the catalogue of every experiment, from the
-experiment files, and the methods reference, from the components' constructors and docstrings
-(`dmlbench.methods.declared`) and `methods.yaml`.
+experiment files; the methods reference, from the components' constructors and docstrings
+(`dmlbench.methods.declared`) and `methods.yaml`; the settings reference, from the typed run
+settings (`dmlbench.run_config`).
 
     python -m dmlbench.report.docs_pages docs/generated
 """
@@ -12,6 +13,7 @@ import re
 import sys
 from pathlib import Path
 
+from dmlbench import run_config
 from dmlbench.config.plan import Plan
 from dmlbench.io import atomic_path
 from dmlbench.methods import declared
@@ -67,7 +69,7 @@ def catalogue(plans: dict[str, Plan]) -> str:
              GENERATED.format(source="`workflow/config/experiments/*.yaml`"), "",
              "Each experiment id names a table (`t`), figure (`f`) or analysis of a source paper, or one of "
              "the suite's own experiments (`suite.*`). Settings are those of the experiment on top of "
-             "`workflow/config/defaults.yaml`; a method's own `train` block and a preset's `subset` come on "
+             "the defaults ([Settings reference](settings.md)); a method's own `train` block and a preset's `subset` come on "
              "top of them ([Presets](../presets.md)). Notes are the comments of the experiment file.", ""]
     files = sorted({plan.sources[k] for k in plan.experiments})
     notes = {path: catalogue_notes(path) for path in files}
@@ -135,11 +137,26 @@ def methods_reference(plan: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
+def settings_reference() -> str:
+    """Markdown: every training setting, its type or allowed values, default and meaning."""
+    lines = ["# Settings reference", "",
+             GENERATED.format(source="the typed run settings (`dmlbench/run_config.py`)"), "",
+             "Every run starts from these defaults; an experiment's `train` and `per_dataset`, a method's "
+             "`train`, a preset's `overrides`, `per_dataset`, `cpu_fallback` and `subset`, and a sweep variant "
+             "change them in that order ([Presets](../presets.md)). Every value is checked against its type "
+             "and range before any job.", "", "| setting | type or values | default | meaning |", "|---|---|---|---|"]
+    for key, kind, default, doc in run_config.documented():
+        cells = [f"`{key}`", kind, _inline(default), doc]
+        lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def write(folder: Path) -> list[Path]:
     """Write the generated pages into `folder`; returns their paths."""
     plans = {name: Plan.load(CONFIG_DIR, {"preset": name}) for name in PRESETS}
     folder.mkdir(parents=True, exist_ok=True)
-    pages = {folder / "catalogue.md": catalogue(plans), folder / "methods-reference.md": methods_reference(plans["full"])}
+    pages = {folder / "catalogue.md": catalogue(plans), folder / "methods-reference.md": methods_reference(plans["full"]),
+             folder / "settings.md": settings_reference()}
     for path, text in pages.items():
         with atomic_path(path) as tmp:
             tmp.write_text(text)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from dmlbench.data import datasets, manifest
 from dmlbench.errors import DmlbenchError
+from dmlbench.run_config import RunConfig
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -50,11 +51,12 @@ def _evaluated(images: dict) -> int:
     return int(sum(n for split, n in images.items() if split != "train"))
 
 
-def _settings(cfg: dict) -> dict:
-    model, batch = cfg["model"], cfg["batch"]
-    return {"backbone": model["backbone"] + ("" if model["pretrained"] else " (random init)"),
-            "embedding": model["embedding_dim"], "input": f"{cfg['input']['crop']} of {cfg['input']['resize']}",
-            "batch": f"{batch['size']} ({batch['per_class']}/class)", "epochs": cfg["epochs"]}
+def _settings(resolved: dict) -> dict:
+    cfg = RunConfig.from_dict(resolved)
+    model, batch = cfg.model, cfg.batch
+    return {"backbone": model.backbone + ("" if model.pretrained else " (random init)"),
+            "embedding": model.embedding_dim, "input": f"{cfg.input.crop} of {cfg.input.resize}",
+            "batch": f"{batch.size} ({batch.per_class}/class)", "epochs": cfg.epochs}
 
 
 def experiment_rows(plan, paper_plan) -> list[dict]:

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import copy
 
+from dmlbench.run_config import EarlyStopping
+
 
 class Selection:
     """The best epoch so far and its model's weights (CPU copies)."""
 
-    def __init__(self, cfg: dict, history: list[dict], checkpoint: dict | None):
-        self.patience = cfg["patience"]
-        self.metric = cfg["metric"]
+    def __init__(self, cfg: EarlyStopping, history: list[dict], checkpoint: dict | None):
+        self.patience = cfg.patience
+        self.metric = cfg.metric
         self.history = history
         self.best_model = (checkpoint or {}).get("best_model")
 

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from dmlbench.methods import samplers
 from dmlbench.data import batches
 from dmlbench.io import atomic_path
+from dmlbench.run_config import RunConfig
 
 CHUNK = 1024  # anchor rows per similarity block
 
@@ -69,17 +70,17 @@ def buffers_kept(model: torch.nn.Module):
                 buffer.copy_(saved[name])
 
 
-def probe(model, criterion, data, cfg: dict, device, generator: torch.Generator) -> pd.DataFrame:
+def probe(model, criterion, data, cfg: RunConfig, device, generator: torch.Generator) -> pd.DataFrame:
     """`record.probe.steps` plain SGD steps of a copy of `model`; each mined triplet's
     similarities before and after its step."""
-    settings = cfg["record"]["probe"]
+    settings = cfg.record.probe
     model, criterion = copy.deepcopy(model), copy.deepcopy(criterion)
     model.train()
     optimizer = torch.optim.SGD(list(model.parameters()) + list(criterion.parameters()),
-                                lr=settings["lr"], momentum=0.0)
-    sampler = samplers.from_config(cfg, data.labels, data.supers, generator, settings["steps"])
+                                lr=settings.lr, momentum=0.0)
+    sampler = samplers.from_config(cfg, data.labels, data.supers, generator, settings.steps)
     loader = batches.loader(data, batch_sampler=sampler, generator=generator,
-                            num_workers=cfg["loader"]["workers"])
+                            num_workers=cfg.loader.workers)
     rows = []
     for step, loaded in enumerate(loader, 1):
         images, labels = data.device_batch(loaded, device)
@@ -104,19 +105,19 @@ def probe(model, criterion, data, cfg: dict, device, generator: torch.Generator)
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=columns)
 
 
-def after_epoch(epoch: int, run_dir: Path, cfg: dict, model, criterion, data, embed_train, device,
+def after_epoch(epoch: int, run_dir: Path, cfg: RunConfig, model, criterion, data, embed_train, device,
                 log) -> None:
-    """Record what `cfg["record"]` asks for after `epoch` finished epochs (0: before training).
+    """Record what `cfg.record` asks for after `epoch` finished epochs (0: before training).
     `embed_train()` returns the training split's embeddings and labels (test-time transform)."""
-    record = cfg["record"]
+    record = cfg.record
     scatter = run_dir / "scatter" / f"after_epoch{epoch}.csv"
-    if epoch in record["scatter_epochs"] and not scatter.exists():
+    if epoch in record.scatter_epochs and not scatter.exists():
         embeddings, labels = embed_train()
         write_scatter(scatter, torch.as_tensor(embeddings), torch.as_tensor(labels))
         log(f"recorded the triplet scatter after epoch {epoch}")
     moves = run_dir / "moves" / f"after_epoch{epoch}.csv"
-    if epoch in record["probe"]["epochs"] and not moves.exists():
-        generator = torch.Generator().manual_seed(cfg["seed"] * 1_000_003 + 500_009 + epoch)
+    if epoch in record.probe.epochs and not moves.exists():
+        generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + 500_009 + epoch)
         frame = probe(model, criterion, data, cfg, device, generator)
         moves.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(moves) as tmp:

@@ -26,6 +26,7 @@ from dmlbench.data import batches, folds, manifest
 from dmlbench.errors import DmlbenchError
 from dmlbench.io import atomic_path, write_json
 from dmlbench.methods.criterion import Criterion
+from dmlbench.run_config import RunConfig
 from dmlbench.evaluation.model_eval import embed, evaluate_model, loader_options, split_loader
 
 
@@ -40,18 +41,19 @@ def seed_epoch(seed: int, epoch: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed * 1_000_003 + epoch)
 
 
-def train(cfg: dict, run_dir: Path, log=print) -> Path:
+def train(cfg: dict | RunConfig, run_dir: Path, log=print) -> Path:
     """Train the run described by the resolved config `cfg` in `run_dir`; return the final model path.
 
     Resumes from the checkpoint when it belongs to `cfg`; otherwise moves the old files aside and
     starts afresh. A failure before the first checkpoint leaves nothing behind.
     """
+    config = cfg if isinstance(cfg, RunConfig) else RunConfig.from_dict(cfg)
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     with run_folder.exclusive(run_dir):
-        state = checkpoint.load(run_dir, cfg, log)
+        state = checkpoint.load(run_dir, config.to_dict(), log)
         try:
-            return _train(cfg, run_dir, log, state)
+            return _train(config, run_dir, log, state)
         except BaseException as error:
             if not (run_dir / "checkpoint.pt").exists():
                 run_folder.discard_unfinished(run_dir)
@@ -60,33 +62,33 @@ def train(cfg: dict, run_dir: Path, log=print) -> Path:
             raise
 
 
-def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
+def _train(cfg: RunConfig, run_dir: Path, log, state: dict | None) -> Path:
     attempt_started = time.perf_counter()
     wall_before = state.get("wall_seconds", 0.0) if state else 0.0  # earlier attempts of this run
-    write_json(run_dir / "config.json", cfg)
-    device = environment.pick_device(cfg["device"])
-    environment.set_tf32(cfg["performance"]["tf32"])
+    record_of_settings = cfg.to_dict()  # config.json, the checkpoint's fingerprint, model.pt
+    write_json(run_dir / "config.json", record_of_settings)
+    device = environment.pick_device(cfg.device)
+    environment.set_tf32(cfg.performance.tf32)
     write_json(run_dir / "env.json", environment.describe(device))
 
-    table = folds.view_of(manifest.read(Path(cfg["data"]["manifest"])), cfg["data"])
-    base = Path(cfg["data"]["manifest"]).parent
+    table = folds.view_of(manifest.read(Path(cfg.data["manifest"])), cfg.data)
+    base = Path(cfg.data["manifest"]).parent
     # training labels as 0..C-1 (proxy losses index their proxies by label)
     is_train = table["split"] == "train"
     class_ids = table.loc[is_train, "label"].rank(method="dense").astype(int) - 1
     data = batches.split_images(table.assign(label=class_ids.reindex(table.index, fill_value=-1)),
                                 table.index[is_train], base, cfg, train=True)
 
-    torch.manual_seed(cfg["seed"])
-    model = models.build(cfg["model"]).to(device)
-    if cfg["performance"]["channels_last"]:
+    torch.manual_seed(cfg.seed)
+    model = models.build(cfg.model).to(device)
+    if cfg.performance.channels_last:
         model = model.to(memory_format=torch.channels_last)
     model.train()
-    criterion = Criterion(cfg["method"], num_classes=int(class_ids.max()) + 1,
-                          embedding_dim=cfg["model"]["embedding_dim"]).to(device)
-    optimizer = optimisers.build_optimizer(model, criterion, cfg["optimizer"])
-    loss_optimizer = optimisers.build_loss_optimizer(criterion, cfg["optimizer"])
-    scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, cfg["schedule"]["milestones"],
-                                                     cfg["schedule"]["gamma"])
+    criterion = Criterion(cfg.method, num_classes=int(class_ids.max()) + 1,
+                          embedding_dim=cfg.model.embedding_dim).to(device)
+    optimizer = optimisers.build_optimizer(model, criterion, cfg.optimizer)
+    loss_optimizer = optimisers.build_loss_optimizer(criterion, cfg.optimizer)
+    scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, list(cfg.schedule.milestones), cfg.schedule.gamma)
     scheme = schemes.build(cfg, data.labels, data.supers,
                            list(model.parameters()) + list(criterion.parameters()), criterion)
     parts = {"model": model, "criterion": criterion, "optimizer": optimizer,
@@ -96,9 +98,9 @@ def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
         parts["loss_optimizer"] = loss_optimizer
         optimizers.append(loss_optimizer)
     start, history = checkpoint.resume(state, run_dir, parts, log)
-    selection = early_stopping.Selection(cfg["early_stopping"], history, state)
+    selection = early_stopping.Selection(cfg.early_stopping, history, state)
     meter = cost.EpochMeter(device)
-    tracking = Tracking(cfg, run_dir, start, log)
+    tracking = Tracking(record_of_settings, run_dir, start, log)
     wall = lambda: wall_before + time.perf_counter() - attempt_started  # noqa: E731
 
     def embed_train():
@@ -110,19 +112,19 @@ def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
 
     try:
         record(start)
-        for epoch in range(start, cfg["epochs"]):
+        for epoch in range(start, cfg.epochs):
             if selection.stop():
                 break
-            generator = seed_epoch(cfg["seed"], epoch)
+            generator = seed_epoch(cfg.seed, epoch)
             loader = batches.loader(data, generator=generator,
-                                    batch_sampler=scheme.batches(generator, cfg["batches_per_epoch"]),
+                                    batch_sampler=scheme.batches(generator, cfg.batches_per_epoch),
                                     **loader_options(cfg, device))
             meter.start()
-            row = _train_epoch(model, criterion, optimizers, scheme, loader, device, epoch, cfg["epochs"],
-                               log, cfg["performance"], cfg["optimizer"].get("clip_grad_norm"))
+            row = _train_epoch(model, criterion, optimizers, scheme, loader, device, epoch, cfg.epochs,
+                               log, cfg.performance, cfg.optimizer.clip_grad_norm)
             scheduler.step()
-            every = cfg["eval"]["every"]
-            if every and ((epoch + 1) % every == 0 or epoch + 1 == cfg["epochs"]):
+            every = cfg.eval.every
+            if every and ((epoch + 1) % every == 0 or epoch + 1 == cfg.epochs):
                 started = time.perf_counter()
                 row.update(evaluate_model(model, table, base, cfg, device, clustering=False))
                 row["eval_seconds"] = round(time.perf_counter() - started, 3)
@@ -130,23 +132,24 @@ def _train(cfg: dict, run_dir: Path, log, state: dict | None) -> Path:
             row.update(meter.stop())
             history.append(row)
             selection.after_epoch(row, model)
-            checkpoint.save(run_dir, parts, history, cfg, {**selection.state(), "wall_seconds": wall()})
+            checkpoint.save(run_dir, parts, history, record_of_settings,
+                            {**selection.state(), "wall_seconds": wall()})
             run_folder.write_history(run_dir, history)
             tracking.epoch(row, [group["lr"] for group in optimizer.param_groups])
-            log(_format_row(row, cfg["epochs"]))
+            log(_format_row(row, cfg.epochs))
             record(epoch + 1)
 
         selection.restore_best(model, log)
         final = run_dir / "model.pt"
         with atomic_path(final) as tmp:
-            torch.save({"model": model.state_dict(), "config": cfg, **selection.summary()}, tmp)
+            torch.save({"model": model.state_dict(), "config": record_of_settings, **selection.summary()}, tmp)
         model.eval()
         result = evaluate_run.result_of(model, cfg, run_dir, device)
         final_metrics.keep(run_dir, result)
         log(f"final evaluation kept for the evaluate step ({final_metrics.RECORD})")
         write_json(run_dir / cost.RECORD, cost.summary(history, result["seconds"], device, wall()))
         tracking.finished(result["metrics"], len(history), final)
-        if not (cfg.get("keep") or {}).get("checkpoint"):  # model.pt and the metrics are all a done run needs
+        if not cfg.keep.checkpoint:  # model.pt and the metrics are all a done run needs
             (run_dir / "checkpoint.pt").unlink(missing_ok=True)
         return final
     finally:
@@ -161,14 +164,14 @@ def _train_epoch(model, criterion, optimizers, scheme, loader, device, epoch, ep
     started = time.perf_counter()
     total, steps, skipped, images = 0.0, 0, 0, 0
     first_done = None  # when the first step ended: the later steps are the warm ones
-    memory = torch.channels_last if perf["channels_last"] else torch.contiguous_format
+    memory = torch.channels_last if perf.channels_last else torch.contiguous_format
     for step, loaded in enumerate(loader, 1):
         plan = scheme.begin_step()
         batch, labels = loader.dataset.device_batch(loaded, device, memory)
         pairs = None if plan.pairs is None else plan.pairs.to(device)
         loss, embeddings, stepped = train_step(model, criterion, optimizers, batch,
                                                labels.to(device, non_blocking=True), pairs, scheme.penalty,
-                                               perf["bf16"], f"epoch {epoch + 1}, step {step}",
+                                               perf.bf16, f"epoch {epoch + 1}, step {step}",
                                                clip_grad_norm)
         skipped += not stepped
         scheme.end_step(plan, embeddings)

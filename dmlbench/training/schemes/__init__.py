@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dmlbench.errors import ConfigError
 from dmlbench.registry import Registry
+from dmlbench.run_config import RunConfig
 from dmlbench.training.schemes.base import PlainScheme, Step, TrainingScheme
 from dmlbench.training.schemes.profs import ProfsScheme
 
@@ -14,10 +15,10 @@ SCHEMES.register("plain")(PlainScheme)
 SCHEMES.register("profs")(ProfsScheme)
 
 
-def build(cfg: dict, labels, supers, parameters, criterion) -> TrainingScheme:
+def build(cfg: RunConfig, labels, supers, parameters, criterion) -> TrainingScheme:
     """The scheme of the resolved run config `cfg` over the training labels."""
-    SCHEMES.check(cfg["scheme"]["name"], "scheme.name")
-    return SCHEMES.get(cfg["scheme"]["name"])(cfg, labels, supers, parameters, criterion)
+    SCHEMES.check(cfg.scheme.name, "scheme.name")
+    return SCHEMES.get(cfg.scheme.name)(cfg, labels, supers, parameters, criterion)
 
 
 __all__ = ["build", "Step", "TrainingScheme", "SCHEMES"]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from dmlbench.methods import samplers
+from dmlbench.run_config import RunConfig
 
 
 @dataclass
@@ -32,7 +33,7 @@ class TrainingScheme:
     queue and are taken in order, so each iteration gets the plan of the batch it trains on.
     """
 
-    def __init__(self, cfg: dict, labels, supers, parameters, criterion):
+    def __init__(self, cfg: RunConfig, labels, supers, parameters, criterion):
         self.cfg, self.labels, self.supers = cfg, list(labels), supers
         self.parameters = [p for p in parameters if p.requires_grad]
         self.criterion = criterion

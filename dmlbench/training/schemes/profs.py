@@ -45,25 +45,25 @@ class ProfsScheme(TrainingScheme):
 
     def __init__(self, cfg, labels, supers, parameters, criterion):
         super().__init__(cfg, labels, supers, parameters, criterion)
-        options = cfg["scheme"]
-        self.lam, self.hncm = float(options["lam"]), bool(options["hncm"])
-        self.with_images = options["representatives"] == "images"
-        self.restrict_pairs = options["pairs"] in ("representative", "anchored") and self.with_images
-        self.anchored = options["pairs"] == "anchored"
-        self.anchor_rule = options["anchor"]
+        options = cfg.scheme
+        self.lam, self.hncm = float(options.lam), bool(options.hncm)
+        self.with_images = options.representatives == "images"
+        self.restrict_pairs = options.pairs in ("representative", "anchored") and self.with_images
+        self.anchored = options.pairs == "anchored"
+        self.anchor_rule = options.anchor
         labels = np.asarray(labels)
         classes, self.class_of = np.unique(labels, return_inverse=True)
         self.members = [np.flatnonzero(self.class_of == c) for c in range(len(classes))]
         self.offsets = np.concatenate([[0], np.cumsum([len(m) for m in self.members])])
-        self.batch_size, self.per_class = cfg["batch"]["size"], cfg["batch"]["per_class"]
-        self.iterations = options["iterations"] or iterations_per_cycle(
-            options["rho"], self.batch_size, self.per_class, len(classes))
+        self.batch_size, self.per_class = cfg.batch.size, cfg.batch.per_class
+        self.iterations = options.iterations or iterations_per_cycle(
+            options.rho, self.batch_size, self.per_class, len(classes))
         if self.hncm and not self.with_images and not hasattr(criterion.loss, "class_vectors"):
             raise ConfigError(f"scheme.hncm with representatives: none needs a loss with class "
-                              f"centres (softtriple, proxy_nca), not {cfg['method']['loss']['name']!r}")
+                              f"centres (softtriple, proxy_nca), not {cfg.method.loss['name']!r}")
         if self.restrict_pairs and not criterion.restricts_pairs:
-            raise ConfigError(f"scheme.pairs: {options['pairs']} needs a pair loss; "
-                              f"{cfg['method']['loss']['name']!r} has no pairs to restrict: "
+            raise ConfigError(f"scheme.pairs: {options.pairs} needs a pair loss; "
+                              f"{cfg.method.loss['name']!r} has no pairs to restrict: "
                               f"set scheme.pairs: all")
         self._plain = PlainScheme(cfg, labels, supers, [], criterion)
         L = len(classes)
@@ -72,7 +72,7 @@ class ProfsScheme(TrainingScheme):
         self.representatives = torch.full((L,), -1, dtype=torch.long)
         self.rep_order = torch.from_numpy(np.concatenate(self.members)).long()
         self.rep_used = torch.tensor([len(m) for m in self.members])  # exhausted: shuffled first
-        self.table = torch.zeros(L, cfg["model"]["embedding_dim"])
+        self.table = torch.zeros(L, cfg.model.embedding_dim)
         self.known = torch.zeros(L, dtype=torch.bool)
         self.anchor: list[torch.Tensor] | None = None
         self.target: list[torch.Tensor] | None = None

@@ -17,7 +17,7 @@ from dmlbench import models
 from dmlbench.evaluation import reference
 from dmlbench.data.prepare import prepare
 from dmlbench.config.plan import Plan
-from dmlbench.run_config import Model
+from dmlbench.run_config import Model, RunConfig
 
 CONFIG_DIR = "workflow/config"
 METRICS = ("recall@1", "recall@2", "map@r")
@@ -30,8 +30,8 @@ def prepared(tmp_path, dataset, **size):
 
 
 def spec_for(plan, experiment, dataset, method, manifest):
-    cfg = plan.resolve(plan.find_run(experiment, dataset, method, 0))
-    cfg["data"] = {"manifest": str(manifest)}
+    resolved = plan.resolve(plan.find_run(experiment, dataset, method, 0))
+    cfg = RunConfig.from_dict(dict(resolved, data={"manifest": str(manifest)}))
     side = 8 if dataset == "digits" else None
     return reference.spec_of(cfg, reference.key_of(cfg, side, str(manifest)))
 

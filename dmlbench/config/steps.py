@@ -14,6 +14,7 @@ from dmlbench.data.datasets import DATASETS
 from dmlbench.errors import ConfigError
 from dmlbench.evaluation import reference
 from dmlbench.models import timm_trunks
+from dmlbench.run_config import RunConfig
 
 
 TITLE_SETTING = re.compile(r"\{([a-z_.]+)\}")  # a training setting named in a title: {record.scatter_epochs}
@@ -117,7 +118,7 @@ class StepSpecs:
                 for run in runs if run.seed == first}
 
     def _reference_key(self, run: Run) -> dict:
-        return reference.key_of(self.resolve(run), DATASETS.get(run.dataset).pixel_side,
+        return reference.key_of(RunConfig.from_dict(self.resolve(run)), DATASETS.get(run.dataset).pixel_side,
                                 f"{self.data_dir}/{run.dataset}/manifest.csv")
 
     def _references(self) -> dict[str, Run]:
@@ -141,7 +142,7 @@ class StepSpecs:
 
     def reference_spec(self, name: str) -> dict:
         run = self._run_of_reference(name)
-        return reference.spec_of(self.resolve(run), self._reference_key(run))
+        return reference.spec_of(RunConfig.from_dict(self.resolve(run)), self._reference_key(run))
 
     def reference_inputs(self, name: str) -> list[str]:
         """The files a reference job reads: the runs' manifest (and store), the raw one for pixels."""

@@ -31,12 +31,13 @@ BACKBONE_NAMES = {"small_cnn": "small CNN", "spatial_cnn": "spatial CNN", "resne
 MODEL_KEYS = ("backbone", "pretrained", "weights", "embedding_dim", "pooling")
 
 
-def key_of(cfg: dict, pixel_side: int | None, raw_manifest: str) -> dict:
+def key_of(cfg: RunConfig, pixel_side: int | None, raw_manifest: str) -> dict:
     """The settings a reference's numbers depend on, taken from a run's resolved config."""
-    return {"dataset": cfg["run"]["dataset"], "data": cfg["data"], "seed": cfg["seed"],
-            "model": {k: cfg["model"][k] for k in MODEL_KEYS},
-            "input": {k: cfg["input"][k] for k in ("resize", "crop")},
-            "eval": {k: cfg["eval"][k] for k in ("ks", "vehicleid_protocol", "kmeans_restarts")},
+    return {"dataset": cfg.run["dataset"], "data": cfg.data, "seed": cfg.seed,
+            "model": {k: getattr(cfg.model, k) for k in MODEL_KEYS},
+            "input": {"resize": cfg.input.resize, "crop": cfg.input.crop},
+            "eval": {"ks": list(cfg.eval.ks), "vehicleid_protocol": cfg.eval.vehicleid_protocol,
+                     "kmeans_restarts": cfg.eval.kmeans_restarts},
             "pixels": {"manifest": raw_manifest, "side": pixel_side} if pixel_side else None}
 
 
@@ -47,10 +48,10 @@ def name_of(key: dict) -> str:
     return f"{key['dataset']}-{model['backbone']}-{key['input']['crop']}px-{model['embedding_dim']}d-{digest}"
 
 
-def spec_of(cfg: dict, key: dict) -> dict:
+def spec_of(cfg: RunConfig, key: dict) -> dict:
     """What the reference job reads: the key plus how to run it (device, loader, batch size)."""
-    return {"key": key, "device": cfg["device"], "loader": cfg["loader"], "input": cfg["input"],
-            "batch_size": cfg["eval"]["batch_size"], "tf32": cfg["performance"]["tf32"]}
+    return {"key": key, "device": cfg.device, "loader": dataclasses.asdict(cfg.loader),
+            "input": dataclasses.asdict(cfg.input), "batch_size": cfg.eval.batch_size, "tf32": cfg.performance.tf32}
 
 
 def _eval_config(spec: dict) -> RunConfig:

@@ -1,0 +1,65 @@
+"""Did a change alter any number? Compare the results of one preset in two checkouts.
+
+    python -m benchmarks.same_results BEFORE AFTER [--preset demo]
+
+Run the preset in both (e.g. a clone of the old commit and one of the new, same seeds), then
+compare: every run's resolved settings (`config.json`), every metrics record (`metrics.json`,
+`final_metrics.json`, the fair protocol's `validation.json`, the reference rows) and every table of
+the report (`reports/<preset>/**/*.csv`). Prints what differs; exits 1 if a number differs. Tables
+of wall-clock timings (`timing.csv`) are listed apart: they differ from run to run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+RECORDS = ("config.json", "metrics.json", "final_metrics.json", "validation.json")
+TIMINGS = ("timing.csv",)
+
+
+def _numbers(path: Path):
+    """What a record holds apart from its wall-clock seconds and device."""
+    if path.suffix == ".csv":
+        return path.read_text()
+    record = json.loads(path.read_text())
+    if path.name == "final_metrics.json":
+        record = record.get("result", record)
+    return {k: v for k, v in record.items() if k not in ("seconds", "device")} if isinstance(record, dict) else record
+
+
+def compare(before: Path, after: Path, preset: str) -> dict:
+    """Files only in one checkout, files whose numbers differ, and how many were compared."""
+    def files(root: Path) -> dict:
+        found = {p.relative_to(root): p for p in (root / "results" / preset).rglob("*") if p.name in RECORDS}
+        found.update({p.relative_to(root): p for p in (root / "reports" / preset).rglob("*.csv")})
+        return found
+
+    a, b = files(before), files(after)
+    shared = sorted(set(a) & set(b))
+    differ = [str(r) for r in shared if r.name not in TIMINGS and _numbers(a[r]) != _numbers(b[r])]
+    return {"compared": len(shared), "only_before": sorted(map(str, set(a) - set(b))),
+            "only_after": sorted(map(str, set(b) - set(a))), "differ": differ,
+            "timings": [str(r) for r in shared if r.name in TIMINGS]}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("before", type=Path)
+    parser.add_argument("after", type=Path)
+    parser.add_argument("--preset", default="demo")
+    args = parser.parse_args(argv)
+    found = compare(args.before, args.after, args.preset)
+    print(f"{found['compared']} files compared; {len(found['differ'])} differ; "
+          f"{len(found['only_before'])} only before, {len(found['only_after'])} only after; "
+          f"timings not compared: {', '.join(found['timings']) or 'none'}")
+    for key in ("differ", "only_before", "only_after"):
+        for name in found[key][:20]:
+            print(f"  {key}: {name}")
+    return 1 if found["differ"] or found["only_before"] or found["only_after"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

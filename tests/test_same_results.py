@@ -1,0 +1,25 @@
+"""The before/after comparison of a preset's results (benchmarks/same_results.py) sees a changed number."""
+
+import json
+
+from benchmarks import same_results
+
+
+def write(root, metrics: dict, seconds: float, table: str):
+    run = root / "results" / "demo" / "x.t1" / "cub" / "ms" / "seed0"
+    run.mkdir(parents=True)
+    (run / "metrics.json").write_text(json.dumps({"metrics": metrics, "seconds": seconds, "device": "cpu"}))
+    report = root / "reports" / "demo" / "x.t1"
+    report.mkdir(parents=True)
+    (report / "table.csv").write_text(table)
+    (report / "timing.csv").write_text(f"ms\n{seconds}\n")
+
+
+def test_only_a_changed_number_counts(tmp_path):
+    write(tmp_path / "a", {"recall@1": 0.5}, 1.0, "m,r\nms,0.5\n")
+    write(tmp_path / "b", {"recall@1": 0.5}, 2.0, "m,r\nms,0.5\n")  # other wall-clock times only
+    write(tmp_path / "c", {"recall@1": 0.51}, 1.0, "m,r\nms,0.5\n")
+    assert same_results.main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    found = same_results.compare(tmp_path / "a", tmp_path / "c", "demo")
+    assert found["differ"] == ["results/demo/x.t1/cub/ms/seed0/metrics.json"]
+    assert same_results.main([str(tmp_path / "a"), str(tmp_path / "c")]) == 1

@@ -8,13 +8,14 @@ import subprocess
 import sys
 
 from conftest import CONFIG_DIR, REPO
+from dmlbench import run_config
 from dmlbench.config.plan import Plan
 from dmlbench.methods import declared
 from dmlbench.report import docs_pages
 
 
 def test_the_generated_pages_name_every_experiment_and_every_component(tmp_path):
-    catalogue, reference = docs_pages.write(tmp_path)
+    catalogue, reference, settings_page = docs_pages.write(tmp_path)
     text = catalogue.read_text()
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     for key in plan.experiments:
@@ -25,6 +26,9 @@ def test_the_generated_pages_name_every_experiment_and_every_component(tmp_path)
             assert f"### `{name}`" in text and component.source in text
     for name in plan.methods:
         assert f"| `{name}` |" in text
+    text = settings_page.read_text()
+    for key, *_ in run_config.documented():
+        assert f"| `{key}` |" in text, key
 
 
 def test_the_catalogue_carries_each_experiments_own_notes(tmp_path):

@@ -15,7 +15,7 @@ from dmlbench.report import docs_pages
 
 
 def test_the_generated_pages_name_every_experiment_and_every_component(tmp_path):
-    catalogue, reference, settings_page = docs_pages.write(tmp_path)
+    catalogue, reference, settings_page, knobs_page = docs_pages.write(tmp_path)
     text = catalogue.read_text()
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     for key in plan.experiments:
@@ -29,6 +29,7 @@ def test_the_generated_pages_name_every_experiment_and_every_component(tmp_path)
     text = settings_page.read_text()
     for key, *_ in run_config.documented():
         assert f"| `{key}` |" in text, key
+    assert "## ms on cub: `ms.t2` `ms` vs `suite.fair` `ms`" in knobs_page.read_text()
 
 
 def test_the_catalogue_carries_each_experiments_own_notes(tmp_path):

@@ -11,7 +11,7 @@ LAYERS = [
     {"data", "models", "methods", "plots"},
     {"evaluation"},
     {"training"},
-    {"analysis", "fair", "verdicts"},
+    {"analysis", "fair", "verdicts", "knobs"},
     {"config"},
     {"report", "preflight", "doctor", "gpu_slots", "slurm_profile"},
     {"cli", "commands", "__main__", "warm_start"},

@@ -19,7 +19,7 @@ from pathlib import Path
 import jsonschema
 
 from dmlbench import settings
-from dmlbench.config import validation
+from dmlbench.config import knob_recipes, validation
 from dmlbench import run_config
 from dmlbench.config.loading import (deep_merge, load_yaml, merge_layers, plain_numbers, with_dataset_names,
                                      with_settings)
@@ -79,6 +79,7 @@ class Plan(StepSpecs, FairSpecs):
         self.skipped = self._experiments_without_runs()
         validation.check_runs(self)
         validation.check_fair_runs(self)
+        knob_recipes.check(self)
 
     @classmethod
     def load(cls, config_dir: str | Path, config: dict | None = None) -> "Plan":

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from dmlbench import run_config
+from dmlbench.config import knob_recipes
 from dmlbench.config.plan import Plan
 from dmlbench.io import atomic_path
 from dmlbench.methods import declared
@@ -151,12 +152,38 @@ def settings_reference() -> str:
     return "\n".join(lines) + "\n"
 
 
+def knobs_page(plan: Plan) -> str:
+    """Markdown: every paper's recipe beside the fair recipe, knob by knob, per dataset."""
+    lines = ["# Paper recipes and the fair recipe: the knobs", "",
+             GENERATED.format(source="`workflow/config/knobs.yaml` and the two recipes' resolved settings"), "",
+             "Each paper's recipe (the paper-table run of its headline method) and the fair recipe (`suite.fair`'s "
+             "settings of the same method, with the paper's hyper-parameters) differ in these knobs, derived "
+             "from the two resolved configs. The knobs' order is the order of the cumulative path; "
+             "[The fair table](../fair-table.md) describes the fair protocol.", ""]
+    for recipe in knob_recipes.recipes(plan):
+        lines += [f"## {recipe.paper} on {recipe.dataset}: `{recipe.paper_run.experiment}` "
+                  f"`{recipe.paper_run.method}` vs `suite.fair` `{recipe.method}`", "",
+                  "| knob | setting | paper's recipe | fair recipe |", "|---|---|---|---|"]
+        for knob in knob_recipes.knobs_of(plan, recipe):
+            for key in knob.paper:
+                cells = [knob.label, "(protocol)" if key == "protocol" else f"`{key}`",
+                         _shown(knob.paper[key]), _shown(knob.fair[key])]
+                lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def _shown(value) -> str:
+    return value if isinstance(value, str) and " " in value else _inline(list(value) if isinstance(value, tuple)
+                                                                        else value)
+
+
 def write(folder: Path) -> list[Path]:
     """Write the generated pages into `folder`; returns their paths."""
     plans = {name: Plan.load(CONFIG_DIR, {"preset": name}) for name in PRESETS}
     folder.mkdir(parents=True, exist_ok=True)
     pages = {folder / "catalogue.md": catalogue(plans), folder / "methods-reference.md": methods_reference(plans["full"]),
-             folder / "settings.md": settings_reference()}
+             folder / "settings.md": settings_reference(), folder / "knobs.md": knobs_page(plans["full"])}
     for path, text in pages.items():
         with atomic_path(path) as tmp:
             tmp.write_text(text)

@@ -17,6 +17,7 @@ from pathlib import Path
 from dmlbench.data import manifest as manifest_io
 from dmlbench.data.prepare import prepare
 from dmlbench.config.plan import Plan
+from dmlbench.run_config import RunConfig
 from dmlbench.preflight import budget
 from dmlbench.preflight.probe import probe
 from dmlbench.training.train import train
@@ -40,9 +41,10 @@ def run(epochs: int = 3, batches: int = 20, warm_steps: int = 5) -> dict:
             raise RuntimeError(measured_probe["error"])
         table = manifest_io.read(manifest)
         test_images = int((table["split"] != "train").sum())
-        steps = cfg["epochs"] * budget.steps_per_epoch(cfg, "cub")
+        typed = RunConfig.from_dict(cfg)
+        steps = typed.epochs * budget.steps_per_epoch(typed, "cub")
         projected = (steps * measured_probe["seconds_per_step"]
-                     + budget.evaluations(cfg) * test_images * measured_probe["eval_seconds_per_image"])
+                     + budget.evaluations(typed) * test_images * measured_probe["eval_seconds_per_image"])
         started = time.perf_counter()
         train(cfg, root / "run", log=lambda m: None)
         measured = time.perf_counter() - started

@@ -138,16 +138,22 @@ def methods_reference(plan: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
-def settings_reference() -> str:
-    """Markdown: every training setting, its type or allowed values, default and meaning."""
+def settings_reference(plan: Plan) -> str:
+    """Markdown: every training setting, its type or allowed values, default, meaning and knob."""
     lines = ["# Settings reference", "",
              GENERATED.format(source="the typed run settings (`dmlbench/run_config.py`)"), "",
              "Every run starts from these defaults; an experiment's `train` and `per_dataset`, a method's "
              "`train`, a preset's `overrides`, `per_dataset`, `cpu_fallback` and `subset`, and a sweep variant "
              "change them in that order ([Presets](../presets.md)). Every value is checked against its type "
-             "and range before any job.", "", "| setting | type or values | default | meaning |", "|---|---|---|---|"]
+             "and range before any job. The last column is the setting's knob between a paper's recipe and the fair "
+             "recipe ([the knobs](knobs.md)).", "", "| setting | type or values | default | meaning | knob |",
+             "|---|---|---|---|---|"]
+    knobs = knob_recipes.catalogue(plan)
     for key, kind, default, doc in run_config.documented():
-        cells = [f"`{key}`", kind, _inline(default), doc]
+        knob = knobs.knob_of(key)
+        place = knob.label if knob else ("not a knob: the method's own" if key in knobs.method_settings
+                                         else "not a knob: no effect on what is learnt or scored")
+        cells = [f"`{key}`", kind, _inline(default), doc, place]
         lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -183,7 +189,7 @@ def write(folder: Path) -> list[Path]:
     plans = {name: Plan.load(CONFIG_DIR, {"preset": name}) for name in PRESETS}
     folder.mkdir(parents=True, exist_ok=True)
     pages = {folder / "catalogue.md": catalogue(plans), folder / "methods-reference.md": methods_reference(plans["full"]),
-             folder / "settings.md": settings_reference(), folder / "knobs.md": knobs_page(plans["full"])}
+             folder / "settings.md": settings_reference(plans["full"]), folder / "knobs.md": knobs_page(plans["full"])}
     for path, text in pages.items():
         with atomic_path(path) as tmp:
             tmp.write_text(text)

@@ -5,35 +5,35 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from dmlbench.config.plan import Plan
 from dmlbench.config.run import Run
 from dmlbench.data import datasets
+from dmlbench.run_config import RunConfig
 
 
-def code_path(cfg: dict, dataset: str) -> dict:
+def code_path(resolved: dict, dataset: str) -> dict:
     """The settings of a resolved run that change the code it runs."""
-    optimizer = cfg["optimizer"]
+    cfg = RunConfig.from_dict(resolved)
+    optimizer = cfg.optimizer
     return {
-        "model": cfg["model"],
-        "input": cfg["input"],
-        "batch": cfg["batch"],
-        "batches": "fixed" if cfg["batches_per_epoch"] else "from data",
-        "method": {key: cfg["method"][key] for key in ("loss", "miner", "sampler")},
-        "scheme": cfg["scheme"],
-        "optimizer": {"name": optimizer["name"], "weight_decay": optimizer["weight_decay"] > 0,
-                      "head_lr_mult": optimizer["head_lr_mult"] != 1,
-                      "loss_lr_mult": optimizer["loss_lr_mult"] != 1,
-                      "loss_params": optimizer["loss_params"]["optimizer"]},
-        "schedule": bool(cfg["schedule"]["milestones"]),
-        "eval": {"per_epoch": bool(cfg["eval"]["every"]),
-                 "vehicleid_protocol": cfg["eval"]["vehicleid_protocol"],
-                 "kmeans_restarts": cfg["eval"]["kmeans_restarts"]},
-        "record": cfg["record"],
-        "performance": cfg["performance"],
-        "early_stopping": bool(cfg["early_stopping"]["patience"]),
-        "fold": bool(cfg["data"].get("fold")),
+        "model": asdict(cfg.model),
+        "input": asdict(cfg.input),
+        "batch": asdict(cfg.batch),
+        "batches": "fixed" if cfg.batches_per_epoch else "from data",
+        "method": {"loss": cfg.method.loss, "miner": cfg.method.miner, "sampler": cfg.method.sampler},
+        "scheme": asdict(cfg.scheme),
+        "optimizer": {"name": optimizer.name, "weight_decay": optimizer.weight_decay > 0,
+                      "head_lr_mult": optimizer.head_lr_mult != 1, "loss_lr_mult": optimizer.loss_lr_mult != 1,
+                      "loss_params": optimizer.loss_params.optimizer},
+        "schedule": bool(cfg.schedule.milestones),
+        "eval": {"per_epoch": bool(cfg.eval.every), "vehicleid_protocol": cfg.eval.vehicleid_protocol,
+                 "kmeans_restarts": cfg.eval.kmeans_restarts},
+        "record": asdict(cfg.record),
+        "performance": asdict(cfg.performance),
+        "early_stopping": bool(cfg.early_stopping.patience),
+        "fold": bool(cfg.data.get("fold")),
         "layout": datasets.get(dataset).evaluation,
     }
 
@@ -48,13 +48,18 @@ class Group:
     runs: list[Run] = field(default_factory=list)
 
     @property
+    def typed(self) -> RunConfig:
+        """The typed view of `cfg` (the resolved mapping the probe shrinks and trains)."""
+        return RunConfig.from_dict(self.cfg)
+
+    @property
     def label(self) -> str:
-        model, method = self.cfg["model"], self.cfg["method"]
-        scheme = self.cfg["scheme"]["name"]
+        cfg = self.typed
+        model, method, scheme = cfg.model, cfg.method, cfg.scheme.name
         return (f"{self.run.experiment}/{self.run.dataset}/{self.run.method} "
-                f"[{model['backbone']}, d {model['embedding_dim']}, {self.cfg['input']['crop']} px, "
-                f"B {self.cfg['batch']['size']}, {method['loss']['name']}"
-                f"{' + ' + method['miner']['name'] if method.get('miner') else ''}"
+                f"[{model.backbone}, d {model.embedding_dim}, {cfg.input.crop} px, "
+                f"B {cfg.batch.size}, {method.loss['name']}"
+                f"{' + ' + method.miner['name'] if method.miner else ''}"
                 f"{', ' + scheme if scheme != 'plain' else ''}]")
 
 

@@ -22,6 +22,7 @@ from dmlbench.data import manifest as manifest_io
 from dmlbench.data import folds, store
 from dmlbench.data.prepare import prepare
 from dmlbench.io import open_lock
+from dmlbench.run_config import RunConfig
 from dmlbench.training.train import train
 
 
@@ -64,16 +65,17 @@ def probe_config(cfg: dict, manifest: Path, image_side: int | None, device: str,
 FIXTURE_GROUPS = 12  # at most this many categories (SOP's 12) or vehicle-model shares (1/6) in a fixture
 
 
-def fixture_size(cfg: dict) -> dict:
+def fixture_size(resolved: dict) -> dict:
     """A fixture large enough for one batch of the group's composition: classes for B / I, and
     for the category and vehicle-model samplers half a batch within every category."""
-    batch, per_class = cfg["batch"]["size"], cfg["batch"]["per_class"]
+    cfg = RunConfig.from_dict(resolved)
+    batch, per_class = cfg.batch.size, cfg.batch.per_class
     images = max(per_class + 1, 6)
     train_classes = math.ceil(batch / per_class) + 2
-    fold = cfg["data"].get("fold")
+    fold = cfg.data.get("fold")
     if fold:  # a fold trains on (folds − 1) of `folds` parts of the training classes
         train_classes = max(math.ceil(train_classes * fold["of"] / (fold["of"] - 1)) + fold["of"], 2 * fold["of"])
-    if cfg["method"]["sampler"] in ("category_pairs", "vehicleid", "hard"):
+    if cfg.method.sampler in ("category_pairs", "vehicleid", "hard"):
         train_classes = max(train_classes, FIXTURE_GROUPS * (math.ceil(batch / 2 / images) + 1))
     return {"n_classes": 2 * train_classes, "per_class": images}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -40,12 +41,12 @@ def structure(value):
 def features(group: Group) -> set[str]:
     """What `bounded` covers: the group's paper, backbone, loss, miner and scheme (names and
     structure), sampler and evaluation layout."""
-    cfg, run = group.cfg, group.run
-    method = cfg["method"]
-    return {f"paper:{run.experiment.split('.')[0]}", f"backbone:{cfg['model']['backbone']}",
-            "loss:" + json.dumps(structure(method["loss"]), sort_keys=True),
-            "miner:" + json.dumps(structure(method["miner"]), sort_keys=True),
-            f"sampler:{method['sampler']}", "scheme:" + json.dumps(structure(cfg["scheme"]), sort_keys=True),
+    cfg, run = group.typed, group.run
+    method = cfg.method
+    return {f"paper:{run.experiment.split('.')[0]}", f"backbone:{cfg.model.backbone}",
+            "loss:" + json.dumps(structure(method.loss), sort_keys=True),
+            "miner:" + json.dumps(structure(method.miner), sort_keys=True),
+            f"sampler:{method.sampler}", "scheme:" + json.dumps(structure(asdict(cfg.scheme)), sort_keys=True),
             f"layout:{datasets.get(run.dataset).evaluation}"}
 
 
@@ -56,7 +57,7 @@ PROBE_OVERHEAD_IMAGES = 450
 
 
 def probe_cost(group: Group) -> int:
-    return PROBE_OVERHEAD_IMAGES + 2 * group.cfg["batch"]["size"]
+    return PROBE_OVERHEAD_IMAGES + 2 * group.typed.batch.size
 
 
 def bounded(groups: list[Group]) -> list[Group]:
@@ -64,10 +65,11 @@ def bounded(groups: list[Group]) -> list[Group]:
     of `probe_cost`, earliest group on ties) that still covers every feature of `features`;
     returned in the groups' order. The full preflight probes the rest (numbers included)."""
     wanted = [features(group) for group in groups]
+    costs = [probe_cost(group) for group in groups]
     left = set().union(*wanted) if wanted else set()
     chosen: set[int] = set()
     while left:
-        best = max(range(len(groups)), key=lambda i: (len(wanted[i] & left) / probe_cost(groups[i]), -i))
+        best = max(range(len(groups)), key=lambda i: (len(wanted[i] & left) / costs[i], -i))
         chosen.add(best)
         left -= wanted[best]
     return [group for i, group in enumerate(groups) if i in chosen]

@@ -5,13 +5,13 @@ final evaluation with the run's K values, and what the run records."""
 from __future__ import annotations
 
 import contextlib
-import copy
 import fcntl
 import json
 import math
 import shutil
 import time
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -30,36 +30,37 @@ class _Interrupted(Exception):
     """Raised after the first epoch's checkpoint: the preflight's kill."""
 
 
-def probe_config(cfg: dict, manifest: Path, image_side: int | None, device: str, warm_steps: int = 0) -> dict:
+def probe_config(resolved: dict, manifest: Path, image_side: int | None, device: str,
+                 warm_steps: int = 0) -> RunConfig:
     """The group's config, shrunk only where the preflight must: two epochs of 1 + `warm_steps`
     batches, no pretrained weights to download, no loader workers, on a CPU no bf16; with `image_side`, the crop
     becomes that many pixels and the resize and padding scale with it (batch, method and network
-    stay)."""
-    cfg = copy.deepcopy(cfg)
-    cfg.update(epochs=2, batches_per_epoch=1 + warm_steps, device=device)
-    fold = cfg["data"].get("fold")
-    cfg["data"] = {"manifest": str(manifest)}
+    stay). Its data: the fixture `manifest` (with its fold view where the group has one)."""
+    cfg = RunConfig.from_dict(resolved)
+    data = {"manifest": str(manifest)}
+    fold = cfg.data.get("fold")
     if fold:  # the fair protocol's fold view, over the fixture's own split file
         splits = Path(manifest).parent / f"fair_folds{fold['of']}.csv"
         with _only_one_writer(Path(manifest).parent):
             if not splits.exists():
                 folds.write(Path(manifest), splits, fold["of"])
-        cfg["data"]["fold"] = dict(fold, splits=str(splits))
-    cfg["model"]["pretrained"] = False
-    cfg["loader"].update(workers=0, persistent_workers=False)
-    if environment.pick_device(device).type == "cpu":  # bf16 autocast has no fast CPU kernels (minutes a step)
-        cfg["performance"]["bf16"] = False
-    cfg["eval"]["every"] = 1 if cfg["eval"]["every"] else 0
+        data["fold"] = dict(fold, splits=str(splits))
+    image = cfg.input
     if image_side:
-        scale = image_side / cfg["input"]["crop"]
-        cfg["input"].update(crop=image_side, resize=max(image_side, round(cfg["input"]["resize"] * scale)),
-                            padding=round(cfg["input"]["padding"] * scale))
-    record = cfg["record"]
-    record["scatter_epochs"] = [e for e in (0, 2) if record["scatter_epochs"]]
-    if record["probe"]["epochs"]:
-        record["probe"].update(epochs=[0], steps=2)
-    cfg["schedule"]["milestones"] = [1] if cfg["schedule"]["milestones"] else []
-    return cfg
+        scale = image_side / image.crop
+        image = replace(image, crop=image_side, resize=max(image_side, round(image.resize * scale)),
+                        padding=round(image.padding * scale))
+    record = cfg.record
+    probe_record = replace(record.probe, epochs=(0,), steps=2) if record.probe.epochs else record.probe
+    cpu = environment.pick_device(device).type == "cpu"  # bf16 autocast has no fast CPU kernels (minutes a step)
+    return replace(
+        cfg, epochs=2, batches_per_epoch=1 + warm_steps, device=device, data=data, input=image,
+        model=replace(cfg.model, pretrained=False),
+        loader=replace(cfg.loader, workers=0, persistent_workers=False),
+        performance=replace(cfg.performance, bf16=False) if cpu else cfg.performance,
+        eval=replace(cfg.eval, every=1 if cfg.eval.every else 0),
+        record=replace(record, scatter_epochs=tuple(e for e in (0, 2) if record.scatter_epochs), probe=probe_record),
+        schedule=replace(cfg.schedule, milestones=(1,) if cfg.schedule.milestones else ()))
 
 
 FIXTURE_GROUPS = 12  # at most this many categories (SOP's 12) or vehicle-model shares (1/6) in a fixture
@@ -128,12 +129,12 @@ def probe(cfg: dict, dataset: str, workdir: Path, image_side: int | None = None,
     run_dir = workdir / "run"
     shutil.rmtree(run_dir, ignore_errors=True)
     try:
-        image_size = (image_side or cfg["input"]["crop"]) + 8
+        image_size = (image_side or RunConfig.from_dict(cfg).input.crop) + 8
         manifest = fixture_manifest(dataset, fixture_size(cfg), image_size, workdir.parent / "fixtures")
-        uses_store = bool(cfg["data"].get("store"))
-        cfg = probe_config(cfg, manifest, image_side, device, warm_steps)
-        if uses_store:  # the decoded-image store path, as the preset runs it
-            cfg["data"]["store"] = fixture_store(manifest, cfg["input"]["resize"])
+        shrunk = probe_config(cfg, manifest, image_side, device, warm_steps)
+        if cfg["data"].get("store"):  # the decoded-image store path, as the preset runs it
+            shrunk = replace(shrunk, data={**shrunk.data, "store": fixture_store(manifest, shrunk.input.resize)})
+        cfg = shrunk
         torch_device = environment.pick_device(device)
         _train_with_a_kill(cfg, run_dir)
         eval_seconds, images = _final_evaluation(run_dir, cfg)
@@ -150,7 +151,7 @@ def probe(cfg: dict, dataset: str, workdir: Path, image_side: int | None = None,
     return result
 
 
-def _train_with_a_kill(cfg: dict, run_dir: Path) -> None:
+def _train_with_a_kill(cfg: RunConfig, run_dir: Path) -> None:
     def stop_after_first_epoch(message: str) -> None:
         if message.startswith("epoch 1/"):
             raise _Interrupted
@@ -165,7 +166,7 @@ def _train_with_a_kill(cfg: dict, run_dir: Path) -> None:
         raise RuntimeError("the second start did not resume from the checkpoint")
 
 
-def _final_evaluation(run_dir: Path, cfg: dict) -> tuple[float, int]:
+def _final_evaluation(run_dir: Path, cfg: RunConfig) -> tuple[float, int]:
     """The train step's own final evaluation (kept for the evaluate step), checked: finite
     parameters and metrics, and the seconds it took."""
     state = torch.load(run_dir / "model.pt", map_location="cpu", weights_only=True)
@@ -177,7 +178,7 @@ def _final_evaluation(run_dir: Path, cfg: dict) -> tuple[float, int]:
     kept = json.loads((run_dir / final_metrics.RECORD).read_text())["result"]
     if not all(math.isfinite(v) for v in kept["metrics"].values()):
         raise FloatingPointError(f"non-finite metrics: {kept['metrics']}")
-    table = folds.view_of(manifest_io.read(Path(cfg["data"]["manifest"])), cfg["data"])
+    table = folds.view_of(manifest_io.read(Path(cfg.data["manifest"])), cfg.data)
     return kept["seconds"], int((table["split"] != "train").sum())
 
 

@@ -42,7 +42,7 @@ def check_tolerance(exp: dict, where: str) -> None:
 
 
 def check_title(plan, exp: dict, where: str) -> None:
-    """Each `{setting.path}` of a title names a training setting (a field of dmlbench/run_config.py)."""
+    """Each `{setting.path}` of a title names a training setting (a field of dmlbench/run_config/sections.py)."""
     from dmlbench.config.steps import TITLE_SETTING
 
     for path in TITLE_SETTING.findall(exp.get("title") or ""):

@@ -26,7 +26,7 @@ METHOD_KEYS = {"label", "paper", "loss", "miner", "sampler", "train", "search"}
 
 
 def check_catalogue(plan) -> None:
-    check_settings(plan, plan.defaults, "dmlbench/run_config.py defaults")
+    check_settings(plan, plan.defaults, "dmlbench/run_config defaults")
     method_checks.check_methods(plan, METHOD_KEYS)
     for name, method in plan.methods.items():
         check_settings(plan, method.get("train"), f"{plan.config_dir / 'methods.yaml'}: method {name}.train")

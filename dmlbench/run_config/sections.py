@@ -213,7 +213,7 @@ class RunConfig(TrainingSettings):
     adds `stage`, `index`, `fold` and `data.fold`). `method` is None for an evaluation without
     training (the reference rows)."""
 
-    method: MethodSpec = None
+    method: Optional[MethodSpec] = None
     seed: int = 0
     run: dict = field(default_factory=dict)
     data: dict = field(default_factory=dict)

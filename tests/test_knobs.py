@@ -114,3 +114,8 @@ def test_every_paper_has_a_recipe_on_the_datasets_it_prints(full):
     recipes = {(r.paper, r.dataset) for r in knob_recipes.recipes(full)}
     assert {paper for paper, _ in recipes} == {"ms", "dro", "ephn", "fastap", "profs"}
     assert {("ms", d) for d in ("cub", "cars", "sop", "inshop")} <= recipes
+
+
+def test_a_missing_knob_file_is_named(tmp_path):
+    with pytest.raises(ConfigError, match=r"knobs\.yaml is missing: the knob catalogue"):
+        knob_catalogue.load(tmp_path / "knobs.yaml")

@@ -36,6 +36,8 @@ def catalogue(plan) -> knob_catalogue.Catalogue:
 def recipes(plan) -> list[Recipe]:
     """Every (paper, dataset) whose paper prints a table of its headline method on a dataset of
     suite.fair: the first experiment of suite.fair's `paper_numbers` of the method with the dataset."""
+    if FAIR not in plan.experiments:  # a catalogue without the fair table: no fair recipe to compare with
+        return []
     knobs = catalogue(plan)
     fair = plan.experiments[FAIR]
     where = f"{plan.config_dir / KNOBS_FILE}: headline"

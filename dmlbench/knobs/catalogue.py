@@ -40,6 +40,9 @@ class Catalogue:
 def load(path: Path) -> Catalogue:
     """Read and check the knob file: known keys, every setting a real one and placed once."""
     where = str(path)
+    if not Path(path).is_file():
+        raise ConfigError(f"{where} is missing: the knob catalogue (every training setting's knob between a paper's "
+                          f"recipe and the fair one) lives there; restore it from the repository")
     data = yaml.safe_load(Path(path).read_text()) or {}
     unknown = set(data) - {"headline", "baseline", "knobs", "not_numbers", "method_settings"}
     if unknown:

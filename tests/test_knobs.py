@@ -9,6 +9,7 @@ import yaml
 from conftest import CONFIG_DIR
 
 from dmlbench.config import knob_recipes
+from dmlbench.config.loading import load_yaml
 from dmlbench.config.plan import Plan
 from dmlbench.errors import ConfigError
 from dmlbench.knobs import catalogue as knob_catalogue
@@ -107,7 +108,7 @@ def test_a_misspelt_setting_in_the_knob_file_is_refused(tmp_path):
     data["knobs"]["batchnorm"]["settings"] = ["model.frozen_nb"]
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(ConfigError, match=r"'model\.frozen_nb' is no training setting \(did you mean 'model\.frozen_bn'\?\)"):
-        knob_catalogue.load(path)
+        knob_catalogue.parse(load_yaml(path), str(path))
 
 
 def test_every_paper_has_a_recipe_on_the_datasets_it_prints(full):
@@ -116,6 +117,15 @@ def test_every_paper_has_a_recipe_on_the_datasets_it_prints(full):
     assert {("ms", d) for d in ("cub", "cars", "sop", "inshop")} <= recipes
 
 
-def test_a_missing_knob_file_is_named(tmp_path):
-    with pytest.raises(ConfigError, match=r"knobs\.yaml is missing: the knob catalogue"):
-        knob_catalogue.load(tmp_path / "knobs.yaml")
+@pytest.mark.parametrize("text, message", [
+    (None, r"knobs\.yaml does not exist"),
+    ("knobs: [unclosed", r"knobs\.yaml is not valid YAML"),
+    ("knobs:\n  batchnorm: {label: BN, settings: model.frozen_bn}\n", r"knob batchnorm: settings must be a list")])
+def test_a_missing_or_garbled_knob_file_is_named_by_the_plan(tmp_path, text, message):
+    shutil.copytree(CONFIG_DIR, tmp_path / "config")
+    path = tmp_path / "config" / "knobs.yaml"
+    path.unlink()
+    if text is not None:
+        path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        Plan.load(tmp_path / "config", {"preset": "smoke"})

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dmlbench.config.loading import load_yaml
 from dmlbench.config.run import Run
 from dmlbench.errors import ConfigError
 from dmlbench.knobs import catalogue as knob_catalogue
@@ -29,7 +30,8 @@ class Recipe:
 
 def catalogue(plan) -> knob_catalogue.Catalogue:
     if not hasattr(plan, "_knob_catalogue"):
-        plan._knob_catalogue = knob_catalogue.load(plan.config_dir / KNOBS_FILE)
+        path = plan.config_dir / KNOBS_FILE
+        plan._knob_catalogue = knob_catalogue.parse(load_yaml(path), str(path))
     return plan._knob_catalogue
 
 

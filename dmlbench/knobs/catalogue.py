@@ -4,10 +4,6 @@ training setting belongs to exactly one knob, to `not_numbers` or to `method_set
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-
-import yaml
-
 from dmlbench import run_config
 from dmlbench.errors import ConfigError
 from dmlbench.registry import did_you_mean
@@ -37,13 +33,9 @@ class Catalogue:
         return next((k for k in self.knobs if setting in k.settings), None)
 
 
-def load(path: Path) -> Catalogue:
-    """Read and check the knob file: known keys, every setting a real one and placed once."""
-    where = str(path)
-    if not Path(path).is_file():
-        raise ConfigError(f"{where} is missing: the knob catalogue (every training setting's knob between a paper's "
-                          f"recipe and the fair one) lives there; restore it from the repository")
-    data = yaml.safe_load(Path(path).read_text()) or {}
+def parse(data: dict, where: str) -> Catalogue:
+    """Check the knob file's mapping (read by `dmlbench.config.loading.load_yaml`): known keys,
+    every setting a real one and placed once."""
     unknown = set(data) - {"headline", "baseline", "knobs", "not_numbers", "method_settings"}
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; known: headline, baseline, knobs, "
@@ -55,7 +47,10 @@ def load(path: Path) -> Catalogue:
         protocol = entry.get("protocol")
         if protocol is not None and protocol not in PROTOCOLS:
             raise ConfigError(f"{where}: knob {name}: protocol {protocol!r} is not one of {', '.join(PROTOCOLS)}")
-        knobs.append(KnobSpec(name, entry["label"], tuple(entry.get("settings") or ()), protocol))
+        settings = entry.get("settings") or []
+        if not isinstance(settings, list):
+            raise ConfigError(f"{where}: knob {name}: settings must be a list of setting keys, not {settings!r}")
+        knobs.append(KnobSpec(name, entry["label"], tuple(settings), protocol))
     catalogue = Catalogue(tuple(knobs), dict(data.get("headline") or {}), data.get("baseline"),
                           tuple(data.get("not_numbers") or ()), tuple(data.get("method_settings") or ()))
     _check_placement(catalogue, where)

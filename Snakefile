@@ -32,6 +32,7 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/fair.smk"
+include: "workflow/rules/knobs.smk"
 
 
 onstart:  # jobs about to run on this machine: the devices the runs name must exist here
@@ -52,7 +53,7 @@ onerror:
 
 
 # cheap steps stay on the submitting machine under a cluster executor
-localrules: all, aggregate, analyse, certificate, report, results_table, fair_splits, fair_ask, fair_tell, fair_best, fair_aggregate
+localrules: all, aggregate, analyse, certificate, report, results_table, fair_splits, fair_ask, fair_tell, fair_best, fair_aggregate, knob_aggregate
 
 
 rule all:

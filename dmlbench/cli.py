@@ -8,14 +8,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dmlbench.commands import fair, results, steps
+from dmlbench.commands import fair, knobs, results, steps
 from dmlbench.errors import DmlbenchError, explain_os_error
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dmlbench", description=__doc__)
     sub = p.add_subparsers(dest="step", required=True)
-    for commands in (steps, results, fair):
+    for commands in (steps, results, fair, knobs):
         commands.add(sub)
     return p
 

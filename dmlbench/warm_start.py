@@ -33,9 +33,10 @@ from pathlib import Path
 
 VARIABLE = "DMLBENCH_WARM_START"
 # the steps that start torch, pandas, scipy or matplotlib for seconds of work, and what they import
-COMMANDS = ("train", "fair-train", "reference", "fair-summary", "aggregate", "analyse", "fair-aggregate",
-            "verdict", "report", "results-table")
+COMMANDS = ("train", "fair-train", "evaluate", "reference", "fair-summary", "aggregate", "analyse",
+            "fair-aggregate", "knob-concatenate", "knob-aggregate", "verdict", "report", "results-table")
 PRELOAD = ("torch", "torch._dynamo", "dmlbench.training.train", "dmlbench.fair.fold_run",
+           "dmlbench.evaluation.evaluate_run", "dmlbench.knobs.concatenate", "dmlbench.report.knob_tables",
            "dmlbench.evaluation.reference", "dmlbench.fair.summary", "dmlbench.report.aggregate",
            "dmlbench.analysis", "dmlbench.report.fair_tables", "dmlbench.report.index",
            "dmlbench.verdicts.certificate")

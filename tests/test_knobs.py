@@ -59,7 +59,7 @@ def test_the_knobs_of_ms_on_cub_are_those_written_by_hand(full):
              "batches_per_epoch": None, "early_stopping.patience": None, "eval.every": 0}
     found = derived(full, "ms", "cub")
     assert {k: v for k, v in found.items() if k not in PROTOCOL_KNOBS} == knobs_by_hand(paper)
-    assert list(found) == ["embedding", "batchnorm", "batch", "optimiser", "schedule", "selection", "data",
+    assert list(found) == ["embedding", "batchnorm", "batch", "optimiser", "schedule", "data", "selection",
                            "evaluation"]
 
 

@@ -65,7 +65,7 @@ def protocol(plan, recipe: Recipe) -> dict[str, tuple[str, str]]:
     """The protocol parts of each recipe, as text: epoch selection, the data trained on, evaluation."""
     exp = plan.experiments[recipe.paper_run.experiment]
     fair = plan.experiments[FAIR]
-    folds = fair["fair"]["folds"]
+    folds = plan.fair_settings(FAIR)["folds"]
     stopping = (fair.get("train") or {}).get("early_stopping") or {}
     tested = "recall@1" in ((exp.get("table") or {}).get("test_selected") or [])
     return {"selection": ("the best epoch on the test set" if tested else "the last epoch",

@@ -25,6 +25,7 @@ from dmlbench.config.loading import (deep_merge, load_yaml, merge_layers, plain_
                                      with_settings)
 from dmlbench.config.run import FairRun, Run
 from dmlbench.config.fair_specs import FairSpecs
+from dmlbench.config.knob_specs import KnobSpecs
 from dmlbench.config.steps import StepSpecs
 from dmlbench.data.datasets import DATASETS
 from dmlbench.errors import ConfigError
@@ -62,7 +63,7 @@ def preset_source(config_dir: Path, name, preset_file) -> tuple[str, Path]:
     return path.stem, path
 
 
-class Plan(StepSpecs, FairSpecs):
+class Plan(StepSpecs, FairSpecs, KnobSpecs):
     """The preset, the catalogue, the runs they expand into, and each run's resolved config."""
 
     def __init__(self, config_dir: Path, preset: dict):
@@ -127,7 +128,8 @@ class Plan(StepSpecs, FairSpecs):
     def report_marker(self, experiment: str) -> str:
         """The file whose presence says the experiment's report folder is complete."""
         name = ("summary.md" if self.is_analysis(experiment)
-                else "fair_table.csv" if self.is_fair(experiment) else "table.csv")
+                else "fair_table.csv" if self.is_fair(experiment)
+                else "attribution.csv" if self.is_knobs(experiment) else "table.csv")
         return f"reports/{self.name}/{experiment}/{name}"
 
     def analysis_spec(self, experiment: str) -> dict:
@@ -185,6 +187,9 @@ class Plan(StepSpecs, FairSpecs):
         for key in [experiment] if experiment else self.chosen_ids:
             if self.is_analysis(key) or self.is_fair(key):
                 continue  # analyses train nothing; fair experiments: `fair_runs`
+            if self.is_knobs(key):
+                out += list(self.knob_run_index(key))
+                continue
             exp = self.experiments[key]
             subset = self._subset(key)
             seeds = subset.get("seeds") or self.preset["seeds"] or exp.get("seeds") or [0]
@@ -211,6 +216,8 @@ class Plan(StepSpecs, FairSpecs):
         if isinstance(run, FairRun):
             return self._resolve_fair(run)
         exp = self.experiments[run.experiment]
+        if exp.get("kind") == "knobs":
+            return self._resolve_knob(run)
         method = self.method_of(run.base_method, f"experiment {run.experiment}")
         sweep = (exp.get("sweep") or {}).get(run.variant) or {}
         cfg = merge_layers(self.defaults, exp.get("train"), (exp.get("per_dataset") or {}).get(run.dataset),

@@ -3,6 +3,8 @@ names are refused with the closest known one, values are checked by type and ran
 
 from __future__ import annotations
 
+import json
+
 from dmlbench import settings
 from dmlbench.analysis import ANALYSES
 from dmlbench.config import method_checks, table_checks
@@ -22,6 +24,7 @@ EXPERIMENT_KEYS = {"layout", "title", "paper", "datasets", "methods", "seeds", "
 SWEEP_KEYS = {"train", "loss", "miner"}
 MAX_SEED = 2**32 - 1  # numpy's seeds (the preset's `seeds`: schema.yaml)
 ANALYSIS_KEYS = {"title", "paper", "kind", "analysis", "methods", "loss_overrides"}
+KNOB_KEYS = {"title", "paper", "kind", "datasets", "seeds", "stand_in"}
 METHOD_KEYS = {"label", "paper", "loss", "miner", "sampler", "train", "search"}
 
 
@@ -43,13 +46,13 @@ def check_catalogue(plan) -> None:
                 declared.check("loss", deep_merge(plan.methods[method]["loss"], override),
                                f"{where}.loss_overrides.{method}")
             continue
+        if plan.is_knobs(key):
+            check_knob_experiment(plan, key, exp, where)
+            continue
         unknown = set(exp) - EXPERIMENT_KEYS
         if unknown:
             raise ConfigError(f"{where}: unknown keys {sorted(unknown)}")
-        seeds = exp.get("seeds")
-        if seeds is not None and not (isinstance(seeds, list) and seeds and all(
-                type(s) is int and 0 <= s <= MAX_SEED for s in seeds)):
-            raise ConfigError(f"{where}.seeds: a list of whole numbers from 0 to {MAX_SEED}, not {seeds!r}")
+        _check_seeds(exp.get("seeds"), where)
         for dataset in exp["datasets"]:
             DATASETS.check(dataset, where, ConfigError)
         for method in exp["methods"]:
@@ -77,7 +80,7 @@ def check_catalogue(plan) -> None:
         if exp.get("kind") == "fair":
             check_fair(plan, key, where)
         elif {"fair", "necessities", "omitted"} & set(exp) or exp.get("kind") is not None:
-            raise ConfigError(f"{where}: `kind` is analysis or fair, and only a fair experiment has `fair`, "
+            raise ConfigError(f"{where}: `kind` is analysis, fair or knobs, and only a fair experiment has `fair`, "
                               f"`necessities` and `omitted`")
         elif ranked or "paper_numbers" in exp:
             if not (ranked and exp.get("sweep")):
@@ -156,8 +159,17 @@ def check_preset(plan) -> None:
         if key not in plan.chosen_ids:
             continue  # the preset was narrowed to other experiments
         exp = plan.experiments[key]
-        for field, known in (("datasets", exp["datasets"]), ("methods", exp["methods"]),
-                             ("variants", list(exp.get("sweep") or {}))):
+        if "knobs" in subset and not plan.is_knobs(key):
+            raise ConfigError(f"{where}.knobs: {key} is not a knob experiment")
+        if plan.is_knobs(key):
+            from dmlbench.config import knob_recipes
+
+            knobs = knob_recipes.catalogue(plan)
+            methods, knob_names = list(knobs.headline.values()), [k.name for k in knobs.knobs]
+        else:
+            methods, knob_names = exp["methods"], []
+        for field, known in (("datasets", exp["datasets"]), ("methods", methods),
+                             ("variants", list(exp.get("sweep") or {})), ("knobs", knob_names)):
             unknown = set(subset.get(field) or []) - set(known)
             if unknown:
                 raise ConfigError(f"{where}.{field}: {sorted(unknown)} not in the experiment's "
@@ -169,14 +181,43 @@ def check_preset(plan) -> None:
             check_fair_settings(subset["fair"], f"{where}.fair", complete=False)
 
 
+def check_knob_experiment(plan, key: str, exp: dict, where: str) -> None:
+    """A knob experiment (`kind: knobs`): its keys, datasets, seeds and stand-ins."""
+    unknown = set(exp) - KNOB_KEYS
+    if unknown:
+        raise ConfigError(f"{where}: unknown keys {sorted(unknown)}; a knob experiment takes {sorted(KNOB_KEYS)} "
+                          f"(its methods and knobs are workflow/config/knobs.yaml's)")
+    _check_seeds(exp.get("seeds"), where)
+    for dataset in exp["datasets"]:
+        DATASETS.check(dataset, where, ConfigError)
+    for dataset, source in (exp.get("stand_in") or {}).items():
+        if dataset not in exp["datasets"] or source not in DATASETS.names():
+            raise ConfigError(f"{where}.stand_in.{dataset}: {source!r}: a dataset of the experiment takes the "
+                              f"recipe of another dataset (dataset: one of {exp['datasets']}; recipe's: a dataset name)")
+
+
+def _check_seeds(seeds, where: str) -> None:
+    if seeds is not None and not (isinstance(seeds, list) and seeds and all(
+            type(s) is int and 0 <= s <= MAX_SEED for s in seeds)):
+        raise ConfigError(f"{where}.seeds: a list of whole numbers from 0 to {MAX_SEED}, not {seeds!r}")
+
+
 def check_runs(plan) -> None:
-    """Every resolved run's settings, by value, before any job starts."""
+    """Every resolved run's settings, by value, before any job starts (runs whose settings, dataset
+    and table are another's, differing in seed or held-out fold only, are checked once)."""
+    seen = set()
     for run in plan.runs():
         cfg = plan.resolve(run)
+        values = {k: cfg[k] for k in plan.defaults}
+        test_selected = bool((plan.experiments[run.experiment].get("table") or {}).get("test_selected"))
+        key = (run.dataset, test_selected, json.dumps(values, sort_keys=True, default=str))
+        if key in seen:
+            continue
+        seen.add(key)
         where = f"run {run.path(plan.name)}"
-        settings.check({k: cfg[k] for k in plan.defaults}, plan.settings_schema, where)
+        settings.check(values, plan.settings_schema, where)
         typed = _check_typed(plan, cfg, run.dataset, where)
-        if (plan.experiments[run.experiment].get("table") or {}).get("test_selected") and not typed.eval.every:
+        if test_selected and not typed.eval.every:
             raise ConfigError(f"{where}: the table of {run.experiment} shows a test-selected "
                               f"epoch, which needs eval.every ≥ 1 (now 0)")
 

@@ -84,3 +84,12 @@ def view_of(table: pd.DataFrame, data_cfg: dict) -> pd.DataFrame:
     if not fold:
         return table
     return fold_view(table, read(Path(fold["splits"]), table), fold["index"])
+
+
+def evaluation_view(table: pd.DataFrame, data_cfg: dict) -> pd.DataFrame:
+    """What a run's final model is scored on: the manifest, or with `data.fold` its test half
+    (the training half is the folds it trained and selected on)."""
+    fold = data_cfg.get("fold")
+    if not fold:
+        return table
+    return test_view(table, read(Path(fold["splits"]), table))

@@ -47,13 +47,15 @@ def evaluate(run_dir: Path, output: Path) -> dict:
 
 def result_of(model, cfg: RunConfig, run_dir: Path, device) -> dict:
     """What `metrics.json` holds for `model`: the test metrics (with clustering), the time they
-    took, the device, and the test-selected epoch where the run evaluated every epoch."""
-    table = folds.view_of(manifest.read(Path(cfg.data["manifest"])), cfg.data)
+    took, the device, and the test-selected epoch where the run evaluated every epoch. A run
+    trained on folds (`data.fold`) is scored on the test half too; its epochs were evaluated on the
+    held-out fold, so it has no test-selected epoch."""
+    table = folds.evaluation_view(manifest.read(Path(cfg.data["manifest"])), cfg.data)
     started = time.perf_counter()
     metrics = model_eval.evaluate_model(model, table, Path(cfg.data["manifest"]).parent, cfg, device)
     result = {"run": cfg.run, "metrics": metrics,
               "seconds": round(time.perf_counter() - started, 3), "device": str(device)}
-    selected = test_selected_epoch(Path(run_dir) / "epochs.jsonl")
+    selected = None if cfg.data.get("fold") else test_selected_epoch(Path(run_dir) / "epochs.jsonl")
     if selected:
         result["test_selected"] = selected
     return result

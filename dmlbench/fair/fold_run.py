@@ -56,7 +56,15 @@ def run(spec: dict, params_file: Path, run_dir: Path, output: Path, test_output:
 
 
 def _write_test_embeddings(state: dict, cfg: RunConfig, output: Path) -> None:
-    """The test half's embeddings (and labels, and query/gallery membership) of the selected model."""
+    out = test_embeddings(state, cfg)
+    with atomic_path(output) as tmp:
+        with open(tmp, "wb") as handle:
+            np.savez(handle, **out)
+
+
+def test_embeddings(state: dict, cfg: RunConfig) -> dict:
+    """The test half's embeddings and labels of a fold's model (`model.pt`'s `state`), per split
+    of the test half (`test_embeddings`, or `query_…` and `gallery_…`)."""
     device = environment.pick_device(cfg.device)
     model = models.build(dataclasses.replace(cfg.model, pretrained=False)).to(device)
     model.load_state_dict(state["model"])
@@ -67,6 +75,4 @@ def _write_test_embeddings(state: dict, cfg: RunConfig, output: Path) -> None:
     for split in sorted(set(test["split"])):
         embeddings, labels = embed(model, split_loader(test, path.parent, split, cfg, device), device)
         out[f"{split}_embeddings"], out[f"{split}_labels"] = embeddings, labels
-    with atomic_path(output) as tmp:
-        with open(tmp, "wb") as handle:
-            np.savez(handle, **out)
+    return out

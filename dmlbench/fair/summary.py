@@ -20,18 +20,18 @@ from dmlbench.io import write_json
 MODES = ("separated", "concatenated")
 
 
-def _metrics(parts: list[dict], ks) -> dict:
+def joined_metrics(parts: list, ks) -> dict:
     """Metrics of embeddings given per split (`test`, or `query` and `gallery`); `parts` are the
-    folds' arrays, joined along the feature axis."""
+    folds' arrays (mappings such as a loaded `test.npz`), joined along the feature axis."""
     def joined(split):
         return np.concatenate([_unit(p[f"{split}_embeddings"]) for p in parts], axis=1)
 
     first = parts[0]
     for p in parts[1:]:
-        for key in first.files:
+        for key in first.keys():
             if key.endswith("_labels") and not np.array_equal(first[key], p[key]):
                 raise ValueError("the folds' test embeddings are of other images (labels differ)")
-    if "query_embeddings" in first.files:
+    if "query_embeddings" in first:
         out = retrieval_metrics(joined("gallery"), first["gallery_labels"], ks, joined("query"),
                                 first["query_labels"], clustering=False)
     else:
@@ -46,9 +46,9 @@ def _unit(x: np.ndarray) -> np.ndarray:
 
 def repetition(files: list[Path], ks) -> dict:
     loaded = [np.load(path) for path in files]
-    per_fold = [_metrics([part], ks) for part in loaded]
+    per_fold = [joined_metrics([part], ks) for part in loaded]
     separated = {key: float(np.mean([m[key] for m in per_fold])) for key in per_fold[0]}
-    return {"separated": separated, "concatenated": _metrics(loaded, ks), "folds": per_fold}
+    return {"separated": separated, "concatenated": joined_metrics(loaded, ks), "folds": per_fold}
 
 
 def stops(embeddings: list[list[Path]]) -> dict:

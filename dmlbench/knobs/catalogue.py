@@ -19,6 +19,7 @@ class KnobSpec:
     label: str
     settings: tuple[str, ...]
     protocol: str | None = None
+    needs: tuple[str, ...] = ()          # knobs moved with it on the one-at-a-time path
 
 
 @dataclass(frozen=True)
@@ -42,15 +43,22 @@ def parse(data: dict, where: str) -> Catalogue:
                           f"not_numbers, method_settings")
     knobs = []
     for name, entry in (data.get("knobs") or {}).items():
-        if not isinstance(entry, dict) or set(entry) - {"label", "settings", "protocol"} or "label" not in entry:
-            raise ConfigError(f"{where}: knob {name}: give {{label, settings: [...], protocol (optional)}}")
+        if not isinstance(entry, dict) or set(entry) - {"label", "settings", "protocol", "needs"} \
+                or "label" not in entry:
+            raise ConfigError(f"{where}: knob {name}: give {{label, settings: [...], protocol and needs: [...] "
+                              f"(optional)}}")
         protocol = entry.get("protocol")
         if protocol is not None and protocol not in PROTOCOLS:
             raise ConfigError(f"{where}: knob {name}: protocol {protocol!r} is not one of {', '.join(PROTOCOLS)}")
         settings = entry.get("settings") or []
         if not isinstance(settings, list):
             raise ConfigError(f"{where}: knob {name}: settings must be a list of setting keys, not {settings!r}")
-        knobs.append(KnobSpec(name, entry["label"], tuple(settings), protocol))
+        needs = entry.get("needs") or []
+        earlier = [k.name for k in knobs]
+        if not isinstance(needs, list) or any(n not in earlier for n in needs):
+            raise ConfigError(f"{where}: knob {name}: needs {needs!r}: a list of knobs listed before it "
+                              f"({', '.join(earlier) or 'none'})")
+        knobs.append(KnobSpec(name, entry["label"], tuple(settings), protocol, tuple(needs)))
     catalogue = Catalogue(tuple(knobs), dict(data.get("headline") or {}), data.get("baseline"),
                           tuple(data.get("not_numbers") or ()), tuple(data.get("method_settings") or ()))
     _check_placement(catalogue, where)

@@ -38,6 +38,11 @@ def _status(plan: Plan, key: str, folder: Path) -> tuple[str, str]:
         if (folder / "fair_table.csv").exists() and found >= planned:
             return "ran", f"{planned} of {planned} method × dataset searches and final runs"
         return "partial", f"{found} of {planned} method × dataset final runs"
+    if plan.is_knobs(key):
+        paths = len(plan.knob_paths(key))
+        if (folder / "attribution.csv").exists():
+            return "ran", f"{paths} recipe × dataset paths, {len(plan.runs(key))} runs"
+        return "partial", "not aggregated yet"
     planned = len(plan.runs(key))
     found = len(pd.read_csv(folder / "runs.csv")) if (folder / "runs.csv").exists() else 0
     if found >= planned:

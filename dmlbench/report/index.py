@@ -13,7 +13,8 @@ import pandas as pd
 
 from dmlbench.io import atomic_path, json_text, read_json
 from dmlbench.models import timm_trunks
-from dmlbench.report import certificate_section, contents, fair_section, layout, ledger, markdown, provenance, references
+from dmlbench.report import (certificate_section, contents, fair_section, knob_section, layout, ledger, markdown,
+                             provenance, references)
 from dmlbench.report.aggregate import TOY_NOTE
 from dmlbench.verdicts import certificate
 
@@ -222,11 +223,14 @@ def _experiment_html(plan, exp: dict, preset: str, folder: Path, page_dir: Path)
     if plan.is_fair(exp["id"]):
         if (folder / "fair_table.csv").exists():
             parts.append(fair_section.render(folder, plan, exp["id"], lambda name: _url(rel / name)))
+    elif plan.is_knobs(exp["id"]):
+        if (folder / "attribution.md").exists():
+            parts.append(knob_section.render(folder, lambda name: _url(rel / name)))
     elif is_table:
         parts.append(_table_html(plan, exp["id"], folder))
     elif (folder / "summary.md").exists():
         parts.append(_summary_html((folder / "summary.md").read_text().splitlines()[1:]))
-    for name in [] if plan.is_fair(exp["id"]) else exp["figures"]:
+    for name in [] if plan.is_fair(exp["id"]) or plan.is_knobs(exp["id"]) else exp["figures"]:
         parts.append(f"<figure id='{anchor}-{html.escape(name)}'><img src='{_url(rel / name)}' "
                      f"alt='{html.escape(exp['id'])}: {html.escape(name)}'></figure>")
     if folder.exists():
@@ -247,6 +251,9 @@ def write(plan, output: Path) -> None:
     spent = ledger.collect(plan, preset_dir.parent.parent / "results" / plan.name,
                            preset_dir / "preflight" / "budget.csv")
     info["cost"] = ledger.totals(spent) if not spent.empty else None
+    info["knobs"] = [line for key in plan.experiment_ids if plan.is_knobs(key)
+                     and (preset_dir / key / "landing.json").exists()
+                     for line in read_json(preset_dir / key / "landing.json")["lines"]]
     page = _page(f"dmlbench report: {plan.name}", _preset_body(plan, info, preset_dir, spent))
     with atomic_path(preset_dir / "contents.json") as contents_tmp, atomic_path(output) as page_tmp:
         contents_tmp.write_text(json_text(info))
@@ -263,7 +270,8 @@ def write_landing(reports_dir: Path) -> None:
         counts = ", ".join(f"<span class='{_status_class(s)}'>{html.escape(str(n))} {html.escape(str(s))}</span>"
                            for s, n in sorted(statuses.items()))
         note = " <span class='muted'>(fixture data)</span>" if info.get("toy_data") else ""
-        papers = "".join(f"<li>{html.escape(line)}</li>" for line in info.get("certificates", []))
+        papers = "".join(f"<li>{html.escape(line)}</li>"
+                         for line in info.get("certificates", []) + info.get("knobs", []))
         if info.get("cost"):
             papers += f"<li>{html.escape(ledger.headline(info['cost']))}</li>"
         items.append(f"<li><a href='{_url(folder.name + '/index.html')}'>{html.escape(folder.name)}</a>"

@@ -2,6 +2,7 @@ rule train:
     input:
         manifest=lambda w: PLAN.manifest(w.dataset),
         store=lambda w: PLAN.store_marker(run_of(w)),
+        splits=lambda w: PLAN.split_inputs(run_of(w)),   # a run trained on folds (suite.knobs)
     output:
         f"{RUN_DIR}/model.pt",
     params:

@@ -1,0 +1,241 @@
+"""The runs of knob experiments (`kind: knobs`, `suite.knobs`) and the specs their steps read (a
+part of `Plan`). For each paper's recipe on a dataset (`knob_recipes`) and for its headline method
+and the shared baseline, every step of the two paths (`dmlbench.knobs.paths`) is a training run
+named `<method>@<paper>-<step>`: the paper recipe's resolved settings with the moved knobs'
+settings taken from the fair recipe. The method (loss, miner, sampler, their hyper-parameters and
+the PROFS scheme) is the paper row's on every step. The data knob trains on all folds but one of
+the training half (fold `seed mod folds` held out); a step that moves the evaluation knob trains
+one run per fold (`…@<paper>-<step>.fold<k>`), whose test embeddings are joined (`concatenated.json`)."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+from dmlbench.config import fair_catalogue, knob_recipes
+from dmlbench.config.loading import deep_merge
+from dmlbench.config.run import Run
+from dmlbench.errors import ConfigError
+from dmlbench.knobs import paths as knob_paths
+from dmlbench.knobs.derive import Knob
+
+RESULT_NAMES = ("metrics.json", "concatenated.json")
+
+
+@dataclass(frozen=True)
+class KnobPath:
+    """One recipe's paths on one dataset: its knobs, steps and the two methods run along them."""
+
+    experiment: str
+    paper: str
+    dataset: str
+    recipe: knob_recipes.Recipe   # on the recipe's own dataset (the stand-in's, for a stand-in)
+    knobs: tuple[Knob, ...]
+    paths: knob_paths.Paths
+    methods: tuple[tuple[str, str], ...]   # (run's method: the paper row or the baseline, fair method id)
+
+
+@dataclass(frozen=True)
+class KnobRun:
+    path: KnobPath
+    method: str        # the paper row's method or the baseline
+    fair_method: str   # its id in suite.fair
+    step: knob_paths.Step
+    fold: int | None   # the fold model of a step that moves the evaluation knob
+
+
+class KnobSpecs:
+    """Runs, resolution, inputs and specs of knob experiments."""
+
+    def is_knobs(self, experiment: str) -> bool:
+        return self.experiments[experiment].get("kind") == "knobs"
+
+    def knob_paths(self, experiment: str) -> list[KnobPath]:
+        cache = self.__dict__.setdefault("_knob_paths", {})
+        if experiment not in cache:
+            cache[experiment] = self._build_knob_paths(experiment)
+        return cache[experiment]
+
+    def _build_knob_paths(self, experiment: str) -> list[KnobPath]:
+        exp = self.experiments[experiment]
+        subset = self._subset(experiment)
+        catalogue = knob_recipes.catalogue(self)
+        chosen_knobs = subset.get("knobs")
+        chosen_methods = subset.get("methods")
+        specs = {k.name: k for k in catalogue.knobs}
+        recipes = {(r.paper, r.dataset): r for r in knob_recipes.recipes(self)}
+        out = []
+        for dataset in self.datasets_of(experiment):
+            source = (exp.get("stand_in") or {}).get(dataset, dataset)
+            for paper, method in catalogue.headline.items():
+                recipe = recipes.get((paper, source))
+                if recipe is None or (chosen_methods is not None and method not in chosen_methods):
+                    continue
+                knobs = [k for k in knob_recipes.knobs_of(self, recipe)
+                         if chosen_knobs is None or k.name in chosen_knobs]
+                names = [k.name for k in knobs]
+                needs = {k.name: specs[k.name].needs for k in knobs}
+                try:
+                    paths = knob_paths.build(names, needs)
+                except ValueError as error:
+                    raise ConfigError(f"preset {self.name}.subset.{experiment}.knobs: {paper} on {dataset}: {error}: "
+                                      f"choose it too") from None
+                methods = ((recipe.paper_run.method, method), (catalogue.baseline, catalogue.baseline))
+                out.append(KnobPath(experiment, paper, dataset, recipe, tuple(knobs), paths, methods))
+        return out
+
+    def knob_run_index(self, experiment: str) -> dict[Run, KnobRun]:
+        """Every run of the experiment and what it trains."""
+        cache = self.__dict__.setdefault("_knob_runs", {})
+        if experiment not in cache:
+            seeds = self._subset(experiment).get("seeds") or self.preset["seeds"] \
+                or self.experiments[experiment].get("seeds") or [0]
+            folds = self.knob_folds
+            index = {}
+            for path in self.knob_paths(experiment):
+                for method, fair_method in path.methods:
+                    for step in path.paths.steps:
+                        concatenated = self._moves(path, step, "evaluation")
+                        for seed in seeds:
+                            for fold in range(folds) if concatenated else [None]:
+                                name = self.knob_step_name(path, method, step) + (f".fold{fold}" if concatenated else "")
+                                index[Run(experiment, path.dataset, name, seed)] = KnobRun(
+                                    path, method, fair_method, step, fold)
+            cache[experiment] = index
+        return cache[experiment]
+
+    @staticmethod
+    def knob_step_name(path: KnobPath, method: str, step: knob_paths.Step) -> str:
+        return f"{method}@{path.paper}-{step.name}"
+
+    @property
+    def knob_folds(self) -> int:
+        """The fold count of the fair protocol (suite.fair's, with the preset's subset)."""
+        return self.fair_settings(knob_recipes.FAIR)["folds"]
+
+    def _moves(self, path: KnobPath, step: knob_paths.Step, protocol: str) -> bool:
+        """Whether `step` moves the knob that adds protocol part `protocol`."""
+        specs = {k.name: k for k in knob_recipes.catalogue(self).knobs}
+        return any(specs[name].protocol == protocol for name in step.moved)
+
+    def _resolve_knob(self, run: Run) -> dict:
+        info = self.knob_run_index(run.experiment)[run]
+        path = info.path
+        paper, fair = self._knob_ends(path.recipe.paper_run.experiment, path.dataset, info.method, info.fair_method)
+        cfg = copy.deepcopy(paper)
+        specs = {k.name: k for k in knob_recipes.catalogue(self).knobs}
+        for name in info.step.moved:
+            for key in specs[name].settings:
+                _set(cfg, key, copy.deepcopy(_get(fair, key)))
+        own = self._subset(run.experiment).get("train")
+        if own:  # the preset's settings for the knob experiment alone (a shrunk path), on every step
+            cfg = deep_merge(cfg, own)
+        if self._moves(path, info.step, "folds"):
+            folds = self.knob_folds
+            index = info.fold if info.fold is not None else run.seed % folds
+            cfg["data"]["fold"] = {"splits": self.fair_splits(run.dataset, folds), "index": index, "of": folds}
+        store = self.store(run.dataset, cfg["input"]["resize"])
+        cfg["data"].pop("store", None)
+        if store:
+            cfg["data"]["store"] = store
+        cfg["method"]["name"] = run.method
+        cfg["seed"] = run.seed
+        cfg["run"] = {"preset": self.name, "experiment": run.experiment, "dataset": run.dataset,
+                      "method": run.method, "seed": run.seed}
+        return cfg
+
+    def _knob_ends(self, source: str, dataset: str, method: str, fair_method: str) -> tuple[dict, dict]:
+        """The resolved paper and fair recipes of a method on a dataset (shared: not to be changed)."""
+        cache = self.__dict__.setdefault("_knob_ends_cache", {})
+        key = (source, dataset, method, fair_method)
+        if key not in cache:
+            cache[key] = (self.resolve(Run(source, dataset, method, 0)),
+                          self.resolve(Run(knob_recipes.FAIR, dataset, fair_method, 0)))
+        return cache[key]
+
+    # --- the steps' inputs and specs ----------------------------------------------------------
+
+    def split_inputs(self, run: Run) -> list[str]:
+        """The fold split file a run trains on (none for a run on the whole training half)."""
+        fold = self.resolve(run)["data"].get("fold")
+        return [fold["splits"]] if fold else []
+
+    def knob_result(self, path: KnobPath, method: str, step: knob_paths.Step, seed: int) -> str:
+        """The file holding a step's test numbers for one seed."""
+        folder = f"results/{self.name}/{path.experiment}/{path.dataset}/{self.knob_step_name(path, method, step)}"
+        if self._moves(path, step, "evaluation"):
+            return f"{folder}/seed{seed}/concatenated.json"
+        return f"{folder}/seed{seed}/metrics.json"
+
+    def knob_fold_dirs(self, experiment: str, dataset: str, name: str, seed: int) -> list[str]:
+        """The fold runs whose models a concatenated step joins."""
+        runs = [run for run in self.knob_run_index(experiment)
+                if run.dataset == dataset and run.seed == seed and run.method.rpartition(".fold")[0] == name]
+        if not runs:
+            raise ConfigError(f"preset {self.name} has no fold runs of {experiment}/{dataset}/{name}/seed{seed}")
+        return [run.path(self.name) for run in sorted(runs, key=lambda r: int(r.method.rpartition(".fold")[2]))]
+
+    def knob_seeds(self, experiment: str) -> list[int]:
+        return sorted({run.seed for run in self.knob_run_index(experiment)})
+
+    def knob_aggregate_inputs(self, experiment: str) -> list[str]:
+        out = [self.knob_result(path, method, step, seed) for path in self.knob_paths(experiment)
+               for method, _ in path.methods for step in path.paths.steps for seed in self.knob_seeds(experiment)]
+        return out + [self.fair_summary(knob_recipes.FAIR, d, m) for d, m in self._knob_tuned(experiment)]
+
+    def _knob_tuned(self, experiment: str) -> list[tuple[str, str]]:
+        """(dataset, fair method) whose tuned result suite.fair gives in this preset (the paths' last step)."""
+        fair = set(self.fair_pairs(knob_recipes.FAIR)) if knob_recipes.FAIR in self.experiment_ids else set()
+        return sorted({(p.dataset, m) for p in self.knob_paths(experiment) for _, m in p.methods} & fair)
+
+    def knob_aggregate_spec(self, experiment: str) -> dict:
+        catalogue = knob_recipes.catalogue(self)
+        seeds = self.knob_seeds(experiment)
+        tuned = set(self._knob_tuned(experiment))
+        printed_recall = fair_catalogue.paper_recall_at_1(self, knob_recipes.FAIR, self.datasets_of(experiment))
+        recipes = []
+        for path in self.knob_paths(experiment):
+            source = self.experiments[path.recipe.paper_run.experiment]
+            printed = (printed_recall.get(path.methods[0][1], {}).get(path.dataset, [None])[0]
+                       if path.dataset == path.recipe.dataset else None)
+            test_selected = "recall@1" in ((source.get("table") or {}).get("test_selected") or [])
+            methods = {}
+            for method, fair_method in path.methods:
+                methods[method] = {
+                    "label": self.methods[method].get("label", method), "fair_method": fair_method,
+                    "steps": {step.name: [self.knob_result(path, method, step, s) for s in seeds]
+                              for step in path.paths.steps},
+                    "tuned": (self.fair_summary(knob_recipes.FAIR, path.dataset, fair_method)
+                              if (path.dataset, fair_method) in tuned else None)}
+            recipes.append({
+                "paper": path.paper, "dataset": path.dataset, "source": path.recipe.paper_run.experiment,
+                "stand_in": path.recipe.dataset if path.dataset != path.recipe.dataset else None,
+                "headline": path.methods[0][0], "baseline": path.methods[1][0], "paper_number": printed,
+                "test_selected": test_selected,
+                "knobs": [{"name": k.name, "label": k.label,
+                           "paper": {key: _text(v) for key, v in k.paper.items()},
+                           "fair": {key: _text(v) for key, v in k.fair.items()}} for k in path.knobs],
+                "cumulative": [s.name for s in path.paths.cumulative],
+                "alone": {name: [step.name, base.name] for name, (step, base) in path.paths.alone.items()},
+                "moved": {s.name: list(s.moved) for s in path.paths.steps},
+                "figure": f"waterfalls/{path.paper}_{path.dataset}.png", "methods": methods})
+        return {"experiment": experiment, "title": self.title(experiment), "toy_data": self.toy_data,
+                "seeds": seeds, "papers": {p: self.papers.get(p, p) for p in catalogue.headline},
+                "protocol_reads": "selection", "recipes": recipes}
+
+
+def _text(value) -> str:
+    return ", ".join(str(v) for v in value) if isinstance(value, (list, tuple)) else str(value)
+
+
+def _get(tree: dict, key: str):
+    for part in key.split("."):
+        tree = tree[part]
+    return tree
+
+
+def _set(tree: dict, key: str, value) -> None:
+    *parents, last = key.split(".")
+    for part in parents:
+        tree = tree[part]
+    tree[last] = value

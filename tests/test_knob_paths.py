@@ -1,0 +1,147 @@
+"""suite.knobs' paths and numbers: the steps of each path, the runs of the plan (each one-at-a-time
+run differs from its base in its knob's settings alone), and the attribution's arithmetic checked
+against scipy's paired t-test and the telescoping sum of the cumulative path."""
+
+import math
+
+import numpy as np
+import pytest
+from conftest import CONFIG_DIR
+from scipy import stats
+
+from dmlbench.config import knob_recipes
+from dmlbench.config.plan import Plan
+from dmlbench.config.run import Run
+from dmlbench.knobs import attribution, paths
+from dmlbench.knobs.derive import setting_values
+
+
+def test_the_paths_over_four_knobs_written_out_by_hand():
+    built = paths.build(["batch", "data", "selection", "evaluation"],
+                        {"selection": ("data",), "evaluation": ("data",)})
+    assert [(s.name, s.moved) for s in built.cumulative] == [
+        ("upto-batch", ("batch",)), ("upto-data", ("batch", "data")),
+        ("upto-selection", ("batch", "data", "selection")),
+        ("upto-evaluation", ("batch", "data", "selection", "evaluation"))]
+    assert {k: (a.moved, b.moved) for k, (a, b) in built.alone.items()} == {
+        "batch": (("batch",), ()), "data": (("data",), ()), "selection": (("data", "selection"), ("data",)),
+        "evaluation": (("data", "evaluation"), ("data",))}
+    # paper, 4 cumulative, data alone, data+selection, data+evaluation (batch alone = upto-batch)
+    assert len(built.steps) == 8
+    assert built.alone["batch"][0].name == "upto-batch"
+
+
+def test_a_knob_whose_need_is_not_moved_before_it_is_refused():
+    with pytest.raises(ValueError, match=r"knob selection needs \['data'\]"):
+        paths.build(["selection", "data"], {"selection": ("data",)})
+
+
+@pytest.fixture(scope="module")
+def full():
+    return Plan.load(CONFIG_DIR, {"preset": "full"})
+
+
+def _settings_between(plan, a: Run, b: Run) -> set[str]:
+    x, y = plan.resolve(a), plan.resolve(b)
+    differ = {k for k, v in setting_values(x).items() if setting_values(y)[k] != v}
+    if x["data"].get("fold") != y["data"].get("fold"):
+        differ.add("data.fold")
+    return differ
+
+
+def test_each_one_at_a_time_run_differs_from_its_base_in_its_knobs_settings_alone(full):
+    specs = {k.name: k for k in knob_recipes.catalogue(full).knobs}
+    checked = 0
+    for path in full.knob_paths("suite.knobs"):
+        for method, _ in path.methods:
+            for knob in path.knobs:
+                step, base = path.paths.alone[knob.name]
+                name = full.knob_step_name(path, method, step)
+                concatenated = "evaluation" in step.moved
+                run = Run("suite.knobs", path.dataset, name + (".fold0" if concatenated else ""), 0)
+                base_run = Run("suite.knobs", path.dataset, full.knob_step_name(path, method, base), 0)
+                allowed = set(specs[knob.name].settings) | ({"data.fold"} if knob.name in ("data", "evaluation") else set())
+                differ = _settings_between(full, run, base_run)
+                assert differ <= allowed, (path.paper, path.dataset, method, knob.name, differ)
+                assert differ or specs[knob.name].protocol == "evaluation"  # joining the folds is no setting
+                against_paper = _settings_between(
+                    full, run, Run("suite.knobs", path.dataset, full.knob_step_name(path, method, path.paths.paper), 0))
+                needed = {s for n in step.moved for s in specs[n].settings} | {"data.fold"}
+                assert against_paper <= needed
+                checked += 1
+    assert checked > 200
+
+
+def test_every_path_run_of_full_is_planned_with_five_seeds(full):
+    runs = full.runs("suite.knobs")
+    assert {r.seed for r in runs} == {0, 1, 2, 3, 4}
+    papers = {(p.paper, p.dataset) for p in full.knob_paths("suite.knobs")}
+    assert papers == {(r.paper, r.dataset) for r in knob_recipes.recipes(full)}
+    for path in full.knob_paths("suite.knobs"):
+        for method, _ in path.methods:
+            for step in path.paths.steps:
+                folds = full.knob_folds if "evaluation" in step.moved else 1
+                name = full.knob_step_name(path, method, step)
+                found = [r for r in runs if r.dataset == path.dataset and r.method.split(".fold")[0] == name]
+                assert len(found) == 5 * folds, name
+
+
+# --- the attribution's arithmetic, on made-up numbers ---------------------------------------------
+
+RECIPE = {"knobs": [{"name": "batch"}, {"name": "data"}, {"name": "evaluation"}],
+          "cumulative": ["upto-batch", "upto-data", "upto-evaluation"],
+          "alone": {"batch": ["upto-batch", "paper"], "data": ["only-data", "paper"],
+                    "evaluation": ["only-evaluation", "only-data"]},
+          "moved": {"paper": [], "upto-batch": ["batch"], "upto-data": ["batch", "data"],
+                    "upto-evaluation": ["batch", "data", "evaluation"], "only-data": ["data"],
+                    "only-evaluation": ["data", "evaluation"]},
+          "test_selected": True}
+
+
+def _made_up(seed):
+    rng = np.random.default_rng(seed)
+    return {step: {s: float(50 + 10 * rng.random()) for s in range(5)} for step in RECIPE["moved"]}
+
+
+def test_the_cumulative_steps_add_up_to_the_total():
+    values = _made_up(1)
+    result = attribution.method_attribution(RECIPE, values)
+    total = np.mean(list(values["upto-evaluation"].values())) - np.mean(list(values["paper"].values()))
+    assert sum(row["effect"] for row in result["cumulative"]) == pytest.approx(total, abs=1e-9)
+    assert result["total"] == pytest.approx(total, abs=1e-9)
+    assert result["interaction"] == pytest.approx(total - sum(r["effect"] for r in result["alone"]), abs=1e-9)
+
+
+def test_a_knobs_effect_alone_is_scipys_paired_test_against_its_base():
+    values = _made_up(2)
+    result = attribution.method_attribution(RECIPE, values)
+    row = next(r for r in result["alone"] if r["knob"] == "evaluation")
+    x = np.array([values["only-evaluation"][s] for s in range(5)])
+    y = np.array([values["only-data"][s] for s in range(5)])
+    test = stats.ttest_rel(x, y)
+    ci = test.confidence_interval(0.95)
+    assert (row["effect"], row["low"], row["high"], row["p"]) == pytest.approx(
+        ((x - y).mean(), ci.low, ci.high, test.pvalue))
+    ps = [r["p"] for r in result["alone"]]
+    m = len(ps)
+    smallest = min(range(m), key=lambda i: ps[i])
+    assert result["alone"][smallest]["p_holm"] == pytest.approx(min(1.0, m * ps[smallest]))
+
+
+def test_the_paper_epoch_chosen_on_the_test_set_is_read_only_where_epochs_were_scored_there(tmp_path):
+    path = tmp_path / "metrics.json"
+    path.write_text('{"metrics": {"recall@1": 0.5}, "test_selected": {"epoch": 3, "recall@1": 0.6}}')
+    assert attribution.step_value(path, RECIPE, "upto-batch") == pytest.approx(60.0)
+    assert attribution.step_value(path, RECIPE, "upto-data") == pytest.approx(50.0)
+    assert attribution.step_value(path, {**RECIPE, "test_selected": False}, "paper") == pytest.approx(50.0)
+
+
+def test_the_landing_line_names_the_knobs_that_close_the_gap():
+    gap = {"paper": 4.0, "fair": 1.0, "changes": [{"knob": "batch", "change": -2.5}, {"knob": "data", "change": -0.5},
+                                                  {"knob": "evaluation", "change": 0.0}]}
+    line = attribution.landing_line("ms", "contrastive", "MS", [gap],
+                                    {"batch": "batch size", "data": "data trained on", "evaluation": "evaluation"})
+    assert line.startswith("ms: 3.0 of the 4.0-point gap of MS over contrastive is explained by: "
+                           "batch size (2.5), data trained on (0.5)")
+    assert "no gap" in attribution.landing_line("ms", "c", "MS", [{**gap, "paper": -1.0}], {})
+    assert not math.isnan(gap["paper"])

@@ -6,7 +6,7 @@ figure steps spend 2-4 s importing pandas, scipy and matplotlib); the demo and t
 start over a hundred of them. When Snakemake runs a preset whose every run is on the CPU on this
 machine, the Snakefile starts `python -m dmlbench warm-start` (`start_for`, `stop_started`); jobs
 find its socket in `DMLBENCH_WARM_START`, and `python -m dmlbench <step>` (`COMMANDS`: the
-training, reference, summary, table, analysis and report steps) hands the server its arguments,
+training, evaluation, reference, summary, table, analysis and report steps) hands the server its arguments,
 working directory, environment and standard streams (`hand_off`). The server forks a child that
 runs the step as a new process would, and the step exits with the child's status.
 

@@ -59,7 +59,7 @@ def test_the_knobs_of_ms_on_cub_are_those_written_by_hand(full):
              "batches_per_epoch": None, "early_stopping.patience": None, "eval.every": 0}
     found = derived(full, "ms", "cub")
     assert {k: v for k, v in found.items() if k not in PROTOCOL_KNOBS} == knobs_by_hand(paper)
-    assert list(found) == ["embedding", "batchnorm", "batch", "optimiser", "schedule", "data", "selection",
+    assert list(found) == ["embedding", "batchnorm", "batch", "optimiser", "data", "selection", "schedule",
                            "evaluation"]
 
 
@@ -97,7 +97,7 @@ def test_the_plan_refuses_a_knob_file_that_leaves_a_setting_out(tmp_path):
     path = tmp_path / "config" / "knobs.yaml"
     data = yaml.safe_load(path.read_text())
     data["knobs"]["batchnorm"]["settings"] = []
-    path.write_text(yaml.safe_dump(data))
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
     with pytest.raises(ConfigError, match=r"knobs\.yaml: setting\(s\) model\.frozen_bn belong to no knob"):
         Plan.load(tmp_path / "config", {"preset": "smoke"})
 
@@ -106,7 +106,7 @@ def test_a_misspelt_setting_in_the_knob_file_is_refused(tmp_path):
     path = tmp_path / "knobs.yaml"
     data = yaml.safe_load((CONFIG_DIR / "knobs.yaml").read_text())
     data["knobs"]["batchnorm"]["settings"] = ["model.frozen_nb"]
-    path.write_text(yaml.safe_dump(data))
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
     with pytest.raises(ConfigError, match=r"'model\.frozen_nb' is no training setting \(did you mean 'model\.frozen_bn'\?\)"):
         knob_catalogue.parse(load_yaml(path), str(path))
 
@@ -129,3 +129,10 @@ def test_a_missing_or_garbled_knob_file_is_named_by_the_plan(tmp_path, text, mes
         path.write_text(text)
     with pytest.raises(ConfigError, match=message):
         Plan.load(tmp_path / "config", {"preset": "smoke"})
+
+
+def test_a_knob_that_needs_a_later_knob_is_refused(tmp_path):
+    data = yaml.safe_load((CONFIG_DIR / "knobs.yaml").read_text())
+    data["knobs"]["batch"]["needs"] = ["selection"]
+    with pytest.raises(ConfigError, match=r"knob batch: needs \['selection'\]: a list of knobs listed before it"):
+        knob_catalogue.parse(data, "knobs.yaml")

@@ -6,7 +6,7 @@ For a run r of group g on the real dataset:
                training split: ⌊N / B⌋; category pairs: C(S, 2) × per_pair; VehicleID ≈ 2N / B)
   evals(r)   = 1 + ⌈epochs / every⌉ (per-epoch evaluations, then the final one; 1 without)
   (a fold training of the fair protocol evaluates its validation fold, N / folds images, and a
-  final one also embeds the test half once; its epochs are the most it may train: the budget
+  final one, like suite.knobs' runs on folds, also embeds the test half once; its epochs are the most it may train: the budget
   is an upper bound, since early stopping ends most folds sooner)
   time(r)    = (steps(r) + probe steps) × t_step(g) + (evals(r) × test images
                + scatter epochs × training images) × t_image(g)
@@ -50,9 +50,9 @@ def run_seconds(cfg: RunConfig, dataset: str, seconds_per_step: float, seconds_p
     probe = cfg.record.probe
     steps = cfg.epochs * steps_per_epoch(cfg, dataset) + len(probe.epochs) * probe.steps
     fold = cfg.data.get("fold")
-    if fold:  # the fair protocol: each epoch's evaluation is of the validation fold; final runs embed the test half
+    if fold:  # each epoch's evaluation is of the validation fold; all but the fair search's folds embed the test half
         evaluated = evaluations(cfg) * expected["train"] / fold["of"]
-        evaluated += test_images if cfg.run.get("stage") == "final" else 0
+        evaluated += test_images if cfg.run.get("stage") != "search" else 0
     else:
         evaluated = evaluations(cfg) * test_images
     images = evaluated + len(cfg.record.scatter_epochs) * expected["train"]

@@ -64,6 +64,8 @@ def _kind(plan: Plan, key: str) -> str:
         return f"CPU-exact analysis (`{exp['analysis']}`)"
     if plan.is_fair(key):
         return "fair protocol (searched on validation folds)"
+    if plan.is_knobs(key):
+        return "knob paths from each paper's recipe to the fair recipe ([docs/knobs.md](../knobs.md))"
     numbers = sum(len(m) for per in (exp.get("reported") or {}).values() for m in per.values())
     return f"training; {numbers} printed numbers, {len(exp.get('claims') or [])} claims"
 
@@ -164,13 +166,20 @@ def settings_reference(plan: Plan) -> str:
 
 
 def knobs_page(plan: Plan) -> str:
-    """Markdown: every paper's recipe beside the fair recipe, knob by knob, per dataset."""
+    """Markdown: every paper's recipe beside the fair recipe, knob by knob, per dataset, and the
+    steps `suite.knobs` trains at `full`."""
+    paths = {(p.paper, p.dataset): p for p in plan.knob_paths("suite.knobs")}
+    runs = plan.runs("suite.knobs")
     lines = ["# Paper recipes and the fair recipe: the knobs", "",
              GENERATED.format(source="`workflow/config/knobs.yaml` and the two recipes' resolved settings"), "",
              "Each paper's recipe (the paper-table run of its headline method) and the fair recipe (`suite.fair`'s "
              "settings of the same method, with the paper's hyper-parameters) differ in these knobs, derived "
              "from the two resolved configs. The knobs' order is the order of the cumulative path; "
-             "[The fair table](../fair-table.md) describes the fair protocol.", ""]
+             "[The knob experiment](../knobs.md) describes the paths and the report, "
+             "[the fair table](../fair-table.md) the fair protocol.", "",
+             f"At `full`, `suite.knobs` trains {len(runs):,} runs: {len(paths)} paper × dataset paths, each for the "
+             f"headline method and the baseline, over seeds {plan.knob_seeds('suite.knobs')}; a step that moves "
+             f"the evaluation knob trains {plan.knob_folds} fold runs per seed.", ""]
     for recipe in knob_recipes.recipes(plan):
         lines += [f"## {recipe.paper} on {recipe.dataset}: `{recipe.paper_run.experiment}` "
                   f"`{recipe.paper_run.method}` vs `suite.fair` `{recipe.method}`", "",
@@ -180,6 +189,13 @@ def knobs_page(plan: Plan) -> str:
                 cells = [knob.label, "(protocol)" if key == "protocol" else f"`{key}`",
                          _shown(knob.paper[key]), _shown(knob.fair[key])]
                 lines.append(_table_row(cells))
+        path = paths.get((recipe.paper, recipe.dataset))
+        if path is not None:
+            lines += ["", "Steps (each a run per method and seed; `only-K`: knob K alone, with the knobs it needs; "
+                      "`upto-K`: every knob up to K):", "",
+                      "| step | knobs moved |", "|---|---|"]
+            lines += [_table_row([f"`{step.name}`", ", ".join(step.moved) or "none (the paper's recipe)"])
+                      for step in path.paths.steps]
         lines.append("")
     return "\n".join(lines) + "\n"
 

@@ -1,0 +1,59 @@
+"""What `suite.knobs` costs at `full`: `python -m benchmarks.knob_cost [--stop EPOCHS]`.
+
+Per trunk and input side: its runs, the training images they see (epochs × batches per epoch ×
+batch, `dmlbench.preflight.budget.steps_per_epoch`), a run with early stopping counted at a mean
+stop of `--stop` epochs (at most its cap) and, as an upper bound, at its cap; then GPU-hours at
+the training throughput measured on one H100 (docs/benchmarks.md, "GPU fed": BN-Inception at 227
+pixels 1,279 images/s, ResNet-50 at 256 pixels 628 images/s; GoogLeNet, unmeasured, at
+BN-Inception's rate), scaled by pixels to each input side. Training steps only: the per-epoch
+validation of the runs with early stopping and the final test embedding come on top. A projection
+from the plan's settings; it prints figures and asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+from pathlib import Path
+
+from dmlbench.config.plan import Plan
+from dmlbench.preflight.budget import steps_per_epoch
+from dmlbench.run_config import RunConfig
+
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "workflow" / "config"
+MEASURED = {"bninception": (1279.0, 227), "resnet50": (628.0, 256), "googlenet": (1279.0, 227)}  # images/s at side
+GPUS = 8
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stop", type=int, default=100, help="the mean epoch at which early stopping ends a run")
+    args = parser.parse_args()
+    plan = Plan.load(CONFIG_DIR, {"preset": "full", "experiments": ["suite.knobs"]})
+    runs, at_stop, at_cap = defaultdict(int), defaultdict(float), defaultdict(float)
+    for run in plan.runs("suite.knobs"):
+        cfg = RunConfig.from_dict(plan.resolve(run))
+        images = steps_per_epoch(cfg, run.dataset) * cfg.batch.size
+        key = (cfg.model.backbone, cfg.input.crop)
+        runs[key] += 1
+        at_cap[key] += cfg.epochs * images
+        at_stop[key] += (min(cfg.epochs, args.stop) if cfg.early_stopping.patience else cfg.epochs) * images
+    print(f"suite.knobs at full: {sum(runs.values()):,} runs; early-stopped runs counted at epoch {args.stop} "
+          f"(and at their cap)")
+    print("| trunk | side | runs | training images (M) | GPU-hours | at the cap (M images / GPU-hours) |")
+    print("|---|---|---:|---:|---:|---:|")
+    totals = [0.0, 0.0]
+    for (backbone, side), count in sorted(runs.items()):
+        rate, measured_side = MEASURED[backbone]
+        rate *= (measured_side / side) ** 2
+        hours, cap_hours = at_stop[(backbone, side)] / rate / 3600, at_cap[(backbone, side)] / rate / 3600
+        totals[0] += hours
+        totals[1] += cap_hours
+        print(f"| {backbone} | {side} | {count} | {at_stop[(backbone, side)] / 1e6:,.0f} | {hours:,.0f} | "
+              f"{at_cap[(backbone, side)] / 1e6:,.0f} / {cap_hours:,.0f} |")
+    print(f"total: {totals[0]:,.0f} GPU-hours ({totals[0] / GPUS / 24:.1f} days on {GPUS} GPUs); "
+          f"at every cap {totals[1]:,.0f} GPU-hours ({totals[1] / GPUS / 24:.1f} days)")
+
+
+if __name__ == "__main__":
+    main()

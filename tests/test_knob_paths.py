@@ -53,37 +53,46 @@ def test_each_one_at_a_time_run_differs_from_its_base_in_its_knobs_settings_alon
     specs = {k.name: k for k in knob_recipes.catalogue(full).knobs}
     checked = 0
     for path in full.knob_paths("suite.knobs"):
-        for method, _ in path.methods:
+        for method, fair_method in path.methods:
+            def run(step, seed=0):
+                return full.knob_run_of(path, method, fair_method, step, seed)
+
             for knob in path.knobs:
                 step, base = path.paths.alone[knob.name]
-                name = full.knob_step_name(path, method, step)
-                concatenated = "evaluation" in step.moved
-                run = Run("suite.knobs", path.dataset, name + (".fold0" if concatenated else ""), 0)
-                base_run = Run("suite.knobs", path.dataset, full.knob_step_name(path, method, base), 0)
-                allowed = set(specs[knob.name].settings) | ({"data.fold"} if knob.name in ("data", "evaluation") else set())
-                differ = _settings_between(full, run, base_run)
-                assert differ <= allowed, (path.paper, path.dataset, method, knob.name, differ)
-                assert differ or specs[knob.name].protocol == "evaluation"  # joining the folds is no setting
-                against_paper = _settings_between(
-                    full, run, Run("suite.knobs", path.dataset, full.knob_step_name(path, method, path.paths.paper), 0))
-                needed = {s for n in step.moved for s in specs[n].settings} | {"data.fold"}
-                assert against_paper <= needed
+                allowed = set(specs[knob.name].settings) | ({"data.fold"} if specs[knob.name].protocol else set())
+                for seed in (0, 1):
+                    differ = _settings_between(full, run(step, seed), run(base, seed))
+                    assert differ <= allowed, (path.paper, path.dataset, method, knob.name, differ)
+                    assert differ or specs[knob.name].protocol == "evaluation"  # joining the folds is no setting
+                against_paper = _settings_between(full, run(step), run(path.paths.paper))
+                assert against_paper <= {s for n in step.moved for s in specs[n].settings} | {"data.fold"}
                 checked += 1
     assert checked > 200
 
 
 def test_every_path_run_of_full_is_planned_with_five_seeds(full):
-    runs = full.runs("suite.knobs")
+    runs = set(full.runs("suite.knobs"))
     assert {r.seed for r in runs} == {0, 1, 2, 3, 4}
-    papers = {(p.paper, p.dataset) for p in full.knob_paths("suite.knobs")}
-    assert papers == {(r.paper, r.dataset) for r in knob_recipes.recipes(full)}
+    assert {(p.paper, p.dataset) for p in full.knob_paths("suite.knobs")} == {
+        (r.paper, r.dataset) for r in knob_recipes.recipes(full)}
+    trained = set()
     for path in full.knob_paths("suite.knobs"):
-        for method, _ in path.methods:
+        for method, fair_method in path.methods:
             for step in path.paths.steps:
-                folds = full.knob_folds if "evaluation" in step.moved else 1
-                name = full.knob_step_name(path, method, step)
-                found = [r for r in runs if r.dataset == path.dataset and r.method.split(".fold")[0] == name]
-                assert len(found) == 5 * folds, name
+                folds = range(full.knob_folds) if "evaluation" in step.moved else [0]
+                found = {full.knob_run_of(path, method, fair_method, step, seed, fold)
+                         for seed in range(5) for fold in folds}
+                assert found <= runs and len(found) == 5 * len(folds), (path.paper, path.dataset, method, step)
+                trained |= found
+    assert trained == runs  # no run outside the paths
+
+
+def test_a_step_on_folds_is_trained_once_as_the_fold_run_of_its_joined_twin(full):
+    path = next(p for p in full.knob_paths("suite.knobs") if p.paper == "ms" and p.dataset == "cub")
+    steps = {s.name: s for s in path.paths.steps}
+    run = full.knob_run_of(path, "ms", "ms", steps["only-data"], 6)
+    assert run.method == "ms@ms-only-evaluation.fold2"
+    assert full.knob_twin(path, "ms", "ms", steps["only-selection"]) is None  # no joined step moves the same
 
 
 # --- the attribution's arithmetic, on made-up numbers ---------------------------------------------

@@ -95,6 +95,8 @@ class KnobSpecs:
             for path in self.knob_paths(experiment):
                 for method, fair_method in path.methods:
                     for step in path.paths.steps:
+                        if self.knob_twin(path, method, fair_method, step) is not None:
+                            continue  # its runs are another step's fold runs
                         concatenated = self._moves(path, step, "evaluation")
                         for seed in seeds:
                             for fold in range(folds) if concatenated else [None]:
@@ -118,30 +120,55 @@ class KnobSpecs:
         specs = {k.name: k for k in knob_recipes.catalogue(self).knobs}
         return any(specs[name].protocol == protocol for name in step.moved)
 
+    def knob_twin(self, path: KnobPath, method: str, fair_method: str,
+                  step: knob_paths.Step) -> knob_paths.Step | None:
+        """The step whose fold runs are this step's runs: a step on folds that does not join them,
+        whose settings equal those of the same step with the evaluation knob moved (then seed s's
+        run is that step's fold `s mod folds`, trained once)."""
+        cache = self.__dict__.setdefault("_knob_twins", {})
+        key = (path.experiment, path.paper, path.dataset, method, step.moved)
+        if key not in cache:
+            cache[key] = None
+            joined = [k.name for k in knob_recipes.catalogue(self).knobs if k.protocol == "evaluation"]
+            if self._moves(path, step, "folds") and not self._moves(path, step, "evaluation") and joined:
+                twin = next((s for s in path.paths.steps if set(s.moved) == set(step.moved) | {joined[0]}), None)
+                if twin is not None and self._knob_settings(path, method, fair_method, step, 0, None) \
+                        == self._knob_settings(path, method, fair_method, twin, 0, 0):
+                    cache[key] = twin
+        return cache[key]
+
     def _resolve_knob(self, run: Run) -> dict:
         info = self.knob_run_index(run.experiment)[run]
-        path = info.path
-        paper, fair = self._knob_ends(path.recipe.paper_run.experiment, path.dataset, info.method, info.fair_method)
+        cfg = self._knob_settings(info.path, info.method, info.fair_method, info.step, run.seed, info.fold)
+        cfg["method"]["name"] = run.method
+        cfg["run"] = {"preset": self.name, "experiment": run.experiment, "dataset": run.dataset,
+                      "method": run.method, "seed": run.seed}
+        return cfg
+
+    def _knob_settings(self, path: KnobPath, method: str, fair_method: str, step: knob_paths.Step, seed: int,
+                       fold: int | None) -> dict:
+        """A step's settings for one seed (and fold model): the paper's recipe, the moved knobs'
+        settings from the fair recipe, the preset's settings for the experiment, the fold."""
+        paper, fair = self._knob_ends(path.recipe.paper_run.experiment, path.dataset, method, fair_method)
         cfg = copy.deepcopy(paper)
         specs = {k.name: k for k in knob_recipes.catalogue(self).knobs}
-        for name in info.step.moved:
+        for name in step.moved:
             for key in specs[name].settings:
                 _set(cfg, key, copy.deepcopy(_get(fair, key)))
-        own = self._subset(run.experiment).get("train")
+        own = self._subset(path.experiment).get("train")
         if own:  # the preset's settings for the knob experiment alone (a shrunk path), on every step
             cfg = deep_merge(cfg, own)
-        if self._moves(path, info.step, "folds"):
+        if self._moves(path, step, "folds"):
             folds = self.knob_folds
-            index = info.fold if info.fold is not None else run.seed % folds
-            cfg["data"]["fold"] = {"splits": self.fair_splits(run.dataset, folds), "index": index, "of": folds}
-        store = self.store(run.dataset, cfg["input"]["resize"])
+            index = fold if fold is not None else seed % folds
+            cfg["data"]["fold"] = {"splits": self.fair_splits(path.dataset, folds), "index": index, "of": folds,
+                                   "scored_on": "test_half"}
+        store = self.store(path.dataset, cfg["input"]["resize"])
         cfg["data"].pop("store", None)
         if store:
             cfg["data"]["store"] = store
-        cfg["method"]["name"] = run.method
-        cfg["seed"] = run.seed
-        cfg["run"] = {"preset": self.name, "experiment": run.experiment, "dataset": run.dataset,
-                      "method": run.method, "seed": run.seed}
+        cfg["seed"] = seed
+        cfg["method"]["name"] = cfg["run"] = None  # the run's own, set by `_resolve_knob`
         return cfg
 
     def _knob_ends(self, source: str, dataset: str, method: str, fair_method: str) -> tuple[dict, dict]:
@@ -160,12 +187,24 @@ class KnobSpecs:
         fold = self.resolve(run)["data"].get("fold")
         return [fold["splits"]] if fold else []
 
-    def knob_result(self, path: KnobPath, method: str, step: knob_paths.Step, seed: int) -> str:
-        """The file holding a step's test numbers for one seed."""
-        folder = f"results/{self.name}/{path.experiment}/{path.dataset}/{self.knob_step_name(path, method, step)}"
+    def knob_run_of(self, path: KnobPath, method: str, fair_method: str, step: knob_paths.Step, seed: int,
+                    fold: int = 0) -> Run:
+        """The run that trains a step for one seed: its own, the fold run `fold` of a step that joins
+        its folds, or its twin's fold `seed mod folds` (`knob_twin`)."""
+        twin = self.knob_twin(path, method, fair_method, step)
+        if twin is not None:
+            step, fold = twin, seed % self.knob_folds
+        name = self.knob_step_name(path, method, step)
         if self._moves(path, step, "evaluation"):
-            return f"{folder}/seed{seed}/concatenated.json"
-        return f"{folder}/seed{seed}/metrics.json"
+            name += f".fold{fold}"
+        return Run(path.experiment, path.dataset, name, seed)
+
+    def knob_result(self, path: KnobPath, method: str, fair_method: str, step: knob_paths.Step, seed: int) -> str:
+        """The file holding a step's test numbers for one seed."""
+        if self._moves(path, step, "evaluation"):
+            name = self.knob_step_name(path, method, step)
+            return f"results/{self.name}/{path.experiment}/{path.dataset}/{name}/seed{seed}/concatenated.json"
+        return f"{self.knob_run_of(path, method, fair_method, step, seed).path(self.name)}/metrics.json"
 
     def knob_fold_dirs(self, experiment: str, dataset: str, name: str, seed: int) -> list[str]:
         """The fold runs whose models a concatenated step joins."""
@@ -179,8 +218,9 @@ class KnobSpecs:
         return sorted({run.seed for run in self.knob_run_index(experiment)})
 
     def knob_aggregate_inputs(self, experiment: str) -> list[str]:
-        out = [self.knob_result(path, method, step, seed) for path in self.knob_paths(experiment)
-               for method, _ in path.methods for step in path.paths.steps for seed in self.knob_seeds(experiment)]
+        out = [self.knob_result(path, method, fair_method, step, seed) for path in self.knob_paths(experiment)
+               for method, fair_method in path.methods for step in path.paths.steps
+               for seed in self.knob_seeds(experiment)]
         return out + [self.fair_summary(knob_recipes.FAIR, d, m) for d, m in self._knob_tuned(experiment)]
 
     def _knob_tuned(self, experiment: str) -> list[tuple[str, str]]:
@@ -203,7 +243,7 @@ class KnobSpecs:
             for method, fair_method in path.methods:
                 methods[method] = {
                     "label": self.methods[method].get("label", method), "fair_method": fair_method,
-                    "steps": {step.name: [self.knob_result(path, method, step, s) for s in seeds]
+                    "steps": {step.name: [self.knob_result(path, method, fair_method, step, s) for s in seeds]
                               for step in path.paths.steps},
                     "tuned": (self.fair_summary(knob_recipes.FAIR, path.dataset, fair_method)
                               if (path.dataset, fair_method) in tuned else None)}

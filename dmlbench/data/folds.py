@@ -87,9 +87,13 @@ def view_of(table: pd.DataFrame, data_cfg: dict) -> pd.DataFrame:
 
 
 def evaluation_view(table: pd.DataFrame, data_cfg: dict) -> pd.DataFrame:
-    """What a run's final model is scored on: the manifest, or with `data.fold` its test half
-    (the training half is the folds it trained and selected on)."""
+    """What a run's final model is scored on: the manifest; with `data.fold`, its held-out fold
+    (the fair protocol's fold trainings: nothing of the test half is read), or, where the fold
+    says `scored_on: test_half` (suite.knobs' runs on folds), the test half."""
     fold = data_cfg.get("fold")
     if not fold:
         return table
-    return test_view(table, read(Path(fold["splits"]), table))
+    splits = read(Path(fold["splits"]), table)
+    if fold.get("scored_on") == "test_half":
+        return test_view(table, splits)
+    return fold_view(table, splits, fold["index"])

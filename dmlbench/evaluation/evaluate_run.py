@@ -48,8 +48,9 @@ def evaluate(run_dir: Path, output: Path) -> dict:
 def result_of(model, cfg: RunConfig, run_dir: Path, device) -> dict:
     """What `metrics.json` holds for `model`: the test metrics (with clustering), the time they
     took, the device, and the test-selected epoch where the run evaluated every epoch. A run
-    trained on folds (`data.fold`) is scored on the test half too; its epochs were evaluated on the
-    held-out fold, so it has no test-selected epoch."""
+    trained on folds (`data.fold`) is scored on its held-out fold, or on the test half where the
+    fold says so (`folds.evaluation_view`); its epochs were evaluated on the held-out fold, so it has
+    no test-selected epoch."""
     table = folds.evaluation_view(manifest.read(Path(cfg.data["manifest"])), cfg.data)
     started = time.perf_counter()
     metrics = model_eval.evaluate_model(model, table, Path(cfg.data["manifest"]).parent, cfg, device)

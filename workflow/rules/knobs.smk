@@ -12,10 +12,13 @@ rule knob_concatenate:
         f"{KNOB_STEP_DIR}/concatenated.json",
     params:
         run_dirs=lambda w: PLAN.knob_fold_dirs(w.experiment, w.dataset, w.method, int(w.seed)),
+        slot=gpu_slot(),
+    resources:
+        gpu=1,
     log:
         f"logs/{{preset}}/knobs/{{experiment}}/{{dataset}}/{{method}}/seed{{seed}}.log",
     shell:
-        "{PYTHON} -m dmlbench knob-concatenate --run-dirs {params.run_dirs:q} --output {output:q}"
+        "{params.slot} {PYTHON} -m dmlbench knob-concatenate --run-dirs {params.run_dirs:q} --output {output:q}"
         " 2> >(tee {log:q} >&2)"
 
 

@@ -95,6 +95,22 @@ def test_a_step_on_folds_is_trained_once_as_the_fold_run_of_its_joined_twin(full
     assert full.knob_twin(path, "ms", "ms", steps["only-selection"]) is None  # no joined step moves the same
 
 
+def test_a_run_on_folds_is_scored_on_the_test_half_only_where_its_fold_says_so(tmp_path):
+    import pandas as pd
+
+    from dmlbench.data import folds
+
+    table = pd.DataFrame({"path": [f"{i}.jpg" for i in range(12)], "label": [i // 2 for i in range(12)],
+                          "split": ["train"] * 8 + ["test"] * 4})
+    splits = tmp_path / "folds.csv"
+    folds.assign(table, 2).to_csv(splits, index=False)
+    fair = folds.evaluation_view(table, {"fold": {"splits": str(splits), "index": 1, "of": 2}})
+    knob = folds.evaluation_view(table, {"fold": {"splits": str(splits), "index": 1, "of": 2, "scored_on": "test_half"}})
+    assert fair["path"].tolist() == [f"{i}.jpg" for i in range(8)]  # the training half: the fair search's view
+    assert set(fair.loc[fair["split"] == "test", "label"]) == {2, 3}  # its held-out fold
+    assert knob["path"].tolist() == [f"{i}.jpg" for i in range(8, 12)] and set(knob["split"]) == {"test"}
+
+
 # --- the attribution's arithmetic, on made-up numbers ---------------------------------------------
 
 RECIPE = {"knobs": [{"name": "batch"}, {"name": "data"}, {"name": "evaluation"}],

@@ -37,7 +37,10 @@ def test_full_preset_dry_run_lists_every_job(full_dry_run):
     analyses = [e for e in plan.experiment_ids if plan.is_analysis(e)]
     fair = [e for e in plan.experiment_ids if plan.is_fair(e)]
     assert fair == ["suite.fair"] and counts["fair_aggregate"] == 1  # its jobs: tests/test_fair.py
-    assert counts["aggregate"] == len(plan.experiment_ids) - len(analyses) - len(fair)
+    knobs = [e for e in plan.experiment_ids if plan.is_knobs(e)]
+    assert knobs == ["suite.knobs"] and counts["knob_aggregate"] == 1  # its runs: tests/test_knob_paths.py
+    assert counts["knob_concatenate"] == 16 * 2 * 2 * 5  # paths × methods × joined steps × seeds
+    assert counts["aggregate"] == len(plan.experiment_ids) - len(analyses) - len(fair) - len(knobs)
     assert counts["analyse"] == len(analyses) >= 1
     ephn = {e for e in plan.experiment_ids if e.startswith("ephn.")}
     assert ephn == {"ephn.t1", "ephn.f2", "ephn.f3", "ephn.f4", "ephn.f5", "ephn.f6"}
@@ -263,10 +266,38 @@ def test_smoke_preset_end_to_end(tmp_path):
     assert "2 datasets" in ranking["none"]  # smoke: cub alone
     search = tmp_path / "results/smoke/suite.fair/cub/ms/search"
     assert len(pd.read_csv(search / "trials.csv")) == 2 and (search / "study.journal").exists()
+    knobs_ran(tmp_path, plan, statuses)
     again = snakemake(tmp_path, "-n", "--cores", "2", "--config", "preset=smoke")
     assert "Nothing to be done" in again.stdout + again.stderr
     records_of_every_run(tmp_path, plan)
     seen_in_a_browser(tmp_path / "reports/smoke/index.html", plan, contents)
+
+
+def knobs_ran(workdir: Path, plan, statuses: dict) -> None:
+    """suite.knobs' report: each path's cumulative steps add up to its total, the runs on folds
+    were scored on the test half, the waterfall is on the page and the landing page has its line."""
+    assert statuses["suite.knobs"] == "ran"
+    folder = workdir / "reports/smoke/suite.knobs"
+    attribution = pd.read_csv(folder / "attribution.csv")
+    for (dataset, method), rows in attribution.groupby(["dataset", "method"]):
+        knobs = rows[~rows["knob"].isin(["total", "interaction"])]
+        assert set(knobs["knob"]) == {"data", "selection", "evaluation"}
+        total = rows.loc[rows["knob"] == "total", "cumulative"].item()
+        assert knobs["cumulative"].sum() == pytest.approx(total, abs=2e-4)  # CSV's 4 decimals
+    steps = pd.read_csv(folder / "steps.csv")
+    paper = steps[(steps["method"] == "ms") & (steps["step"] == "paper")]
+    stored = [json.loads((workdir / plan.find_run("suite.knobs", "cub", "ms@ms-paper", s).path("smoke")
+                          / "metrics.json").read_text()) for s in (0, 1)]
+    assert paper[["seed0", "seed1"]].iloc[0].tolist() == pytest.approx(
+        [100 * (m.get("test_selected") or m["metrics"])["recall@1"] for m in stored], abs=1e-3)
+    for run in plan.runs("suite.knobs"):  # which rows a fold's scoring reads: tests/test_knob_paths.py
+        fold = json.loads((workdir / run.path("smoke") / "config.json").read_text())["data"].get("fold")
+        if fold:
+            assert fold["scored_on"] == "test_half"
+            assert "test_selected" not in json.loads((workdir / run.path("smoke") / "metrics.json").read_text())
+    assert (folder / "waterfalls/ms_cub.png").exists()
+    assert "waterfalls/ms_cub.png" in (workdir / "reports/smoke/index.html").read_text()
+    assert "gap of RAW+VTHM (MS) over Contrastive" in (workdir / "reports/index.html").read_text()
 
 
 def records_of_every_run(workdir: Path, plan) -> None:
@@ -327,7 +358,7 @@ def seen_in_a_browser(page, plan, contents) -> None:
     """The page as Chromium draws it at 1400 pixels: no horizontal scrolling, every image drawn,
     and each table's rows those of the experiment's layout, in the page's order."""
     import browser
-    from dmlbench.report import index, layout
+    from dmlbench.report import index, knob_section, layout
 
     try:
         seen = browser.inspect(page, width=1400)
@@ -355,6 +386,8 @@ def seen_in_a_browser(page, plan, contents) -> None:
     for e in (e for p in contents["papers"] for e in p["experiments"] if not plan.is_analysis(e["id"])):
         if plan.is_fair(e["id"]):
             expected += fair_rows(e["id"]) if e["status"] == "ran" else []
+        elif plan.is_knobs(e["id"]):
+            expected += knob_section.table_rows(page.parent / e["id"]) if e["status"] == "ran" else []
         elif (e["status"] not in ("quoted only", "figure only") or plan.experiments[e["id"]].get("reported")
               or plan.experiments[e["id"]].get("quoted")):  # a figure the paper gives no numbers for: a note
             expected.append(rows(e["id"]))

@@ -9,6 +9,18 @@ from pathlib import Path
 from dmlbench.report import markdown
 
 
+def table_rows(folder: Path) -> list[list[str]]:
+    """Each table's row labels (its first column), as `render` draws them."""
+    tables, current = [], []
+    for line in (folder / "attribution.md").read_text().splitlines() + [""]:
+        if line.startswith("|"):
+            current.append(line)
+        elif current:
+            tables.append([markdown.cells(row)[0] for row in current[2:]])
+            current = []
+    return tables
+
+
 def render(folder: Path, url) -> str:
     """`url(name)`: the link to a file of the experiment's report folder."""
     lines = (folder / "attribution.md").read_text().splitlines()[1:]
@@ -20,10 +32,11 @@ def render(folder: Path, url) -> str:
             parts.append("<ul>" + "".join(items) + "</ul>")
             items.clear()
         if table:
-            rows = [markdown.cells(line) for line in table if not line.startswith("|---")]
-            parts.append("<div class='scroll'><table>" + "".join(
-                "<tr>" + "".join(f"<{'th' if i == 0 else 'td'}>{html.escape(c)}</{'th' if i == 0 else 'td'}>"
-                                 for c in row) + "</tr>" for i, row in enumerate(rows)) + "</table></div>")
+            head, *rows = [markdown.cells(line) for line in table if not line.startswith("|---")]
+            header = "".join(f"<th>{html.escape(c)}</th>" for c in head)
+            body = "".join(f"<tr><th>{html.escape(row[0])}</th>" + "".join(f"<td>{html.escape(c)}</td>" for c in row[1:])
+                           + "</tr>" for row in rows)
+            parts.append(f"<div class='scroll'><table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table></div>")
             table.clear()
 
     for line in lines:

@@ -9,18 +9,6 @@ from pathlib import Path
 from dmlbench.report import markdown
 
 
-def table_rows(folder: Path) -> list[list[str]]:
-    """Each table's row labels (its first column), as `render` draws them."""
-    tables, current = [], []
-    for line in (folder / "attribution.md").read_text().splitlines() + [""]:
-        if line.startswith("|"):
-            current.append(line)
-        elif current:
-            tables.append([markdown.cells(row)[0] for row in current[2:]])
-            current = []
-    return tables
-
-
 def render(folder: Path, url) -> str:
     """`url(name)`: the link to a file of the experiment's report folder."""
     lines = (folder / "attribution.md").read_text().splitlines()[1:]

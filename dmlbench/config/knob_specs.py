@@ -10,7 +10,7 @@ one run per fold (`…@<paper>-<step>.fold<k>`), whose test embeddings are joine
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from dmlbench.config import fair_catalogue, knob_recipes
 from dmlbench.config.loading import deep_merge
@@ -19,9 +19,6 @@ from dmlbench.errors import ConfigError
 from dmlbench.knobs import paths as knob_paths
 from dmlbench.knobs.derive import Knob
 
-RESULT_NAMES = ("metrics.json", "concatenated.json")
-
-
 @dataclass(frozen=True)
 class KnobPath:
     """One recipe's paths on one dataset: its knobs, steps and the two methods run along them."""
@@ -29,14 +26,17 @@ class KnobPath:
     experiment: str
     paper: str
     dataset: str
-    recipe: knob_recipes.Recipe   # on the recipe's own dataset (the stand-in's, for a stand-in)
+    recipe: knob_recipes.Recipe   # on this dataset
     knobs: tuple[Knob, ...]
     paths: knob_paths.Paths
     methods: tuple[tuple[str, str], ...]   # (run's method: the paper row or the baseline, fair method id)
+    stand_in: str | None = None   # the dataset whose paper recipe this one takes (no paper trains on it)
 
 
 @dataclass(frozen=True)
 class KnobRun:
+    """What one run of a knob experiment trains: a step of a path, for one method (and fold)."""
+
     path: KnobPath
     method: str        # the paper row's method or the baseline
     fair_method: str   # its id in suite.fair
@@ -71,6 +71,9 @@ class KnobSpecs:
                 recipe = recipes.get((paper, source))
                 if recipe is None or (chosen_methods is not None and method not in chosen_methods):
                     continue
+                if source != dataset:  # the stand-in's paper table and suite.fair's run, on this dataset
+                    recipe = replace(recipe, dataset=dataset, paper_run=replace(recipe.paper_run, dataset=dataset),
+                                     fair_run=replace(recipe.fair_run, dataset=dataset))
                 knobs = [k for k in knob_recipes.knobs_of(self, recipe)
                          if chosen_knobs is None or k.name in chosen_knobs]
                 names = [k.name for k in knobs]
@@ -81,7 +84,8 @@ class KnobSpecs:
                     raise ConfigError(f"preset {self.name}.subset.{experiment}.knobs: {paper} on {dataset}: {error}: "
                                       f"choose it too") from None
                 methods = ((recipe.paper_run.method, method), (catalogue.baseline, catalogue.baseline))
-                out.append(KnobPath(experiment, paper, dataset, recipe, tuple(knobs), paths, methods))
+                out.append(KnobPath(experiment, paper, dataset, recipe, tuple(knobs), paths, methods,
+                                    source if source != dataset else None))
         return out
 
     def knob_run_index(self, experiment: str) -> dict[Run, KnobRun]:
@@ -183,7 +187,10 @@ class KnobSpecs:
     # --- the steps' inputs and specs ----------------------------------------------------------
 
     def split_inputs(self, run: Run) -> list[str]:
-        """The fold split file a run trains on (none for a run on the whole training half)."""
+        """The fold split file a run trains on (none for a run on the whole training half: every
+        run outside knob experiments)."""
+        if not self.is_knobs(run.experiment):
+            return []
         fold = self.resolve(run)["data"].get("fold")
         return [fold["splits"]] if fold else []
 
@@ -207,12 +214,19 @@ class KnobSpecs:
         return f"{self.knob_run_of(path, method, fair_method, step, seed).path(self.name)}/metrics.json"
 
     def knob_fold_dirs(self, experiment: str, dataset: str, name: str, seed: int) -> list[str]:
-        """The fold runs whose models a concatenated step joins."""
-        runs = [run for run in self.knob_run_index(experiment)
-                if run.dataset == dataset and run.seed == seed and run.method.rpartition(".fold")[0] == name]
-        if not runs:
+        """The fold runs whose models a concatenated step joins, in fold order."""
+        cache = self.__dict__.setdefault("_knob_fold_dirs", {})
+        if experiment not in cache:
+            joined: dict = {}
+            for run, info in sorted(self.knob_run_index(experiment).items(), key=lambda item: item[1].fold or 0):
+                if info.fold is not None:
+                    key = (run.dataset, run.method.rpartition(".fold")[0], run.seed)
+                    joined.setdefault(key, []).append(run.path(self.name))
+            cache[experiment] = joined
+        found = cache[experiment].get((dataset, name, seed))
+        if not found:
             raise ConfigError(f"preset {self.name} has no fold runs of {experiment}/{dataset}/{name}/seed{seed}")
-        return [run.path(self.name) for run in sorted(runs, key=lambda r: int(r.method.rpartition(".fold")[2]))]
+        return found
 
     def knob_seeds(self, experiment: str) -> list[int]:
         return sorted({run.seed for run in self.knob_run_index(experiment)})
@@ -237,7 +251,7 @@ class KnobSpecs:
         for path in self.knob_paths(experiment):
             source = self.experiments[path.recipe.paper_run.experiment]
             printed = (printed_recall.get(path.methods[0][1], {}).get(path.dataset, [None])[0]
-                       if path.dataset == path.recipe.dataset else None)
+                       if path.stand_in is None else None)
             test_selected = "recall@1" in ((source.get("table") or {}).get("test_selected") or [])
             methods = {}
             for method, fair_method in path.methods:
@@ -249,7 +263,7 @@ class KnobSpecs:
                               if (path.dataset, fair_method) in tuned else None)}
             recipes.append({
                 "paper": path.paper, "dataset": path.dataset, "source": path.recipe.paper_run.experiment,
-                "stand_in": path.recipe.dataset if path.dataset != path.recipe.dataset else None,
+                "stand_in": path.stand_in,
                 "headline": path.methods[0][0], "baseline": path.methods[1][0], "paper_number": printed,
                 "test_selected": test_selected,
                 "knobs": [{"name": k.name, "label": k.label,

@@ -70,6 +70,20 @@ def test_each_one_at_a_time_run_differs_from_its_base_in_its_knobs_settings_alon
     assert checked > 200
 
 
+def test_every_run_of_the_plan_differs_from_its_paper_recipe_in_its_steps_knobs_alone(full):
+    specs = {k.name: k for k in knob_recipes.catalogue(full).knobs}
+    papers: dict = {}
+    for run, info in full.knob_run_index("suite.knobs").items():
+        paper = full.knob_run_of(info.path, info.method, info.fair_method, info.path.paths.paper, run.seed)
+        if paper not in papers:
+            papers[paper] = setting_values(full.resolve(paper))
+        resolved = full.resolve(run)
+        differ = {k for k, v in setting_values(resolved).items() if papers[paper][k] != v}
+        moved = {s for name in info.step.moved for s in specs[name].settings}
+        assert differ <= moved, (run, differ - moved)
+        assert bool(resolved["data"].get("fold")) == ("data" in info.step.moved), run
+
+
 def test_every_path_run_of_full_is_planned_with_five_seeds(full):
     runs = set(full.runs("suite.knobs"))
     assert {r.seed for r in runs} == {0, 1, 2, 3, 4}

@@ -2,7 +2,8 @@
 
 What a finished training keeps (`dmlbench.training.train`, `dmlbench.fair.fold_run`):
 
-  a run of a paper's experiment  model.pt (+ checkpoint.pt with `keep.checkpoint`)
+  a run of a paper's experiment  model.pt (+ checkpoint.pt with `keep.checkpoint`); so is a run of
+                                 suite.knobs, on folds or not (its joining step reads the models)
   a fold training of a search    its records only (+ model.pt with `keep.fold_model`)
   a final fold training          test.npz (+ model.pt with `keep.fold_model`)
 
@@ -45,12 +46,9 @@ def run_bytes(cfg: RunConfig, dataset: str) -> int:
     """What one finished training of resolved settings `cfg` keeps on disk."""
     keep = cfg.keep
     model = model_bytes(json.dumps(dataclasses.asdict(cfg.model), sort_keys=True))
-    fold = cfg.data.get("fold")
-    stage = cfg.run.get("stage")
+    stage = cfg.run.get("stage")  # a fold training of the fair protocol (search or final)
     total = RECORDS_BYTES
-    if not fold:
-        total += model
-    elif keep.fold_model:
+    if stage is None or keep.fold_model:
         total += model
     if stage == "final":
         expected = datasets.get(dataset).expected.images

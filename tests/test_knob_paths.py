@@ -175,6 +175,16 @@ def test_the_paper_epoch_chosen_on_the_test_set_is_read_only_where_epochs_were_s
     assert attribution.step_value(path, {**RECIPE, "test_selected": False}, "paper") == pytest.approx(50.0)
 
 
+@pytest.mark.parametrize("text", ["", '{"metrics": {"recall@1": 0.5', '{"metrics": {}}'])
+def test_a_garbled_step_result_is_named_with_what_to_do(tmp_path, text):
+    from dmlbench.errors import DmlbenchError
+
+    path = tmp_path / "metrics.json"
+    path.write_text(text)
+    with pytest.raises(DmlbenchError, match=r"metrics\.json cannot be read as a step's result .*delete it and rerun"):
+        attribution.step_value(path, RECIPE, "paper")
+
+
 def test_the_landing_line_names_the_knobs_that_close_the_gap():
     gap = {"paper": 4.0, "fair": 1.0, "changes": [{"knob": "batch", "change": -2.5}, {"knob": "data", "change": -0.5},
                                                   {"knob": "evaluation", "change": 0.0}]}

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dmlbench.errors import DmlbenchError
 from dmlbench.fair.intervals import mean_interval
 from dmlbench.io import read_json
 from dmlbench.verdicts import claims
@@ -29,11 +30,15 @@ METRIC = "recall@1"
 
 def step_value(path: Path, recipe: dict, step: str) -> float:
     """Recall@1 (%) of one seed of one step."""
-    data = read_json(path)
-    moved = set(recipe["moved"][step])
-    selected = data.get("test_selected") if recipe["test_selected"] and not moved & {"data", "selection"} else None
-    value = selected[METRIC] if selected and METRIC in selected else data["metrics"][METRIC]
-    return 100.0 * float(value)
+    try:
+        data = read_json(path)
+        moved = set(recipe["moved"][step])
+        selected = data.get("test_selected") if recipe["test_selected"] and not moved & {"data", "selection"} else None
+        value = selected[METRIC] if selected and METRIC in selected else data["metrics"][METRIC]
+        return 100.0 * float(value)
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise DmlbenchError(f"{path} cannot be read as a step's result ({type(error).__name__}: {error}): delete "
+                            f"it and rerun; the step that writes it runs again") from None
 
 
 def interval(values: list[float]) -> tuple[float, float]:

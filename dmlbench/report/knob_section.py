@@ -12,8 +12,7 @@ from dmlbench.report import markdown
 def render(folder: Path, url) -> str:
     """`url(name)`: the link to a file of the experiment's report folder."""
     lines = (folder / "attribution.md").read_text().splitlines()[1:]
-    parts, table, items = [], [], []
-    figures = {path.stem: path for path in sorted((folder / "waterfalls").glob("*.png"))}
+    parts, table, items, title = [], [], [], ""
 
     def flush():
         if items:
@@ -38,21 +37,12 @@ def render(folder: Path, url) -> str:
         if line.startswith("## "):
             title = line[3:]
             parts.append(f"<h4>{html.escape(title)}</h4>")
-            key = _figure_key(title, figures)
-            if key:
-                parts.append(f"<figure><img src='{url('waterfalls/' + figures[key].name)}' "
-                             f"alt='waterfall: {html.escape(title)}'></figure>")
+        elif line.startswith("![waterfall](") and line.endswith(")"):  # knob_tables' figure line
+            name = line[len("![waterfall]("):-1]
+            if (folder / name).exists():
+                parts.append(f"<figure><img src='{url(name)}' alt='waterfall: {html.escape(title)}'></figure>")
         elif line.strip():
             parts.append(f"<p class='note'>{html.escape(line)}</p>")
     flush()
     return "".join(parts)
 
-
-def _figure_key(title: str, figures: dict) -> str | None:
-    """The waterfall of a section "paper: method on Dataset…" (files `<paper>_<dataset>.png`)."""
-    paper = title.split(":")[0]
-    labels = {"CUB": "cub", "Cars196": "cars", "SOP": "sop", "In-Shop": "inshop", "digits": "digits"}
-    after = title.split(" on ", 1)[-1]
-    dataset = next((key for label, key in labels.items() if after.startswith(label)), None)
-    name = f"{paper}_{dataset}"
-    return name if name in figures else None

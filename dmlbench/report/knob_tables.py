@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from dmlbench.data import datasets
 from dmlbench.io import atomic_path, read_json, write_json
 from dmlbench.knobs import attribution
 from dmlbench.plots import waterfall
 
-DATASET_LABELS = {"cub": "CUB", "cars": "Cars196", "sop": "SOP", "inshop": "In-Shop", "digits": "digits"}
 
 
 def _values(recipe: dict, method: dict, seeds: list[int]) -> dict[str, dict[int, float]]:
@@ -40,7 +40,7 @@ def aggregate(spec: dict, output_dir: Path) -> dict:
     sentences: dict[str, list[str]] = {}
     for recipe in spec["recipes"]:
         labels = {k["name"]: k["label"] for k in recipe["knobs"]}
-        dataset = DATASET_LABELS.get(recipe["dataset"], recipe["dataset"])
+        dataset = _label(recipe["dataset"])
         results, values = {}, {}
         for name, method in recipe["methods"].items():
             values[name] = _values(recipe, method, spec["seeds"])
@@ -53,8 +53,9 @@ def aggregate(spec: dict, output_dir: Path) -> dict:
         head, base = recipe["headline"], recipe["baseline"]
         gap = attribution.gaps(recipe, values[head], values[base])
         per_paper.setdefault(recipe["paper"], []).append(gap)
-        source = f" (the {DATASET_LABELS.get(recipe['stand_in'], recipe['stand_in'])} recipe)" if recipe["stand_in"] else ""
+        source = f" (the {_label(recipe['stand_in'])} recipe)" if recipe["stand_in"] else ""
         markdown += [f"## {recipe['paper']}: {recipe['methods'][head]['label']} on {dataset}{source}", "",
+                     f"![waterfall]({recipe['figure']})", "",
                      f"Paper's recipe: {recipe['source']}. Recall@1 in %, changes in points with their paired "
                      f"95 % interval over seeds {spec['seeds']}; p Holm-adjusted over the recipe's knobs.", "",
                      "| method | knob | paper → fair | alone | p (Holm) | cumulative step |",
@@ -111,6 +112,10 @@ def aggregate(spec: dict, output_dir: Path) -> dict:
     write_json(output_dir / "landing.json", {"lines": landing, "significant": summary})
     _write_csv(pd.DataFrame(rows), output_dir / "attribution.csv")  # last: the report's marker
     return {"lines": landing, "significant": summary}
+
+
+def _label(dataset: str) -> str:
+    return datasets.get(dataset).label or dataset
 
 
 def _pair(step: dict) -> tuple[float, float]:

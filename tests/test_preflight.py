@@ -111,6 +111,46 @@ def test_an_injected_failure_is_reported_for_exactly_its_group(tmp_path, jobs, w
     assert table.loc[2, "error"] and "diverged" not in table.loc[2, "error"]
     assert table.loc[1, "run_list"] == " ".join(r.path("smoke") for r in groups[1].runs)
     assert (table.loc[[0, 3], "seconds_per_step"] > 0).all()
+    # groups 1 and 3 share group 0's network: their code paths ran on the small trunk, timed by group 0
+    assert list(table["timed_by"]) == [groups[0].key, groups[0].key, groups[2].key, groups[0].key]
+    assert table.loc[3, "seconds_per_step"] == table.loc[0, "seconds_per_step"]
+    assert table.loc[3, "peak_mb"] == table.loc[0, "peak_mb"]
+
+
+def test_a_group_is_timed_by_the_first_group_of_its_network_shape(full):
+    from dmlbench.preflight.runner import shape_owners
+
+    groups = group_runs(full, full.runs("ms.t2") + full.runs("suite.knobs"))
+    owners = shape_owners(groups)
+    for group in groups:
+        owner = next(g for g in groups if g.key == owners[group.key])
+        assert groups.index(owner) <= groups.index(group)
+        a, b = RunConfig.from_dict(group.cfg), RunConfig.from_dict(owner.cfg)
+        assert (a.model, a.input, a.batch.size, a.performance) == (b.model, b.input, b.batch.size, b.performance)
+    # another batch size or trunk is another shape
+    by_shape = {}
+    for group in groups:
+        cfg = RunConfig.from_dict(group.cfg)
+        by_shape.setdefault((cfg.model.backbone, cfg.model.embedding_dim, cfg.input.crop, cfg.batch.size,
+                             cfg.model.frozen_bn, cfg.performance.bf16, cfg.performance.channels_last), set()).add(
+            owners[group.key])
+    assert all(len(keys) == 1 for keys in by_shape.values())
+    assert len(set(owners.values())) < len(groups)
+
+
+def test_a_light_probe_changes_the_trunk_alone(full, tmp_path):
+    from dmlbench.preflight.probe import LIGHT_TRUNK, probe_config
+
+    cfg = copy.deepcopy(group_runs(full, full.runs("suite.modern"))[0].cfg)  # a ViT …
+    cfg["optimizer"]["layer_decay"], cfg["model"]["frozen_patch_embed"] = 0.75, True  # … with its own settings
+    manifest = tmp_path / "manifest.csv"
+    full_probe = probe_config(cfg, manifest, 64, "cpu")
+    light = probe_config(cfg, manifest, 64, "cpu", light=True)
+    assert light.model.backbone == LIGHT_TRUNK != full_probe.model.backbone
+    assert light.optimizer.layer_decay == 1.0 and not light.model.frozen_patch_embed
+    assert light.model.embedding_dim == full_probe.model.embedding_dim
+    same = dict(model=full_probe.model, optimizer=full_probe.optimizer)
+    assert replace(light, **same) == full_probe  # batch, method, scheme, evaluation: the group's
 
 
 def test_a_killed_preflight_leaves_the_table_and_budget_of_what_it_probed(tmp_path):

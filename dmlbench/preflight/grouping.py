@@ -38,6 +38,16 @@ def code_path(resolved: dict, dataset: str) -> dict:
     }
 
 
+def network_shape(resolved: dict) -> str:
+    """What decides the time and memory of a training step: the network and its trunk-specific
+    settings, the input, the batch size and the numeric settings. Groups of one shape differ
+    only in code the trunk does not see (loss, miner, sampler, scheme, evaluation)."""
+    cfg = RunConfig.from_dict(resolved)
+    return json.dumps({"model": asdict(cfg.model), "input": asdict(cfg.input), "batch": cfg.batch.size,
+                       "performance": asdict(cfg.performance), "layer_decay": cfg.optimizer.layer_decay != 1},
+                      sort_keys=True)
+
+
 @dataclass
 class Group:
     """Runs of one code path; `cfg` and `run` are those of the first, which the preflight runs."""

@@ -30,13 +30,23 @@ class _Interrupted(Exception):
     """Raised after the first epoch's checkpoint: the preflight's kill."""
 
 
+# The trunk of a code-path probe: a group whose network shape an earlier group measures runs its
+# loss, miner, sampler, scheme and evaluation at its real batch on this small network instead.
+LIGHT_TRUNK = "small_cnn"
+
+
 def probe_config(resolved: dict, manifest: Path, image_side: int | None, device: str,
-                 warm_steps: int = 0) -> RunConfig:
+                 warm_steps: int = 0, light: bool = False) -> RunConfig:
     """The group's config, shrunk only where the preflight must: two epochs of 1 + `warm_steps`
     batches, no pretrained weights to download, no loader workers, on a CPU no bf16; with `image_side`, the crop
     becomes that many pixels and the resize and padding scale with it (batch, method and network
-    stay). Its data: the fixture `manifest` (with its fold view where the group has one)."""
+    stay). Its data: the fixture `manifest` (with its fold view where the group has one). `light`:
+    the trunk is `LIGHT_TRUNK` (same embedding size, pooling, BatchNorm and normalisation; no
+    trunk-specific settings), everything else as above."""
     cfg = RunConfig.from_dict(resolved)
+    if light:
+        cfg = replace(cfg, model=replace(cfg.model, backbone=LIGHT_TRUNK, weights=None, frozen_patch_embed=False),
+                      optimizer=replace(cfg.optimizer, layer_decay=1.0))
     data = {"manifest": str(manifest)}
     fold = cfg.data.get("fold")
     if fold:  # the fair protocol's fold view, over the fixture's own split file
@@ -118,11 +128,12 @@ def peak_memory_mb(device: torch.device) -> int:
 
 
 def probe(cfg: dict, dataset: str, workdir: Path, image_side: int | None = None,
-          device: str = "auto", warm_steps: int = 0) -> dict:
+          device: str = "auto", warm_steps: int = 0, light: bool = False) -> dict:
     """Run the group's code path; return status, seconds per step (with `warm_steps`, the mean of
     that many steps after a first one in the epoch after the resume; else that epoch's one step),
     evaluation seconds per image, peak memory and the error (the last line, and the traceback)
-    of a failure."""
+    of a failure. `light` (see `probe_config`): the code path on a small trunk; its timings and
+    memory are the small trunk's, which the runner replaces by its shape's measured ones."""
     started = time.perf_counter()
     result = {"status": "failed", "seconds_per_step": None, "eval_seconds_per_image": None,
               "peak_mb": None, "error": "", "traceback": ""}
@@ -131,7 +142,7 @@ def probe(cfg: dict, dataset: str, workdir: Path, image_side: int | None = None,
     try:
         image_size = (image_side or RunConfig.from_dict(cfg).input.crop) + 8
         manifest = fixture_manifest(dataset, fixture_size(cfg), image_size, workdir.parent / "fixtures")
-        shrunk = probe_config(cfg, manifest, image_side, device, warm_steps)
+        shrunk = probe_config(cfg, manifest, image_side, device, warm_steps, light)
         if cfg["data"].get("store"):  # the decoded-image store path, as the preset runs it
             shrunk = replace(shrunk, data={**shrunk.data, "store": fixture_store(manifest, shrunk.input.resize)})
         cfg = shrunk

@@ -19,8 +19,8 @@ from dmlbench.io import atomic_path, write_json
 from dmlbench.config.plan import Plan
 from dmlbench.preflight import budget, disk
 from dmlbench.data import datasets
-from dmlbench.preflight.grouping import Group, group_runs
-from dmlbench.preflight.probe import probe
+from dmlbench.preflight.grouping import Group, group_runs, network_shape
+from dmlbench.preflight.probe import LIGHT_TRUNK, probe
 from dmlbench.progress import Bar
 from dmlbench.run_config import RunConfig
 from dmlbench.report import markdown
@@ -49,6 +49,9 @@ def features(group: Group) -> set[str]:
             f"sampler:{method.sampler}", "scheme:" + json.dumps(structure(asdict(cfg.scheme)), sort_keys=True),
             f"layout:{datasets.get(run.dataset).evaluation}"}
 
+
+# The image side of a code-path probe (`LIGHT_TRUNK`): its timings are not used.
+LIGHT_SIDE = 32
 
 # A probe's fixed work (its process, model builds, checkpoints, three evaluations) costs about as
 # much as 450 training images at 32 px on a CPU core (measured 2026-11-25): the cost of a group is
@@ -110,10 +113,11 @@ def run(plan: Plan, workdir: Path, output_dir: Path, image_side: int | None, dev
 
     def write(table: pd.DataFrame) -> None:
         done = set(table["group"])
-        for group in groups:
-            if group.key in done and group.key not in projected:
-                projected[group.key] = project_group(plan, group, table.set_index("group").loc[group.key],
-                                                     image_side)
+        rows = table.set_index("group")
+        for group in groups:  # projected once its timings are known (a light group's: its shape's)
+            if group.key in done and group.key not in projected and (
+                    rows.loc[group.key, "status"] != "passed" or pd.notna(rows.loc[group.key, "seconds_per_step"])):
+                projected[group.key] = project_group(plan, group, rows.loc[group.key], image_side)
         _write_table(table, output_dir, plan.name, measured_on, image_side, len(groups) - len(done))
         rows = [row for group in groups for row in projected.get(group.key, [])]
         _write_budget(pd.DataFrame(rows, columns=PROJECTION_COLUMNS), output_dir, measured_on, image_side,
@@ -142,21 +146,49 @@ def default_warm_steps(device: torch.device) -> int:
     return 5 if device.type == "cuda" else 0
 
 
+def shape_owners(groups: list[Group]) -> dict[str, str]:
+    """Each group's key → the key of the first group of its network shape (`network_shape`), which
+    the preflight probes on the real trunk; the others run their code path on `LIGHT_TRUNK` and
+    take that group's seconds per step, evaluation seconds and peak memory."""
+    first: dict[str, str] = {}
+    return {group.key: first.setdefault(network_shape(group.cfg), group.key) for group in groups}
+
+
+TIMINGS = ("seconds_per_step", "eval_seconds_per_image", "peak_mb")
+
+
+def with_shape_timings(rows: dict[str, dict], owners: dict[str, str]) -> dict[str, dict]:
+    """The rows with each light group's timings and memory taken from its shape's probe (none
+    while that probe runs, or when it failed)."""
+    out = {}
+    for key, row in rows.items():
+        owner = rows.get(owners[key])
+        if owners[key] != key and row["status"] == "passed":
+            measured = owner if owner is not None and owner["status"] == "passed" else {}
+            row = {**row, **{name: measured.get(name) for name in TIMINGS}}
+        out[key] = row
+    return out
+
+
 def probe_all(groups: list[Group], workdir: Path, image_side, device: str, preset: str, log=print,
               jobs: int = 1, threads: int | None = None, after_each=None, warm_steps: int = 0) -> pd.DataFrame:
     """One row per group (in the groups' order): its runs, the probe's status, timings, peak
-    memory and error. Up to `jobs` probes run at once, each in a process of its own;
-    `after_each(table)` is called with the rows so far whenever a probe ends."""
+    memory, error and the group whose probe timed it (`timed_by`). Up to `jobs` probes run at
+    once, each in a process of its own; `after_each(table)` is called with the rows so far
+    whenever a probe ends."""
     rows: dict[str, dict] = {}
     waiting = list(groups)
     running: dict[int, tuple] = {}
     order = {group.key: i for i, group in enumerate(groups)}
+    owners = shape_owners(groups)
     bar = Bar(len(groups), "preflight", unit="groups")
     while waiting or running:
         while waiting and len(running) < jobs:
             group = waiting.pop(0)
-            child, result_file = start_probe(group, workdir / "groups" / group.key, image_side, device, threads,
-                                             warm_steps)
+            light = owners[group.key] != group.key
+            child, result_file = start_probe(group, workdir / "groups" / group.key,
+                                             LIGHT_SIDE if light else image_side, device, threads,
+                                             0 if light else warm_steps, light)
             running[child.sentinel] = (child, group, result_file)
         ready = multiprocessing.connection.wait(list(running))
         for sentinel in ready:
@@ -164,22 +196,26 @@ def probe_all(groups: list[Group], workdir: Path, image_side, device: str, prese
             child.join()
             result = probe_result(child, result_file)
             rows[group.key] = {"group": group.key, "code_path": group.label, "runs": len(group.runs),
-                               "run_list": " ".join(r.path(preset) for r in group.runs), **result}
+                               "run_list": " ".join(r.path(preset) for r in group.runs),
+                               "timed_by": owners[group.key], **result}
             shown = (f"{result['seconds_per_step']:.2f} s/step, {result['peak_mb']} MB"
                      if result["status"] == "passed" else result["error"])
+            if owners[group.key] != group.key and result["status"] == "passed":
+                shown = f"code path on {LIGHT_TRUNK}; timed by {owners[group.key]}"
             log(f"[{len(rows)}/{len(groups)}] {result['status']}: {group.label} ({len(group.runs)} runs): {shown}")
             bar.update()
             if after_each:
-                after_each(_frame(rows, order))
+                after_each(_frame(with_shape_timings(rows, owners), order))
     bar.close()
-    return _frame(rows, order)
+    return _frame(with_shape_timings(rows, owners), order)
 
 
 def _frame(rows: dict[str, dict], order: dict[str, int]) -> pd.DataFrame:
     return pd.DataFrame(sorted(rows.values(), key=lambda row: order[row["group"]]))
 
 
-def start_probe(group: Group, workdir: Path, image_side, device: str, threads: int | None, warm_steps: int = 0):
+def start_probe(group: Group, workdir: Path, image_side, device: str, threads: int | None, warm_steps: int = 0,
+                light: bool = False):
     """Start `probe` in a process of its own: its peak memory is its own, and a crash (a
     segfault, the kernel's out-of-memory kill) is a failure of this group, not of the preflight.
     Forked from a fork server that has imported the probe once and run nothing (forking a
@@ -191,7 +227,7 @@ def start_probe(group: Group, workdir: Path, image_side, device: str, threads: i
     context.set_forkserver_preload(["dmlbench.preflight.probe"])
     child = context.Process(target=_probe_to_file,
                             args=(group.cfg, group.run.dataset, workdir, image_side, device, result_file, threads,
-                                  warm_steps, os.getpid()))
+                                  warm_steps, light, os.getpid()))
     child.start()
     return child, result_file
 
@@ -205,11 +241,12 @@ def probe_result(child, result_file: Path) -> dict:
             "traceback": "", "seconds": None}
 
 
-def _probe_to_file(cfg, dataset, workdir, image_side, device, result_file, threads, warm_steps, owner) -> None:
+def _probe_to_file(cfg, dataset, workdir, image_side, device, result_file, threads, warm_steps, light,
+                   owner) -> None:
     end_with(owner)  # a stopped or killed preflight leaves no probe running
     if threads:
         torch.set_num_threads(threads)
-    write_json(result_file, probe(cfg, dataset, workdir, image_side, device, warm_steps))
+    write_json(result_file, probe(cfg, dataset, workdir, image_side, device, warm_steps, light))
 
 
 PROJECTION_COLUMNS = ["experiment", "run", "group", "steps", "hours", "results_gb"]
@@ -244,11 +281,17 @@ def _write_table(table: pd.DataFrame, output_dir: Path, preset: str, measured_on
     lines = [f"# Preflight of preset `{preset}`", "",
              f"Measured on {measured_on}" + (f", image side {image_side} px (batch, method and "
                                              f"network as planned)" if image_side else "") + ".", "",
-             *_incomplete(left), "| group | code path | runs | status | s/step | peak MB | error |", "|---|---|---|---|---|---|---|"]
+             f"A group whose network shape (trunk, input, batch size, precision) an earlier group has "
+             f"ran its code path on {LIGHT_TRUNK} at {LIGHT_SIDE} px; its s/step and peak memory are "
+             f"those of the group that timed it.", "",
+             *_incomplete(left), "| group | code path | runs | status | s/step | peak MB | timed by | error |",
+             "|---|---|---|---|---|---|---|---|"]
     for row in table.itertuples():
-        step = f"{row.seconds_per_step:.3f}" if row.status == "passed" else ""
-        peak = f"{row.peak_mb}" if row.status == "passed" else ""
-        lines.append(markdown.row([row.group, row.code_path, row.runs, row.status, step, peak, row.error]))
+        timed = row.status == "passed" and pd.notna(row.seconds_per_step)
+        step = f"{row.seconds_per_step:.3f}" if timed else ""
+        peak = f"{row.peak_mb:.0f}" if timed else ""
+        lines.append(markdown.row([row.group, row.code_path, row.runs, row.status, step, peak,
+                                   "" if row.timed_by == row.group else row.timed_by, row.error]))
     with atomic_path(output_dir / "preflight.md") as tmp:
         tmp.write_text("\n".join(lines) + "\n")
 

@@ -88,6 +88,10 @@ def markdown(results: dict) -> str:
         f = results["workflow_fair"]
         lines.append(f"- suite.fair alone (no target: every fold, trial and final run is a job): "
                      f"{f['median_s']:.1f} s for {f['jobs']} jobs")
+    if "workflow_knobs" in results:
+        k = results["workflow_knobs"]
+        lines.append(f"- suite.knobs alone (no target: every step of every path is a run): "
+                     f"{k['median_s']:.1f} s for {k['jobs']} jobs")
     lines += ["",
               f"## Training step ({results['training']['gpu']})", "",
               "| device | backbone | px | setting | img/s |", "|---|---|---|---|---|"]
@@ -141,6 +145,7 @@ def main(argv=None) -> None:
     results["workflow"] = workflow.run(repeats=1 if tiny else 3)
     if not tiny:
         results["workflow_fair"] = workflow.run(repeats=1, experiments=["suite.fair"], what="suite.fair")
+        results["workflow_knobs"] = workflow.run(repeats=1, experiments=["suite.knobs"], what="suite.knobs")
     results["training"] = training.run(steps=1 if tiny else 5)
     results["gpu_feed"] = gpu_feed.run(steps=3 if tiny else 20,
                                        configs=gpu_feed.CONFIGS[:1] if tiny else gpu_feed.CONFIGS)

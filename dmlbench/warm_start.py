@@ -39,7 +39,10 @@ PRELOAD = ("torch", "torch._dynamo", "dmlbench.training.train", "dmlbench.fair.f
            "dmlbench.evaluation.evaluate_run", "dmlbench.knobs.concatenate", "dmlbench.report.knob_tables",
            "dmlbench.evaluation.reference", "dmlbench.fair.summary", "dmlbench.report.aggregate",
            "dmlbench.analysis", "dmlbench.report.fair_tables", "dmlbench.report.index",
-           "dmlbench.verdicts.certificate")
+           "dmlbench.verdicts.certificate", "dmlbench.models.embedding", "dmlbench.methods",
+           "torchvision.transforms", "PIL.Image", "pyarrow.parquet")
+# imported when present (optional extras): each training step would otherwise import them itself
+OPTIONAL_PRELOAD = ("torch.utils.tensorboard",)
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
@@ -161,6 +164,11 @@ def serve(path: Path, owner: int) -> None:
     os.replace(str(path) + ".tmp", path)  # the socket appears once it accepts connections:
     for module in PRELOAD:  # the run goes on meanwhile; a job arriving early waits for the imports
         importlib.import_module(module)
+    for module in OPTIONAL_PRELOAD:
+        try:
+            importlib.import_module(module)
+        except ImportError:  # the step says what is missing when it needs it
+            pass
     jobs: list[_Job] = []
     try:
         while True:

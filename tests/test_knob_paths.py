@@ -194,3 +194,18 @@ def test_the_landing_line_names_the_knobs_that_close_the_gap():
                            "batch size (2.5), data trained on (0.5)")
     assert "no gap" in attribution.landing_line("ms", "c", "MS", [{**gap, "paper": -1.0}], {})
     assert not math.isnan(gap["paper"])
+
+
+def test_digits_takes_the_cub_recipe_where_a_preset_names_it():
+    demo = Plan.load(CONFIG_DIR, {"preset": "demo", "experiments": ["suite.knobs"],
+                                  "subset": {"suite.knobs": {"datasets": ["cub", "digits"]}}})
+    by_dataset = {p.dataset: p for p in demo.knob_paths("suite.knobs")}
+    assert by_dataset["digits"].stand_in == "cub" and by_dataset["cub"].stand_in is None
+    assert by_dataset["digits"].paper == by_dataset["cub"].paper
+    assert [s.moved for s in by_dataset["digits"].paths.steps] == [s.moved for s in by_dataset["cub"].paths.steps]
+    runs = demo.runs("suite.knobs")
+    digits, cub = ({r.method: r for r in runs if r.dataset == d and r.seed == 0} for d in ("digits", "cub"))
+    assert digits.keys() == cub.keys()
+    for name in digits:  # the method is the CUB paper row's; the data are digits'
+        a, b = demo.resolve(digits[name]), demo.resolve(cub[name])
+        assert a["method"] == b["method"] and a["data"]["manifest"] != b["data"]["manifest"]

@@ -50,6 +50,12 @@ def features(group: Group) -> set[str]:
             f"layout:{datasets.get(run.dataset).evaluation}"}
 
 
+# What the fork server imports once: the probe and what a training imports on its way (torch's
+# compiler stack at the optimiser's creation, about 3 s a process here; torchvision's transforms,
+# TensorBoard); a module that is not installed is skipped.
+PROBE_PRELOAD = ["dmlbench.preflight.probe", "torch._dynamo", "torchvision.transforms", "dmlbench.models.embedding",
+                 "dmlbench.methods", "PIL.Image", "torch.utils.tensorboard"]
+
 # The image side of a code-path probe (`LIGHT_TRUNK`): its timings are not used.
 LIGHT_SIDE = 32
 
@@ -224,7 +230,7 @@ def start_probe(group: Group, workdir: Path, image_side, device: str, threads: i
     result_file = workdir / "result.json"
     result_file.unlink(missing_ok=True)
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["dmlbench.preflight.probe"])
+    context.set_forkserver_preload(PROBE_PRELOAD)
     child = context.Process(target=_probe_to_file,
                             args=(group.cfg, group.run.dataset, workdir, image_side, device, result_file, threads,
                                   warm_steps, light, os.getpid()))

@@ -13,15 +13,16 @@ import threading
 PR_SET_PDEATHSIG = 1
 
 
-def die_with_parent(parent: int | None = None) -> None:
-    """Called in the child (before exec, or first in a worker): SIGKILL when the parent ends.
-    `parent`, the pid of the process that started the child: if it has already ended, end now."""
+def die_with_parent(parent: int | None = None, signum: int = signal.SIGKILL) -> None:
+    """Called in the child (before exec, or first in a worker): `signum` (SIGKILL unless the child
+    handles another to tidy up) when the parent ends. `parent`, the pid of the process that
+    started the child: if it has already ended, the signal comes now."""
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signum)
     except (OSError, AttributeError):
         return
     if parent is not None and os.getppid() != parent:
-        os.kill(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), signum)
 
 
 def end_with(owner: int) -> None:

@@ -103,10 +103,19 @@ def stop(server: subprocess.Popen, path: Path | None = None) -> None:
     except subprocess.TimeoutExpired:
         server.kill()
         server.wait()
+    remove_socket(path)
+
+
+def remove_socket(path: Path) -> None:
+    """Remove the server's socket and its folder (by the workflow's `stop`, or by the server
+    itself when its owner ended without stopping it)."""
     if path.name == "socket":
         path.unlink(missing_ok=True)
         Path(str(path) + ".tmp").unlink(missing_ok=True)
-        path.parent.rmdir()
+        try:
+            path.parent.rmdir()
+        except FileNotFoundError:  # the other side removed it first
+            pass
 
 
 # --- the job's side -----------------------------------------------------------------------------
@@ -156,21 +165,21 @@ def serve(path: Path, owner: int) -> None:
 
     from dmlbench.children import die_with_parent
 
-    die_with_parent(owner)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(path) + ".tmp")
-    listener.listen(64)
-    os.replace(str(path) + ".tmp", path)  # the socket appears once it accepts connections:
-    for module in PRELOAD:  # the run goes on meanwhile; a job arriving early waits for the imports
-        importlib.import_module(module)
-    for module in OPTIONAL_PRELOAD:
-        try:
-            importlib.import_module(module)
-        except ImportError:  # the step says what is missing when it needs it
-            pass
+    die_with_parent(owner, signal.SIGTERM)  # a killed Snakemake: the server still tidies up below
     jobs: list[_Job] = []
     try:
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(str(path) + ".tmp")
+        listener.listen(64)
+        os.replace(str(path) + ".tmp", path)  # the socket appears once it accepts connections:
+        for module in PRELOAD:  # the run goes on meanwhile; a job arriving early waits for the imports
+            importlib.import_module(module)
+        for module in OPTIONAL_PRELOAD:
+            try:
+                importlib.import_module(module)
+            except ImportError:  # the step says what is missing when it needs it
+                pass
         while True:
             connections = {job.connection: job for job in jobs if job.connection}
             ended = {job.pidfd: job for job in jobs}
@@ -185,6 +194,7 @@ def serve(path: Path, owner: int) -> None:
     finally:
         for job in jobs:
             _kill(job.pid)
+        remove_socket(path)
 
 
 def _fork(listener: socket.socket, jobs: list[_Job]) -> _Job:

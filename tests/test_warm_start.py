@@ -99,16 +99,19 @@ def test_a_killed_job_takes_its_child_with_it_and_stop_leaves_nothing(server, tm
     assert warm_start.VARIABLE not in os.environ
 
 
-def test_the_server_ends_with_the_process_that_started_it(tmp_path):
+def test_the_server_ends_with_the_process_that_started_it_and_removes_its_socket(tmp_path):
     code = ("import os, sys, time; sys.path.insert(0, sys.argv[1]); from dmlbench import warm_start;"
-            "server = warm_start.start(); print(server.pid, flush=True); time.sleep(600)")
+            "server = warm_start.start(); print(server.pid, os.environ[warm_start.VARIABLE], flush=True);"
+            "time.sleep(600)")
     owner = start([sys.executable, "-c", code, str(REPO)], stdout=subprocess.PIPE, text=True, env=python_env())
     try:
-        pid = int(owner.stdout.readline())
-        os.kill(owner.pid, signal.SIGKILL)
+        pid, socket_path = owner.stdout.readline().split()
+        assert Path(socket_path).exists()
+        os.kill(owner.pid, signal.SIGKILL)  # as a killed Snakemake: no onerror, no stop
         owner.wait(timeout=30)
         wait_until(lambda: not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2],
                    what="the server ended with its owner")
+        wait_until(lambda: not Path(socket_path).parent.exists(), what="the server removed its socket's folder")
     finally:
         stop(owner)
 

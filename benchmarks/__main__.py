@@ -112,8 +112,10 @@ def markdown(results: dict) -> str:
     p = results["preflight"]
     lines += ["", f"## Preflight per group — {p['device']}", "",
               f"{p['groups']} group(s) of {p['experiments']} ({p['image_side']}): {p['seconds']:.1f} s, "
-              f"{p['seconds'] / max(p['groups'], 1):.1f} s per group (all {p['full_groups']} groups of `full` "
-              f"at this rate: {p['full_minutes']:.1f} min; target on one GPU ≤ 10 min: "
+              f"{p['seconds_per_trunk_probe']:.1f} s a probe on its trunk, "
+              f"{p['seconds_per_code_path_probe'] or 0:.1f} s a code path on the small trunk (all "
+              f"{p['full_groups']} groups of `full`, {p['full_shapes']} network shapes, at these rates: "
+              f"{p['full_minutes']:.1f} min; target on one GPU ≤ 10 min: "
               f"{_target(p['full_minutes'] <= 10) if p['cuda'] else 'unmeasured (no GPU)'})."]
     b = results["budget"]
     lines += ["", "## Compute budget against a real run (target: projection within ±15 %)", "",

@@ -1,5 +1,7 @@
-"""Seconds per preflight group: the preflight of `full`'s ms.t2 groups (BN-Inception at its real
-input size on a GPU; at 64 px on a CPU), projected to all of `full`'s groups at that rate."""
+"""Seconds per preflight group: the preflight of `full`'s ms.t2 and dro.t1 groups (BN-Inception at
+its real input size on a GPU; at 64 px on a CPU), the first of each network shape on its trunk,
+the others' code paths on the small trunk; projected to all of `full`'s groups, each kind at its
+measured mean, run as the preflight runs them (two at a time on this CPU, one on a GPU)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import pandas as pd
 import torch
 
 from dmlbench.config.plan import Plan
@@ -14,7 +17,7 @@ from dmlbench.preflight import runner
 from dmlbench.preflight.grouping import group_runs
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "workflow" / "config"
-EXPERIMENTS = ["ms.t2"]
+EXPERIMENTS = ["ms.t2", "dro.t1"]
 
 
 def run(experiments=EXPERIMENTS) -> dict:
@@ -26,14 +29,21 @@ def run(experiments=EXPERIMENTS) -> dict:
         passed = runner.run(plan, Path(tmp) / "work", Path(tmp) / "out", image_side, "auto", 8,
                             log=lambda m: None)
         seconds = time.perf_counter() - started
-    groups = len(group_runs(plan))
-    full_groups = len(group_runs(Plan.load(CONFIG_DIR, {"preset": "full"})))
-    row = {"experiments": ", ".join(experiments), "groups": groups, "seconds": seconds, "passed": passed,
+        table = pd.read_csv(Path(tmp) / "out" / "preflight.csv")
+    light = table["timed_by"] != table["group"]
+    full_owners = runner.shape_owners(group_runs(Plan.load(CONFIG_DIR, {"preset": "full"})))
+    shapes = len(set(full_owners.values()))
+    at_once = runner.parallel_probes(torch.device("cuda" if cuda else "cpu"))
+    per_full, per_light = table.loc[~light, "seconds"].mean(), table.loc[light, "seconds"].mean()
+    projected = (shapes * per_full + (len(full_owners) - shapes) * (per_light if light.any() else per_full)) / at_once
+    row = {"experiments": ", ".join(experiments), "groups": len(table), "seconds": seconds, "passed": passed,
            "image_side": "real input sizes" if cuda else f"{image_side}-px crops", "cuda": cuda,
-           "device": torch.cuda.get_device_name(0) if cuda else "CPU (no GPU)", "full_groups": full_groups,
-           "full_minutes": seconds / groups * full_groups / 60}
-    print(f"preflight: {groups} group(s) in {seconds:.1f} s; {full_groups} groups at this rate "
-          f"{row['full_minutes']:.1f} min", flush=True)
+           "device": torch.cuda.get_device_name(0) if cuda else "CPU (no GPU)", "full_groups": len(full_owners),
+           "full_shapes": shapes, "seconds_per_trunk_probe": per_full,
+           "seconds_per_code_path_probe": per_light if light.any() else None, "full_minutes": projected / 60}
+    print(f"preflight: {len(table)} group(s) in {seconds:.1f} s ({per_full:.1f} s a probe on its trunk, "
+          f"{row['seconds_per_code_path_probe'] or 0:.1f} s on the small one); {len(full_owners)} groups "
+          f"({shapes} shapes) at these rates {row['full_minutes']:.1f} min", flush=True)
     return row
 
 

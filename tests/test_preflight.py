@@ -261,3 +261,30 @@ def test_the_budget_lists_each_experiments_results_disk_beside_its_hours(full, t
         line = next(l for l in text.splitlines() if l.startswith(f"| {experiment} |"))
         gb = projection.loc[projection["experiment"] == experiment, "results_gb"].sum()
         assert line.rstrip(" |").endswith(f"{gb:.1f}") and gb > 0
+
+
+def test_a_fold_fixture_keeps_half_a_batch_in_every_category(full):
+    """The hard and category samplers draw half a batch from one category: on folds (suite.knobs,
+    suite.fair) the fixture's training fold must still hold that many images of each category
+    (SOP's fixture: class c in category (c − 1) mod 12, the folds contiguous runs of classes)."""
+    import numpy as np
+
+    from dmlbench.preflight.probe import FIXTURE_GROUPS, fixture_size
+
+    checked = set()
+    for group in group_runs(full, full.runs("suite.knobs")):
+        cfg = group.typed
+        fold = cfg.data.get("fold")
+        if not fold or cfg.method.sampler not in ("hard", "category_pairs") or group.run.dataset != "sop":
+            continue
+        size = fixture_size(group.cfg)
+        key = (cfg.batch.size, cfg.batch.per_class, fold["of"], cfg.method.sampler)
+        if key in checked:
+            continue
+        checked.add(key)
+        train = np.arange(1, size["n_classes"] // 2 + 1)
+        for held_out in np.array_split(train, fold["of"]):
+            kept = np.setdiff1d(train, held_out)
+            per_category = np.bincount((kept - 1) % FIXTURE_GROUPS, minlength=FIXTURE_GROUPS) * size["per_class"]
+            assert per_category.min() >= cfg.batch.size / 2, (group.label, key, per_category)
+    assert checked  # fastap's hard sampler on SOP folds

@@ -78,7 +78,8 @@ FIXTURE_GROUPS = 12  # at most this many categories (SOP's 12) or vehicle-model 
 
 def fixture_size(resolved: dict) -> dict:
     """A fixture large enough for one batch of the group's composition: classes for B / I, and
-    for the category and vehicle-model samplers half a batch within every category."""
+    for the category and vehicle-model samplers half a batch within every category; on a fold,
+    within what the fold trains on."""
     cfg = RunConfig.from_dict(resolved)
     batch, per_class = cfg.batch.size, cfg.batch.per_class
     images = max(per_class + 1, 6)
@@ -87,7 +88,10 @@ def fixture_size(resolved: dict) -> dict:
     if fold:  # a fold trains on (folds − 1) of `folds` parts of the training classes
         train_classes = max(math.ceil(train_classes * fold["of"] / (fold["of"] - 1)) + fold["of"], 2 * fold["of"])
     if cfg.method.sampler in ("category_pairs", "vehicleid", "hard"):
-        train_classes = max(train_classes, FIXTURE_GROUPS * (math.ceil(batch / 2 / images) + 1))
+        per_group = math.ceil(batch / 2 / images) + 1  # classes of each category, one to spare
+        if fold:  # a held-out fold takes a run of classes: up to one more than its share of each category
+            per_group = math.ceil((per_group + 1) * fold["of"] / (fold["of"] - 1))
+        train_classes = max(train_classes, FIXTURE_GROUPS * per_group)
     return {"n_classes": 2 * train_classes, "per_class": images}
 
 

@@ -20,6 +20,7 @@ half-way. Set `DMLBENCH_WARM_START=off` to run every job cold.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import select
@@ -175,11 +176,9 @@ def serve(path: Path, owner: int) -> None:
         os.replace(str(path) + ".tmp", path)  # the socket appears once it accepts connections:
         for module in PRELOAD:  # the run goes on meanwhile; a job arriving early waits for the imports
             importlib.import_module(module)
-        for module in OPTIONAL_PRELOAD:
-            try:
+        for module in OPTIONAL_PRELOAD:  # a step says what is missing when it needs it
+            with contextlib.suppress(ImportError):
                 importlib.import_module(module)
-            except ImportError:  # the step says what is missing when it needs it
-                pass
         while True:
             connections = {job.connection: job for job in jobs if job.connection}
             ended = {job.pidfd: job for job in jobs}

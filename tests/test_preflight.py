@@ -118,7 +118,7 @@ def test_an_injected_failure_is_reported_for_exactly_its_group(tmp_path, jobs, w
 
 
 def test_a_group_is_timed_by_the_first_group_of_its_network_shape(full):
-    from dmlbench.preflight.runner import shape_owners
+    from dmlbench.preflight.grouping import shape_owners
 
     groups = group_runs(full, full.runs("ms.t2") + full.runs("suite.knobs"))
     owners = shape_owners(groups)

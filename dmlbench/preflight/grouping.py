@@ -82,3 +82,27 @@ def group_runs(plan: Plan, runs: list[Run] | None = None) -> list[Group]:
         key = hashlib.sha256(text.encode()).hexdigest()[:10]
         groups.setdefault(key, Group(key, run, cfg)).runs.append(run)
     return list(groups.values())
+
+
+def shape_owners(groups: list[Group]) -> dict[str, str]:
+    """Each group's key → the key of the first group of its network shape (`network_shape`), which
+    the preflight probes on the real trunk; the others run their code path on the small trunk
+    (`probe.LIGHT_TRUNK`) and take that group's seconds per step, evaluation seconds and peak memory."""
+    first: dict[str, str] = {}
+    return {group.key: first.setdefault(network_shape(group.cfg), group.key) for group in groups}
+
+
+TIMINGS = ("seconds_per_step", "eval_seconds_per_image", "peak_mb")
+
+
+def with_shape_timings(rows: dict[str, dict], owners: dict[str, str]) -> dict[str, dict]:
+    """The rows with each light group's timings and memory taken from its shape's probe (none
+    while that probe runs, or when it failed)."""
+    out = {}
+    for key, row in rows.items():
+        owner = rows.get(owners[key])
+        if owners[key] != key and row["status"] == "passed":
+            measured = owner if owner is not None and owner["status"] == "passed" else {}
+            row = {**row, **{name: measured.get(name) for name in TIMINGS}}
+        out[key] = row
+    return out

@@ -33,6 +33,7 @@ class _Interrupted(Exception):
 # The trunk of a code-path probe: a group whose network shape an earlier group measures runs its
 # loss, miner, sampler, scheme and evaluation at its real batch on this small network instead.
 LIGHT_TRUNK = "small_cnn"
+LIGHT_SIDE = 32  # its image side (its timings are not used)
 
 
 def probe_config(resolved: dict, manifest: Path, image_side: int | None, device: str,

@@ -19,8 +19,8 @@ from dmlbench.io import atomic_path, write_json
 from dmlbench.config.plan import Plan
 from dmlbench.preflight import budget, disk
 from dmlbench.data import datasets
-from dmlbench.preflight.grouping import Group, group_runs, network_shape
-from dmlbench.preflight.probe import LIGHT_TRUNK, probe
+from dmlbench.preflight.grouping import Group, group_runs, shape_owners, with_shape_timings
+from dmlbench.preflight.probe import LIGHT_SIDE, LIGHT_TRUNK, probe
 from dmlbench.progress import Bar
 from dmlbench.run_config import RunConfig
 from dmlbench.report import markdown
@@ -55,9 +55,6 @@ def features(group: Group) -> set[str]:
 # TensorBoard); a module that is not installed is skipped.
 PROBE_PRELOAD = ["dmlbench.preflight.probe", "torch._dynamo", "torchvision.transforms", "dmlbench.models.embedding",
                  "dmlbench.methods", "PIL.Image", "torch.utils.tensorboard"]
-
-# The image side of a code-path probe (`LIGHT_TRUNK`): its timings are not used.
-LIGHT_SIDE = 32
 
 # A probe's fixed work (its process, model builds, checkpoints, three evaluations) costs about as
 # much as 450 training images at 32 px on a CPU core (measured 2026-11-25): the cost of a group is
@@ -150,30 +147,6 @@ def default_warm_steps(device: torch.device) -> int:
     """Timed steps per probe: 5 warm steps on a GPU (what the budget needs, seconds there); none
     on a CPU, where the preflight checks code paths and each step of a large batch takes seconds."""
     return 5 if device.type == "cuda" else 0
-
-
-def shape_owners(groups: list[Group]) -> dict[str, str]:
-    """Each group's key → the key of the first group of its network shape (`network_shape`), which
-    the preflight probes on the real trunk; the others run their code path on `LIGHT_TRUNK` and
-    take that group's seconds per step, evaluation seconds and peak memory."""
-    first: dict[str, str] = {}
-    return {group.key: first.setdefault(network_shape(group.cfg), group.key) for group in groups}
-
-
-TIMINGS = ("seconds_per_step", "eval_seconds_per_image", "peak_mb")
-
-
-def with_shape_timings(rows: dict[str, dict], owners: dict[str, str]) -> dict[str, dict]:
-    """The rows with each light group's timings and memory taken from its shape's probe (none
-    while that probe runs, or when it failed)."""
-    out = {}
-    for key, row in rows.items():
-        owner = rows.get(owners[key])
-        if owners[key] != key and row["status"] == "passed":
-            measured = owner if owner is not None and owner["status"] == "passed" else {}
-            row = {**row, **{name: measured.get(name) for name in TIMINGS}}
-        out[key] = row
-    return out
 
 
 def probe_all(groups: list[Group], workdir: Path, image_side, device: str, preset: str, log=print,

@@ -32,18 +32,17 @@ import tempfile
 import time
 from pathlib import Path
 
+from dmlbench import training
+
 VARIABLE = "DMLBENCH_WARM_START"
 # the steps that start torch, pandas, scipy or matplotlib for seconds of work, and what they import
 COMMANDS = ("train", "fair-train", "evaluate", "reference", "fair-summary", "aggregate", "analyse",
             "fair-aggregate", "knob-concatenate", "knob-aggregate", "verdict", "report", "results-table")
-PRELOAD = ("torch", "torch._dynamo", "dmlbench.training.train", "dmlbench.fair.fold_run",
-           "dmlbench.evaluation.evaluate_run", "dmlbench.knobs.concatenate", "dmlbench.report.knob_tables",
-           "dmlbench.evaluation.reference", "dmlbench.fair.summary", "dmlbench.report.aggregate",
-           "dmlbench.analysis", "dmlbench.report.fair_tables", "dmlbench.report.index",
-           "dmlbench.verdicts.certificate", "dmlbench.models.embedding", "dmlbench.methods",
-           "torchvision.transforms", "PIL.Image", "pyarrow.parquet")
-# imported when present (optional extras): each training step would otherwise import them itself
-OPTIONAL_PRELOAD = ("torch.utils.tensorboard",)
+PRELOAD = ("torch.utils.tensorboard",)
+PRELOAD = ("torch", "dmlbench.training.train", "dmlbench.fair.fold_run", "dmlbench.evaluation.evaluate_run",
+           "dmlbench.knobs.concatenate", "dmlbench.report.knob_tables", "dmlbench.evaluation.reference",
+           "dmlbench.fair.summary", "dmlbench.report.aggregate", "dmlbench.analysis", "dmlbench.report.fair_tables",
+           "dmlbench.report.index", "dmlbench.verdicts.certificate", *training.IMPORTS)
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
@@ -176,7 +175,7 @@ def serve(path: Path, owner: int) -> None:
         os.replace(str(path) + ".tmp", path)  # the socket appears once it accepts connections:
         for module in PRELOAD:  # the run goes on meanwhile; a job arriving early waits for the imports
             importlib.import_module(module)
-        for module in OPTIONAL_PRELOAD:  # a step says what is missing when it needs it
+        for module in training.OPTIONAL_IMPORTS:  # a step says what is missing when it needs it
             with contextlib.suppress(ImportError):
                 importlib.import_module(module)
         while True:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from dmlbench import environment
+from dmlbench import environment, training
 from dmlbench.children import end_with
 from dmlbench.io import atomic_path, write_json
 from dmlbench.config.plan import Plan
@@ -51,10 +51,8 @@ def features(group: Group) -> set[str]:
 
 
 # What the fork server imports once: the probe and what a training imports on its way (torch's
-# compiler stack at the optimiser's creation, about 3 s a process here; torchvision's transforms,
-# TensorBoard); a module that is not installed is skipped.
-PROBE_PRELOAD = ["dmlbench.preflight.probe", "torch._dynamo", "torchvision.transforms", "dmlbench.models.embedding",
-                 "dmlbench.methods", "PIL.Image", "torch.utils.tensorboard"]
+# compiler stack alone took about 3 s a probe); a module that is not installed is skipped.
+PROBE_PRELOAD = ["dmlbench.preflight.probe", *training.IMPORTS, *training.OPTIONAL_IMPORTS]
 
 # A probe's fixed work (its process, model builds, checkpoints, three evaluations) costs about as
 # much as 450 training images at 32 px on a CPU core (measured 2026-11-25): the cost of a group is
@@ -116,11 +114,11 @@ def run(plan: Plan, workdir: Path, output_dir: Path, image_side: int | None, dev
 
     def write(table: pd.DataFrame) -> None:
         done = set(table["group"])
-        rows = table.set_index("group")
+        by_group = table.set_index("group")
         for group in groups:  # projected once its timings are known (a light group's: its shape's)
             if group.key in done and group.key not in projected and (
-                    rows.loc[group.key, "status"] != "passed" or pd.notna(rows.loc[group.key, "seconds_per_step"])):
-                projected[group.key] = project_group(plan, group, rows.loc[group.key], image_side)
+                    by_group.loc[group.key, "status"] != "passed" or pd.notna(by_group.loc[group.key, "seconds_per_step"])):
+                projected[group.key] = project_group(plan, group, by_group.loc[group.key], image_side)
         _write_table(table, output_dir, plan.name, measured_on, image_side, len(groups) - len(done))
         rows = [row for group in groups for row in projected.get(group.key, [])]
         _write_budget(pd.DataFrame(rows, columns=PROJECTION_COLUMNS), output_dir, measured_on, image_side,

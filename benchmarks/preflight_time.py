@@ -31,7 +31,7 @@ def run(experiments=EXPERIMENTS) -> dict:
         seconds = time.perf_counter() - started
         table = pd.read_csv(Path(tmp) / "out" / "preflight.csv")
     light = table["timed_by"] != table["group"]
-    full_owners = shape_owners(group_runs(Plan.load(CONFIG_DIR, {"preset": "full"})))
+    full_owners = shape_owners(group_runs(Plan.load(CONFIG_DIR, {"preset": "full"})), image_side)
     shapes = len(set(full_owners.values()))
     at_once = runner.parallel_probes(torch.device("cuda" if cuda else "cpu"))
     per_full, per_light = table.loc[~light, "seconds"].mean(), table.loc[light, "seconds"].mean()

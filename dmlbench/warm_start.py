@@ -38,7 +38,6 @@ VARIABLE = "DMLBENCH_WARM_START"
 # the steps that start torch, pandas, scipy or matplotlib for seconds of work, and what they import
 COMMANDS = ("train", "fair-train", "evaluate", "reference", "fair-summary", "aggregate", "analyse",
             "fair-aggregate", "knob-concatenate", "knob-aggregate", "verdict", "report", "results-table")
-PRELOAD = ("torch.utils.tensorboard",)
 PRELOAD = ("torch", "dmlbench.training.train", "dmlbench.fair.fold_run", "dmlbench.evaluation.evaluate_run",
            "dmlbench.knobs.concatenate", "dmlbench.report.knob_tables", "dmlbench.evaluation.reference",
            "dmlbench.fair.summary", "dmlbench.report.aggregate", "dmlbench.analysis", "dmlbench.report.fair_tables",

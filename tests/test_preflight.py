@@ -117,25 +117,67 @@ def test_an_injected_failure_is_reported_for_exactly_its_group(tmp_path, jobs, w
     assert table.loc[3, "peak_mb"] == table.loc[0, "peak_mb"]
 
 
-def test_a_group_is_timed_by_the_first_group_of_its_network_shape(full):
+@pytest.mark.parametrize("image_side", [64, None])
+def test_a_group_is_timed_by_the_first_group_of_its_network_shape(full, image_side):
     from dmlbench.preflight.grouping import shape_owners
 
-    groups = group_runs(full, full.runs("ms.t2") + full.runs("suite.knobs"))
-    owners = shape_owners(groups)
+    groups = group_runs(full, full.runs("ms.t2") + full.runs("suite.knobs") + full.runs("suite.modern"))
+    owners = shape_owners(groups, image_side)
+
+    def trunk_work(group):  # what the trunk computes: at one image side for all, the crop is not in it
+        cfg = RunConfig.from_dict(group.cfg)
+        size = (cfg.input.crop, cfg.input.resize) if image_side is None else ()
+        return (cfg.model.backbone, cfg.model.frozen_bn, cfg.model.frozen_patch_embed, cfg.optimizer.layer_decay != 1,
+                cfg.batch.size, cfg.performance, size)
+
     for group in groups:
         owner = next(g for g in groups if g.key == owners[group.key])
         assert groups.index(owner) <= groups.index(group)
-        a, b = RunConfig.from_dict(group.cfg), RunConfig.from_dict(owner.cfg)
-        assert (a.model, a.input, a.batch.size, a.performance) == (b.model, b.input, b.batch.size, b.performance)
-    # another batch size or trunk is another shape
-    by_shape = {}
+        assert trunk_work(owner) == trunk_work(group)
+    by_work = {}
     for group in groups:
-        cfg = RunConfig.from_dict(group.cfg)
-        by_shape.setdefault((cfg.model.backbone, cfg.model.embedding_dim, cfg.input.crop, cfg.batch.size,
-                             cfg.model.frozen_bn, cfg.performance.bf16, cfg.performance.channels_last), set()).add(
-            owners[group.key])
-    assert all(len(keys) == 1 for keys in by_shape.values())
-    assert len(set(owners.values())) < len(groups)
+        by_work.setdefault(trunk_work(group), set()).add(owners[group.key])
+    assert all(len(keys) == 1 for keys in by_work.values())  # another trunk, batch or size: another shape
+    assert len(set(owners.values())) == len(by_work) < len(groups)
+    if image_side:  # the papers' 224, 227 and 256-pixel crops are one probe at 64 px
+        assert len(set(owners.values())) < len(set(shape_owners(groups, None).values()))
+
+
+def test_probes_start_on_real_trunks_largest_batch_first(full):
+    from dmlbench.preflight.grouping import shape_owners
+    from dmlbench.preflight.runner import longest_first
+
+    groups = group_runs(full, full.runs("ms.t2") + full.runs("dro.t1") + full.runs("suite.modern"))
+    owners = shape_owners(groups, 64)
+    order = longest_first(groups, owners)
+    assert sorted(g.key for g in order) == sorted(g.key for g in groups)
+    trunk = [owners[g.key] == g.key for g in order]
+    assert trunk == sorted(trunk, reverse=True)
+    for part in (True, False):
+        sizes = [g.typed.batch.size for g, on_trunk in zip(order, trunk) if on_trunk == part]
+        assert sizes == sorted(sizes, reverse=True)
+
+
+def test_a_probe_process_imports_nothing_its_fork_server_has_not(tmp_path, monkeypatch):
+    """The probe's entry point lives in a module the fork server preloads (one elsewhere was
+    imported by every probe process: about 1.3 s each)."""
+    from dmlbench.preflight import runner
+
+    started = {}
+
+    class Recorder:
+        def __init__(self, target, args):
+            started["target"] = target
+
+        def start(self):
+            pass
+
+    monkeypatch.setattr(runner.multiprocessing, "get_context", lambda method: type(
+        "Context", (), {"set_forkserver_preload": staticmethod(lambda modules: started.update(preload=modules)),
+                        "Process": Recorder})())
+    groups = group_runs(Plan.load(CONFIG_DIR, {"preset": "smoke"}))
+    runner.start_probe(groups[0], tmp_path, None, "cpu", 1)
+    assert started["target"].__module__ in started["preload"]
 
 
 def test_a_light_probe_changes_the_trunk_alone(full, tmp_path):

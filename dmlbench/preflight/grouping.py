@@ -38,14 +38,20 @@ def code_path(resolved: dict, dataset: str) -> dict:
     }
 
 
-def network_shape(resolved: dict) -> str:
-    """What decides the time and memory of a training step: the network and its trunk-specific
-    settings, the input, the batch size and the numeric settings. Groups of one shape differ
-    only in code the trunk does not see (loss, miner, sampler, scheme, evaluation)."""
+def network_shape(resolved: dict, image_side: int | None = None) -> str:
+    """What decides the time and memory of a training step: the trunk and what changes its work
+    (frozen BatchNorm, a frozen patch embedding, layer decay), the batch size, the numeric
+    settings, and the input size, unless the preflight gives every group the same `image_side`.
+    Groups of one shape differ only in code the trunk does not see (loss, miner, sampler,
+    scheme, evaluation) or in a few parameters after it (embedding size, pooling, normalisation)."""
     cfg = RunConfig.from_dict(resolved)
-    return json.dumps({"model": asdict(cfg.model), "input": asdict(cfg.input), "batch": cfg.batch.size,
-                       "performance": asdict(cfg.performance), "layer_decay": cfg.optimizer.layer_decay != 1},
-                      sort_keys=True)
+    model = cfg.model
+    shape = {"backbone": model.backbone, "frozen_bn": model.frozen_bn, "frozen_patch_embed": model.frozen_patch_embed,
+             "layer_decay": cfg.optimizer.layer_decay != 1, "batch": cfg.batch.size,
+             "performance": asdict(cfg.performance)}
+    if image_side is None:
+        shape["input"] = {"crop": cfg.input.crop, "resize": cfg.input.resize}
+    return json.dumps(shape, sort_keys=True)
 
 
 @dataclass
@@ -84,12 +90,13 @@ def group_runs(plan: Plan, runs: list[Run] | None = None) -> list[Group]:
     return list(groups.values())
 
 
-def shape_owners(groups: list[Group]) -> dict[str, str]:
-    """Each group's key → the key of the first group of its network shape (`network_shape`), which
-    the preflight probes on the real trunk; the others run their code path on the small trunk
-    (`probe.LIGHT_TRUNK`) and take that group's seconds per step, evaluation seconds and peak memory."""
+def shape_owners(groups: list[Group], image_side: int | None = None) -> dict[str, str]:
+    """Each group's key → the key of the first group of its network shape (`network_shape` at
+    `image_side`), which the preflight probes on the real trunk; the others run their code path
+    on the small trunk (`probe.LIGHT_TRUNK`) and take that group's seconds per step, evaluation
+    seconds and peak memory."""
     first: dict[str, str] = {}
-    return {group.key: first.setdefault(network_shape(group.cfg), group.key) for group in groups}
+    return {group.key: first.setdefault(network_shape(group.cfg, image_side), group.key) for group in groups}
 
 
 TIMINGS = ("seconds_per_step", "eval_seconds_per_image", "peak_mb")

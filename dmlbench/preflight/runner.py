@@ -14,13 +14,12 @@ import pandas as pd
 import torch
 
 from dmlbench import environment, training
-from dmlbench.children import end_with
-from dmlbench.io import atomic_path, write_json
+from dmlbench.io import atomic_path
 from dmlbench.config.plan import Plan
 from dmlbench.preflight import budget, disk
 from dmlbench.data import datasets
 from dmlbench.preflight.grouping import Group, group_runs, shape_owners, with_shape_timings
-from dmlbench.preflight.probe import LIGHT_SIDE, LIGHT_TRUNK, probe
+from dmlbench.preflight.probe import LIGHT_SIDE, LIGHT_TRUNK, probe_to_file
 from dmlbench.progress import Bar
 from dmlbench.run_config import RunConfig
 from dmlbench.report import markdown
@@ -154,10 +153,10 @@ def probe_all(groups: list[Group], workdir: Path, image_side, device: str, prese
     once, each in a process of its own; `after_each(table)` is called with the rows so far
     whenever a probe ends."""
     rows: dict[str, dict] = {}
-    waiting = list(groups)
     running: dict[int, tuple] = {}
     order = {group.key: i for i, group in enumerate(groups)}
-    owners = shape_owners(groups)
+    owners = shape_owners(groups, image_side)
+    waiting = longest_first(groups, owners)
     bar = Bar(len(groups), "preflight", unit="groups")
     while waiting or running:
         while waiting and len(running) < jobs:
@@ -187,6 +186,13 @@ def probe_all(groups: list[Group], workdir: Path, image_side, device: str, prese
     return _frame(with_shape_timings(rows, owners), order)
 
 
+def longest_first(groups: list[Group], owners: dict[str, str]) -> list[Group]:
+    """The order probes start in: the probes on real trunks, then the code paths on the small
+    one, each by batch size, largest first (so the last probes to end are short ones and no
+    core waits long on the last)."""
+    return sorted(groups, key=lambda group: (owners[group.key] != group.key, -group.typed.batch.size))
+
+
 def _frame(rows: dict[str, dict], order: dict[str, int]) -> pd.DataFrame:
     return pd.DataFrame(sorted(rows.values(), key=lambda row: order[row["group"]]))
 
@@ -202,7 +208,7 @@ def start_probe(group: Group, workdir: Path, image_side, device: str, threads: i
     result_file.unlink(missing_ok=True)
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PROBE_PRELOAD)
-    child = context.Process(target=_probe_to_file,
+    child = context.Process(target=probe_to_file,
                             args=(group.cfg, group.run.dataset, workdir, image_side, device, result_file, threads,
                                   warm_steps, light, os.getpid()))
     child.start()
@@ -216,14 +222,6 @@ def probe_result(child, result_file: Path) -> dict:
     return {"status": "failed", "seconds_per_step": None, "eval_seconds_per_image": None,
             "peak_mb": None, "error": f"the probe process ended with {how} (see the log above)",
             "traceback": "", "seconds": None}
-
-
-def _probe_to_file(cfg, dataset, workdir, image_side, device, result_file, threads, warm_steps, light,
-                   owner) -> None:
-    end_with(owner)  # a stopped or killed preflight leaves no probe running
-    if threads:
-        torch.set_num_threads(threads)
-    write_json(result_file, probe(cfg, dataset, workdir, image_side, device, warm_steps, light))
 
 
 PROJECTION_COLUMNS = ["experiment", "run", "group", "steps", "hours", "results_gb"]

@@ -240,8 +240,13 @@ def stop_leftovers() -> list[str]:
             stopped.append(f"{name} ({pid})")
     REGISTRY.unlink()
     if SYSTEM_CONF.is_symlink() and Path(os.readlink(SYSTEM_CONF)).parent.name.startswith("dmlbench-slurm-"):
-        SYSTEM_CONF.unlink()  # the killed run's configuration
+        shutil.rmtree(Path(os.readlink(SYSTEM_CONF)).parent, ignore_errors=True)  # the killed run's folder
+        SYSTEM_CONF.unlink()  # and its configuration
     return stopped
+
+
+class RunFailed(Exception):
+    """The workflow failed on the cluster: its folder (configuration, logs, the run) is kept."""
 
 
 class Stopped(KeyboardInterrupt):
@@ -284,9 +289,15 @@ def cluster(accounting: bool = False):
         try:
             running.start()
             yield running
-        finally:
+        except Stopped:  # a stop asked for, not a failure: nothing to keep
             running.stop()
-    shutil.rmtree(folder, ignore_errors=True)  # kept, with the daemons' logs, when something failed
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        except BaseException:
+            running.stop()  # the folder is kept, with the daemons' logs
+            raise
+        running.stop()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def run_workflow(running: Cluster, workdir: Path, config: list[str], timeout: float = 3600):
@@ -310,22 +321,28 @@ def main(argv=None) -> int:
     try:
         with cluster(args.accounting) as running:
             print(f"cluster up in {time.monotonic() - started:.0f} s ({running.folder})", flush=True)
-            workdir = Path(tempfile.mkdtemp(prefix="dmlbench-slurm-run-"))
+            workdir = running.folder / "run"  # kept with the daemons' logs when something failed
             result = run_workflow(running, workdir, args.config)
             jobs = running.completed_jobs()
             print(result.stdout[-3000:], result.stderr[-5000:], sep="\n")
             report = next(workdir.glob("reports/*/index.html"), None)
             failed = {j: s for j, s in jobs.items() if s not in ("COMPLETED",)}
-            print(f"SLURM jobs: {len(jobs)}, not completed: {failed or 'none'}; report: {report}")
-            ok = result.returncode == 0 and jobs and not failed and report is not None
+            print(f"SLURM jobs: {len(jobs)}, not completed: {failed or 'none'}; "
+                  f"report: {'written' if report else 'missing'}")
+            if result.returncode or not jobs or failed or report is None:
+                raise RunFailed(running.folder)  # the cluster keeps its folder
     except Unavailable as reason:
         print(f"SLURM test skipped: {reason}")
         return 0
     except Stopped as reason:
         print(f"stopped by {reason}; the cluster's daemons were stopped")
         return 143
-    print(f"{'passed' if ok else 'FAILED'} in {time.monotonic() - started:.0f} s")
-    return 0 if ok else 1
+    except RunFailed as failed:
+        print(f"FAILED in {time.monotonic() - started:.0f} s; the configuration, the daemons' logs and the "
+              f"run (run/) are kept in {failed}")
+        return 1
+    print(f"passed in {time.monotonic() - started:.0f} s")
+    return 0
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -32,29 +33,33 @@ def start_cluster_script():
     for line in process.stdout:
         if line.startswith("cluster up") or time.monotonic() > deadline:
             break
+    folder = Path(line.rsplit("(", 1)[1].rstrip(")\n"))
     pids = [int(line.split()[1]) for line in slurm_cluster.REGISTRY.read_text().splitlines()]
-    assert len(pids) >= 2 and all(slurm_cluster._alive(pid) for pid in pids)
-    return process, pids
+    assert len(pids) >= 2 and all(slurm_cluster._alive(pid) for pid in pids) and folder.is_dir()
+    return process, pids, folder
 
 
 @pytest.mark.slow
 def test_sigterm_to_the_test_cluster_stops_every_daemon():
-    process, pids = start_cluster_script()
+    process, pids, folder = start_cluster_script()
+    time.sleep(2)  # the workflow has started in the cluster's folder
     process.send_signal(signal.SIGTERM)
     process.wait(timeout=120)
     assert not [pid for pid in pids if slurm_cluster._alive(pid)]
     assert not slurm_cluster.REGISTRY.exists() and not slurm_cluster.SYSTEM_CONF.exists()
+    assert not folder.exists()  # a stop asked for leaves no cluster or run folder behind
 
 
 @pytest.mark.slow
 def test_the_next_run_stops_what_a_killed_run_left():
-    process, pids = start_cluster_script()
+    process, pids, folder = start_cluster_script()
     process.send_signal(signal.SIGKILL)  # nothing can clean up after this
     process.wait(timeout=60)
-    assert any(slurm_cluster._alive(pid) for pid in pids)
+    assert any(slurm_cluster._alive(pid) for pid in pids) and folder.exists()
     stopped = slurm_cluster.stop_leftovers()  # what the next cluster() does first
     assert stopped and not [pid for pid in pids if slurm_cluster._alive(pid)]
-    assert not slurm_cluster.SYSTEM_CONF.is_symlink()
+    assert not slurm_cluster.SYSTEM_CONF.is_symlink() and not folder.exists()
+    stop(process)  # the killed script's Snakemake, still in its process group
 
 
 @pytest.fixture(scope="module")

@@ -226,7 +226,7 @@ def test_cars_class_folder_lists_name_images_outside_their_folder(tmp_path, imag
         cars.parse_cars(root)
 
 
-def _run_prepare(spec: dict, output) -> "subprocess.CompletedProcess":
+def _run_prepare(spec: dict, output):
     import json
     import sys
 

@@ -3,8 +3,6 @@
 import hashlib
 from dataclasses import replace
 
-import pytest
-
 from conftest import CONFIG_DIR
 from dmlbench import doctor
 from dmlbench.data import datasets, fixtures

@@ -1,6 +1,5 @@
 """The fastap supplement's samplers: whole classes, category pairs, VehicleID halves."""
 
-import itertools
 from collections import Counter
 
 import pytest

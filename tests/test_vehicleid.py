@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 from dmlbench.evaluation.metrics import retrieval_metrics, vehicleid_metrics
-from dmlbench.data import acquire
 from dmlbench.data.prepare import prepare
 from dmlbench.errors import DatasetError
 

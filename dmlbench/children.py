@@ -40,3 +40,14 @@ def end_with(owner: int) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
     threading.Thread(target=watch, name="end-with-owner", daemon=True).start()
+
+
+def exit_on_signals(signums=(signal.SIGTERM, signal.SIGHUP)) -> None:
+    """In a main process: these signals end it as `sys.exit(128 + signum)` would, so that its
+    `finally` blocks and exit handlers run (its children stopped, its fork server's temporary
+    folder removed) instead of the default immediate end."""
+    def leave(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    for signum in signums:
+        signal.signal(signum, leave)

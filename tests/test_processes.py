@@ -107,14 +107,18 @@ def test_the_decoding_workers_of_a_killed_cache_or_store_step_end_with_it(tmp_pa
 @pytest.mark.slow
 def test_the_probes_of_a_killed_preflight_end_with_it(tmp_path):
     """The preflight probes each group in a process of its own (forked by a fork server)."""
+    temp = tmp_path / "tmp"  # the fork server's folder (pymp-…) is made here
+    temp.mkdir()
     main = start([sys.executable, "-m", "dmlbench", "preflight", "--preset", "smoke", "--jobs", "2",
                   "--warm-steps", "100000",  # probes that run until stopped
                   "--workdir", str(tmp_path / "work"), "--output-dir", str(tmp_path / "out")],
-                 env=python_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                 env=dict(python_env(), TMPDIR=str(temp)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:  # the preflight, its resource tracker and fork server, and two probes
         wait_for(lambda: len(alive_in_group(main.pid)) >= 5, 300, "the probes did not start")
+        assert list(temp.glob("pymp-*"))
         main.send_signal(signal.SIGTERM)
-        main.wait(timeout=60)
+        assert main.wait(timeout=60) == 128 + signal.SIGTERM
         wait_for(lambda: not alive_in_group(main.pid), 60, f"{alive_in_group(main.pid)} outlived the preflight")
+        assert not list(temp.glob("pymp-*"))  # its exit handlers ran: nothing left in the temporary folder
     finally:
         stop(main)

@@ -80,8 +80,11 @@ def cmd_doctor(args) -> None:
 
 
 def cmd_preflight(args) -> None:
+    from dmlbench.children import exit_on_signals
     from dmlbench.config.plan import Plan
     from dmlbench.preflight import runner
+
+    exit_on_signals()  # a stopped preflight stops its probes and leaves no fork-server folder
 
     config = dict(spec_json(args.config), **({"preset": args.preset} if args.preset else {}))
     plan = Plan.load(args.config_dir, config)

@@ -158,31 +158,35 @@ def probe_all(groups: list[Group], workdir: Path, image_side, device: str, prese
     owners = shape_owners(groups, image_side)
     waiting = longest_first(groups, owners)
     bar = Bar(len(groups), "preflight", unit="groups")
-    while waiting or running:
-        while waiting and len(running) < jobs:
-            group = waiting.pop(0)
-            light = owners[group.key] != group.key
-            child, result_file = start_probe(group, workdir / "groups" / group.key,
-                                             LIGHT_SIDE if light else image_side, device, threads,
-                                             0 if light else warm_steps, light)
-            running[child.sentinel] = (child, group, result_file)
-        ready = multiprocessing.connection.wait(list(running))
-        for sentinel in ready:
-            child, group, result_file = running.pop(sentinel)
+    try:
+        while waiting or running:
+            while waiting and len(running) < jobs:
+                group = waiting.pop(0)
+                light = owners[group.key] != group.key
+                child, result_file = start_probe(group, workdir / "groups" / group.key,
+                                                 LIGHT_SIDE if light else image_side, device, threads,
+                                                 0 if light else warm_steps, light)
+                running[child.sentinel] = (child, group, result_file)
+            for sentinel in multiprocessing.connection.wait(list(running)):
+                child, group, result_file = running.pop(sentinel)
+                child.join()
+                result = probe_result(child, result_file)
+                rows[group.key] = {"group": group.key, "code_path": group.label, "runs": len(group.runs),
+                                   "run_list": " ".join(r.path(preset) for r in group.runs),
+                                   "timed_by": owners[group.key], **result}
+                shown = (f"{result['seconds_per_step']:.2f} s/step, {result['peak_mb']} MB"
+                         if result["status"] == "passed" else result["error"])
+                if owners[group.key] != group.key and result["status"] == "passed":
+                    shown = f"code path on {LIGHT_TRUNK}; timed by {owners[group.key]}"
+                log(f"[{len(rows)}/{len(groups)}] {result['status']}: {group.label} ({len(group.runs)} runs): {shown}")
+                bar.update()
+                if after_each:
+                    after_each(_frame(with_shape_timings(rows, owners), order))
+    finally:  # stopped (Ctrl-C, SIGTERM) or failed: no probe outlives this call
+        for child, _, _ in running.values():
+            child.kill()
             child.join()
-            result = probe_result(child, result_file)
-            rows[group.key] = {"group": group.key, "code_path": group.label, "runs": len(group.runs),
-                               "run_list": " ".join(r.path(preset) for r in group.runs),
-                               "timed_by": owners[group.key], **result}
-            shown = (f"{result['seconds_per_step']:.2f} s/step, {result['peak_mb']} MB"
-                     if result["status"] == "passed" else result["error"])
-            if owners[group.key] != group.key and result["status"] == "passed":
-                shown = f"code path on {LIGHT_TRUNK}; timed by {owners[group.key]}"
-            log(f"[{len(rows)}/{len(groups)}] {result['status']}: {group.label} ({len(group.runs)} runs): {shown}")
-            bar.update()
-            if after_each:
-                after_each(_frame(with_shape_timings(rows, owners), order))
-    bar.close()
+        bar.close()
     return _frame(with_shape_timings(rows, owners), order)
 
 

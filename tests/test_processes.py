@@ -4,6 +4,7 @@
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -107,14 +108,15 @@ def test_the_decoding_workers_of_a_killed_cache_or_store_step_end_with_it(tmp_pa
 @pytest.mark.slow
 def test_the_probes_of_a_killed_preflight_end_with_it(tmp_path):
     """The preflight probes each group in a process of its own (forked by a fork server)."""
-    temp = tmp_path / "tmp"  # the fork server's folder (pymp-…) is made here
-    temp.mkdir()
+    temp = Path(tempfile.mkdtemp(prefix="pf-"))  # the fork server's folder (pymp-…) is made here: a short
+    # path, as its socket's must be (AF_UNIX: 107 bytes at most), in the test run's own folder
     main = start([sys.executable, "-m", "dmlbench", "preflight", "--preset", "smoke", "--jobs", "2",
                   "--warm-steps", "100000",  # probes that run until stopped
                   "--workdir", str(tmp_path / "work"), "--output-dir", str(tmp_path / "out")],
                  env=dict(python_env(), TMPDIR=str(temp)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:  # the preflight, its resource tracker and fork server, and two probes
-        wait_for(lambda: len(alive_in_group(main.pid)) >= 5, 300, "the probes did not start")
+        wait_for(lambda: len(alive_in_group(main.pid)) >= 5 or main.poll() is not None, 300, "the probes did not start")
+        assert main.poll() is None, "the preflight ended before it was stopped"
         assert list(temp.glob("pymp-*"))
         main.send_signal(signal.SIGTERM)
         assert main.wait(timeout=60) == 128 + signal.SIGTERM

@@ -1,7 +1,5 @@
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,34 +8,6 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = REPO.parent / "shared" / "datasets"
 CONFIG_DIR = REPO / "workflow" / "config"
 pytest_plugins = ["processes"]  # every process a test starts: grouped, time-limited, stopped with the run
-
-
-RUN_TEMP = pytest.StashKey[str]()
-RUN_PASSED = pytest.StashKey[bool]()
-
-
-def pytest_configure(config):
-    """The test run's own temporary folder, TMPDIR for it, its pytest-xdist workers and every
-    process they start: what a process killed on purpose cannot tidy up (a fork server's socket
-    folder, Snakemake's scratch, a warm-start socket) stays inside it. Removed when the run
-    passes; kept, with the failed tests' folders, when it does not."""
-    if hasattr(config, "workerinput"):
-        return  # a worker: the controller's folder, inherited through TMPDIR
-    folder = tempfile.mkdtemp(prefix="dmlbench-tests-")
-    os.environ["TMPDIR"] = tempfile.tempdir = folder
-    config.stash[RUN_TEMP] = folder
-
-
-def pytest_sessionfinish(session, exitstatus):
-    session.config.stash[RUN_PASSED] = exitstatus == 0
-
-
-def pytest_unconfigure(config):
-    folder = config.stash.get(RUN_TEMP, None)
-    if folder and config.stash.get(RUN_PASSED, False):
-        shutil.rmtree(folder, ignore_errors=True)
-    elif folder:
-        print(f"\nthe test run's temporary files are kept in {folder}", file=sys.stderr)
 
 
 def pytest_collection_modifyitems(items):

@@ -1,6 +1,7 @@
 """A stopped test run leaves no process behind, and no test process runs past its time limit
 (tests/processes.py)."""
 
+import shutil
 import signal
 import subprocess
 import sys
@@ -108,8 +109,8 @@ def test_the_decoding_workers_of_a_killed_cache_or_store_step_end_with_it(tmp_pa
 @pytest.mark.slow
 def test_the_probes_of_a_killed_preflight_end_with_it(tmp_path):
     """The preflight probes each group in a process of its own (forked by a fork server)."""
-    temp = Path(tempfile.mkdtemp(prefix="pf-"))  # the fork server's folder (pymp-…) is made here: a short
-    # path, as its socket's must be (AF_UNIX: 107 bytes at most), in the test run's own folder
+    temp = Path(tempfile.mkdtemp(prefix="dmlbench-pf-"))  # the fork server's folder (pymp-…) is made here:
+    # a short path, as its socket's must be (AF_UNIX: 107 bytes at most; tmp_path's can be longer)
     main = start([sys.executable, "-m", "dmlbench", "preflight", "--preset", "smoke", "--jobs", "2",
                   "--warm-steps", "100000",  # probes that run until stopped
                   "--workdir", str(tmp_path / "work"), "--output-dir", str(tmp_path / "out")],
@@ -124,3 +125,4 @@ def test_the_probes_of_a_killed_preflight_end_with_it(tmp_path):
         assert not list(temp.glob("pymp-*"))  # its exit handlers ran: nothing left in the temporary folder
     finally:
         stop(main)
+        shutil.rmtree(temp, ignore_errors=True)

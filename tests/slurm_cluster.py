@@ -285,19 +285,19 @@ def cluster(accounting: bool = False):
         print(f"stopped daemons an earlier, killed run left: {', '.join(left)}", flush=True)
     folder = Path(tempfile.mkdtemp(prefix="dmlbench-slurm-"))
     running = Cluster(folder, accounting)
+    keep = True  # the folder, with the daemons' logs, when something failed
     with _signals_unwind():
         try:
             running.start()
             yield running
+            keep = False
         except Stopped:  # a stop asked for, not a failure: nothing to keep
+            keep = False
+            raise
+        finally:
             running.stop()
-            shutil.rmtree(folder, ignore_errors=True)
-            raise
-        except BaseException:
-            running.stop()  # the folder is kept, with the daemons' logs
-            raise
-        running.stop()
-    shutil.rmtree(folder, ignore_errors=True)
+            if not keep:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def run_workflow(running: Cluster, workdir: Path, config: list[str], timeout: float = 3600):

@@ -90,6 +90,7 @@ class Cluster:
             f"SlurmUser=root\nSlurmdUser=root\nProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n"
             f"SchedulerType=sched/backfill\nSelectType=select/cons_tres\n"
             f"SelectTypeParameters=CR_Core_Memory\nGresTypes=gpu\nSlurmdParameters=config_overrides\n"
+            f"SlurmctldDebug=debug\nSlurmdDebug=debug\n"  # a failure message quotes the logs' last lines
             f"ReturnToService=2\nMinJobAge=600\nMpiDefault=none\nJobAcctGatherType=jobacct_gather/none\n"
             f"{storage}StateSaveLocation={f / 'ctld'}\nSlurmdSpoolDir={f / 'd'}\n"
             f"SlurmctldPidFile={f / 'slurmctld.pid'}\nSlurmdPidFile={f / 'slurmd.pid'}\n"
@@ -188,6 +189,15 @@ class Cluster:
         REGISTRY.unlink(missing_ok=True)
         if SYSTEM_CONF.is_symlink() and Path(os.readlink(SYSTEM_CONF)) == self.conf:
             SYSTEM_CONF.unlink()
+
+    def diagnostics(self, lines: int = 40) -> str:
+        """For a failure message: the SLURM processes on this machine and the daemons' last log lines."""
+        processes = subprocess.run(["ps", "-eo", "pid,ppid,etime,args"], capture_output=True, text=True,
+                                   timeout=60).stdout.splitlines()
+        parts = ["SLURM processes:", *(p for p in processes if "slurm" in p or "munged" in p)]
+        for log in sorted((self.folder / "log").glob("*.log")):
+            parts += [f"--- {log.name} (last {lines} lines)", *log.read_text(errors="replace").splitlines()[-lines:]]
+        return "\n".join(parts)
 
     def completed_jobs(self) -> dict[str, str]:
         """State of every job SLURM ran (sacct with accounting, else scontrol's recent records)."""

@@ -77,7 +77,7 @@ def test_small_chain_through_the_slurm_profile(running, tmp_path):
     # analyse, report (local rules)
     result = slurm_cluster.run_workflow(running, tmp_path, [
         "preset=smoke", "experiments=[suite.baselines,ms.f1]", "datasets=[digits]"], timeout=1500)
-    assert result.returncode == 0, result.stderr[-5000:]
+    assert result.returncode == 0, result.stderr[-5000:] + "\n" + running.diagnostics()
     jobs = running.completed_jobs()
     assert len(jobs) == 1 + 1 + 1 + 3 + 3 + 1  # prepare, cache, store, 3 × train, 3 × evaluate, reference
     assert set(jobs.values()) == {"COMPLETED"}, jobs

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import shutil
 import signal
 import socket
@@ -91,6 +92,7 @@ class Cluster:
             f"SchedulerType=sched/backfill\nSelectType=select/cons_tres\n"
             f"SelectTypeParameters=CR_Core_Memory\nGresTypes=gpu\nSlurmdParameters=config_overrides\n"
             f"SlurmctldDebug=debug\nSlurmdDebug=debug\n"  # a failure message quotes the logs' last lines
+            f"{_own_ids_ports_and_patience()}"
             f"ReturnToService=2\nMinJobAge=600\nMpiDefault=none\nJobAcctGatherType=jobacct_gather/none\n"
             f"{storage}StateSaveLocation={f / 'ctld'}\nSlurmdSpoolDir={f / 'd'}\n"
             f"SlurmctldPidFile={f / 'slurmctld.pid'}\nSlurmdPidFile={f / 'slurmd.pid'}\n"
@@ -195,6 +197,9 @@ class Cluster:
         processes = subprocess.run(["ps", "-eo", "pid,ppid,etime,args"], capture_output=True, text=True,
                                    timeout=60).stdout.splitlines()
         parts = ["SLURM processes:", *(p for p in processes if "slurm" in p or "munged" in p)]
+        for command in (["squeue", "-a", "-o", "%i %j %T %r %M"], ["scontrol", "show", "step"]):
+            answer = subprocess.run(command, capture_output=True, text=True, env=self.env, timeout=60)
+            parts += [f"--- {' '.join(command)}", answer.stdout.strip(), answer.stderr.strip()]
         for log in sorted((self.folder / "log").glob("*.log")):
             parts += [f"--- {log.name} (last {lines} lines)", *log.read_text(errors="replace").splitlines()[-lines:]]
         return "\n".join(parts)
@@ -212,6 +217,23 @@ class Cluster:
             fields = dict(part.split("=", 1) for part in line.split() if "=" in part)
             states[fields.get("JobId", "?")] = fields.get("JobState", "?")
         return states
+
+
+def _own_ids_ports_and_patience() -> str:
+    """Settings that keep this cluster apart from any other on the machine, and patient on a busy one.
+
+    Job ids start at a random number and the daemons listen on free ports of their own, so that a
+    process an earlier cluster left (a slurmstepd outlives its slurmd) can neither reach these
+    daemons nor be taken for one of their jobs. The time-outs are SLURM's defaults times six to
+    twelve: a test run keeps both cores busy, and a batch job that takes more than BatchStartTimeout's
+    default 10 s to start is counted as lost."""
+    ports = []
+    for _ in range(2):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            ports.append(probe.getsockname()[1])
+    return (f"FirstJobId={random.randrange(10**5, 6 * 10**7)}\nSlurmctldPort={ports[0]}\nSlurmdPort={ports[1]}\n"
+            f"MessageTimeout=60\nBatchStartTimeout=120\nTCPTimeout=30\n")
 
 
 def _listening(port: int) -> bool:

@@ -75,8 +75,12 @@ def running():
 def test_small_chain_through_the_slurm_profile(running, tmp_path):
     # digits: prepare, cache, store (CPU partition), train, evaluate, reference (one GPU each), aggregate,
     # analyse, report (local rules)
-    result = slurm_cluster.run_workflow(running, tmp_path, [
-        "preset=smoke", "experiments=[suite.baselines,ms.f1]", "datasets=[digits]"], timeout=1500)
+    try:
+        result = slurm_cluster.run_workflow(running, tmp_path, [
+            "preset=smoke", "experiments=[suite.baselines,ms.f1]", "datasets=[digits]"], timeout=900)
+    except subprocess.TimeoutExpired as hung:  # about 150 s here under a test run's load
+        told = hung.stderr.decode(errors="replace") if isinstance(hung.stderr, bytes) else hung.stderr or ""
+        pytest.fail(f"the chain ran past 900 s; its last words:\n{told[-3000:]}\n{running.diagnostics()}")
     assert result.returncode == 0, result.stderr[-5000:] + "\n" + running.diagnostics()
     jobs = running.completed_jobs()
     assert len(jobs) == 1 + 1 + 1 + 3 + 3 + 1  # prepare, cache, store, 3 × train, 3 × evaluate, reference

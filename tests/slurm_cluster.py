@@ -15,6 +15,7 @@ in `make test`) and by `make test-slurm` (the whole smoke preset, with and witho
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import random
 import shutil
@@ -33,6 +34,7 @@ ACCOUNTING_PACKAGES = ["slurmdbd", "mariadb-server"]
 NODE_CPUS, NODE_MEMORY_MB = 16, 64000
 SYSTEM_CONF = Path("/etc/slurm/slurm.conf")
 REGISTRY = Path("/run/dmlbench-slurm-test/daemons")  # "name pid" per daemon this test started
+LOCK = REGISTRY.parent / "lock"  # held by the one cluster this machine runs at a time
 
 
 class Unavailable(Exception):
@@ -309,27 +311,43 @@ def _alive(pid: int) -> bool:
 
 
 @contextmanager
+def one_cluster_at_a_time():
+    """Hold this machine's test cluster: /etc/slurm/slurm.conf, munged and the daemon registry are
+    the machine's, so a second cluster (another test worker, another test run, `make test-slurm`)
+    waits, saying so, until the first has stopped. The kernel lets go when the holder dies."""
+    LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with open(LOCK, "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for the SLURM test cluster another run holds ({LOCK})", flush=True)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+@contextmanager
 def cluster(accounting: bool = False):
     """Install (if needed), start, yield the cluster, and stop it whatever happens."""
     install(accounting)
-    left = stop_leftovers()
-    if left:
-        print(f"stopped daemons an earlier, killed run left: {', '.join(left)}", flush=True)
-    folder = Path(tempfile.mkdtemp(prefix="dmlbench-slurm-"))
-    running = Cluster(folder, accounting)
-    keep = True  # the folder, with the daemons' logs, when something failed
-    with _signals_unwind():
-        try:
-            running.start()
-            yield running
-            keep = False
-        except Stopped:  # a stop asked for, not a failure: nothing to keep
-            keep = False
-            raise
-        finally:
-            running.stop()
-            if not keep:
-                shutil.rmtree(folder, ignore_errors=True)
+    with one_cluster_at_a_time():
+        left = stop_leftovers()
+        if left:
+            print(f"stopped daemons an earlier, killed run left: {', '.join(left)}", flush=True)
+        folder = Path(tempfile.mkdtemp(prefix="dmlbench-slurm-"))
+        running = Cluster(folder, accounting)
+        keep = True  # the folder, with the daemons' logs, when something failed
+        with _signals_unwind():
+            try:
+                running.start()
+                yield running
+                keep = False
+            except Stopped:  # a stop asked for, not a failure: nothing to keep
+                keep = False
+                raise
+            finally:
+                running.stop()
+                if not keep:
+                    shutil.rmtree(folder, ignore_errors=True)
 
 
 def run_workflow(running: Cluster, workdir: Path, config: list[str], timeout: float = 3600):

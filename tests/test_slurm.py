@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -20,15 +21,19 @@ from processes import start, stop
 pytestmark = pytest.mark.xdist_group("test_slurm")  # one worker: one cluster (fixed ports)
 
 
-def start_cluster_script():
-    """`tests/slurm_cluster.py` with a long workflow; returns once its cluster is up, with the
-    pids it recorded."""
+def start_script():
+    """`tests/slurm_cluster.py` with a long workflow (the smoke preset), started."""
     try:
         slurm_cluster.install(False)
     except slurm_cluster.Unavailable as reason:
         pytest.skip(f"no SLURM cluster here: {reason}")
-    process = start([sys.executable, str(slurm_cluster.REPO / "tests" / "slurm_cluster.py"),
-                     "--config", "preset=smoke"], stdout=subprocess.PIPE, text=True, env=python_env())
+    return start([sys.executable, str(slurm_cluster.REPO / "tests" / "slurm_cluster.py"),
+                  "--config", "preset=smoke"], stdout=subprocess.PIPE, text=True, env=python_env())
+
+
+def start_cluster_script():
+    """`start_script`; returns once its cluster is up, with the pids it recorded and its folder."""
+    process = start_script()
     deadline = time.monotonic() + 240
     for line in process.stdout:
         if line.startswith("cluster up") or time.monotonic() > deadline:
@@ -56,10 +61,32 @@ def test_the_next_run_stops_what_a_killed_run_left():
     process.send_signal(signal.SIGKILL)  # nothing can clean up after this
     process.wait(timeout=60)
     assert any(slurm_cluster._alive(pid) for pid in pids) and folder.exists()
-    stopped = slurm_cluster.stop_leftovers()  # what the next cluster() does first
+    with slurm_cluster.one_cluster_at_a_time():  # what the next cluster() does first
+        stopped = slurm_cluster.stop_leftovers()
     assert stopped and not [pid for pid in pids if slurm_cluster._alive(pid)]
     assert not slurm_cluster.SYSTEM_CONF.is_symlink() and not folder.exists()
     stop(process)  # the killed script's Snakemake, still in its process group
+
+
+@pytest.mark.slow
+def test_a_second_cluster_waits_until_the_first_has_stopped():
+    with slurm_cluster.one_cluster_at_a_time():  # as a cluster of another worker or test run would
+        process = start_script()
+        watchdog = threading.Timer(120, process.kill)  # a script that neither waits nor says so fails
+        watchdog.start()
+        try:
+            said = process.stdout.readline()
+        finally:
+            watchdog.cancel()
+        assert said.startswith("waiting for the SLURM test cluster another run holds"), said
+        time.sleep(2)
+        assert process.poll() is None and not slurm_cluster.REGISTRY.exists()  # nothing started meanwhile
+    try:
+        assert process.stdout.readline().startswith("cluster up")  # once the first has let go
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=120)
+    assert not slurm_cluster.REGISTRY.exists() and not slurm_cluster.SYSTEM_CONF.exists()
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ in `make test`) and by `make test-slurm` (the whole smoke preset, with and witho
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fcntl
 import os
 import random
@@ -190,6 +191,7 @@ class Cluster:
             pid_file = self.pids.get(name)
             if pid_file is not None and pid_file.exists():
                 _terminate(int(pid_file.read_text().split()[0]), name)
+        stop_job_steps()
         REGISTRY.unlink(missing_ok=True)
         if SYSTEM_CONF.is_symlink() and Path(os.readlink(SYSTEM_CONF)) == self.conf:
             SYSTEM_CONF.unlink()
@@ -262,6 +264,43 @@ def _terminate(pid: int, name: str) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
+def stop_job_steps() -> list[int]:
+    """Kill every slurmstepd on this machine and the process groups of its tasks (a job's shell
+    and what it started): job steps outlive the slurmd that started them. Only test clusters run
+    here: `write_config` refuses a machine with a SLURM configuration of its own. The pids killed."""
+    steps = [pid for pid, command in _processes() if command == "slurmstepd"]
+    groups = set()
+    for pid, _ in _processes():
+        if _parent(pid) in steps:
+            with contextlib.suppress(ProcessLookupError):
+                groups.add(os.getpgid(pid))
+    for pid in steps:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    for group in groups:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
+    return steps
+
+
+def _processes() -> list[tuple[int, str]]:
+    """(pid, command name) of every process on this machine."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                found.append((int(entry.name), (entry / "comm").read_text().strip()))
+    return found
+
+
+def _parent(pid: int) -> int:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    return int(stat[stat.rindex(")") + 2:].split()[1])
+
+
 def stop_leftovers() -> list[str]:
     """Stop the daemons an earlier run recorded and did not stop (it was killed outright)."""
     if not REGISTRY.exists():
@@ -272,6 +311,7 @@ def stop_leftovers() -> list[str]:
         if _alive(int(pid)):
             _terminate(int(pid), name)
             stopped.append(f"{name} ({pid})")
+    stopped += [f"slurmstepd ({pid})" for pid in stop_job_steps()]
     REGISTRY.unlink()
     if SYSTEM_CONF.is_symlink() and Path(os.readlink(SYSTEM_CONF)).parent.name.startswith("dmlbench-slurm-"):
         shutil.rmtree(Path(os.readlink(SYSTEM_CONF)).parent, ignore_errors=True)  # the killed run's folder
@@ -315,6 +355,8 @@ def one_cluster_at_a_time():
     """Hold this machine's test cluster: /etc/slurm/slurm.conf, munged and the daemon registry are
     the machine's, so a second cluster (another test worker, another test run, `make test-slurm`)
     waits, saying so, until the first has stopped. The kernel lets go when the holder dies."""
+    if _holding:
+        raise RuntimeError("this process holds the SLURM test cluster already: waiting for it would never end")
     LOCK.parent.mkdir(parents=True, exist_ok=True)
     with open(LOCK, "w") as handle:
         try:
@@ -322,7 +364,14 @@ def one_cluster_at_a_time():
         except BlockingIOError:
             print(f"waiting for the SLURM test cluster another run holds ({LOCK})", flush=True)
             fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
+        _holding.append(True)
+        try:
+            yield
+        finally:
+            _holding.pop()
+
+
+_holding: list[bool] = []  # whether this process holds the lock
 
 
 @contextmanager

@@ -89,6 +89,41 @@ def test_a_second_cluster_waits_until_the_first_has_stopped():
     assert not slurm_cluster.REGISTRY.exists() and not slurm_cluster.SYSTEM_CONF.exists()
 
 
+@pytest.mark.slow
+def test_a_job_still_running_when_the_cluster_stops_leaves_no_process():
+    """slurmstepd and the job's processes outlive slurmd: the cluster's stop ends them too. (Runs
+    before the module's cluster is up: one process holds one cluster at a time.)"""
+    try:
+        with slurm_cluster.cluster() as cluster:
+            marker = f"dmlbench-step-test-{os.getpid()}"
+            submitted = subprocess.run(["sbatch", "-p", "cpu", "--chdir", str(cluster.folder), "--output", "/dev/null",
+                                        "--wrap", f"bash -c 'exec -a {marker} sleep 600'"],
+                                       capture_output=True, text=True, env=cluster.env, timeout=60)
+            assert submitted.returncode == 0, submitted.stderr
+            deadline = time.monotonic() + 60
+            while not running_with(marker):
+                assert time.monotonic() < deadline, "the job did not start:\n" + cluster.diagnostics()
+                time.sleep(0.5)
+            steps = [pid for pid, name in slurm_cluster._processes() if name == "slurmstepd"]
+            assert steps
+    except slurm_cluster.Unavailable as reason:
+        pytest.skip(f"no SLURM cluster here: {reason}")
+    assert not running_with(marker)
+    assert not [pid for pid in steps if slurm_cluster._alive(pid)]
+
+
+def running_with(marker: str) -> list[int]:
+    """The pids of the processes whose command line starts with `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes().startswith(marker.encode()):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return [pid for pid in found if slurm_cluster._alive(pid)]
+
+
 @pytest.fixture(scope="module")
 def running():
     try:

@@ -68,21 +68,27 @@ def test_the_next_run_stops_what_a_killed_run_left():
     stop(process)  # the killed script's Snakemake, still in its process group
 
 
+def line_starting(process, prefixes: tuple[str, ...], seconds: float) -> str:
+    """The first line `process` prints that starts with one of `prefixes`; "" if it ends first or
+    says none within `seconds` (it is then killed)."""
+    watchdog = threading.Timer(seconds, process.kill)
+    watchdog.start()
+    try:
+        return next((line for line in process.stdout if line.startswith(prefixes)), "")
+    finally:
+        watchdog.cancel()
+
+
 @pytest.mark.slow
 def test_a_second_cluster_waits_until_the_first_has_stopped():
     with slurm_cluster.one_cluster_at_a_time():  # as a cluster of another worker or test run would
         process = start_script()
-        watchdog = threading.Timer(120, process.kill)  # a script that neither waits nor says so fails
-        watchdog.start()
-        try:
-            said = process.stdout.readline()
-        finally:
-            watchdog.cancel()
+        said = line_starting(process, ("waiting for", "cluster up"), 120)
         assert said.startswith("waiting for the SLURM test cluster another run holds"), said
         time.sleep(2)
         assert process.poll() is None and not slurm_cluster.REGISTRY.exists()  # nothing started meanwhile
     try:
-        assert process.stdout.readline().startswith("cluster up")  # once the first has let go
+        assert line_starting(process, ("cluster up",), 240), "no cluster came up"  # once the first let go
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=120)

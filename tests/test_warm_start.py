@@ -4,6 +4,7 @@ through, signals passed on, nothing left running (dmlbench/warm_start.py)."""
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -97,6 +98,34 @@ def test_a_killed_job_takes_its_child_with_it_and_stop_leaves_nothing(server, tm
     warm_start.stop(server)
     assert server.returncode is not None and not folder.exists()
     assert warm_start.VARIABLE not in os.environ
+
+
+def test_jobs_that_go_away_before_their_child_starts_cost_the_other_jobs_nothing(server, tmp_path):
+    """A job killed between connecting and its child's start (or a stranger on the socket): the
+    server goes on, and so does the child of a job that is running."""
+    job = start(blocked_train(tmp_path), cwd=tmp_path, env=python_env())
+    try:
+        wait_until(lambda: children_of(server.pid), what="a child of the server")
+        running = children_of(server.pid)
+        request = json.dumps({"argv": ["reference", "--spec", "{not json", "--output", "x.json"],
+                              "cwd": str(tmp_path), "env": python_env()}).encode()
+        gone_at = {"before sending": (b"", False), "in the header": (b"\x00\x00", False),
+                   "in the request": ((100).to_bytes(8, "big"), True),
+                   "with a request that is not JSON": ((5).to_bytes(8, "big") + b"{not ", True),
+                   "before the reply": (len(request).to_bytes(8, "big") + request, True)}
+        for when, (sent, with_streams) in gone_at.items():
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as gone:
+                gone.connect(os.environ[warm_start.VARIABLE])
+                if sent:
+                    socket.send_fds(gone, [sent], [0, 1, 2] if with_streams else [])
+            # the next job is accepted after that one: once it is served, that one was dealt with
+            result = run([sys.executable, "-m", "dmlbench", "reference", "--spec", "{not json", "--output", "x.json"],
+                         timeout=120, capture_output=True, text=True, cwd=tmp_path, env=python_env())
+            assert result.returncode == 1 and "--spec is not valid JSON" in result.stderr
+            assert server.poll() is None, f"the server ended with a job gone {when}"
+            wait_until(lambda: children_of(server.pid) == running, what=f"only the running child, a job gone {when}")
+    finally:
+        stop(job)
 
 
 def test_the_server_ends_with_the_process_that_started_it_and_removes_its_socket(tmp_path):

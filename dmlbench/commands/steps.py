@@ -85,9 +85,9 @@ def cmd_gpu_slot(args) -> None:
 
 
 def cmd_warm_start(args) -> None:
-    from dmlbench import warm_start
+    from dmlbench import warm_server
 
-    warm_start.serve(Path(args.socket), args.owner)
+    warm_server.serve(Path(args.socket), args.owner)
 
 
 def add(sub) -> None:

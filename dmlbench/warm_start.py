@@ -20,6 +20,7 @@ half-way. Set `DMLBENCH_WARM_START=off` to run every job cold.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import signal
@@ -33,6 +34,7 @@ from pathlib import Path
 from dmlbench import training
 
 VARIABLE = "DMLBENCH_WARM_START"
+PREFIX = "dmlbench-warm-"  # the server's socket is <temporary folder>/dmlbench-warm-*/socket
 # the steps that start torch, pandas, scipy or matplotlib for seconds of work, and what they import
 COMMANDS = ("train", "fair-train", "evaluate", "reference", "fair-summary", "aggregate", "analyse",
             "fair-aggregate", "knob-concatenate", "knob-aggregate", "verdict", "report", "results-table")
@@ -78,7 +80,8 @@ def stop_started() -> None:
 def start() -> subprocess.Popen:
     """Start the server for this Snakemake process; its socket is put in this process's
     environment, which every job inherits."""
-    path = Path(tempfile.mkdtemp(prefix="dmlbench-warm-")) / "socket"
+    remove_abandoned()
+    path = Path(tempfile.mkdtemp(prefix=PREFIX)) / "socket"
     server = subprocess.Popen([sys.executable, "-m", "dmlbench", "warm-start", "--socket", str(path),
                                "--owner", str(os.getpid())], stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
@@ -89,6 +92,22 @@ def start() -> subprocess.Popen:
         time.sleep(0.05)
     os.environ[VARIABLE] = str(path)
     return server
+
+
+def remove_abandoned() -> None:
+    """Remove this user's socket folders whose server is gone without tidying up (killed outright
+    with its Snakemake: SIGKILL to the run's process group). /proc/net/unix lists the sockets that
+    processes hold, by the name they were bound to (`socket.tmp`, renamed once listening): a folder
+    holding one is a live server's. Folders without a socket yet (a server starting) are left too."""
+    try:
+        held = {Path(fields[7]).parent for line in Path("/proc/net/unix").read_text().splitlines()[1:]
+                if len(fields := line.split(None, 7)) == 8}
+    except OSError:  # not Linux: nothing can be told apart
+        return
+    for path in Path(tempfile.gettempdir()).glob(f"{PREFIX}*/socket"):
+        with contextlib.suppress(OSError):
+            if path.lstat().st_uid == os.getuid() and path.parent not in held:
+                remove_socket(path)
 
 
 def stop(server: subprocess.Popen, path: Path | None = None) -> None:

@@ -31,6 +31,19 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
+def job_children(server: int, folder: Path) -> list[int]:
+    """The server's forked children that run a job in `folder` (while it imports, the server may
+    also have short-lived helpers of its own)."""
+    found = []
+    for pid in children_of(server):
+        try:
+            if Path(f"/proc/{pid}/cwd").resolve() == folder.resolve():
+                found.append(pid)
+        except OSError:  # ended meanwhile
+            continue
+    return found
+
+
 def wait_until(condition, seconds: float = 60.0, what: str = "") -> None:
     deadline = time.monotonic() + seconds
     while not condition():
@@ -64,9 +77,8 @@ def test_a_step_is_run_by_the_server_with_the_jobs_streams_folder_and_exit_statu
     assert "dmlbench reference: error: --spec is not valid JSON" in result.stderr
     job = start(blocked_train(tmp_path), cwd=tmp_path, env=python_env())
     try:
-        wait_until(lambda: children_of(server.pid), what="a child of the server")  # handed off
-        child = children_of(server.pid)[0]
-        assert Path(f"/proc/{child}/cwd").resolve() == tmp_path.resolve()
+        wait_until(lambda: job_children(server.pid, tmp_path), what="a child of the server in the job's folder")
+        child = job_children(server.pid, tmp_path)[0]
         assert Path(f"/proc/{child}/fd/1").resolve() == Path(f"/proc/{job.pid}/fd/1").resolve()
     finally:
         stop(job)
@@ -76,12 +88,11 @@ def test_a_step_is_run_by_the_server_with_the_jobs_streams_folder_and_exit_statu
 def test_a_signal_to_the_job_is_passed_on_and_the_job_ends_as_its_child(server, tmp_path, signum):
     job = start(blocked_train(tmp_path), cwd=tmp_path, env=python_env(), stderr=subprocess.PIPE)
     try:
-        wait_until(lambda: children_of(server.pid), what="a child of the server")
-        child = children_of(server.pid)[0]
+        wait_until(lambda: job_children(server.pid, tmp_path), what="a child of the server")
+        child = job_children(server.pid, tmp_path)[0]
         os.kill(job.pid, signum)
         job.wait(timeout=60)
-        wait_until(lambda: not children_of(server.pid), what="the child ended")
-        assert not Path(f"/proc/{child}").exists() or child not in children_of(server.pid)
+        wait_until(lambda: child not in children_of(server.pid), what="the child ended")
         assert job.returncode == -signum  # as a job run in its own process ends
     finally:
         stop(job)
@@ -89,11 +100,12 @@ def test_a_signal_to_the_job_is_passed_on_and_the_job_ends_as_its_child(server, 
 
 def test_a_killed_job_takes_its_child_with_it_and_stop_leaves_nothing(server, tmp_path):
     job = start(blocked_train(tmp_path), cwd=tmp_path, env=python_env())
-    wait_until(lambda: children_of(server.pid), what="a child of the server")
+    wait_until(lambda: job_children(server.pid, tmp_path), what="a child of the server")
+    child = job_children(server.pid, tmp_path)[0]
     os.kill(job.pid, signal.SIGKILL)
     job.wait(timeout=30)
     stop(job)
-    wait_until(lambda: not children_of(server.pid), what="the killed job's child ended")
+    wait_until(lambda: child not in children_of(server.pid), what="the killed job's child ended")
     folder = Path(os.environ[warm_start.VARIABLE]).parent
     warm_start.stop(server)
     assert server.returncode is not None and not folder.exists()
@@ -105,8 +117,8 @@ def test_jobs_that_go_away_before_their_child_starts_cost_the_other_jobs_nothing
     server goes on, and so does the child of a job that is running."""
     job = start(blocked_train(tmp_path), cwd=tmp_path, env=python_env())
     try:
-        wait_until(lambda: children_of(server.pid), what="a child of the server")
-        running = children_of(server.pid)
+        wait_until(lambda: job_children(server.pid, tmp_path), what="a child of the server")
+        running = job_children(server.pid, tmp_path)
         request = json.dumps({"argv": ["reference", "--spec", "{not json", "--output", "x.json"],
                               "cwd": str(tmp_path), "env": python_env()}).encode()
         gone_at = {"before sending": (b"", False), "in the header": (b"\x00\x00", False),
@@ -123,7 +135,8 @@ def test_jobs_that_go_away_before_their_child_starts_cost_the_other_jobs_nothing
                          timeout=120, capture_output=True, text=True, cwd=tmp_path, env=python_env())
             assert result.returncode == 1 and "--spec is not valid JSON" in result.stderr
             assert server.poll() is None, f"the server ended with a job gone {when}"
-            wait_until(lambda: children_of(server.pid) == running, what=f"only the running child, a job gone {when}")
+            wait_until(lambda: job_children(server.pid, tmp_path) == running,
+                       what=f"only the running job's child, a job gone {when}")
     finally:
         stop(job)
 
@@ -143,6 +156,25 @@ def test_the_server_ends_with_the_process_that_started_it_and_removes_its_socket
         wait_until(lambda: not Path(socket_path).parent.exists(), what="the server removed its socket's folder")
     finally:
         stop(owner)
+
+
+def test_a_new_server_removes_the_folders_of_killed_servers_and_keeps_those_of_living_ones(monkeypatch):
+    monkeypatch.delenv(warm_start.VARIABLE, raising=False)
+    living = warm_start.start()  # another run's, still serving
+    living_socket = Path(os.environ.pop(warm_start.VARIABLE))
+    killed = warm_start.start()
+    killed_socket = Path(os.environ.pop(warm_start.VARIABLE))
+    killed.kill()  # as SIGKILL to a run's process group: nobody tidies up
+    killed.wait()
+    newest = warm_start.start()
+    try:
+        assert not killed_socket.parent.exists()
+        assert living_socket.exists() and living.poll() is None
+        assert Path(os.environ[warm_start.VARIABLE]).exists()
+    finally:
+        warm_start.stop(newest)
+        warm_start.stop(living, living_socket)
+    assert not living_socket.parent.exists()
 
 
 def test_warm_starts_are_for_cpu_presets_and_can_be_switched_off(monkeypatch):

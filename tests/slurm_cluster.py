@@ -229,7 +229,7 @@ def _own_ids_ports_and_patience() -> str:
     Job ids start at a random number and the daemons listen on free ports of their own, so that a
     process an earlier cluster left (a slurmstepd outlives its slurmd) can neither reach these
     daemons nor be taken for one of their jobs. The time-outs are SLURM's defaults times six to
-    twelve: a test run keeps both cores busy, and a batch job that takes more than BatchStartTimeout's
+    fifteen: a test run keeps both cores busy, and a batch job that takes more than BatchStartTimeout's
     default 10 s to start is counted as lost."""
     ports = []
     for _ in range(2):
@@ -350,6 +350,9 @@ def _alive(pid: int) -> bool:
     return not (stat.exists() and stat.read_text().split()[2] == "Z")
 
 
+_holding: list[bool] = []  # whether this process holds the lock
+
+
 @contextmanager
 def one_cluster_at_a_time():
     """Hold this machine's test cluster: /etc/slurm/slurm.conf, munged and the daemon registry are
@@ -369,9 +372,6 @@ def one_cluster_at_a_time():
             yield
         finally:
             _holding.pop()
-
-
-_holding: list[bool] = []  # whether this process holds the lock
 
 
 @contextmanager

@@ -361,7 +361,9 @@ def one_cluster_at_a_time():
     if _holding:
         raise RuntimeError("this process holds the SLURM test cluster already: waiting for it would never end")
     LOCK.parent.mkdir(parents=True, exist_ok=True)
-    with open(LOCK, "w") as handle:
+    if LOCK.is_symlink():  # never followed: the lock is only ever a plain file of its own
+        LOCK.unlink()
+    with os.fdopen(os.open(LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644), "r+") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -353,6 +353,14 @@ def _alive(pid: int) -> bool:
 _holding: list[bool] = []  # whether this process holds the lock
 
 
+def _lock_file():
+    """The lock file, opened; a link in its place is removed, never followed (a plain file of its own)."""
+    LOCK.parent.mkdir(parents=True, exist_ok=True)
+    if LOCK.is_symlink():
+        LOCK.unlink()
+    return os.fdopen(os.open(LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644), "r+")
+
+
 @contextmanager
 def one_cluster_at_a_time():
     """Hold this machine's test cluster: /etc/slurm/slurm.conf, munged and the daemon registry are
@@ -360,10 +368,7 @@ def one_cluster_at_a_time():
     waits, saying so, until the first has stopped. The kernel lets go when the holder dies."""
     if _holding:
         raise RuntimeError("this process holds the SLURM test cluster already: waiting for it would never end")
-    LOCK.parent.mkdir(parents=True, exist_ok=True)
-    if LOCK.is_symlink():  # never followed: the lock is only ever a plain file of its own
-        LOCK.unlink()
-    with os.fdopen(os.open(LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644), "r+") as handle:
+    with _lock_file() as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

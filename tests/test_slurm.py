@@ -68,13 +68,13 @@ def test_the_next_run_stops_what_a_killed_run_left():
     stop(process)  # the killed script's Snakemake, still in its process group
 
 
-def test_a_lock_file_replaced_by_a_link_is_replaced_and_its_target_left_alone(tmp_path):
+def test_a_lock_file_replaced_by_a_link_is_replaced_and_its_target_left_alone(tmp_path, monkeypatch):
+    monkeypatch.setattr(slurm_cluster, "LOCK", tmp_path / "run" / "lock")  # the machine's own is left alone
     target = tmp_path / "precious"
     target.write_text("kept")
-    slurm_cluster.LOCK.parent.mkdir(parents=True, exist_ok=True)
-    slurm_cluster.LOCK.unlink(missing_ok=True)
+    slurm_cluster.LOCK.parent.mkdir()
     slurm_cluster.LOCK.symlink_to(target)
-    with slurm_cluster.one_cluster_at_a_time():
+    with slurm_cluster._lock_file():  # what taking the lock opens
         assert not slurm_cluster.LOCK.is_symlink() and slurm_cluster.LOCK.is_file()
     assert target.read_text() == "kept"
 

@@ -25,11 +25,9 @@ shell.prefix(f"export PYTHONPATH='{workflow.basedir}':$PYTHONPATH; ")
 
 include: "workflow/rules/common.smk"
 
-GPU_SLOTS = gpu_count(workflow.global_resources)
-
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
-include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/reference.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/fair.smk"
 include: "workflow/rules/knobs.smk"
@@ -38,7 +36,7 @@ include: "workflow/rules/knobs.smk"
 onstart:  # jobs about to run on this machine: the devices the runs name must exist here
     if workflow.local_exec:
         try:
-            check_devices(PLAN, GPU_SLOTS)
+            check_devices(PLAN, gpu_count(workflow.global_resources))
         except DmlbenchError as error:
             sys.exit(f"dmlbench: error: {error}")
         warm_start.start_for(PLAN)  # CPU presets: training steps forked from one warm process
@@ -53,7 +51,7 @@ onerror:
 
 
 # cheap steps stay on the submitting machine under a cluster executor
-localrules: all, aggregate, analyse, certificate, report, results_table, fair_splits, fair_ask, fair_tell, fair_best, fair_aggregate, knob_aggregate
+localrules: all, aggregate, analyse, certificate, report, results_table, fair_splits, fair_best, fair_aggregate, knob_aggregate
 
 
 rule all:

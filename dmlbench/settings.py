@@ -8,6 +8,7 @@ the schema expects a number, a boolean or null, and leaves it alone where text i
 
 from __future__ import annotations
 
+import json
 import math
 import re
 
@@ -119,8 +120,22 @@ def check(settings: dict, schema: dict, where: str) -> None:
         raise ConfigError(f"{where}: setting {bad}: {_lookup(settings, value)!r} is not a finite number; "
                           f"give a finite value")
     validator = jsonschema.Draft202012Validator(schema)
-    error = next(iter(sorted(validator.iter_errors(settings or {}), key=lambda e: list(e.absolute_path))),
-                 None)
+    if not isinstance(settings, dict) or schema.get("required"):
+        _first_error(validator, settings or {}, where)
+        return
+    valid = _VALID_SECTIONS.setdefault(id(schema), (schema, set()))[1]  # the schema kept: its id stays its
+    for key in sorted(settings):  # section by section: the plan's runs share most sections
+        known = (key, json.dumps(settings[key], sort_keys=True, default=str))
+        if known not in valid:
+            _first_error(validator, {key: settings[key]}, where)
+            valid.add(known)
+
+
+_VALID_SECTIONS: dict[int, tuple[dict, set]] = {}  # per schema: (top-level key, value) found valid
+
+
+def _first_error(validator, settings, where: str) -> None:
+    error = next(iter(sorted(validator.iter_errors(settings), key=lambda e: list(e.absolute_path))), None)
     if error is not None:
         key = ".".join(str(p) for p in error.absolute_path) or "(top level)"
         raise ConfigError(f"{where}: setting {key}: {error.message}")

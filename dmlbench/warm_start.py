@@ -36,9 +36,9 @@ from dmlbench import training
 VARIABLE = "DMLBENCH_WARM_START"
 PREFIX = "dmlbench-warm-"  # the server's socket is <temporary folder>/dmlbench-warm-*/socket
 # the steps that start torch, pandas, scipy or matplotlib for seconds of work, and what they import
-COMMANDS = ("train", "fair-train", "evaluate", "reference", "fair-summary", "aggregate", "analyse",
+COMMANDS = ("train", "fair-round", "fair-repetition", "evaluate", "reference", "fair-summary", "aggregate", "analyse",
             "fair-aggregate", "knob-concatenate", "knob-aggregate", "verdict", "report", "results-table")
-PRELOAD = ("torch", "dmlbench.training.train", "dmlbench.fair.fold_run", "dmlbench.evaluation.evaluate_run",
+PRELOAD = ("torch", "dmlbench.training.train", "dmlbench.fair.rounds", "dmlbench.evaluation.evaluate_run",
            "dmlbench.knobs.concatenate", "dmlbench.report.knob_tables", "dmlbench.evaluation.reference",
            "dmlbench.fair.summary", "dmlbench.report.aggregate", "dmlbench.analysis", "dmlbench.report.fair_tables",
            "dmlbench.report.index", "dmlbench.verdicts.certificate", *training.IMPORTS)

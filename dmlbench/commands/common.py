@@ -10,11 +10,16 @@ from dmlbench.errors import DmlbenchError
 CONFIG_DIR = "workflow/config"
 
 
-def spec_json(text: str) -> dict:
+def spec_json(text: str, option: str = "--spec") -> dict:
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
-        raise DmlbenchError(f"--spec is not valid JSON: {error}") from None
+        raise DmlbenchError(f"{option} is not valid JSON: {error}") from None
+
+
+def side_option(s) -> None:
+    s.add_argument("--side", default="{}", help="JSON: the side settings (tracking, keep, loader) the "
+                                                "workflow passes apart from --spec (no rerun trigger)")
 
 
 def positive(text: str) -> int:

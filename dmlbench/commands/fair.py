@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from dmlbench.commands.common import spec_json
+from dmlbench.commands.common import side_option, spec_json
 
 
 def cmd_fair_splits(args) -> None:
@@ -15,25 +15,16 @@ def cmd_fair_splits(args) -> None:
     folds.write(Path(args.manifest), Path(args.output), args.folds)
 
 
-def cmd_fair_ask(args) -> None:
-    from dmlbench.fair import study
+def cmd_fair_round(args) -> None:
+    from dmlbench.fair import rounds
 
-    asked = study.ask(spec_json(args.spec), Path(args.output))
-    print(f"trial {asked['trial']} (slot {asked['slot']}): {asked['params']}", file=sys.stderr)
-
-
-def cmd_fair_train(args) -> None:
-    from dmlbench.fair import fold_run
-
-    fold_run.run(spec_json(args.spec), Path(args.params), Path(args.run_dir), Path(args.output),
-                 Path(args.test_output) if args.test_output else None)
+    rounds.run_round(spec_json(args.spec), spec_json(args.side, "--side"), Path(args.output))
 
 
-def cmd_fair_tell(args) -> None:
-    from dmlbench.fair import study
+def cmd_fair_repetition(args) -> None:
+    from dmlbench.fair import rounds
 
-    told = study.tell(spec_json(args.spec), Path(args.params), [Path(p) for p in args.folds], Path(args.output))
-    print(f"trial {told['trial']}: objective {told['objective']}", file=sys.stderr)
+    rounds.run_repetition(spec_json(args.spec), spec_json(args.side, "--side"), Path(args.best), Path(args.output))
 
 
 def cmd_fair_best(args) -> None:
@@ -68,25 +59,18 @@ def add(sub) -> None:
     s.add_argument("--output", required=True, help="the split file (path, label, part)")
     s.set_defaults(func=cmd_fair_splits)
 
-    s = sub.add_parser("fair-ask", help="the parameters of one trial slot of a method's search")
-    s.add_argument("--spec", required=True, help="JSON: what Plan.fair_ask_spec gives")
-    s.add_argument("--output", required=True, help="params.json")
-    s.set_defaults(func=cmd_fair_ask)
+    s = sub.add_parser("fair-round", help="a search round: ask its trial slots, train their folds, tell")
+    s.add_argument("--spec", required=True, help="JSON: what Plan.fair_round_spec gives")
+    side_option(s)
+    s.add_argument("--output", required=True, help="round<N>.json: what each slot was told")
+    s.set_defaults(func=cmd_fair_round)
 
-    s = sub.add_parser("fair-train", help="train one fold with given parameters, select on its validation fold")
-    s.add_argument("--spec", required=True, help="JSON: what Plan.fair_run_spec gives")
-    s.add_argument("--params", required=True, help="params.json of a trial, or best.json")
-    s.add_argument("--run-dir", required=True)
-    s.add_argument("--output", required=True, help="validation.json")
-    s.add_argument("--test-output", help="test.npz: the test half's embeddings (final runs only)")
-    s.set_defaults(func=cmd_fair_train)
-
-    s = sub.add_parser("fair-tell", help="record a trial's mean validation MAP@R over its folds")
-    s.add_argument("--spec", required=True, help="JSON: what Plan.fair_ask_spec gives")
-    s.add_argument("--params", required=True)
-    s.add_argument("--folds", nargs="+", required=True, help="the folds' validation.json")
-    s.add_argument("--output", required=True, help="result.json")
-    s.set_defaults(func=cmd_fair_tell)
+    s = sub.add_parser("fair-repetition", help="a final repetition: train its folds with the best parameters")
+    s.add_argument("--spec", required=True, help="JSON: what Plan.fair_repetition_spec gives")
+    side_option(s)
+    s.add_argument("--best", required=True, help="best.json of the search")
+    s.add_argument("--output", required=True, help="folds.json: the folds' validation results")
+    s.set_defaults(func=cmd_fair_repetition)
 
     s = sub.add_parser("fair-best", help="the best trial of a search, and trials.csv")
     s.add_argument("--results", nargs="+", required=True)

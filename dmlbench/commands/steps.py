@@ -7,13 +7,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from dmlbench.commands.common import CONFIG_DIR, max_image_pixels_option, positive, spec_json
+from dmlbench.commands.common import CONFIG_DIR, max_image_pixels_option, positive, side_option, spec_json
 from dmlbench.errors import DmlbenchError
 
 
 def _run_config(args) -> dict:
     if args.spec:
-        return spec_json(args.spec)
+        return {**spec_json(args.spec), **spec_json(args.side, "--side")}
     from dmlbench.config.plan import Plan
 
     plan = Plan.load(args.config_dir, {"preset": args.preset})
@@ -50,6 +50,11 @@ def cmd_train(args) -> None:
 
     cfg = _run_config(args)
     train.train(cfg, Path(args.run_dir), log=train.log_stderr)
+    if args.metrics:  # the train step's own evaluation of the model it wrote
+        from dmlbench.evaluation import final_metrics
+
+        if not final_metrics.reuse(Path(args.run_dir), Path(args.metrics)):
+            raise DmlbenchError(f"{args.run_dir}: no final evaluation of its model.pt to write to {args.metrics}")
 
 
 def cmd_evaluate(args) -> None:
@@ -116,6 +121,8 @@ def add(sub) -> None:
     s = sub.add_parser("train", help="train one run (resumes from its last checkpoint)")
     s.add_argument("--run-dir", required=True)
     s.add_argument("--spec", help="resolved run config as JSON (what the workflow passes)")
+    side_option(s)
+    s.add_argument("--metrics", help="also write the final model's metrics here (metrics.json)")
     s.add_argument("--config-dir", default=CONFIG_DIR)
     s.add_argument("--preset", default="full")
     s.add_argument("--experiment")

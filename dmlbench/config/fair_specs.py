@@ -15,6 +15,7 @@ from dmlbench.config import fair_catalogue
 from dmlbench.config.run import FairRun
 from dmlbench.errors import ConfigError
 from dmlbench.fair import space as spaces
+from dmlbench.training import run_folder
 
 FAIR_KEYS = {"folds": 2, "trials": 1, "parallel": 1, "repetitions": 2}  # each setting and its least value
 SEARCH_SEED = 0  # the seed of every search trial
@@ -57,14 +58,17 @@ class FairSpecs:
                         for r in range(s["repetitions"]) for k in range(s["folds"])]
         return out
 
-    def find_fair_run(self, experiment, dataset, method, stage, index, fold) -> FairRun:
-        seed = SEARCH_SEED if stage == "search" else final_seed(index)
-        run = FairRun(experiment, dataset, method, seed, stage, int(index), int(fold))
-        if not hasattr(self, "_fair_run_set"):
-            self._fair_run_set = set(self.fair_runs())
-        if run not in self._fair_run_set:
-            raise ConfigError(f"preset {self.name} has no fair run {run}")
-        return run
+    def fair_rounds(self, experiment: str) -> int:
+        """The search's rounds: `parallel` trial slots each (the last may hold fewer)."""
+        s = self.fair_settings(experiment)
+        return -(-s["trials"] // s["parallel"])
+
+    def fair_round_slots(self, experiment: str, round_index) -> list[int]:
+        s, r = self.fair_settings(experiment), int(round_index)
+        if not 0 <= r < self.fair_rounds(experiment):
+            raise ConfigError(f"{experiment} has no search round {r} in preset {self.name} "
+                              f"({self.fair_rounds(experiment)} rounds)")
+        return list(range(r * s["parallel"], min((r + 1) * s["parallel"], s["trials"])))
 
     # --- paths ------------------------------------------------------------------------------
 
@@ -80,6 +84,12 @@ class FairSpecs:
 
     def fair_result(self, experiment, dataset, method, slot) -> str:
         return f"{self.fair_folder(experiment, dataset, method)}/search/trial{slot}/result.json"
+
+    def fair_round_marker(self, experiment, dataset, method, round_index) -> str:
+        return f"{self.fair_folder(experiment, dataset, method)}/search/round{round_index}.json"
+
+    def fair_repetition_marker(self, experiment, dataset, method, repetition) -> str:
+        return f"{self.fair_folder(experiment, dataset, method)}/final/rep{repetition}/folds.json"
 
     def fair_best(self, experiment, dataset, method) -> str:
         return f"{self.fair_folder(experiment, dataset, method)}/search/best.json"
@@ -99,49 +109,92 @@ class FairSpecs:
         """The settings of the method's first fold training (shared: not to be changed)."""
         cache = self.__dict__.setdefault("_fair_first", {})
         if (experiment, dataset, method) not in cache:
-            cache[experiment, dataset, method] = self.resolve(FairRun(experiment, dataset, method, 0))
+            cache[experiment, dataset, method] = self.resolved(FairRun(experiment, dataset, method, 0))
         return cache[experiment, dataset, method]
 
-    def fair_ask_inputs(self, experiment, dataset, method, slot) -> list[str]:
-        slot, parallel = int(slot), self.fair_settings(experiment)["parallel"]
-        out = [self.fair_params(experiment, dataset, method, slot - 1)] if slot > 0 else []
-        if slot >= parallel:
-            out.append(self.fair_result(experiment, dataset, method, slot - parallel))
-        return out
+    def fair_side(self, experiment, dataset, method) -> dict:
+        """The side settings (tracking, keep, loader) of the method's fold trainings: no rerun trigger."""
+        return run_folder.numbers_and_side(self._fair_base(experiment, dataset, method))[1]
 
-    def fair_ask_spec(self, experiment, dataset, method, slot) -> dict:
-        space = self.fair_space(method)
-        return {"journal": f"{self.fair_folder(experiment, dataset, method)}/search/study.journal",
-                "study": f"{experiment}/{dataset}/{method}", "slot": int(slot),
-                "space": spaces.to_json(space),
-                "paper": spaces.paper_setting(space, self._fair_base(experiment, dataset, method)),
-                "run": self._fair_base(experiment, dataset, method)}  # with the space: the study's fingerprint
+    def fair_fingerprint(self, experiment, dataset, method) -> str:
+        """What decides the numbers of the method's fold trainings (their shared settings and the
+        search space): the rerun trigger of its rounds and repetitions, whose specs follow from it."""
+        cache = self.__dict__.setdefault("_fair_fingerprints", {})
+        if (experiment, dataset, method) not in cache:
+            numbers = run_folder.numbers_and_side(self._fair_base(experiment, dataset, method))[0]
+            cache[experiment, dataset, method] = run_folder.fingerprint(
+                {"run": numbers, "space": self._space_json(method)})
+        return cache[experiment, dataset, method]
 
-    def fair_run_spec(self, run: FairRun) -> dict:
-        """The fold training's settings and its method's space (shared parts: to be serialised, not changed)."""
+    def fair_round_trigger(self, experiment, dataset, method, round_index) -> str:
+        """The rerun trigger of a search round: the fold trainings' fingerprint and the round's slots."""
+        slots = self.fair_round_slots(experiment, round_index)
+        return f"{self.fair_fingerprint(experiment, dataset, method)} slots {','.join(map(str, slots))}"
+
+    def _fold_job(self, run: FairRun) -> dict:
+        folder = run.path(self.name)
+        return {"run_dir": folder, "output": f"{folder}/validation.json", "test_output": f"{folder}/test.npz",
+                "run": run_folder.numbers_and_side(self._fair_settings_shared(run))[0]}
+
+    def _space_json(self, method: str) -> dict:
         spaces_json = self.__dict__.setdefault("_fair_spaces_json", {})
-        if run.method not in spaces_json:
-            spaces_json[run.method] = spaces.to_json(self.fair_space(run.method))
-        return {"run": self._fair_settings_shared(run), "space": spaces_json[run.method]}
+        if method not in spaces_json:
+            spaces_json[method] = spaces.to_json(self.fair_space(method))
+        return spaces_json[method]
 
-    def fair_run_inputs(self, run: FairRun) -> list[str]:
-        parameters = (self.fair_params(run.experiment, run.dataset, run.method, run.index)
-                      if run.stage == "search" else self.fair_best(run.experiment, run.dataset, run.method))
-        folds = self.fair_settings(run.experiment)["folds"]
-        store = self._fair_base(run.experiment, run.dataset, run.method)["data"].get("store")
-        return [parameters, self.manifest(run.dataset), self.fair_splits(run.dataset, folds),
-                *([f"{store}/store.json"] if store else [])]
+    def fair_round_spec(self, experiment, dataset, method, round_index) -> dict:
+        """A search round: what its slots ask with and the folds each slot trains."""
+        base = self._fair_base(experiment, dataset, method)
+        folder, folds = self.fair_folder(experiment, dataset, method), self.fair_settings(experiment)["folds"]
+        space = self.fair_space(method)
+        ask = {"journal": f"{folder}/search/study.journal", "study": f"{experiment}/{dataset}/{method}",
+               "space": self._space_json(method), "paper": spaces.paper_setting(space, base),
+               "run": run_folder.numbers_and_side(base)[0]}  # with the space: the study's fingerprint
+        trials = [{"slot": t, "params": self.fair_params(experiment, dataset, method, t),
+                   "result": self.fair_result(experiment, dataset, method, t),
+                   "folds": [self._fold_job(FairRun(experiment, dataset, method, SEARCH_SEED, "search", t, k))
+                             for k in range(folds)]}
+                  for t in self.fair_round_slots(experiment, round_index)]
+        return {"ask": ask, "space": ask["space"], "trials": trials}
 
-    def fair_tell_inputs(self, experiment, dataset, method, slot) -> list[str]:
+    def fair_repetition_spec(self, experiment, dataset, method, repetition) -> dict:
+        """A final repetition: its folds, trained with the best parameters."""
+        r, s = int(repetition), self.fair_settings(experiment)
+        if not 0 <= r < s["repetitions"]:
+            raise ConfigError(f"{experiment} has no final repetition {r} in preset {self.name} "
+                              f"({s['repetitions']} repetitions)")
+        return {"space": self._space_json(method),
+                "folds": [self._fold_job(FairRun(experiment, dataset, method, final_seed(r), "final", r, k))
+                          for k in range(s["folds"])]}
+
+    def _fold_data_inputs(self, experiment, dataset, method) -> list[str]:
         folds = self.fair_settings(experiment)["folds"]
-        return [f"{FairRun(experiment, dataset, method, 0, 'search', int(slot), k).path(self.name)}/validation.json"
-                for k in range(folds)]
+        store = self._fair_base(experiment, dataset, method)["data"].get("store")
+        return [self.manifest(dataset), self.fair_splits(dataset, folds), *([f"{store}/store.json"] if store else [])]
+
+    def fair_round_inputs(self, experiment, dataset, method, round_index) -> list[str]:
+        """The data, and the round before (its slots told: the sequencing of the search)."""
+        r = int(round_index)
+        before = [self.fair_round_marker(experiment, dataset, method, r - 1)] if r > 0 else []
+        return before + self._fold_data_inputs(experiment, dataset, method)
+
+    def fair_repetition_inputs(self, experiment, dataset, method) -> list[str]:
+        return [self.fair_best(experiment, dataset, method), *self._fold_data_inputs(experiment, dataset, method)]
 
     def fair_best_inputs(self, experiment, dataset, method) -> list[str]:
+        return [self.fair_round_marker(experiment, dataset, method, r) for r in range(self.fair_rounds(experiment))]
+
+    def fair_results(self, experiment, dataset, method) -> list[str]:
+        """Every trial's result.json (written by the rounds)."""
         return [self.fair_result(experiment, dataset, method, t)
                 for t in range(self.fair_settings(experiment)["trials"])]
 
     def fair_summary_inputs(self, experiment, dataset, method) -> list[str]:
+        return [self.fair_repetition_marker(experiment, dataset, method, r)
+                for r in range(self.fair_settings(experiment)["repetitions"])]
+
+    def fair_test_embeddings(self, experiment, dataset, method) -> list[str]:
+        """The final folds' test.npz, repetition by repetition (written by the repetitions)."""
         s = self.fair_settings(experiment)
         return [f"{FairRun(experiment, dataset, method, final_seed(r), 'final', r, k).path(self.name)}/test.npz"
                 for r in range(s["repetitions"]) for k in range(s["folds"])]

@@ -79,7 +79,7 @@ def protocol(plan, recipe: Recipe) -> dict[str, tuple[str, str]]:
 def knobs_of(plan, recipe: Recipe) -> list[Knob]:
     where = (f"{plan.config_dir / KNOBS_FILE}: {recipe.paper} on {recipe.dataset} "
              f"({recipe.paper_run.experiment} vs {FAIR})")
-    return derive(plan.resolve(recipe.paper_run), plan.resolve(recipe.fair_run), catalogue(plan), where,
+    return derive(plan.resolved(recipe.paper_run), plan.resolved(recipe.fair_run), catalogue(plan), where,
                   protocol(plan, recipe))
 
 

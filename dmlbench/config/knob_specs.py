@@ -9,11 +9,10 @@ one run per fold (`…@<paper>-<step>.fold<k>`), whose test embeddings are joine
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, replace
 
 from dmlbench.config import fair_catalogue, knob_recipes
-from dmlbench.config.loading import deep_merge
+from dmlbench.config.loading import deep_merge, plain_copy
 from dmlbench.config.run import Run
 from dmlbench.errors import ConfigError
 from dmlbench.knobs import paths as knob_paths
@@ -154,11 +153,11 @@ class KnobSpecs:
         """A step's settings for one seed (and fold model): the paper's recipe, the moved knobs'
         settings from the fair recipe, the preset's settings for the experiment, the fold."""
         paper, fair = self._knob_ends(path.recipe.paper_run.experiment, path.dataset, method, fair_method)
-        cfg = copy.deepcopy(paper)
+        cfg = plain_copy(paper)
         specs = {k.name: k for k in knob_recipes.catalogue(self).knobs}
         for name in step.moved:
             for key in specs[name].settings:
-                _set(cfg, key, copy.deepcopy(_get(fair, key)))
+                _set(cfg, key, plain_copy(_get(fair, key)))
         own = self._subset(path.experiment).get("train")
         if own:  # the preset's settings for the knob experiment alone (a shrunk path), on every step
             cfg = deep_merge(cfg, own)
@@ -180,8 +179,8 @@ class KnobSpecs:
         cache = self.__dict__.setdefault("_knob_ends_cache", {})
         key = (source, dataset, method, fair_method)
         if key not in cache:
-            cache[key] = (self.resolve(Run(source, dataset, method, 0)),
-                          self.resolve(Run(knob_recipes.FAIR, dataset, fair_method, 0)))
+            cache[key] = (self.resolved(Run(source, dataset, method, 0)),
+                          self.resolved(Run(knob_recipes.FAIR, dataset, fair_method, 0)))
         return cache[key]
 
     # --- the steps' inputs and specs ----------------------------------------------------------
@@ -191,7 +190,7 @@ class KnobSpecs:
         run outside knob experiments)."""
         if not self.is_knobs(run.experiment):
             return []
-        fold = self.resolve(run)["data"].get("fold")
+        fold = self.resolved(run)["data"].get("fold")
         return [fold["splits"]] if fold else []
 
     def knob_run_of(self, path: KnobPath, method: str, fair_method: str, step: knob_paths.Step, seed: int,

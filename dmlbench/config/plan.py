@@ -12,7 +12,6 @@ specs of the pipeline's steps in `steps`.
 
 from __future__ import annotations
 
-import copy
 import re
 from pathlib import Path
 
@@ -21,8 +20,8 @@ import jsonschema
 from dmlbench import settings
 from dmlbench.config import knob_recipes, validation
 from dmlbench import run_config
-from dmlbench.config.loading import (deep_merge, load_yaml, merge_layers, plain_numbers, with_dataset_names,
-                                     with_settings)
+from dmlbench.config.loading import (deep_merge, load_yaml, merge_layers, plain_copy, plain_numbers,
+                                     with_dataset_names, with_settings)
 from dmlbench.config.run import FairRun, Run
 from dmlbench.config.fair_specs import FairSpecs
 from dmlbench.config.knob_specs import KnobSpecs
@@ -212,7 +211,18 @@ class Plan(StepSpecs, FairSpecs, KnobSpecs):
         return sorted({run.dataset for run in self.runs()})
 
     def resolve(self, run: Run) -> dict:
-        """The complete settings of one run, as training reads them."""
+        """The complete settings of one run, as training reads them (the caller's own copy)."""
+        return plain_copy(self.resolved(run))
+
+    def resolved(self, run: Run) -> dict:
+        """`resolve`, made once per run and shared: to be read, not changed (the dry run of `full`
+        asks for each run's settings several times)."""
+        cache = self.__dict__.setdefault("_resolved", {})
+        if run not in cache:
+            cache[run] = self._resolve(run)
+        return cache[run]
+
+    def _resolve(self, run: Run) -> dict:
         if isinstance(run, FairRun):
             return self._resolve_fair(run)
         exp = self.experiments[run.experiment]
@@ -242,7 +252,7 @@ class Plan(StepSpecs, FairSpecs, KnobSpecs):
     def _resolve_fair(self, run: FairRun) -> dict:
         """A fold training: the method's run settings with its seed, stage, index and fold (the
         settings without those are merged once per experiment × dataset × method)."""
-        return copy.deepcopy(self._fair_settings_shared(run))
+        return plain_copy(self._fair_settings_shared(run))
 
     def _fair_settings_shared(self, run: FairRun) -> dict:
         """`_resolve_fair` without the copy: only `seed`, `run` and `data` are the fold training's
@@ -251,7 +261,7 @@ class Plan(StepSpecs, FairSpecs, KnobSpecs):
         cache = self.__dict__.setdefault("_fair_bases", {})
         key = (run.experiment, run.dataset, run.method)
         if key not in cache:
-            cache[key] = self.resolve(Run(run.experiment, run.dataset, run.method, 0))
+            cache[key] = self.resolved(Run(run.experiment, run.dataset, run.method, 0))
         base = cache[key]
         folds = self.fair_settings(run.experiment)["folds"]
         fold = {"splits": self.fair_splits(run.dataset, folds), "index": run.fold, "of": folds}

@@ -54,9 +54,13 @@ class StepSpecs:
             return None
         return f"{Path(self.manifest(dataset)).parent}/store{side}"
 
+    def train_inputs(self, run: Run) -> list[str]:
+        """What a run's training reads: its manifest, its store and its fold split file, where it has them."""
+        return [self.manifest(run.dataset), *self.store_marker(run), *self.split_inputs(run)]
+
     def store_marker(self, run: Run) -> list[str]:
         """The store file a run's training needs (none without a store)."""
-        folder = self.resolve(run)["data"].get("store")
+        folder = self.resolved(run)["data"].get("store")
         return [f"{folder}/store.json"] if folder else []
 
     def prepare_spec(self, dataset: str) -> dict:

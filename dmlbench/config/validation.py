@@ -207,7 +207,7 @@ def check_runs(plan) -> None:
     and table are another's, differing in seed or held-out fold only, are checked once)."""
     seen = set()
     for run in plan.runs():
-        cfg = plan.resolve(run)
+        cfg = plan.resolved(run)
         values = {k: cfg[k] for k in plan.defaults}
         test_selected = bool((plan.experiments[run.experiment].get("table") or {}).get("test_selected"))
         key = (run.dataset, test_selected, json.dumps(values, sort_keys=True, default=str))
@@ -232,7 +232,7 @@ def check_fair_runs(plan) -> None:
         if (run.experiment, run.dataset, run.method, run.stage) in seen:
             continue
         seen.add((run.experiment, run.dataset, run.method, run.stage))
-        cfg = plan.resolve(run)
+        cfg = plan.resolved(run)
         where = f"fair run {run.path(plan.name)}"
         settings.check({k: cfg[k] for k in plan.defaults}, plan.settings_schema, where)
         typed = _check_typed(plan, cfg, run.dataset, where)

@@ -18,6 +18,7 @@ import torch
 
 from dmlbench import environment, models
 from dmlbench.data import folds, manifest
+from dmlbench.errors import DmlbenchError
 from dmlbench.evaluation.model_eval import embed, split_loader
 from dmlbench.fair import space as spaces
 from dmlbench.fair.study import read_json
@@ -30,11 +31,16 @@ VALIDATION_KEYS = ("map@r", "r_precision", "recall@1")
 
 def run(spec: dict, params_file: Path, run_dir: Path, output: Path, test_output: Path | None = None,
         log=train.log_stderr) -> dict:
+    """Train the fold (or take its result when it finished with these settings) → `output`."""
     chosen = read_json(params_file)["params"]
     space = spaces.from_json(spec["space"])
     cfg = RunConfig.from_dict(spaces.apply(spec["run"], space, chosen), f"{params_file}: the run")
+    earlier = finished(cfg, chosen, Path(run_dir), Path(output), test_output)
+    if earlier is not None:
+        log(f"{run_dir}: finished before with these settings ({output.name} kept)")
+        return earlier
     try:
-        train.train(cfg, run_dir, log=log)
+        train.train(cfg, run_dir, log=log, final_evaluation=False)
     except train.DivergedError as error:
         if test_output is not None:
             raise
@@ -53,6 +59,20 @@ def run(spec: dict, params_file: Path, run_dir: Path, output: Path, test_output:
     if not cfg.keep.fold_model:  # validation.json (and test.npz) are what is read later
         (Path(run_dir) / "model.pt").unlink(missing_ok=True)
     return result
+
+
+def finished(cfg: RunConfig, chosen: dict, run_dir: Path, output: Path, test_output: Path | None) -> dict | None:
+    """The fold's `validation.json` when it is this training's: the same parameters, its test
+    embeddings where asked, and the run folder's `config.json` of the same fingerprint."""
+    written = run_dir / "config.json"
+    if not (output.exists() and written.exists()) or (test_output is not None and not test_output.exists()):
+        return None
+    try:
+        result, old = read_json(output), read_json(written)
+    except DmlbenchError:
+        return None  # damaged: trained again
+    same = run_folder.fingerprint(old) == run_folder.fingerprint(cfg.to_dict())
+    return result if same and result.get("params") == chosen else None
 
 
 def _write_test_embeddings(state: dict, cfg: RunConfig, output: Path) -> None:

@@ -108,12 +108,19 @@ def _repair(journal: Path) -> None:
         lock.release()
 
 
-def search_settings(spec: dict) -> dict:
+def search_settings(spec: dict, run_keys_left_out=run_folder.NOT_IN_FINGERPRINT) -> dict:
     """What a study is bound to: the search space (its dimensions by path, so that a change names
-    the dimension) and the method's fold training settings."""
+    the dimension) and the method's fold training settings that decide its numbers."""
     space = spec["space"]
     dimensions = {d["path"]: d for d in space["dimensions"]}
-    return {"space": {**dimensions, "tied": space["tied"]}, "run": spec["run"]}
+    run = {key: value for key, value in spec["run"].items() if key not in run_keys_left_out}
+    return {"space": {**dimensions, "tied": space["tied"]}, "run": run}
+
+
+def _legacy_fingerprint(spec: dict) -> str:
+    """The fingerprint earlier versions bound a study to (the fold settings with tracking, keep and
+    loader in them): such a study belongs to these settings when only those differ."""
+    return run_folder.fingerprint(search_settings(spec, run_keys_left_out=()))
 
 
 def _bound_study(spec: dict, seed: int):
@@ -128,6 +135,10 @@ def _bound_study(spec: dict, seed: int):
         study.set_user_attr(FINGERPRINT, wanted)
         return study
     if stored == wanted:
+        return study
+    if stored == _legacy_fingerprint(spec):  # an earlier version's study of these settings: kept
+        study.set_user_attr(SETTINGS, settings)
+        study.set_user_attr(FINGERPRINT, wanted)
         return study
     old = study.user_attrs.get(SETTINGS)
     changes = run_folder.changed_settings(old, settings) if old else ["(a study of an older version)"]

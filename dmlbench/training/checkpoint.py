@@ -28,7 +28,7 @@ def load(run_dir: Path, cfg: dict, log) -> dict | None:
         log(f"{path} is corrupt ({' '.join(str(error).split())[:200]}); the run's files were moved to "
             f"{moved} and it trains afresh")
         return None
-    if state.get("fingerprint") == run_folder.fingerprint(cfg):
+    if state.get("fingerprint") in run_folder.fingerprints(cfg):
         return state
     old = json.loads(state["config"]) if "config" in state else {}
     changes = run_folder.changed_settings(old, cfg) if old else ["(checkpoint of an older version)"]

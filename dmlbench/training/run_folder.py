@@ -29,8 +29,11 @@ class RunBusyError(DmlbenchError):
     """Another process is training the same run folder."""
 
 
-# settings that change what a run keeps or reports, not what it computes: a checkpoint stays valid
-NOT_IN_FINGERPRINT = ("keep", "tracking")
+# settings that change what a run keeps, reports or how fast it loads, not what it computes: a
+# checkpoint stays valid, and the workflow does not rerun a job for them (`numbers_and_side`)
+NOT_IN_FINGERPRINT = ("keep", "tracking", "loader")
+# before `loader` was among them (runs, checkpoints and studies of earlier versions carry this one)
+_LEGACY_NOT_IN_FINGERPRINT = ("keep", "tracking")
 
 
 # settings added after runs were made, at the value with which a run computes what it computed
@@ -40,7 +43,25 @@ INTRODUCED_AT = {("model", "weights_sha256"): None, ("model", "frozen_patch_embe
 
 
 def fingerprint(cfg: dict) -> str:
-    kept = {key: value for key, value in cfg.items() if key not in NOT_IN_FINGERPRINT}
+    """sha256 of the settings that decide a run's numbers."""
+    return _digest(cfg, NOT_IN_FINGERPRINT)
+
+
+def fingerprints(cfg: dict) -> tuple[str, str]:
+    """This version's fingerprint and the one earlier versions wrote for the same settings: a
+    checkpoint or a study of either belongs to `cfg`."""
+    return fingerprint(cfg), _digest(cfg, _LEGACY_NOT_IN_FINGERPRINT)
+
+
+def numbers_and_side(cfg: dict) -> tuple[dict, dict]:
+    """A resolved config split into the settings that decide its numbers and the side settings
+    (`NOT_IN_FINGERPRINT`): the workflow passes the first as a rerun trigger, the second not."""
+    return ({key: value for key, value in cfg.items() if key not in NOT_IN_FINGERPRINT},
+            {key: value for key, value in cfg.items() if key in NOT_IN_FINGERPRINT})
+
+
+def _digest(cfg: dict, left_out: tuple[str, ...]) -> str:
+    kept = {key: value for key, value in cfg.items() if key not in left_out}
     for (section, key), neutral in INTRODUCED_AT.items():
         if isinstance(kept.get(section), dict) and kept[section].get(key, neutral) == neutral:
             kept[section] = {k: v for k, v in kept[section].items() if k != key}

@@ -41,11 +41,14 @@ def seed_epoch(seed: int, epoch: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed * 1_000_003 + epoch)
 
 
-def train(cfg: dict | RunConfig, run_dir: Path, log=print) -> Path:
+def train(cfg: dict | RunConfig, run_dir: Path, log=print, final_evaluation: bool = True) -> Path:
     """Train the run described by the resolved config `cfg` in `run_dir`; return the final model path.
 
     Resumes from the checkpoint when it belongs to `cfg`; otherwise moves the old files aside and
-    starts afresh. A failure before the first checkpoint leaves nothing behind.
+    starts afresh. A failure before the first checkpoint leaves nothing behind. With
+    `final_evaluation` the final model is evaluated (k-means included) and the result kept beside
+    it (`final_metrics.json`, what `metrics.json` holds); a fair fold training, whose numbers are its
+    per-epoch validation and its test embeddings, skips it.
     """
     config = cfg if isinstance(cfg, RunConfig) else RunConfig.from_dict(cfg)
     run_dir = Path(run_dir)
@@ -53,7 +56,7 @@ def train(cfg: dict | RunConfig, run_dir: Path, log=print) -> Path:
     with run_folder.exclusive(run_dir):
         state = checkpoint.load(run_dir, config.to_dict(), log)
         try:
-            return _train(config, run_dir, log, state)
+            return _train(config, run_dir, log, state, final_evaluation)
         except BaseException as error:
             if not (run_dir / "checkpoint.pt").exists():
                 run_folder.discard_unfinished(run_dir)
@@ -62,7 +65,7 @@ def train(cfg: dict | RunConfig, run_dir: Path, log=print) -> Path:
             raise
 
 
-def _train(cfg: RunConfig, run_dir: Path, log, state: dict | None) -> Path:
+def _train(cfg: RunConfig, run_dir: Path, log, state: dict | None, final_evaluation: bool = True) -> Path:
     attempt_started = time.perf_counter()
     wall_before = state.get("wall_seconds", 0.0) if state else 0.0  # earlier attempts of this run
     record_of_settings = cfg.to_dict()  # config.json, the checkpoint's fingerprint, model.pt
@@ -144,9 +147,11 @@ def _train(cfg: RunConfig, run_dir: Path, log, state: dict | None) -> Path:
         with atomic_path(final) as tmp:
             torch.save({"model": model.state_dict(), "config": record_of_settings, **selection.summary()}, tmp)
         model.eval()
-        result = evaluate_run.result_of(model, cfg, run_dir, device)
-        final_metrics.keep(run_dir, result)
-        log(f"final evaluation kept for the evaluate step ({final_metrics.RECORD})")
+        result = {"metrics": {}, "seconds": 0.0}
+        if final_evaluation:
+            result = evaluate_run.result_of(model, cfg, run_dir, device)
+            final_metrics.keep(run_dir, result)
+            log(f"final evaluation kept beside model.pt ({final_metrics.RECORD})")
         write_json(run_dir / cost.RECORD, cost.summary(history, result["seconds"], device, wall()))
         tracking.finished(result["metrics"], len(history), final)
         if not cfg.keep.checkpoint:  # model.pt and the metrics are all a done run needs

@@ -5,6 +5,8 @@ import shlex
 import sys
 
 from dmlbench.config import verdict_spec
+from dmlbench.config.job_params import Untracked, as_json
+from dmlbench.training.run_folder import numbers_and_side
 from dmlbench.data.datasets import NAME_PATTERN as DATASET_NAME
 
 # every job runs with the interpreter Snakemake runs under (its environment, activated or not)
@@ -26,17 +28,23 @@ def gpu_count(resources):
     return int(getattr(gpu, "value", gpu) or 0)
 
 
+# the prefix that hands a GPU job a free device (none under SLURM or without --resources gpu=N);
+# in the rules' command text, not their params: the interpreter's path is no rerun trigger
+GPU_SLOT = f"{PYTHON} -m dmlbench gpu-slot --slots {gpu_count(workflow.global_resources)} --"
+
+
 def run_of(w):
     return PLAN.find_run(w.experiment, w.dataset, w.method, int(w.seed))
 
 
-def run_spec(w):
-    return json.dumps(PLAN.resolve(run_of(w)), sort_keys=True)
+def run_numbers(w):
+    """The run's settings that decide its numbers."""
+    return numbers_and_side(PLAN.resolved(run_of(w)))[0]
 
 
-def gpu_slot():
-    """Prefix that hands the job a free device (none under SLURM or without --resources gpu=N)."""
-    return f"{PYTHON} -m dmlbench gpu-slot --slots {GPU_SLOTS} --"
+def run_side(w):
+    """The run's side settings (tracking, keep, loader)."""
+    return numbers_and_side(PLAN.resolved(run_of(w)))[1]
 
 
 def experiment_metrics(w):

@@ -1,5 +1,6 @@
 # The fair protocol (`suite.fair`, dmlbench/config/fair_specs.py): split file → per method × dataset
-# trial slots (ask → fold trainings → tell) → best → final fold trainings → summary → tables.
+# search rounds (each: ask its trial slots, train their folds, tell) → best → final repetitions
+# (each: train its folds) → summary → tables. One GPU job per round and per repetition.
 FAIR_DIR = "results/{preset}/{experiment}/{dataset}/{method}"
 
 
@@ -15,52 +16,22 @@ rule fair_splits:
         "{PYTHON} -m dmlbench fair-splits --manifest {input:q} --folds {wildcards.folds} --output {output:q}"
 
 
-rule fair_ask:
+rule fair_round:
     input:
-        lambda w: PLAN.fair_ask_inputs(w.experiment, w.dataset, w.method, w.trial),
+        lambda w: PLAN.fair_round_inputs(w.experiment, w.dataset, w.method, w.round),
     output:
-        f"{FAIR_DIR}/search/trial{{trial}}/params.json",
+        f"{FAIR_DIR}/search/round{{round}}.json",
     params:
-        spec=lambda w: json.dumps(PLAN.fair_ask_spec(w.experiment, w.dataset, w.method, w.trial), sort_keys=True),
-    log:
-        f"logs/{{preset}}/fair/{{experiment}}/{{dataset}}/{{method}}/ask{{trial}}.log",
-    shell:
-        "{PYTHON} -m dmlbench fair-ask --spec {params.spec:q} --output {output:q} 2> >(tee {log:q} >&2)"
-
-
-def fair_run(w, stage):
-    return PLAN.find_fair_run(w.experiment, w.dataset, w.method, stage, w.index, w.fold)
-
-
-rule fair_trial_fold:
-    input:
-        lambda w: PLAN.fair_run_inputs(fair_run(w, "search")),
-    output:
-        f"{FAIR_DIR}/search/trial{{index}}/fold{{fold}}/validation.json",
-    params:
-        spec=lambda w: json.dumps(PLAN.fair_run_spec(fair_run(w, "search")), sort_keys=True),
-        run_dir=f"{FAIR_DIR}/search/trial{{index}}/fold{{fold}}",
-        slot=gpu_slot(),
+        settings=lambda w: PLAN.fair_round_trigger(w.experiment, w.dataset, w.method, w.round),
+        spec=lambda w: Untracked(lambda: as_json(PLAN.fair_round_spec(w.experiment, w.dataset, w.method, w.round))),
+        side=lambda w: Untracked(lambda: as_json(PLAN.fair_side(w.experiment, w.dataset, w.method))),
     resources:
         gpu=1,
     log:
-        f"logs/{{preset}}/fair/{{experiment}}/{{dataset}}/{{method}}/trial{{index}}-fold{{fold}}.log",
+        f"logs/{{preset}}/fair/{{experiment}}/{{dataset}}/{{method}}/round{{round}}.log",
     shell:
-        "{params.slot} {PYTHON} -m dmlbench fair-train --spec {params.spec:q} --params {input[0]:q}"
-        " --run-dir {params.run_dir:q} --output {output:q} 2> >(tee -a {log:q} >&2)"
-
-
-rule fair_tell:
-    input:
-        params=f"{FAIR_DIR}/search/trial{{trial}}/params.json",
-        folds=lambda w: PLAN.fair_tell_inputs(w.experiment, w.dataset, w.method, w.trial),
-    output:
-        f"{FAIR_DIR}/search/trial{{trial}}/result.json",
-    params:
-        spec=lambda w: json.dumps(PLAN.fair_ask_spec(w.experiment, w.dataset, w.method, w.trial), sort_keys=True),
-    shell:
-        "{PYTHON} -m dmlbench fair-tell --spec {params.spec:q} --params {input.params:q}"
-        " --folds {input.folds:q} --output {output:q}"
+        "{GPU_SLOT} {PYTHON} -m dmlbench fair-round --spec {params.spec:q} --side {params.side:q}"
+        " --output {output:q} 2> >(tee -a {log:q} >&2)"
 
 
 rule fair_best:
@@ -69,28 +40,29 @@ rule fair_best:
     output:
         best=f"{FAIR_DIR}/search/best.json",
         trials=f"{FAIR_DIR}/search/trials.csv",
-    shell:
-        "{PYTHON} -m dmlbench fair-best --results {input:q} --output {output.best:q} --trials {output.trials:q}"
-
-
-rule fair_final_fold:
-    input:
-        lambda w: PLAN.fair_run_inputs(fair_run(w, "final")),
-    output:
-        validation=f"{FAIR_DIR}/final/rep{{index}}/fold{{fold}}/validation.json",
-        test=f"{FAIR_DIR}/final/rep{{index}}/fold{{fold}}/test.npz",
     params:
-        spec=lambda w: json.dumps(PLAN.fair_run_spec(fair_run(w, "final")), sort_keys=True),
-        run_dir=f"{FAIR_DIR}/final/rep{{index}}/fold{{fold}}",
-        slot=gpu_slot(),
+        results=lambda w: PLAN.fair_results(w.experiment, w.dataset, w.method),
+    shell:
+        "{PYTHON} -m dmlbench fair-best --results {params.results:q} --output {output.best:q} --trials {output.trials:q}"
+
+
+rule fair_repetition:
+    input:
+        lambda w: PLAN.fair_repetition_inputs(w.experiment, w.dataset, w.method),
+    output:
+        f"{FAIR_DIR}/final/rep{{repetition}}/folds.json",
+    params:
+        settings=lambda w: PLAN.fair_fingerprint(w.experiment, w.dataset, w.method),   # the rerun trigger
+        spec=lambda w: Untracked(lambda: as_json(
+            PLAN.fair_repetition_spec(w.experiment, w.dataset, w.method, w.repetition))),
+        side=lambda w: Untracked(lambda: as_json(PLAN.fair_side(w.experiment, w.dataset, w.method))),
     resources:
         gpu=1,
     log:
-        f"logs/{{preset}}/fair/{{experiment}}/{{dataset}}/{{method}}/rep{{index}}-fold{{fold}}.log",
+        f"logs/{{preset}}/fair/{{experiment}}/{{dataset}}/{{method}}/rep{{repetition}}.log",
     shell:
-        "{params.slot} {PYTHON} -m dmlbench fair-train --spec {params.spec:q} --params {input[0]:q}"
-        " --run-dir {params.run_dir:q} --output {output.validation:q} --test-output {output.test:q}"
-        " 2> >(tee -a {log:q} >&2)"
+        "{GPU_SLOT} {PYTHON} -m dmlbench fair-repetition --spec {params.spec:q} --side {params.side:q}"
+        " --best {input[0]:q} --output {output:q} 2> >(tee -a {log:q} >&2)"
 
 
 rule fair_summary:
@@ -99,9 +71,11 @@ rule fair_summary:
     output:
         f"{FAIR_DIR}/final/summary.json",
     params:
-        spec=lambda w: json.dumps(PLAN.fair_summary_spec(w.experiment, w.dataset, w.method), sort_keys=True),
+        spec=lambda w: as_json(PLAN.fair_summary_spec(w.experiment, w.dataset, w.method)),
+        embeddings=lambda w: PLAN.fair_test_embeddings(w.experiment, w.dataset, w.method),
     shell:
-        "{PYTHON} -m dmlbench fair-summary --spec {params.spec:q} --embeddings {input:q} --output {output:q}"
+        "{PYTHON} -m dmlbench fair-summary --spec {params.spec:q} --embeddings {params.embeddings:q}"
+        " --output {output:q}"
 
 
 rule fair_aggregate:

@@ -1,5 +1,5 @@
-# The knob experiment (`suite.knobs`, dmlbench/config/knob_specs.py): its steps are train and
-# evaluate jobs of the plan's runs; a step that moves the evaluation knob joins its fold models
+# The knob experiment (`suite.knobs`, dmlbench/config/knob_specs.py): its steps are train jobs
+# of the plan's runs; a step that moves the evaluation knob joins its fold models
 # (knob_concatenate); one job writes the report folder (knob_aggregate).
 KNOB_STEP_DIR = "results/{preset}/{experiment}/{dataset}/{method}/seed{seed}"
 
@@ -12,13 +12,12 @@ rule knob_concatenate:
         f"{KNOB_STEP_DIR}/concatenated.json",
     params:
         run_dirs=lambda w: PLAN.knob_fold_dirs(w.experiment, w.dataset, w.method, int(w.seed)),
-        slot=gpu_slot(),
     resources:
         gpu=1,
     log:
         f"logs/{{preset}}/knobs/{{experiment}}/{{dataset}}/{{method}}/seed{{seed}}.log",
     shell:
-        "{params.slot} {PYTHON} -m dmlbench knob-concatenate --run-dirs {params.run_dirs:q} --output {output:q}"
+        "{GPU_SLOT} {PYTHON} -m dmlbench knob-concatenate --run-dirs {params.run_dirs:q} --output {output:q}"
         " 2> >(tee {log:q} >&2)"
 
 

@@ -1,18 +1,17 @@
 rule train:
     input:
-        manifest=lambda w: PLAN.manifest(w.dataset),
-        store=lambda w: PLAN.store_marker(run_of(w)),
-        splits=lambda w: PLAN.split_inputs(run_of(w)),   # a run trained on folds (suite.knobs)
+        lambda w: PLAN.train_inputs(run_of(w)),   # manifest, store, fold splits (suite.knobs)
     output:
-        f"{RUN_DIR}/model.pt",
+        model=f"{RUN_DIR}/model.pt",
+        metrics=f"{RUN_DIR}/metrics.json",   # the final model's evaluation, made by the same process
     params:
-        spec=run_spec,
+        spec=lambda w: as_json(run_numbers(w)),   # the rerun trigger
+        side=lambda w: Untracked(lambda: as_json(run_side(w))),
         run_dir=RUN_DIR,
-        slot=gpu_slot(),
     resources:
         gpu=1,
     log:
         f"logs/{{preset}}/train/{{experiment}}/{{dataset}}/{{method}}/seed{{seed}}.log",
     shell:
-        "{params.slot} {PYTHON} -m dmlbench train --spec {params.spec:q} --run-dir {params.run_dir:q}"
-        " 2> >(tee -a {log:q} >&2)"
+        "{GPU_SLOT} {PYTHON} -m dmlbench train --spec {params.spec:q} --side {params.side:q}"
+        " --run-dir {params.run_dir:q} --metrics {output.metrics:q} 2> >(tee -a {log:q} >&2)"

@@ -483,22 +483,19 @@ def test_full_dry_run_lists_every_fold_trial_and_final_run_of_suite_fair(full_dr
     assert settings == {"folds": 4, "trials": 50, "parallel": 2, "repetitions": 10}
     stdout = result.stdout
     listed = {path.strip() for line in re.findall(r"^\s+output: (.*)$", stdout, re.M) for path in line.split(",")}
+    rounds = -(-settings["trials"] // settings["parallel"])
     for dataset, method in pairs:
         folder = plan.fair_folder("suite.fair", dataset, method)
-        for t in range(settings["trials"]):
-            assert f"{folder}/search/trial{t}/params.json" in listed
-            assert f"{folder}/search/trial{t}/result.json" in listed
-            for k in range(settings["folds"]):
-                assert f"{folder}/search/trial{t}/fold{k}/validation.json" in listed
+        for r in range(rounds):
+            assert f"{folder}/search/round{r}.json" in listed
         for r in range(settings["repetitions"]):
-            for k in range(settings["folds"]):
-                assert f"{folder}/final/rep{r}/fold{k}/test.npz" in listed
+            assert f"{folder}/final/rep{r}/folds.json" in listed
         assert f"{folder}/final/summary.json" in listed
     counts = {line.split()[0]: int(line.split()[1]) for line in stdout[stdout.index("Job stats:"):].splitlines()
               if len(line.split()) == 2 and line.split()[1].isdigit()}
-    assert counts["fair_trial_fold"] == len(pairs) * settings["trials"] * settings["folds"]
-    assert counts["fair_final_fold"] == len(pairs) * settings["repetitions"] * settings["folds"]
-    assert counts["fair_ask"] == counts["fair_tell"] == len(pairs) * settings["trials"]
+    assert counts["fair_round"] == len(pairs) * rounds  # one GPU job per round: its slots' folds
+    assert counts["fair_repetition"] == len(pairs) * settings["repetitions"]  # one per repetition: its folds
+    assert not {"fair_ask", "fair_tell", "fair_trial_fold", "fair_final_fold"} & set(counts)
     assert counts["fair_best"] == counts["fair_summary"] == len(pairs)
     assert counts["fair_splits"] == 4 and counts["fair_aggregate"] == 1
 

@@ -70,7 +70,7 @@ def cmd_evaluate(args) -> None:
 def cmd_reference(args) -> None:
     from dmlbench.evaluation import reference
 
-    reference.run(spec_json(args.spec), Path(args.output))
+    reference.run({**spec_json(args.spec), **spec_json(args.side, "--side")}, Path(args.output))
 
 
 def cmd_analyse(args) -> None:
@@ -141,6 +141,7 @@ def add(sub) -> None:
     s = sub.add_parser("reference", help="evaluate the embeddings before any training step "
                                          "(network at initialisation, trunk features, raw pixels)")
     s.add_argument("--spec", required=True, help="JSON: what Plan.reference_spec gives")
+    side_option(s)
     s.add_argument("--output", required=True)
     s.set_defaults(func=cmd_reference)
 

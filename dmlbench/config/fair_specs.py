@@ -142,14 +142,19 @@ class FairSpecs:
             spaces_json[method] = spaces.to_json(self.fair_space(method))
         return spaces_json[method]
 
+    def fair_ask_spec(self, experiment, dataset, method, slot) -> dict:
+        """What slot `slot` of the method's search is asked with (`study.ask`)."""
+        base = self._fair_base(experiment, dataset, method)
+        folder = self.fair_folder(experiment, dataset, method)
+        return {"journal": f"{folder}/search/study.journal", "study": f"{experiment}/{dataset}/{method}",
+                "space": self._space_json(method), "paper": spaces.paper_setting(self.fair_space(method), base),
+                "run": base, "slot": slot}  # the space and the run: the study's fingerprint
+
     def fair_round_spec(self, experiment, dataset, method, round_index) -> dict:
         """A search round: what its slots ask with and the folds each slot trains."""
-        base = self._fair_base(experiment, dataset, method)
-        folder, folds = self.fair_folder(experiment, dataset, method), self.fair_settings(experiment)["folds"]
-        space = self.fair_space(method)
-        ask = {"journal": f"{folder}/search/study.journal", "study": f"{experiment}/{dataset}/{method}",
-               "space": self._space_json(method), "paper": spaces.paper_setting(space, base),
-               "run": run_folder.numbers_and_side(base)[0]}  # with the space: the study's fingerprint
+        folds = self.fair_settings(experiment)["folds"]
+        ask = self.fair_ask_spec(experiment, dataset, method, None)
+        ask = {**ask, "run": run_folder.numbers_and_side(ask["run"])[0]}  # the side settings come apart
         trials = [{"slot": t, "params": self.fair_params(experiment, dataset, method, t),
                    "result": self.fair_result(experiment, dataset, method, t),
                    "folds": [self._fold_job(FairRun(experiment, dataset, method, SEARCH_SEED, "search", t, k))

@@ -4,11 +4,12 @@ rule reference:
     output:
         f"results/{{preset}}/reference/{{reference}}/metrics.json",
     params:
-        spec=lambda w: json.dumps(PLAN.reference_spec(w.reference), sort_keys=True),
+        spec=lambda w: as_json(numbers_and_side(PLAN.reference_spec(w.reference))[0]),   # the rerun trigger
+        side=lambda w: Untracked(lambda: as_json(numbers_and_side(PLAN.reference_spec(w.reference))[1])),
     resources:
         gpu=1,
     log:
         f"logs/{{preset}}/reference/{{reference}}.log",
     shell:
-        "{GPU_SLOT} {PYTHON} -m dmlbench reference --spec {params.spec:q} --output {output:q}"
+        "{GPU_SLOT} {PYTHON} -m dmlbench reference --spec {params.spec:q} --side {params.side:q} --output {output:q}"
         " 2> >(tee {log:q} >&2)"

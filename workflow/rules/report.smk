@@ -40,8 +40,8 @@ rule certificate:
     wildcard_constraints:
         paper="[a-z0-9_]+",
     params:
-        config=json.dumps(config),
-        config_dir=str(CONFIG_DIR),
+        config=Untracked(json.dumps(config)),   # what it changes reaches these jobs through their inputs
+        config_dir=Untracked(str(CONFIG_DIR)),
         folder=f"reports/{{preset}}/{{paper}}",
     shell:
         "{PYTHON} -m dmlbench verdict {wildcards.paper} --config-dir {params.config_dir:q}"
@@ -54,8 +54,8 @@ rule results_table:
     output:
         f"results/{PRESET}/runs.parquet",
     params:
-        config=json.dumps(config),
-        config_dir=str(CONFIG_DIR),
+        config=Untracked(json.dumps(config)),   # what it changes reaches these jobs through their inputs
+        config_dir=Untracked(str(CONFIG_DIR)),
     shell:
         "{PYTHON} -m dmlbench results-table --config-dir {params.config_dir:q} --config {params.config:q}"
         " --output {output:q}"
@@ -69,8 +69,8 @@ rule report:
     output:
         f"reports/{PRESET}/index.html",
     params:
-        config=json.dumps(config),
-        config_dir=str(CONFIG_DIR),
+        config=Untracked(json.dumps(config)),   # what it changes reaches these jobs through their inputs
+        config_dir=Untracked(str(CONFIG_DIR)),
     shell:
         "{PYTHON} -m dmlbench report --config-dir {params.config_dir:q} --config {params.config:q}"
         " --output {output:q}"

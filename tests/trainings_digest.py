@@ -1,0 +1,33 @@
+"""The trainings a preset plans, as a digest per experiment: how many, and the sha256 of their
+folders with their complete resolved settings. `tests/data/full_trainings.json` holds the digest
+of `full` made by the commit before the jobs were regrouped (0739e16):
+
+    PYTHONPATH=<checkout of 0739e16> python tests/trainings_digest.py > tests/data/full_trainings.json
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+
+def digest(config_dir: Path, preset: str = "full") -> dict:
+    from dmlbench.config.plan import Plan
+
+    plan = Plan.load(config_dir, {"preset": preset})
+    lines: dict[str, list[str]] = {}
+    for run in plan.runs() + plan.fair_runs():
+        settings = json.dumps(plan.resolve(run), sort_keys=True, default=str)
+        lines.setdefault(run.experiment, []).append(f"{run.path(preset)} {settings}")
+    return {experiment: {"trainings": len(found),
+                         "sha256": hashlib.sha256("\n".join(sorted(found)).encode()).hexdigest()}
+            for experiment, found in sorted(lines.items())}
+
+
+if __name__ == "__main__":
+    import dmlbench
+
+    print(json.dumps(digest(Path(dmlbench.__file__).parents[1] / "workflow" / "config"), indent=1))
+    sys.exit(0)

@@ -8,10 +8,11 @@ from pathlib import Path
 from dmlbench.config.plan import Plan
 from dmlbench.errors import DmlbenchError
 from dmlbench import warm_start
-from dmlbench.machine import check_devices, check_folders
+from dmlbench.machine import check_devices, check_folders, check_paths
 
 CONFIG_DIR = Path(workflow.basedir) / "workflow" / "config"
 try:  # a wrong setting, file or folder: its message, without Snakemake's trace of the Snakefile
+    check_paths(checkout=workflow.basedir, working_folder=Path.cwd(), interpreter=sys.executable)
     PLAN = Plan.load(CONFIG_DIR, config)
     check_folders(PLAN)
 except DmlbenchError as error:

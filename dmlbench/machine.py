@@ -40,6 +40,20 @@ def data_root_problem(root) -> str | None:
     return folder_problem(root, f"data.root = {root}", "set data.root to a folder (e.g. --config 'data={root: data}')")
 
 
+SHELL_UNSAFE = ("'", '"', "`", "$", "\\", "\n")  # what the jobs' shell command lines cannot hold unquoted
+
+
+def check_paths(**paths: str) -> None:
+    """Stop when a path the jobs' command lines carry (the checkout, the working folder, the
+    interpreter) holds a character the shell would take apart: Snakemake writes some of them
+    unquoted, so every job would fail."""
+    for what, path in paths.items():
+        bad = sorted({c for c in SHELL_UNSAFE if c in str(path)})
+        if bad:
+            raise ConfigError(f"the {what.replace('_', ' ')} {path} holds {', '.join(map(repr, bad))}, which the "
+                              f"jobs' shell commands cannot carry: move it to a path without these characters")
+
+
 def check_folders(plan) -> None:
     """Stop, before any job, when the data root or an output folder of the workflow cannot take
     what the steps write."""

@@ -2,7 +2,24 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+# the characters of the ids that become folder names and the workflow's wildcards (its rules'
+# `wildcard_constraints`): an id outside them would never be matched by a rule, so the plan refuses it
+EXPERIMENT_ID = r"[A-Za-z0-9_.-]+"
+METHOD_ID = r"[A-Za-z0-9_.-]+"   # a run's method adds `@<variant>` (a variant name: the same characters)
+RUN_METHOD = r"[A-Za-z0-9_.@-]+"
+
+
+def check_id(kind: str, value, pattern: str, where: str) -> None:
+    """Refuse an id the workflow's wildcards cannot hold, naming it and where it is defined."""
+    from dmlbench.errors import ConfigError
+
+    if not (isinstance(value, str) and re.fullmatch(pattern, value)):
+        raise ConfigError(f"{where}: {kind} id {value!r} has characters the workflow's file names cannot hold: "
+                          f"rename it with letters, digits and '_', '.', '-' only (a rule would never match it, "
+                          f"and its runs would silently not run)")
 
 
 @dataclass(frozen=True, order=True)

@@ -9,6 +9,7 @@ from dmlbench import settings
 from dmlbench.analysis import ANALYSES
 from dmlbench.config import method_checks, table_checks
 from dmlbench.config.loading import check_keys, deep_merge
+from dmlbench.config.run import EXPERIMENT_ID, METHOD_ID, check_id
 from dmlbench.data.datasets import DATASETS
 from dmlbench.errors import ConfigError
 from dmlbench.methods import declared
@@ -30,6 +31,12 @@ METHOD_KEYS = {"label", "paper", "loss", "miner", "sampler", "train", "search"}
 
 def check_catalogue(plan) -> None:
     check_settings(plan, plan.defaults, "dmlbench/run_config defaults")
+    for name in plan.methods:
+        check_id("method", name, METHOD_ID, f"{plan.config_dir / 'methods.yaml'}")
+    for key in plan.experiments:
+        check_id("experiment", key, EXPERIMENT_ID, f"{plan.sources[key]}")
+        for variant in plan.experiments[key].get("sweep") or {}:
+            check_id("sweep variant", variant, METHOD_ID, f"{plan.sources[key]}: experiment {key}")
     method_checks.check_methods(plan, METHOD_KEYS)
     for name, method in plan.methods.items():
         check_settings(plan, method.get("train"), f"{plan.config_dir / 'methods.yaml'}: method {name}.train")

@@ -6,6 +6,8 @@ import sys
 
 from dmlbench.config import verdict_spec
 from dmlbench.config.job_params import Untracked, as_json
+from dmlbench.config.plan import PRESET_NAME
+from dmlbench.config.run import EXPERIMENT_ID, RUN_METHOD
 from dmlbench.training.run_folder import numbers_and_side
 from dmlbench.data.datasets import NAME_PATTERN as DATASET_NAME
 
@@ -14,11 +16,11 @@ PYTHON = shlex.quote(sys.executable)
 
 RUN_DIR = "results/{preset}/{experiment}/{dataset}/{method}/seed{seed}"
 
-wildcard_constraints:
-    preset=r"[A-Za-z0-9_-]+",
-    experiment=r"[A-Za-z0-9_.-]+",
+wildcard_constraints:   # the plan refuses ids outside these (dmlbench/config/run.py)
+    preset=PRESET_NAME.pattern,
+    experiment=EXPERIMENT_ID,
     dataset=DATASET_NAME,
-    method=r"[A-Za-z0-9_.@-]+",
+    method=RUN_METHOD,
     seed=r"\d+",
 
 

@@ -1,0 +1,184 @@
+"""`full` at its own scale: the same trainings in fewer jobs, and reruns only where a number changes.
+
+The regrouping (one job per fair search round and per final repetition, no evaluate jobs) must plan
+exactly the trainings of before; a finished run must not be rerun for a setting that changes no
+number (tracking, keep, loader), a moved checkout or working folder, or another interpreter."""
+
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+import processes
+from conftest import CONFIG_DIR, REPO, python_env
+from dmlbench.config.plan import Plan
+from dmlbench.errors import ConfigError
+from dmlbench.machine import check_paths
+from dmlbench.training import run_folder
+from trainings_digest import digest
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.mark.slow
+def test_full_plans_the_very_trainings_it_planned_before_the_jobs_were_regrouped():
+    before = json.loads((DATA / "full_trainings.json").read_text())
+    now = digest(CONFIG_DIR, "full")
+    differ = {key: (before.get(key), now.get(key)) for key in set(before) | set(now) if before.get(key) != now.get(key)}
+    assert not differ, differ
+
+
+@pytest.mark.parametrize("preset", ["smoke", "full"])
+def test_the_fair_jobs_train_every_fold_once_with_its_planned_settings(preset):
+    plan = Plan.load(CONFIG_DIR, {"preset": preset})
+    trained: dict[str, dict] = {}
+    for dataset, method in plan.fair_pairs("suite.fair"):
+        side = plan.fair_side("suite.fair", dataset, method)
+        assert set(side) == set(run_folder.NOT_IN_FINGERPRINT)
+        jobs = [plan.fair_round_spec("suite.fair", dataset, method, r)["trials"]
+                for r in range(plan.fair_rounds("suite.fair"))]
+        folds = [fold for trials in jobs for trial in trials for fold in trial["folds"]]
+        folds += [fold for r in range(plan.fair_settings("suite.fair")["repetitions"])
+                  for fold in plan.fair_repetition_spec("suite.fair", dataset, method, r)["folds"]]
+        for fold in folds:
+            assert fold["run_dir"] not in trained, fold["run_dir"]  # once
+            assert not set(fold["run"]) & set(run_folder.NOT_IN_FINGERPRINT)  # the trigger: numbers only
+            trained[fold["run_dir"]] = {**fold["run"], **side}
+    planned = {run.path(preset): run for run in plan.fair_runs()}
+    assert set(trained) == set(planned)
+    for path, run in list(planned.items())[:: max(1, len(planned) // 500)]:
+        assert trained[path] == plan.resolve(run), path
+
+
+def test_a_round_asks_its_slots_in_order_after_the_round_before_was_told():
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    s = plan.fair_settings("suite.fair")
+    rounds = plan.fair_rounds("suite.fair")
+    assert rounds == -(-s["trials"] // s["parallel"])
+    slots = [plan.fair_round_slots("suite.fair", r) for r in range(rounds)]
+    assert [t for part in slots for t in part] == list(range(s["trials"]))
+    for r, part in enumerate(slots):
+        assert len(part) <= s["parallel"]
+        inputs = plan.fair_round_inputs("suite.fair", "cub", "ms", r)
+        before = plan.fair_round_marker("suite.fair", "cub", "ms", r - 1)
+        assert (before in inputs) == (r > 0)
+        # the old sequencing: slot t asked after slot t - parallel was told, which a round before holds
+        assert all(t - s["parallel"] < part[0] for t in part)
+    with pytest.raises(ConfigError, match="no search round"):
+        plan.fair_round_slots("suite.fair", rounds)
+
+
+def test_the_round_trigger_follows_the_settings_that_decide_the_numbers():
+    base = Plan.load(CONFIG_DIR, {"preset": "smoke"})
+    quiet = Plan.load(CONFIG_DIR, {"preset": "smoke", "overrides": {"tracking": {"tensorboard": False},
+                                                                   "keep": {"checkpoint": True},
+                                                                   "loader": {"workers": 3}}})
+    louder = Plan.load(CONFIG_DIR, {"preset": "smoke", "overrides": {"optimizer": {"weight_decay": 0.001}}})
+    key = ("suite.fair", "cub", "ms")
+    assert quiet.fair_round_trigger(*key, 0) == base.fair_round_trigger(*key, 0)
+    assert louder.fair_round_trigger(*key, 0) != base.fair_round_trigger(*key, 0)
+    assert quiet.fair_side(*key) != base.fair_side(*key)
+
+
+def test_ids_the_rules_cannot_match_are_refused_when_the_plan_loads(tmp_path):
+    config = tmp_path / "config"
+    shutil.copytree(CONFIG_DIR, config)
+    methods = (config / "methods.yaml").read_text()
+    (config / "methods.yaml").write_text(methods + "\nméthode_ü:\n  loss: {name: contrastive}\n")
+    with pytest.raises(ConfigError, match="method id 'méthode_ü' has characters"):
+        Plan.load(config, {"preset": "smoke"})
+
+
+def test_a_checkout_path_the_shell_cannot_carry_is_refused_before_any_job(tmp_path):
+    with pytest.raises(ConfigError, match=r"checkout /x/it's holds \"'\""):
+        check_paths(checkout="/x/it's", working_folder="/tmp")
+    check_paths(checkout="/x/with space/ü", working_folder=str(tmp_path))  # quoted: fine
+    folder = tmp_path / "it's here"
+    folder.mkdir()
+    result = processes.run([sys.executable, "-m", "snakemake", "-n", "-s", str(REPO / "Snakefile"), "-d", str(folder),
+                            "--config", "preset=smoke"], timeout=300, capture_output=True, text=True, env=python_env())
+    assert result.returncode != 0
+    assert f"dmlbench: error: the working folder {folder} holds" in result.stderr + result.stdout
+    assert "Traceback" not in result.stderr
+
+
+# --- reruns on a finished run --------------------------------------------------------------------
+
+NARROWED = ("preset=smoke", "experiments=[suite.baselines,suite.fair]", "datasets=[cub]")
+
+
+def snakemake(snakefile: Path, workdir: Path, *config: str, python: str = sys.executable, env=None):
+    command = [python, "-m", "snakemake", "-s", str(snakefile), "-d", str(workdir), "--scheduler", "greedy",
+               "--cores", "2", "--config", *NARROWED, *config]
+    return processes.run(command, timeout=1800, capture_output=True, text=True, env=env or python_env())
+
+
+def planned(result) -> dict[str, int]:
+    if "Nothing to be done" in result.stdout + result.stderr:
+        return {}
+    table = result.stdout[result.stdout.index("Job stats:"):]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M) if m.group(1) != "total"}
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    work = tmp_path_factory.mktemp("finished") / "work"
+    result = snakemake(REPO / "Snakefile", work)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return work
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("change", [
+    "overrides={tracking: {tensorboard: false}}",
+    "overrides={tracking: {mlflow: 'sqlite:///mlflow.db'}}",
+    "overrides={keep: {checkpoint: true, fold_model: true}}",
+    "overrides={loader: {workers: 3, persistent_workers: true}}",
+])
+def test_a_setting_that_changes_no_number_reruns_nothing(finished, change):
+    result = snakemake(REPO / "Snakefile", finished, change, "--dry-run")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert planned(result) == {}, result.stdout[-3000:]
+
+
+@pytest.mark.slow
+def test_a_moved_checkout_working_folder_and_environment_rerun_nothing(finished, tmp_path):
+    work = tmp_path / "moved work"
+    shutil.copytree(finished, work, symlinks=True)  # as `mv` or `cp -a` moves it: the times kept
+    checkout = tmp_path / "moved checkout"
+    checkout.mkdir()
+    for part in ("Snakefile", "workflow", "dmlbench"):
+        (shutil.copytree if (REPO / part).is_dir() else shutil.copy2)(REPO / part, checkout / part)
+    env = python_env()
+    env["PYTHONPATH"] = str(checkout)
+    venv = tmp_path / "other env"  # the same packages behind another interpreter path
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(os.path.realpath(sys.executable))
+    (venv / "lib").symlink_to(Path(sys.prefix) / "lib")
+    (venv / "pyvenv.cfg").write_text((Path(sys.prefix) / "pyvenv.cfg").read_text())
+    result = snakemake(checkout / "Snakefile", work, "--dry-run", python=str(venv / "bin" / "python"), env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"Base directory: {checkout}" in result.stdout + result.stderr  # it did read the moved checkout
+    assert planned(result) == {}, result.stdout[-3000:]
+
+
+@pytest.mark.slow
+def test_a_changed_learning_rate_reruns_exactly_the_runs_it_changes(finished):
+    change = "subset={suite.baselines: {methods: [ms], train: {optimizer: {lr: 3.0e-4}}}}"
+    result = snakemake(REPO / "Snakefile", finished, change, "--dry-run")
+    assert result.returncode == 0, result.stderr[-3000:]
+    counts = planned(result)
+    narrowed = {"preset": "smoke", "experiments": ["suite.baselines", "suite.fair"], "datasets": ["cub"]}
+    before = Plan.load(CONFIG_DIR, narrowed)
+    after = Plan.load(CONFIG_DIR, {**narrowed, "subset": {"suite.baselines": {
+        "methods": ["ms"], "train": {"optimizer": {"lr": 3.0e-4}}}}})
+    changed = [run for run in after.runs() if run_folder.fingerprint(after.resolve(run))
+               != run_folder.fingerprint(before.resolve(run))]
+    assert len(changed) == 1 and changed[0].method == "ms"
+    trained = re.findall(r"rule train:\n\s+input: .*\n\s+output: (\S+)/model\.pt", result.stdout)
+    assert trained == [changed[0].path("smoke")]
+    assert counts["train"] == 1 and "fair_round" not in counts and "fair_repetition" not in counts

@@ -1,12 +1,15 @@
 """Did a change alter any number? Compare the results of one preset in two checkouts.
 
-    python -m benchmarks.same_results BEFORE AFTER [--preset demo]
+    python -m benchmarks.same_results BEFORE AFTER [--preset demo] [--dropped GLOB ...]
 
 Run the preset in both (e.g. a clone of the old commit and one of the new, same seeds), then
 compare: every run's resolved settings (`config.json`), every metrics record (`metrics.json`,
 `final_metrics.json`, the fair protocol's `validation.json`, the reference rows) and every table of
-the report (`reports/<preset>/**/*.csv`). Prints what differs; exits 1 if a number differs. Tables
-of wall-clock timings (`timing.csv`) are listed apart: they differ from run to run.
+the report (`reports/<preset>/**/*.csv`). Prints what differs; exits 1 if a number differs or a
+file is in one checkout only. Tables of wall-clock timings (`timing.csv`) are listed apart: they
+differ from run to run. `--dropped GLOB` names records the change stops writing on purpose (e.g.
+the fair fold trainings' final evaluation, which nothing read): found only before, they are
+counted apart, not as a difference.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ def _numbers(path: Path):
     return {k: v for k, v in record.items() if k not in ("seconds", "device")} if isinstance(record, dict) else record
 
 
-def compare(before: Path, after: Path, preset: str) -> dict:
+def compare(before: Path, after: Path, preset: str, dropped: tuple[str, ...] = ()) -> dict:
     """Files only in one checkout, files whose numbers differ, and how many were compared."""
     def files(root: Path) -> dict:
         found = {p.relative_to(root): p for p in (root / "results" / preset).rglob("*") if p.name in RECORDS}
@@ -40,7 +43,9 @@ def compare(before: Path, after: Path, preset: str) -> dict:
     a, b = files(before), files(after)
     shared = sorted(set(a) & set(b))
     differ = [str(r) for r in shared if r.name not in TIMINGS and _numbers(a[r]) != _numbers(b[r])]
-    return {"compared": len(shared), "only_before": sorted(map(str, set(a) - set(b))),
+    gone = sorted(str(r) for r in set(a) - set(b) if any(r.match(pattern) for pattern in dropped))
+    return {"compared": len(shared), "dropped": gone,
+            "only_before": sorted(str(r) for r in set(a) - set(b) if str(r) not in gone),
             "only_after": sorted(map(str, set(b) - set(a))), "differ": differ,
             "timings": [str(r) for r in shared if r.name in TIMINGS]}
 
@@ -50,10 +55,13 @@ def main(argv=None) -> int:
     parser.add_argument("before", type=Path)
     parser.add_argument("after", type=Path)
     parser.add_argument("--preset", default="demo")
+    parser.add_argument("--dropped", action="append", default=[], metavar="GLOB",
+                        help="records no longer written on purpose (relative path pattern; repeatable)")
     args = parser.parse_args(argv)
-    found = compare(args.before, args.after, args.preset)
+    found = compare(args.before, args.after, args.preset, tuple(args.dropped))
     print(f"{found['compared']} files compared; {len(found['differ'])} differ; "
           f"{len(found['only_before'])} only before, {len(found['only_after'])} only after; "
+          f"{len(found['dropped'])} dropped on purpose ({', '.join(args.dropped) or 'none named'}); "
           f"timings not compared: {', '.join(found['timings']) or 'none'}")
     for key in ("differ", "only_before", "only_after"):
         for name in found[key][:20]:

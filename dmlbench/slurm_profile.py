@@ -6,7 +6,9 @@ cluster is described by environment variables instead of edits of the profile:
 | `DMLBENCH_SLURM_GPU_PARTITION` | partition of the training and evaluation jobs | `gpu` |
 | `DMLBENCH_SLURM_CPU_PARTITION` | partition of prepare, cache and store (empty: the cluster's default) | empty |
 | `DMLBENCH_SLURM_ACCOUNT` | account charged (empty: none given) | empty |
-| `DMLBENCH_SLURM_TRAIN_MINUTES` | run time limit of a training job | 2880 |
+| `DMLBENCH_SLURM_TRAIN_MINUTES` | the most run time a GPU job asks for (the cap) | 2880 |
+| `DMLBENCH_SLURM_MIN_MINUTES` | the least run time a GPU job asks for (the floor) | 30 |
+| `DMLBENCH_SLURM_TIME_FACTOR` | a GPU job asks for this many times the preflight's projection | 1.5 |
 | `DMLBENCH_SLURM_TRAIN_MEM_MB` | memory of a training or evaluation job | 32000 |
 | `DMLBENCH_SLURM_CPUS_PER_GPU` | CPUs of a training or evaluation job (its one GPU) | 8 |
 | `DMLBENCH_SLURM_STATUS` | `sacct` or `squeue` (empty: sacct where accounting answers) | empty |
@@ -14,12 +16,13 @@ cluster is described by environment variables instead of edits of the profile:
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import subprocess
 
 DEFAULTS = {"GPU_PARTITION": "gpu", "CPU_PARTITION": "", "ACCOUNT": "", "TRAIN_MINUTES": "2880",
-            "TRAIN_MEM_MB": "32000", "CPUS_PER_GPU": "8", "STATUS": ""}
+            "MIN_MINUTES": "30", "TIME_FACTOR": "1.5", "TRAIN_MEM_MB": "32000", "CPUS_PER_GPU": "8", "STATUS": ""}
 
 
 def setting(name: str) -> str:
@@ -55,13 +58,28 @@ def status_command() -> str:
     return "sacct" if accounting_answers() else "squeue"
 
 
-def gpu_job(minutes: int | None = None) -> dict:
-    """Resources of a training (or, with `minutes`, evaluation) job: one GPU and its CPUs on the
-    GPU partition. No `cpus_per_task`: the plugin would prefer it to `cpus_per_gpu`."""
+def gpu_job() -> dict:
+    """Resources of a GPU job: one GPU and its CPUs on the GPU partition (its run time: the rule's
+    `runtime`, `job_minutes`). No `cpus_per_task`: the plugin would prefer it to `cpus_per_gpu`."""
     resources = {"slurm_partition": setting("GPU_PARTITION"), "gpu": 1,
-                 "cpus_per_gpu": number("CPUS_PER_GPU"), "mem_mb": number("TRAIN_MEM_MB"),
-                 "runtime": minutes or number("TRAIN_MINUTES")}
+                 "cpus_per_gpu": number("CPUS_PER_GPU"), "mem_mb": number("TRAIN_MEM_MB")}
     return _with_account(resources)
+
+
+def job_minutes(projected_hours: float | None) -> int:
+    """The run time a GPU job asks for: the projection × DMLBENCH_SLURM_TIME_FACTOR, within the
+    floor DMLBENCH_SLURM_MIN_MINUTES and the cap DMLBENCH_SLURM_TRAIN_MINUTES; the cap without a
+    projection (no preflight budget). A job stopped at its limit resumes from its last epoch."""
+    floor, cap = number("MIN_MINUTES"), number("TRAIN_MINUTES")
+    if projected_hours is None:
+        return cap
+    try:
+        factor = float(setting("TIME_FACTOR"))
+    except ValueError:
+        factor = -1.0
+    if not factor > 0:
+        raise ValueError(f"DMLBENCH_SLURM_TIME_FACTOR={setting('TIME_FACTOR')!r} must be a number above 0")
+    return max(floor, min(cap, math.ceil(projected_hours * 60 * factor)))
 
 
 def cpu_job(minutes: int, mem_mb: int = 16000, cpus: int = 4) -> dict:

@@ -23,3 +23,18 @@ def test_only_a_changed_number_counts(tmp_path):
     found = same_results.compare(tmp_path / "a", tmp_path / "c", "demo")
     assert found["differ"] == ["results/demo/x.t1/cub/ms/seed0/metrics.json"]
     assert same_results.main([str(tmp_path / "a"), str(tmp_path / "c")]) == 1
+
+
+def test_a_record_dropped_on_purpose_is_named_and_only_that_one(tmp_path):
+    write(tmp_path / "a", {"recall@1": 0.5}, 1.0, "m,r\nms,0.5\n")
+    write(tmp_path / "b", {"recall@1": 0.5}, 1.0, "m,r\nms,0.5\n")
+    fold = tmp_path / "a" / "results" / "demo" / "suite.fair" / "cub" / "ms" / "search" / "trial0" / "fold0"
+    fold.mkdir(parents=True)
+    (fold / "final_metrics.json").write_text("{}")
+    assert same_results.main([str(tmp_path / "a"), str(tmp_path / "b")]) == 1  # a file gone: a difference
+    pattern = "results/*/suite.fair/*/*/*/*/fold*/final_metrics.json"
+    found = same_results.compare(tmp_path / "a", tmp_path / "b", "demo", (pattern,))
+    assert found["dropped"] == ["results/demo/suite.fair/cub/ms/search/trial0/fold0/final_metrics.json"]
+    assert found["only_before"] == [] and found["differ"] == []
+    assert same_results.main([str(tmp_path / "a"), str(tmp_path / "b"), "--dropped", pattern]) == 0
+    assert same_results.main([str(tmp_path / "a"), str(tmp_path / "b"), "--dropped", "results/*/x/*"]) == 1

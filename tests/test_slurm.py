@@ -185,13 +185,22 @@ def test_profile_values_come_from_the_environment(monkeypatch):
     monkeypatch.setenv("DMLBENCH_SLURM_CPUS_PER_GPU", "6")
     job = slurm_profile.gpu_job()
     assert job == {"slurm_partition": "a100", "gpu": 1, "cpus_per_gpu": 6, "mem_mb": 32000,
-                   "runtime": 2880, "slurm_account": "lab42"}
+                   "slurm_account": "lab42"}  # its run time: the rule's, from the budget (job_minutes)
     assert "cpus_per_task" not in job  # the plugin would prefer it to cpus_per_gpu
     assert "slurm_partition" not in slurm_profile.cpu_job(720)  # the cluster's default partition
     monkeypatch.setenv("DMLBENCH_SLURM_CPU_PARTITION", "cpu")
     assert slurm_profile.cpu_job(720)["slurm_partition"] == "cpu"
     monkeypatch.setenv("DMLBENCH_SLURM_STATUS", "squeue")
     assert slurm_profile.status_command() == "squeue"
+    assert slurm_profile.job_minutes(None) == 2880  # no projection: the cap
+    assert slurm_profile.job_minutes(2.0) == 180 and slurm_profile.job_minutes(0.01) == 30  # × 1.5, the floor
+    assert slurm_profile.job_minutes(100.0) == 2880
+    monkeypatch.setenv("DMLBENCH_SLURM_TIME_FACTOR", "2")
+    monkeypatch.setenv("DMLBENCH_SLURM_MIN_MINUTES", "10")
+    assert slurm_profile.job_minutes(1.0) == 120 and slurm_profile.job_minutes(0.0) == 10
+    monkeypatch.setenv("DMLBENCH_SLURM_TIME_FACTOR", "-1")
+    with pytest.raises(ValueError, match="DMLBENCH_SLURM_TIME_FACTOR='-1' must be a number above 0"):
+        slurm_profile.job_minutes(1.0)
     monkeypatch.setenv("DMLBENCH_SLURM_TRAIN_MINUTES", "two days")
     with pytest.raises(ValueError, match="DMLBENCH_SLURM_TRAIN_MINUTES='two days' must be a whole number"):
-        slurm_profile.gpu_job()
+        slurm_profile.job_minutes(1.0)

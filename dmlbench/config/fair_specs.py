@@ -126,6 +126,17 @@ class FairSpecs:
                 {"run": numbers, "space": self._space_json(method)})
         return cache[experiment, dataset, method]
 
+    def fair_round_runs(self, experiment, dataset, method, round_index) -> list[str]:
+        """The run folders of a round's fold trainings."""
+        folds = self.fair_settings(experiment)["folds"]
+        return [FairRun(experiment, dataset, method, SEARCH_SEED, "search", t, k).path(self.name)
+                for t in self.fair_round_slots(experiment, round_index) for k in range(folds)]
+
+    def fair_repetition_runs(self, experiment, dataset, method, repetition) -> list[str]:
+        folds = self.fair_settings(experiment)["folds"]
+        return [FairRun(experiment, dataset, method, final_seed(int(repetition)), "final", int(repetition), k)
+                .path(self.name) for k in range(folds)]
+
     def fair_round_trigger(self, experiment, dataset, method, round_index) -> str:
         """The rerun trigger of a search round: the fold trainings' fingerprint and the round's slots."""
         slots = self.fair_round_slots(experiment, round_index)

@@ -54,6 +54,35 @@ class StepSpecs:
             return None
         return f"{Path(self.manifest(dataset)).parent}/store{side}"
 
+    def gpu_jobs(self) -> list[dict]:
+        """Every training job of the plan: its rule, the run folders it trains and, for a fair
+        search round, its chain (the rounds of one search run one after another, then its
+        repetitions side by side)."""
+        jobs = [{"rule": "train", "runs": [run.path(self.name)], "chain": None, "stage": None}
+                for run in self.runs()]
+        for experiment in self.experiment_ids:
+            if not self.is_fair(experiment):
+                continue
+            for dataset, method in self.fair_pairs(experiment):
+                chain = (experiment, dataset, method)
+                jobs += [{"rule": "fair_round", "runs": self.fair_round_runs(experiment, dataset, method, r),
+                          "chain": chain, "stage": "search"} for r in range(self.fair_rounds(experiment))]
+                jobs += [{"rule": "fair_repetition", "runs": self.fair_repetition_runs(experiment, dataset, method, r),
+                          "chain": chain, "stage": "final"}
+                         for r in range(self.fair_settings(experiment)["repetitions"])]
+        return jobs
+
+    def projected_hours(self, runs: list[str]) -> float | None:
+        """The device-hours the preflight's budget (`reports/<preset>/preflight/budget.csv`, in
+        the working folder) projects for these run folders; None without a budget, or when it
+        lacks one of them."""
+        if not hasattr(self, "_projected"):
+            self._projected = _budget_hours(Path(f"reports/{self.name}/preflight/budget.csv"))
+        try:
+            return sum(self._projected[run] for run in runs)
+        except KeyError:
+            return None
+
     def train_inputs(self, run: Run) -> list[str]:
         """What a run's training reads: its manifest, its store and its fold split file, where it has them."""
         return [self.manifest(run.dataset), *self.store_marker(run), *self.split_inputs(run)]
@@ -165,3 +194,13 @@ class StepSpecs:
     def _label(self, run: Run) -> str:
         label = self.methods[run.base_method].get("label", run.base_method)
         return f"{label} ({run.variant})" if run.variant else label
+
+
+def _budget_hours(path: Path) -> dict[str, float]:
+    """run folder → projected hours, from a preflight's budget.csv (empty when there is none)."""
+    import csv
+
+    if not path.is_file():
+        return {}
+    with open(path, newline="") as handle:
+        return {row["run"]: float(row["hours"]) for row in csv.DictReader(handle)}

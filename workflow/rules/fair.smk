@@ -4,6 +4,14 @@
 FAIR_DIR = "results/{preset}/{experiment}/{dataset}/{method}"
 
 
+def round_runs(w):
+    return PLAN.fair_round_runs(w.experiment, w.dataset, w.method, w.round)
+
+
+def repetition_runs(w):
+    return PLAN.fair_repetition_runs(w.experiment, w.dataset, w.method, w.repetition)
+
+
 rule fair_splits:
     input:
         "{folder}/manifest.csv",
@@ -27,6 +35,7 @@ rule fair_round:
         side=lambda w: Untracked(lambda: as_json(PLAN.fair_side(w.experiment, w.dataset, w.method))),
     resources:
         gpu=1,
+        runtime=lambda w: job_minutes(PLAN.projected_hours(round_runs(w))),   # minutes (SLURM)
     log:
         f"logs/{{preset}}/fair/{{experiment}}/{{dataset}}/{{method}}/round{{round}}.log",
     shell:
@@ -58,6 +67,7 @@ rule fair_repetition:
         side=lambda w: Untracked(lambda: as_json(PLAN.fair_side(w.experiment, w.dataset, w.method))),
     resources:
         gpu=1,
+        runtime=lambda w: job_minutes(PLAN.projected_hours(repetition_runs(w))),   # minutes (SLURM)
     log:
         f"logs/{{preset}}/fair/{{experiment}}/{{dataset}}/{{method}}/rep{{repetition}}.log",
     shell:

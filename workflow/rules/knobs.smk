@@ -14,6 +14,7 @@ rule knob_concatenate:
         run_dirs=lambda w: PLAN.knob_fold_dirs(w.experiment, w.dataset, w.method, int(w.seed)),
     resources:
         gpu=1,
+        runtime=job_minutes(0.0),   # an evaluation: the floor (SLURM)
     log:
         f"logs/{{preset}}/knobs/{{experiment}}/{{dataset}}/{{method}}/seed{{seed}}.log",
     shell:

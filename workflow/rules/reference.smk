@@ -8,6 +8,7 @@ rule reference:
         side=lambda w: Untracked(lambda: as_json(numbers_and_side(PLAN.reference_spec(w.reference))[1])),
     resources:
         gpu=1,
+        runtime=job_minutes(0.0),   # an evaluation: the floor (SLURM)
     log:
         f"logs/{{preset}}/reference/{{reference}}.log",
     shell:

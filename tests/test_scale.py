@@ -182,3 +182,29 @@ def test_a_changed_learning_rate_reruns_exactly_the_runs_it_changes(finished):
     trained = re.findall(r"rule train:\n\s+input: .*\n\s+output: (\S+)/model\.pt", result.stdout)
     assert trained == [changed[0].path("smoke")]
     assert counts["train"] == 1 and "fair_round" not in counts and "fair_repetition" not in counts
+
+
+def test_the_budget_groups_runs_into_the_workflows_jobs_and_bounds_the_wall_clock_by_the_search_chain():
+    from dmlbench.preflight import budget
+
+    chain = ("suite.fair", "cub", "ms")
+    jobs = [{"rule": "train", "runs": ["a"], "chain": None, "stage": None},
+            {"rule": "fair_round", "runs": ["r0f0", "r0f1"], "chain": chain, "stage": "search"},
+            {"rule": "fair_round", "runs": ["r1f0", "r1f1"], "chain": chain, "stage": "search"},
+            {"rule": "fair_repetition", "runs": ["p0f0", "p0f1"], "chain": chain, "stage": "final"},
+            {"rule": "fair_repetition", "runs": ["p1f0", "p1f1"], "chain": chain, "stage": "final"},
+            {"rule": "train", "runs": ["unprojected"], "chain": None, "stage": None}]
+    hours = {"a": 1.0, "r0f0": 2.0, "r0f1": 2.0, "r1f0": 3.0, "r1f1": 1.0, "p0f0": 1.0, "p0f1": 1.0,
+             "p1f0": 2.0, "p1f1": 3.0}
+    lengths, longest = budget.cluster_jobs(jobs, hours)
+    assert lengths == [1.0, 4.0, 4.0, 2.0, 5.0]  # by hand: each job's runs summed
+    assert longest == 4.0 + 4.0 + 5.0  # the rounds in turn, then the longest repetition
+    assert budget.wall_lower_bound(lengths, longest, devices=8) == 13.0  # 16 device-hours / 8 < the chain
+    assert budget.wall_lower_bound(lengths, longest, devices=1) == 16.0
+    text = budget.cluster_summary(jobs, hours, 8)
+    assert "5 of 6 projected" in text and "13.0 h" in text
+    plan = Plan.load(CONFIG_DIR, {"preset": "smoke"})
+    jobs = plan.gpu_jobs()
+    assert sum(job["rule"] == "train" for job in jobs) == len(plan.runs())
+    assert sorted(run for job in jobs if job["chain"] for run in job["runs"]) == sorted(
+        run.path("smoke") for run in plan.fair_runs())

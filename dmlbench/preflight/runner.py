@@ -121,7 +121,7 @@ def run(plan: Plan, workdir: Path, output_dir: Path, image_side: int | None, dev
         _write_table(table, output_dir, plan.name, measured_on, image_side, len(groups) - len(done))
         rows = [row for group in groups for row in projected.get(group.key, [])]
         _write_budget(pd.DataFrame(rows, columns=PROJECTION_COLUMNS), output_dir, measured_on, image_side,
-                      devices, plan.name, len(groups) - len(done))
+                      devices, plan.name, len(groups) - len(done), plan.gpu_jobs())
 
     table = probe_all(groups, Path(workdir), image_side, device, plan.name, log, jobs, threads, write,
                       warm_steps)
@@ -276,7 +276,7 @@ def _write_table(table: pd.DataFrame, output_dir: Path, preset: str, measured_on
 
 
 def _write_budget(projection: pd.DataFrame, output_dir: Path, measured_on: str, image_side,
-                  devices: int, preset: str, left: int = 0) -> None:
+                  devices: int, preset: str, left: int = 0, jobs: list[dict] | None = None) -> None:
     with atomic_path(output_dir / "budget.csv") as tmp:
         projection.to_csv(tmp, index=False)
     scaled = f", times scaled from {image_side} px by the pixel ratio" if image_side else ""
@@ -293,5 +293,7 @@ def _write_budget(projection: pd.DataFrame, output_dir: Path, measured_on: str, 
     hours = list(projection["hours"])
     lines.append(f"| **all** | {len(hours)} | {sum(hours):.1f} | {budget.wall_seconds(hours, devices):.1f} | "
                  f"{projection['results_gb'].sum():.1f} |")
+    lines += ["", budget.cluster_summary(jobs or [], dict(zip(projection["run"], projection["hours"])), devices)]
     with atomic_path(output_dir / "budget.md") as tmp:
         tmp.write_text("\n".join(lines) + "\n")
+

@@ -343,6 +343,35 @@ def test_margin_beta_learns_at_its_own_rate_as_in_wu_et_al(method):
     assert moved[False] > 0.05 and moved[True] <= 30 * cfg["optimizer"]["lr"] * 1.01
 
 
+def test_a_time_bounded_checkpoint_is_written_at_sigterm_and_resumes_exactly(run_config, tmp_path):
+    """keep.checkpoint_minutes: no checkpoint while the minutes have not passed; SIGTERM (SLURM's
+    time limit) writes the last finished epoch's state and ends the step; the resumed run gives the
+    uninterrupted run's numbers."""
+    whole = tmp_path / "whole"
+    run(train_cmd(run_config, whole), timeout=900, check=True, env=python_env())
+    bounded = dict(run_config, keep=dict(run_config["keep"], checkpoint_minutes=60))
+    stopped = tmp_path / "stopped"
+    process = start(train_cmd(bounded, stopped), env=python_env())
+    try:
+        deadline = time.monotonic() + 120
+        while not (stopped / "epochs.jsonl").exists() and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.02)
+        assert epochs_done(stopped) == 0  # an epoch finished, its state held in memory only
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=120) == 128 + signal.SIGTERM
+    finally:
+        stop(process)
+    done = epochs_done(stopped)
+    assert 1 <= done < run_config["epochs"], "SIGTERM should land mid-run"
+    assert not (stopped / "model.pt").exists()
+    resumed = run(train_cmd(bounded, stopped), timeout=900, check=True, env=python_env(), capture_output=True,
+                  text=True)
+    assert f"after epoch {done}" in resumed.stderr
+    history = lambda d: [json.loads(line)["loss"] for line in (d / "epochs.jsonl").read_text().splitlines()]
+    assert history(stopped) == history(whole)
+    assert evaluate(stopped) == evaluate(whole)
+
+
 def test_the_evaluate_step_reuses_the_train_steps_evaluation_of_the_same_model(run_config, tmp_path):
     """Train evaluates the model it wrote; evaluate writes that result without starting torch, the
     same numbers as evaluating model.pt afresh; for any other model.pt it evaluates afresh."""

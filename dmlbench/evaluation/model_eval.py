@@ -20,10 +20,20 @@ def loader_options(cfg: RunConfig, device) -> dict:
             "persistent_workers": cfg.loader.persistent_workers and workers > 0}
 
 
-def split_loader(table, base, split: str, cfg: RunConfig, device):
+def split_loader(table, base, split: str, cfg: RunConfig, device, kept: dict | None = None):
+    """The evaluation loader of `split` (centre crops, in order). With `kept` (a training's own
+    dict) the loader is made once and reused at every evaluation, its workers kept alive between
+    them: nothing in it is random, so its batches are the same each time."""
+    if kept is not None and split in kept:
+        return kept[split]
     data = batches.split_images(table, table.index[table["split"] == split], base, cfg, train=False)
-    return batches.loader(data, batch_size=cfg.eval.batch_size, shuffle=False,
-                          **loader_options(cfg, device))
+    options = loader_options(cfg, device)
+    if kept is not None:
+        options["persistent_workers"] = options["num_workers"] > 0
+    loader = batches.loader(data, batch_size=cfg.eval.batch_size, shuffle=False, **options)
+    if kept is not None:
+        kept[split] = loader
+    return loader
 
 
 LARGE = 10_000  # images from which an embedding shows a progress bar on a terminal
@@ -47,22 +57,24 @@ def embed(model, loader, device) -> tuple[np.ndarray, np.ndarray]:
     return torch.cat(out).numpy(), torch.cat(labels).numpy()
 
 
-def evaluate_model(model, table, base, cfg: RunConfig, device, clustering: bool = True) -> dict:
+def evaluate_model(model, table, base, cfg: RunConfig, device, clustering: bool = True,
+                   kept: dict | None = None) -> dict:
     """Metrics of `model` on the test split (query vs gallery where the manifest has them; each of
-    VehicleID's three test lists, keys prefixed `small_`, `medium_`, `large_`)."""
+    VehicleID's three test lists, keys prefixed `small_`, `medium_`, `large_`). `kept`: the
+    loaders reused between a training's evaluations (`split_loader`)."""
     if (table["split"] == "test_small").any():
         out = {}
         for size in ("small", "medium", "large"):
-            test, labels = embed(model, split_loader(table, base, f"test_{size}", cfg, device), device)
+            test, labels = embed(model, split_loader(table, base, f"test_{size}", cfg, device, kept), device)
             metrics = vehicleid_metrics(test, labels, list(cfg.eval.ks), cfg.eval.vehicleid_protocol, clustering,
                                         cfg.eval.kmeans_restarts)
             out.update({f"{size}_{k}": v for k, v in metrics.items()})
         return out
     if (table["split"] == "query").any():
-        gallery, gallery_labels = embed(model, split_loader(table, base, "gallery", cfg, device), device)
-        queries, query_labels = embed(model, split_loader(table, base, "query", cfg, device), device)
+        gallery, gallery_labels = embed(model, split_loader(table, base, "gallery", cfg, device, kept), device)
+        queries, query_labels = embed(model, split_loader(table, base, "query", cfg, device, kept), device)
         return retrieval_metrics(gallery, gallery_labels, list(cfg.eval.ks), queries, query_labels,
                                  clustering=clustering, kmeans_restarts=cfg.eval.kmeans_restarts)
-    test, labels = embed(model, split_loader(table, base, "test", cfg, device), device)
+    test, labels = embed(model, split_loader(table, base, "test", cfg, device, kept), device)
     return retrieval_metrics(test, labels, list(cfg.eval.ks), clustering=clustering,
                              kmeans_restarts=cfg.eval.kmeans_restarts)

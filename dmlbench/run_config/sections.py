@@ -155,6 +155,9 @@ class Keep:
                                       "metrics exist")
     fold_model: bool = setting(False, "fair protocol: a fold training's model.pt (its validation.json, and "
                                       "test.npz for a final run, hold what the summary reads)")
+    checkpoint_minutes: float = setting(0, "write the checkpoint at most every N minutes (0: after every epoch); "
+                                           "a stop (error, Ctrl-C, SIGTERM) writes the last finished epoch's; "
+                                           "a SIGKILL loses at most N minutes", minimum=0)
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,11 @@ settings is never resumed (`dmlbench.training.run_folder`).
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +37,29 @@ class DivergedError(DmlbenchError):
     """The loss became NaN or infinite."""
 
 
+@contextmanager
+def stops_as_exit():
+    """SIGTERM and SIGHUP (SLURM at a job's time limit, Snakemake stopping its jobs) end the training
+    as an exit, so that its last finished epoch is written (`checkpoint.Writer.flush`) and its
+    folder lock released; the handlers before are restored after. Only in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signums = (signal.SIGTERM, signal.SIGHUP)
+    before = {signum: signal.getsignal(signum) for signum in signums}
+
+    def leave(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    for signum in signums:
+        signal.signal(signum, leave)
+    try:
+        yield
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+
+
 def seed_epoch(seed: int, epoch: int) -> torch.Generator:
     """Seed torch/numpy globally for this epoch and return the sampler's generator."""
     torch.manual_seed(seed * 100_003 + epoch)
@@ -53,7 +79,7 @@ def train(cfg: dict | RunConfig, run_dir: Path, log=print, final_evaluation: boo
     config = cfg if isinstance(cfg, RunConfig) else RunConfig.from_dict(cfg)
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    with run_folder.exclusive(run_dir):
+    with run_folder.exclusive(run_dir), stops_as_exit():
         state = checkpoint.load(run_dir, config.to_dict(), log)
         try:
             return _train(config, run_dir, log, state, final_evaluation)
@@ -105,6 +131,8 @@ def _train(cfg: RunConfig, run_dir: Path, log, state: dict | None, final_evaluat
     meter = cost.EpochMeter(device)
     tracking = Tracking(record_of_settings, run_dir, start, log)
     wall = lambda: wall_before + time.perf_counter() - attempt_started  # noqa: E731
+    eval_loaders: dict = {}  # the per-epoch evaluation's loaders, made once (their workers kept)
+    writer = checkpoint.Writer(run_dir, cfg.keep.checkpoint_minutes)
 
     def embed_train():
         return embed(model, split_loader(table, base, "train", cfg, device), device)
@@ -129,14 +157,13 @@ def _train(cfg: RunConfig, run_dir: Path, log, state: dict | None, final_evaluat
             every = cfg.eval.every
             if every and ((epoch + 1) % every == 0 or epoch + 1 == cfg.epochs):
                 started = time.perf_counter()
-                row.update(evaluate_model(model, table, base, cfg, device, clustering=False))
+                row.update(evaluate_model(model, table, base, cfg, device, clustering=False, kept=eval_loaders))
                 row["eval_seconds"] = round(time.perf_counter() - started, 3)
                 model.train()
             row.update(meter.stop())
             history.append(row)
             selection.after_epoch(row, model)
-            checkpoint.save(run_dir, parts, history, record_of_settings,
-                            {**selection.state(), "wall_seconds": wall()})
+            writer.after_epoch(parts, history, record_of_settings, {**selection.state(), "wall_seconds": wall()})
             run_folder.write_history(run_dir, history)
             tracking.epoch(row, [group["lr"] for group in optimizer.param_groups])
             log(_format_row(row, cfg.epochs))
@@ -154,9 +181,14 @@ def _train(cfg: RunConfig, run_dir: Path, log, state: dict | None, final_evaluat
             log(f"final evaluation kept beside model.pt ({final_metrics.RECORD})")
         write_json(run_dir / cost.RECORD, cost.summary(history, result["seconds"], device, wall()))
         tracking.finished(result["metrics"], len(history), final)
-        if not cfg.keep.checkpoint:  # model.pt and the metrics are all a done run needs
+        if cfg.keep.checkpoint:
+            writer.flush()
+        else:  # model.pt and the metrics are all a done run needs
             (run_dir / "checkpoint.pt").unlink(missing_ok=True)
         return final
+    except BaseException:
+        writer.flush()  # the last finished epoch, whatever stopped this one
+        raise
     finally:
         tracking.close()
 

@@ -179,7 +179,7 @@ def test_a_changed_learning_rate_reruns_exactly_the_runs_it_changes(finished):
     changed = [run for run in after.runs() if run_folder.fingerprint(after.resolve(run))
                != run_folder.fingerprint(before.resolve(run))]
     assert len(changed) == 1 and changed[0].method == "ms"
-    trained = re.findall(r"rule train:\n\s+input: .*\n\s+output: (\S+)/model\.pt", result.stdout)
+    trained = re.findall(r"rule train:\n\s+input: .*\n\s+output: (\S+)/metrics\.json", result.stdout)
     assert trained == [changed[0].path("smoke")]
     assert counts["train"] == 1 and "fair_round" not in counts and "fair_repetition" not in counts
 

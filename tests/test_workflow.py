@@ -30,7 +30,7 @@ def job_counts(output: str) -> dict[str, int]:
 def test_full_preset_dry_run_lists_every_job(full_dry_run):
     result, workdir = full_dry_run
     counts = job_counts(result.stdout)
-    listed = "\n".join(line for line in result.stdout.splitlines() if "model.pt" in line or "summary.md" in line)
+    listed = "\n".join(line for line in result.stdout.splitlines() if "metrics.json" in line or "summary.md" in line)
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     assert counts["prepare"] == len(plan.datasets) == 6
     assert counts["train"] == len(plan.runs()) and "evaluate" not in counts  # train writes metrics.json
@@ -46,20 +46,20 @@ def test_full_preset_dry_run_lists_every_job(full_dry_run):
     assert ephn == {"ephn.t1", "ephn.f2", "ephn.f3", "ephn.f4", "ephn.f5", "ephn.f6"}
     for experiment in ephn - {"ephn.f2", "ephn.f5"}:
         for run in plan.runs(experiment):
-            assert f"{run.path('full')}/model.pt" in listed
+            assert f"{run.path('full')}/metrics.json" in listed
     assert len(plan.runs("ephn.f4")) == 4 * 4 * 5  # datasets × methods × group sizes
     fastap = {e for e in plan.experiment_ids if e.startswith("fastap.")}
     assert fastap == {"fastap.t2", "fastap.t3", "fastap.f3", "fastap.grad"}
     for experiment in fastap - {"fastap.grad"}:
         for run in plan.runs(experiment):
-            assert f"{run.path('full')}/model.pt" in listed
+            assert f"{run.path('full')}/metrics.json" in listed
     assert "reports/full/fastap.grad/summary.md" in listed
     assert len(plan.runs("fastap.t2")) == 3 * 4 * 5 and len(plan.runs("fastap.t3")) == 3 * 3 * 5  # × 5 seeds
     profs = {e for e in plan.experiment_ids if e.startswith("profs.")}
     assert profs == {"profs.t1", "profs.t2", "profs.f2", "profs.f3"}
     for experiment in profs:
         for run in plan.runs(experiment):
-            assert f"{run.path('full')}/model.pt" in listed
+            assert f"{run.path('full')}/metrics.json" in listed
     assert len(plan.runs("profs.t1")) == 3 * 22 * 5 and len(plan.runs("profs.f2")) == 3 * 4 * 7
     assert len(plan.runs("profs.t2")) == 3 * 7 * 5 and len(plan.runs("profs.f3")) == 3 * 6
     for experiment in plan.experiment_ids:  # every run of a table with paper numbers: five seeds
@@ -67,7 +67,7 @@ def test_full_preset_dry_run_lists_every_job(full_dry_run):
             seeds = {}
             for run in plan.runs(experiment):
                 seeds.setdefault((run.dataset, run.method), set()).add(run.seed)
-                assert f"{run.path('full')}/model.pt" in result.stdout
+                assert f"{run.path('full')}/metrics.json" in result.stdout
             assert all(s == {0, 1, 2, 3, 4} for s in seeds.values()), experiment
     from dmlbench.config import verdict_spec
 
@@ -109,7 +109,7 @@ def test_three_seeds_from_the_command_line_give_three_runs_each(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     plan = Plan.load(CONFIG_DIR, {"preset": "demo", "experiments": ["suite.baselines"]})
     assert job_counts(result.stdout)["train"] == 3 * len(plan.runs())
-    assert "seed2/model.pt" in result.stdout
+    assert "seed2/metrics.json" in result.stdout
 
 
 def test_wrong_setting_value_stops_before_any_job(tmp_path):

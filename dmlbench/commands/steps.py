@@ -48,11 +48,13 @@ def cmd_store(args) -> None:
 def cmd_train(args) -> None:
     from dmlbench.training import train
 
+    from dmlbench.evaluation import final_metrics
+
     cfg = _run_config(args)
+    if args.metrics and final_metrics.reuse(Path(args.run_dir), Path(args.metrics), cfg):
+        return  # trained before with these settings (its metrics.json lost or set aside): nothing to train
     train.train(cfg, Path(args.run_dir), log=train.log_stderr)
     if args.metrics:  # the train step's own evaluation of the model it wrote
-        from dmlbench.evaluation import final_metrics
-
         if not final_metrics.reuse(Path(args.run_dir), Path(args.metrics)):
             raise DmlbenchError(f"{args.run_dir}: no final evaluation of its model.pt to write to {args.metrics}")
 

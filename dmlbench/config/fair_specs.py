@@ -1,10 +1,13 @@
 """The jobs of fair experiments (`kind: fair`, `suite.fair`) and the specs their steps read (a
-part of `Plan`). Per method × dataset: the split file (shared by the dataset), `trials` ask jobs,
-`trials` × `folds` fold trainings, `trials` tell jobs, one best job, `repetitions` × `folds`
-final fold trainings, one summary; per experiment one aggregate job. Trial slot t asks after slot
-t − 1 has asked and slot t − `parallel` has been told, so `parallel` trials run at once, each
-seeing the results of those before it. Every trial trains with seed `SEARCH_SEED`; final repetition
-r with `final_seed(r)`, a seed no trial used, so no repetition repeats the winning trial.
+part of `Plan`). Per method × dataset: the split file (shared by the dataset), ⌈`trials` /
+`parallel`⌉ search rounds (one GPU job each: ask its `parallel` trial slots, train their `folds`
+fold trainings one after another, tell), one best job, `repetitions` final repetitions (one GPU
+job each: its `folds` fold trainings), one summary; per experiment one aggregate job. A round
+starts once the round before was told, and asks its slots in order: slot t is asked after slot
+t − 1 and after slot t − `parallel` was told, each seeing the results of those before it. Every
+trial trains with seed `SEARCH_SEED`; final repetition r with `final_seed(r)`, a seed no trial
+used, so no repetition repeats the winning trial. A round's and a repetition's rerun trigger is
+the fingerprint of the fold trainings' settings (`fair_fingerprint`), their specs follow from it.
 """
 
 from __future__ import annotations

@@ -289,7 +289,7 @@ class Plan(StepSpecs, FairSpecs, KnobSpecs):
     def find_run(self, experiment: str, dataset: str, method: str, seed: int) -> Run:
         run = Run(experiment, dataset, method, int(seed))
         key = experiment if experiment in self.experiments else None
-        known = self.__dict__.setdefault("_run_sets", {})  # asked once per train and evaluate job
+        known = self.__dict__.setdefault("_run_sets", {})  # asked once per train job
         if key not in known:
             known[key] = set(self.runs(key))
         if run not in known[key]:

@@ -1,10 +1,10 @@
 """The final evaluation made in the process that trained the model, kept beside it.
 
-The train step evaluates the model it has just written (one process start and torch import
-instead of two) and records the result with the sha256 of that `model.pt`. The evaluate step
-reuses the record when it belongs to the `model.pt` on disk, without importing torch; otherwise
-(another model.pt, no record, a damaged one) it evaluates afresh. Snakemake still sees one
-`metrics.json` per run, written by the evaluate step.
+The train step evaluates the model it has just written and records the result with the sha256 of
+that `model.pt`; the workflow's train job writes it as the run's `metrics.json` (`reuse`). The
+`dmlbench evaluate` command reuses the record when it belongs to the `model.pt` on disk, without
+importing torch; otherwise (another model.pt, no record, a damaged one, `--fresh`) it evaluates
+afresh.
 """
 
 from __future__ import annotations
@@ -17,6 +17,15 @@ from dmlbench.io import read_json, write_json
 
 RECORD = "final_metrics.json"
 CHUNK = 1 << 20
+
+
+def _trained_with(run_dir: Path, settings: dict) -> bool:
+    from dmlbench.training.run_folder import fingerprint
+
+    try:
+        return fingerprint(read_json(run_dir / "config.json")) == fingerprint(settings)
+    except (OSError, ValueError):
+        return False
 
 
 def file_sha256(path: Path) -> str:
@@ -33,11 +42,14 @@ def keep(run_dir: Path, result: dict) -> None:
                                         "result": result})
 
 
-def reuse(run_dir: Path, output: Path) -> bool:
-    """Write the recorded result to `output` if it belongs to the model.pt on disk."""
+def reuse(run_dir: Path, output: Path, settings: dict | None = None) -> bool:
+    """Write the recorded result to `output` if it belongs to the model.pt on disk (and, with
+    `settings`, the run folder was trained with settings of the same fingerprint)."""
     run_dir = Path(run_dir)
     record, model = run_dir / RECORD, run_dir / "model.pt"
     if not record.exists() or not model.exists():
+        return False
+    if settings is not None and not _trained_with(run_dir, settings):
         return False
     try:
         kept = read_json(record)

@@ -194,7 +194,7 @@ def _train_with_a_kill(cfg: RunConfig, run_dir: Path) -> None:
 
 
 def _final_evaluation(run_dir: Path, cfg: RunConfig) -> tuple[float, int]:
-    """The train step's own final evaluation (kept for the evaluate step), checked: finite
+    """The train step's own final evaluation (what the train job writes as metrics.json), checked: finite
     parameters and metrics, and the seconds it took."""
     state = torch.load(run_dir / "model.pt", map_location="cpu", weights_only=True)
     bad = [name for name, value in state["model"].items()

@@ -46,8 +46,8 @@ def collect(metric_files: list[Path]) -> pd.DataFrame:
         except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as error:
             moved = set_aside(Path(path))
             raise DmlbenchError(f"{path} is not a metrics file of the suite ({type(error).__name__}: "
-                                f"{error}); set aside as {moved.name}. Rerun: the evaluate step writes "
-                                f"it again") from None
+                                f"{error}); set aside as {moved.name}. Rerun: the train job writes it "
+                                f"again from the run's model (no training when the model is this run's)") from None
         rows.append(row)
     return pd.DataFrame(rows).sort_values(["dataset", "method", "seed"]).reset_index(drop=True)
 

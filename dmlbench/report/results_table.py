@@ -37,7 +37,7 @@ def run_rows(run_dir: Path, names: dict) -> list[dict]:
 
     result = _read(run_dir / "metrics.json")
     if "metrics" not in result:
-        raise DmlbenchError(f"{run_dir / 'metrics.json'} is missing or has no metrics: run its evaluate step")
+        raise DmlbenchError(f"{run_dir / 'metrics.json'} is missing or has no metrics: rerun its train job (snakemake writes both)")
     config = _read(run_dir / "config.json")
     spent = _read(run_dir / cost.RECORD)
     shared = {**names, "paper": names["experiment"].split(".")[0],

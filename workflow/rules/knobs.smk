@@ -6,7 +6,7 @@ KNOB_STEP_DIR = "results/{preset}/{experiment}/{dataset}/{method}/seed{seed}"
 
 rule knob_concatenate:
     input:
-        lambda w: [f"{folder}/model.pt" for folder in
+        lambda w: [f"{folder}/metrics.json" for folder in   # their model.pt beside it
                    PLAN.knob_fold_dirs(w.experiment, w.dataset, w.method, int(w.seed))],
     output:
         f"{KNOB_STEP_DIR}/concatenated.json",

@@ -84,9 +84,13 @@ def markdown(results: dict) -> str:
     lines += ["", "## Workflow (target: `snakemake -n` of the full preset's paper experiments < 15 s)", "",
               f"- {w['median_s']:.1f} s median (min {w['min_s']:.1f}, max {w['max_s']:.1f}) for "
               f"{w['jobs']} jobs: {_target(w['median_s'] < 15)}"]
+    if "workflow_full" in results:
+        f = results["workflow_full"]
+        lines.append(f"- the whole full preset (target ≤ 20 s and ≤ 12,000 jobs): {f['median_s']:.1f} s median for "
+                     f"{f['jobs']} jobs: {_target(f['median_s'] <= 20 and (f['jobs'] or 0) <= 12000)}")
     if "workflow_fair" in results:
         f = results["workflow_fair"]
-        lines.append(f"- suite.fair alone (no target: every fold, trial and final run is a job): "
+        lines.append(f"- suite.fair alone (no target: a job per search round and per final repetition): "
                      f"{f['median_s']:.1f} s for {f['jobs']} jobs")
     if "workflow_knobs" in results:
         k = results["workflow_knobs"]
@@ -146,6 +150,7 @@ def main(argv=None) -> None:
     results["decoding"] = input_pipeline.decoding_rates(count=8 if tiny else 600, workers=(1, 2))
     results["workflow"] = workflow.run(repeats=1 if tiny else 3)
     if not tiny:
+        results["workflow_full"] = workflow.run(repeats=3, experiments=[], what="every experiment")
         results["workflow_fair"] = workflow.run(repeats=1, experiments=["suite.fair"], what="suite.fair")
         results["workflow_knobs"] = workflow.run(repeats=1, experiments=["suite.knobs"], what="suite.knobs")
     results["training"] = training.run(steps=1 if tiny else 5)

@@ -6,7 +6,6 @@ import json
 import pytest
 
 from conftest import CONFIG_DIR
-from dmlbench.config.fair_specs import FairSpecs
 from dmlbench.config.plan import Plan
 from dmlbench.config.run import Run
 from dmlbench.errors import ConfigError
@@ -25,25 +24,39 @@ def uncached_fair_spec(plan: Plan, run) -> dict:
     return {"run": cfg, "space": spaces.to_json(spaces.parse(run.method, plan.methods[run.method]))}
 
 
-def rule_view(plan: Plan, run) -> str:
-    """What the fold-training rules hand Snakemake for a run: its spec and inputs."""
-    found = plan.find_fair_run(run.experiment, run.dataset, run.method, run.stage, str(run.index), str(run.fold))
-    return json.dumps([plan.fair_run_spec(found), plan.fair_run_inputs(found)], sort_keys=True)
+def rule_views(plan: Plan) -> list[str]:
+    """What the fair rules hand Snakemake, job by job: each round's and each repetition's spec, its
+    inputs and the method's side settings."""
+    views = []
+    for dataset, method in plan.fair_pairs("suite.fair"):
+        side = plan.fair_side("suite.fair", dataset, method)
+        for r in range(plan.fair_rounds("suite.fair")):
+            views.append(json.dumps([plan.fair_round_spec("suite.fair", dataset, method, r),
+                                     plan.fair_round_inputs("suite.fair", dataset, method, r), side], sort_keys=True))
+        for r in range(plan.fair_settings("suite.fair")["repetitions"]):
+            views.append(json.dumps([plan.fair_repetition_spec("suite.fair", dataset, method, r),
+                                     plan.fair_repetition_inputs("suite.fair", dataset, method), side], sort_keys=True))
+    return views
 
 
-def test_fair_fold_specs_equal_a_fresh_computation_and_stay_their_own():
+def test_fair_job_specs_equal_a_fresh_computation_and_stay_their_own():
     plan = Plan.load(CONFIG_DIR, dict(SELECTION))
-    runs = plan.fair_runs()
-    assert len({(r.method, r.stage) for r in runs}) > 2
-    seen_at_once = [rule_view(plan, run) for run in runs]  # every job, in the order Snakemake asks
-    specs = [plan.fair_run_spec(run) for run in runs]
-    assert [json.dumps([s, plan.fair_run_inputs(r)], sort_keys=True) for s, r in zip(specs, runs)] == seen_at_once
+    seen = rule_views(plan)
+    assert rule_views(plan) == seen  # asked again: the caches hand out what they did, unchanged
     fresh = Plan.load(CONFIG_DIR, dict(SELECTION))
-    for run, seen in zip(runs, seen_at_once):
-        assert json.loads(seen) == json.loads(json.dumps([uncached_fair_spec(fresh, run),
-                                                          FairSpecs.fair_run_inputs(fresh, run)]))
+    trained = {}
+    for view in seen:
+        spec, inputs, side = json.loads(view)
+        folds = spec.get("folds") or [fold for trial in spec["trials"] for fold in trial["folds"]]
+        for fold in folds:
+            trained[fold["run_dir"]] = {"run": {**fold["run"], **side}, "space": spec["space"]}
+        assert fresh.manifest("cub") in inputs and fresh.fair_splits("cub", 4) in inputs
+    runs = plan.fair_runs()
+    assert len({(r.method, r.stage) for r in runs}) > 2 and set(trained) == {r.path("full") for r in runs}
+    for run in runs:
+        assert trained[run.path("full")] == json.loads(json.dumps(uncached_fair_spec(fresh, run)))
     for index in range(0, len(runs), 499):  # the copies `resolve` hands out, each from a new plan
-        assert Plan.load(CONFIG_DIR, dict(SELECTION)).resolve(runs[index]) == json.loads(seen_at_once[index])[0]["run"]
+        assert Plan.load(CONFIG_DIR, dict(SELECTION)).resolve(runs[index]) == trained[runs[index].path("full")]["run"]
 
 
 def test_training_runs_found_and_resolved_as_by_a_fresh_plan():

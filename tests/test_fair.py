@@ -105,6 +105,17 @@ def _fair_plan(**fair) -> Plan:
     return Plan.load(CONFIG_DIR, config)
 
 
+def _fold_spec(plan, method: str, stage: str, fold: int) -> dict:
+    """What a round (search) or a repetition (final) job hands fold_run for one fold on cub."""
+    if stage == "search":
+        job = plan.fair_round_spec("suite.fair", "cub", method, 0)
+        folds = job["trials"][0]["folds"]
+    else:
+        job = plan.fair_repetition_spec("suite.fair", "cub", method, 0)
+        folds = job["folds"]
+    return {"run": {**folds[fold]["run"], **plan.fair_side("suite.fair", "cub", method)}, "space": job["space"]}
+
+
 def _fixture_fold_spec(tmp_path, method="ms", stage="search", fold=0) -> tuple[dict, Path]:
     """A fold run's spec of the smoke preset over a fixture written here, without the store."""
     out = tmp_path / "data" / "fixture" / "cub" / "manifest.csv"
@@ -112,7 +123,7 @@ def _fixture_fold_spec(tmp_path, method="ms", stage="search", fold=0) -> tuple[d
     splits = out.parent / "fair_folds2.csv"
     folds.write(out, splits, 2)
     plan = _fair_plan()
-    spec = json.loads(json.dumps(plan.fair_run_spec(FairRun("suite.fair", "cub", method, 0, stage, 0, fold))))  # as the rule sends it
+    spec = json.loads(json.dumps(_fold_spec(plan, method, stage, fold)))  # as the rule sends it
     spec["run"]["data"] = {"manifest": str(out), "fold": {"splits": str(splits), "index": fold, "of": 2}}
     return spec, out
 
@@ -317,8 +328,8 @@ def test_final_repetitions_use_seeds_no_trial_used():
     assert final_seeds and not final_seeds & trial_seeds
     repetitions = plan.fair_settings("suite.fair")["repetitions"]
     assert len({r.seed for r in final if r.method == "ms" and r.dataset == "cub"}) == repetitions  # one each
-    again = plan.find_fair_run("suite.fair", "cub", "ms", "final", "0", "1")
-    assert again.seed not in trial_seeds and again in set(final)
+    handed = plan.fair_repetition_spec("suite.fair", "cub", "ms", 0)["folds"][1]["run"]  # what the job trains
+    assert handed["seed"] not in trial_seeds and handed["seed"] in {r.seed for r in final}
 
 
 def test_the_paper_number_map_is_complete_at_full_and_names_printed_numbers(tmp_path):

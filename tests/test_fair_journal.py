@@ -92,8 +92,9 @@ def test_a_slot_whose_earlier_slots_are_missing_from_the_emptied_journal_is_refu
     said = (work / "logs/smoke/fair/suite.fair/cub/ms/round2.log").read_text()
     assert f"{JOURNAL} has no trial of slot(s) 0, 1, asked before slot 2" in said
     assert "Traceback" not in said and not (work / SEARCH / "trial2/params.json").exists()
-    for path in (work / SEARCH).glob("trial*/params.json"):  # what the message says to do
-        path.unlink()
+    assert f"delete {SEARCH}/round*.json and {SEARCH}/trial*/params.json" in said
+    for path in [*(work / SEARCH).glob("round*.json"), *(work / SEARCH).glob("trial*/params.json")]:
+        path.unlink()  # what the message says to do
     result = snakemake(checkout, work, trials=3)
     assert result.returncode == 0, result.stderr[-3000:]
     assert list(pd.read_csv(work / SEARCH / "trials.csv")["slot"]) == [0, 1, 2]

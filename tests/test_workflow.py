@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 
 import processes
 from conftest import CONFIG_DIR, REPO, python_env
@@ -151,14 +152,16 @@ def test_smoke_narrowed_to_an_experiment_and_a_dataset_runs_to_the_end(tmp_path)
     runs = sorted((tmp_path / "results/smoke/suite.baselines/digits").glob("*/seed0"))
     model = runs[0] / "model.pt"
     model.write_bytes(model.read_bytes()[:1000])
+    (runs[0] / "metrics.json").unlink()  # its numbers asked for again: the damaged model is not reused
     text = rerun_until_done()
-    assert f"{model.relative_to(tmp_path)} is corrupt" in text and "Traceback" not in text
-    assert (runs[0] / "model.pt").exists() and (runs[0] / "model.pt.corrupt").exists()
+    assert "training it again" in text and "Traceback" not in text
+    torch.load(model, weights_only=True)  # trained again: whole
     metrics = runs[1] / "metrics.json"
     metrics.write_text('{"metrics": "x"')
     (runs[0] / "metrics.json").touch()  # a newer input: the table is made again
     text = rerun_until_done()
     assert f"{metrics.relative_to(tmp_path)} is not a metrics file" in text and "Traceback" not in text
+    assert f"{runs[1].relative_to(tmp_path)}: " in text and "(evaluated by the train step)" in text  # not trained again
     assert pd.read_csv(tmp_path / "reports/smoke/suite.baselines/table.csv")["n"].eq(1).all()
 
 
@@ -396,9 +399,9 @@ def seen_in_a_browser(page, plan, contents) -> None:
     assert all(t["box"] <= 1400 for t in seen["tables"])  # wide tables scroll inside their box
 
 
-def test_gpu_smoke_plans_each_papers_real_backbone_and_input_size_with_cuda():
+def test_gpu_smoke_plans_each_papers_real_backbone_and_input_size_with_cuda(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # as on a GPU machine
     plan = Plan.load(CONFIG_DIR, {"preset": "gpu-smoke"})
-    plan._cuda = True  # as on a GPU machine
     full = Plan.load(CONFIG_DIR, {"preset": "full"})
     papers = {run.experiment.split(".")[0] for run in plan.runs()}
     assert papers == {"ms", "dro", "ephn", "fastap", "profs", "suite"}  # suite.modern: ViT-S/16 at 224
@@ -408,6 +411,7 @@ def test_gpu_smoke_plans_each_papers_real_backbone_and_input_size_with_cuda():
         assert ours["model"]["backbone"] == paper["model"]["backbone"]
         assert ours["input"] == paper["input"] and ours["model"]["embedding_dim"] == paper["model"]["embedding_dim"]
         assert ours["device"] == "auto" and ours["data"]["store"]
+    monkeypatch.undo()
     off = Plan.load(CONFIG_DIR, {"preset": "gpu-smoke", "cpu_fallback": None})
     assert off.cpu_fallback is None and off.resolve(off.runs()[0])["input"]["crop"] == 227
 

@@ -373,18 +373,20 @@ def test_tied_settings_follow_their_source():
     assert cfg["method"]["loss"]["margin"] == 0.1
 
 
-def _fold_with_early_stopping(tmp_path, epochs: int, patience: int) -> dict:
+def _fold_with_early_stopping(tmp_path, epochs: int, patience: int, keep_model: bool = False,
+                              log=lambda m: None) -> dict:
     """A fixture fold trained at the paper's setting with at most `epochs` and this patience."""
     spec, _ = _fixture_fold_spec(tmp_path)
     spec["run"].update(epochs=epochs)
+    spec["run"]["keep"]["fold_model"] = keep_model
     spec["run"]["early_stopping"] = {"patience": patience, "metric": "map@r"}
     params = tmp_path / "params.json"
     write_json(params, {"params": space.paper_setting(space.from_json(spec["space"]), spec["run"])})
-    return fold_run.run(spec, params, tmp_path / "run", tmp_path / "v.json", log=lambda m: None)
+    return fold_run.run(spec, params, tmp_path / "run", tmp_path / "v.json", log=log)
 
 
 def test_early_stopping_keeps_the_best_validation_epoch(tmp_path):
-    result = _fold_with_early_stopping(tmp_path, epochs=8, patience=1)
+    result = _fold_with_early_stopping(tmp_path, epochs=8, patience=1, keep_model=True)
     rows = [json.loads(line) for line in (tmp_path / "run" / "epochs.jsonl").read_text().splitlines()]
     best = max(rows, key=lambda r: r["map@r"])  # the first of equal values
     assert result["selected_epoch"] == best["epoch"]
@@ -392,9 +394,24 @@ def test_early_stopping_keeps_the_best_validation_epoch(tmp_path):
     assert result["stopped_by"] == ("patience" if len(rows) - best["epoch"] >= 1 else "cap")
     assert read_json(tmp_path / "v.json")["stopped_by"] == result["stopped_by"]
     assert result["validation"]["map@r"] == best["map@r"]
-    kept = read_json(tmp_path / "run" / "final_metrics.json")["result"]["metrics"]
+    assert not (tmp_path / "run" / "final_metrics.json").exists()  # no final evaluation: nothing reads it
+    from dmlbench.evaluation import evaluate_run
+
+    kept = evaluate_run.evaluate(tmp_path / "run", tmp_path / "again.json")["metrics"]  # the kept model.pt, afresh
     assert kept["map@r"] == pytest.approx(best["map@r"], abs=1e-6)  # model.pt is the selected epoch's
-    assert not (tmp_path / "run" / "model.pt").exists() and not (tmp_path / "run" / "checkpoint.pt").exists()
+    assert not (tmp_path / "run" / "checkpoint.pt").exists()
+
+
+def test_a_fold_that_finished_with_these_settings_is_not_trained_again(tmp_path):
+    said = []
+    first = _fold_with_early_stopping(tmp_path, epochs=2, patience=5, log=said.append)
+    assert any(m.startswith("epoch 1/2") for m in said)
+    said.clear()
+    assert _fold_with_early_stopping(tmp_path, epochs=2, patience=5, log=said.append) == first
+    assert said == [f"{tmp_path / 'run'}: finished before with these settings (v.json kept)"]
+    said.clear()
+    other = _fold_with_early_stopping(tmp_path, epochs=3, patience=5, log=said.append)  # other settings: trained
+    assert other["epochs_trained"] == 3 and any(m.startswith("epoch 1/3") for m in said)
 
 
 def test_a_fold_that_reaches_the_epoch_cap_with_patience_left_is_recorded_as_capped(tmp_path):

@@ -49,9 +49,11 @@ def cmd_train(args) -> None:
     from dmlbench.training import train
 
     from dmlbench.evaluation import final_metrics
+    from dmlbench.training import run_folder
 
     cfg = _run_config(args)
-    if args.metrics and final_metrics.reuse(Path(args.run_dir), Path(args.metrics), cfg):
+    if args.metrics and run_folder.trained_with(Path(args.run_dir), cfg) \
+            and final_metrics.reuse(Path(args.run_dir), Path(args.metrics)):
         return  # trained before with these settings (its metrics.json lost or set aside): nothing to train
     train.train(cfg, Path(args.run_dir), log=train.log_stderr)
     if args.metrics:  # the train step's own evaluation of the model it wrote

@@ -19,15 +19,6 @@ RECORD = "final_metrics.json"
 CHUNK = 1 << 20
 
 
-def _trained_with(run_dir: Path, settings: dict) -> bool:
-    from dmlbench.training.run_folder import fingerprint
-
-    try:
-        return fingerprint(read_json(run_dir / "config.json")) == fingerprint(settings)
-    except (OSError, ValueError):
-        return False
-
-
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
@@ -42,14 +33,11 @@ def keep(run_dir: Path, result: dict) -> None:
                                         "result": result})
 
 
-def reuse(run_dir: Path, output: Path, settings: dict | None = None) -> bool:
-    """Write the recorded result to `output` if it belongs to the model.pt on disk (and, with
-    `settings`, the run folder was trained with settings of the same fingerprint)."""
+def reuse(run_dir: Path, output: Path) -> bool:
+    """Write the recorded result to `output` if it belongs to the model.pt on disk."""
     run_dir = Path(run_dir)
     record, model = run_dir / RECORD, run_dir / "model.pt"
     if not record.exists() or not model.exists():
-        return False
-    if settings is not None and not _trained_with(run_dir, settings):
         return False
     try:
         kept = read_json(record)

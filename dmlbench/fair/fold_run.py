@@ -64,14 +64,13 @@ def run(spec: dict, params_file: Path, run_dir: Path, output: Path, test_output:
 def finished(cfg: RunConfig, chosen: dict, run_dir: Path, output: Path, test_output: Path | None) -> dict | None:
     """The fold's `validation.json` when it is this training's: the same parameters, its test
     embeddings where asked, and the run folder's `config.json` of the same fingerprint."""
-    written = run_dir / "config.json"
-    if not (output.exists() and written.exists()) or (test_output is not None and not test_output.exists()):
+    if not output.exists() or (test_output is not None and not test_output.exists()):
         return None
     try:
-        result, old = read_json(output), read_json(written)
+        result = read_json(output)
     except DmlbenchError:
         return None  # damaged: trained again
-    same = run_folder.fingerprint(old) == run_folder.fingerprint(cfg.to_dict())
+    same = run_folder.trained_with(run_dir, cfg.to_dict())
     return result if same and result.get("params") == chosen else None
 
 

@@ -68,6 +68,14 @@ def _digest(cfg: dict, left_out: tuple[str, ...]) -> str:
     return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def trained_with(run_dir: Path, cfg: dict) -> bool:
+    """Whether the run folder's `config.json` holds settings of `cfg`'s fingerprint."""
+    try:
+        return fingerprint(json.loads((Path(run_dir) / "config.json").read_text())) == fingerprint(cfg)
+    except (OSError, ValueError):
+        return False
+
+
 def changed_settings(old: dict, new: dict, prefix: str = "") -> list[str]:
     """`key: old → new` for every leaf that differs between two configs."""
     out = []

@@ -22,8 +22,10 @@ def papers_experiments() -> list[str]:
     return [key for key in plan.experiment_ids if plan.experiments[key].get("kind") not in ("fair", "knobs")]
 
 
-def run(repeats: int = 3, experiments: list[str] | None = None, what: str = "papers' experiments") -> dict:
-    """`experiments`: None for the papers' experiments, [] for the whole preset."""
+def run(repeats: int = 3, experiments: list[str] | None = None, what: str = "papers' experiments",
+        quiet: bool = False) -> dict:
+    """`experiments`: None for the papers' experiments, [] for the whole preset. `quiet`: `snakemake
+    -n -q`, the plan without Snakemake's description of every job (nor its job count)."""
     times, jobs = [], None
     experiments = papers_experiments() if experiments is None else experiments
     with tempfile.TemporaryDirectory() as workdir:
@@ -31,16 +33,21 @@ def run(repeats: int = 3, experiments: list[str] | None = None, what: str = "pap
             start = time.perf_counter()
             chosen = ["--config", f"experiments=[{','.join(experiments)}]"] if experiments else []
             out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-s", str(REPO / "Snakefile"),
-                                  "-d", workdir, "--cores", "all", "--resources", "gpu=8", *chosen],
+                                  "-d", workdir, "--cores", "all", "--resources", "gpu=8", *chosen,
+                                  *(["-q"] if quiet else [])],
                                  capture_output=True, text=True, check=True)
             times.append(time.perf_counter() - start)
             match = re.search(r"^total\s+(\d+)$", out.stdout, re.M)
             jobs = int(match.group(1)) if match else None
     times.sort()
-    row = {"median_s": times[len(times) // 2], "min_s": times[0], "max_s": times[-1], "jobs": jobs, "what": what}
-    print(f"snakemake -n (full preset, {what}): {row['median_s']:.1f} s median for {jobs} jobs", flush=True)
+    row = {"median_s": times[len(times) // 2], "min_s": times[0], "max_s": times[-1], "jobs": jobs, "what": what,
+           "quiet": quiet}
+    print(f"snakemake -n{' -q' if quiet else ''} (full preset, {what}): {row['median_s']:.1f} s median"
+          f"{f' for {jobs} jobs' if jobs else ''}", flush=True)
     return row
 
 
 if __name__ == "__main__":
-    run(repeats=int(sys.argv[1]) if len(sys.argv) > 1 else 1, experiments=[], what="every experiment")
+    repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 1
+    run(repeats=repeats, experiments=[], what="every experiment")
+    run(repeats=repeats, experiments=[], what="every experiment", quiet=True)

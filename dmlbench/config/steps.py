@@ -72,16 +72,23 @@ class StepSpecs:
                          for r in range(self.fair_settings(experiment)["repetitions"])]
         return jobs
 
+    def has_budget(self) -> bool:
+        """Whether the preflight's budget of this preset is in the working folder."""
+        return bool(self._budget())
+
     def projected_hours(self, runs: list[str]) -> float | None:
         """The device-hours the preflight's budget (`reports/<preset>/preflight/budget.csv`, in
         the working folder) projects for these run folders; None without a budget, or when it
         lacks one of them."""
-        if not hasattr(self, "_projected"):
-            self._projected = _budget_hours(Path(f"reports/{self.name}/preflight/budget.csv"))
         try:
-            return sum(self._projected[run] for run in runs)
+            return sum(self._budget()[run] for run in runs)
         except KeyError:
             return None
+
+    def _budget(self) -> dict[str, float]:
+        if not hasattr(self, "_projected"):
+            self._projected = _budget_hours(Path(f"reports/{self.name}/preflight/budget.csv"))
+        return self._projected
 
     def train_inputs(self, run: Run) -> list[str]:
         """What a run's training reads: its manifest, its store and its fold split file, where it has them."""

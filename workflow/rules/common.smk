@@ -36,6 +36,14 @@ def gpu_count(resources):
 GPU_SLOT = f"{PYTHON} -m dmlbench gpu-slot --slots {gpu_count(workflow.global_resources)} --"
 
 
+def job_runtime(runs_of):
+    """A GPU job's `runtime` (minutes, what SLURM is asked for): from the preflight's budget for
+    the run folders `runs_of(wildcards)` trains; without a budget, the cap for every job."""
+    if not PLAN.has_budget():
+        return job_minutes(None)
+    return lambda w: job_minutes(PLAN.projected_hours(runs_of(w)))
+
+
 def run_of(w):
     return PLAN.find_run(w.experiment, w.dataset, w.method, int(w.seed))
 

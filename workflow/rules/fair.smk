@@ -35,7 +35,7 @@ rule fair_round:
         side=lambda w: Untracked(lambda: as_json(PLAN.fair_side(w.experiment, w.dataset, w.method))),
     resources:
         gpu=1,
-        runtime=lambda w: job_minutes(PLAN.projected_hours(round_runs(w))),   # minutes (SLURM)
+        runtime=job_runtime(round_runs),   # minutes (SLURM)
     log:
         f"logs/{{preset}}/fair/{{experiment}}/{{dataset}}/{{method}}/round{{round}}.log",
     shell:
@@ -67,7 +67,7 @@ rule fair_repetition:
         side=lambda w: Untracked(lambda: as_json(PLAN.fair_side(w.experiment, w.dataset, w.method))),
     resources:
         gpu=1,
-        runtime=lambda w: job_minutes(PLAN.projected_hours(repetition_runs(w))),   # minutes (SLURM)
+        runtime=job_runtime(repetition_runs),   # minutes (SLURM)
     log:
         f"logs/{{preset}}/fair/{{experiment}}/{{dataset}}/{{method}}/rep{{repetition}}.log",
     shell:

@@ -10,7 +10,7 @@ rule train:
         run_dir=RUN_DIR,
     resources:
         gpu=1,
-        runtime=lambda w: job_minutes(PLAN.projected_hours([run_of(w).path(PRESET)])),   # minutes (SLURM)
+        runtime=job_runtime(lambda w: [run_of(w).path(PRESET)]),   # minutes (SLURM)
     log:
         f"logs/{{preset}}/train/{{experiment}}/{{dataset}}/{{method}}/seed{{seed}}.log",
     shell:

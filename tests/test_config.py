@@ -115,6 +115,16 @@ def test_command_line_text_becomes_the_schema_types():
     assert cfg["data"]["manifest"].endswith("/manifest.csv") and "cache" not in cfg["data"]["manifest"]
 
 
+def test_per_dataset_settings_from_the_command_line_are_converted_and_checked_by_value():
+    plan = Plan.load(CONFIG_DIR, {"preset": "smoke", "per_dataset": {"cub": {"epochs": "3",
+                                                                            "optimizer": {"lr": "1e-4"}}}})
+    cub = next(run for run in plan.runs() if run.dataset == "cub" and run.experiment == "suite.baselines")
+    cfg = plan.resolve(cub)
+    assert cfg["epochs"] == 3 and cfg["optimizer"]["lr"] == 1e-4
+    with pytest.raises(ConfigError, match="per_dataset.cub: setting epochs: 'three' is not of type 'integer'"):
+        Plan.load(CONFIG_DIR, {"preset": "smoke", "per_dataset": {"cub": {"epochs": "three"}}})
+
+
 def test_text_stays_text_where_the_schema_wants_text():
     plan = Plan.load(CONFIG_DIR, {"preset": "smoke", "data": {"paths": {"cub": "1"}},
                                   "experiments": ["suite.baselines"]})
@@ -258,3 +268,16 @@ def test_merging_layers_at_once_equals_merging_them_one_after_another():
         for key, value in merged.items():  # nothing shared with the layers
             assert all(value is not (item or {}).get(key) or not isinstance(value, (dict, list))
                        for item in layers)
+
+
+def test_a_key_given_twice_in_a_yaml_file_is_refused_naming_the_file_the_key_and_both_lines(tmp_path):
+    preset = (CONFIG_DIR / "presets" / "smoke.yaml").read_text()
+    lines = preset.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("seeds:"))
+    path = tmp_path / "mine.yaml"
+    path.write_text("\n".join(lines + ["seeds: [0, 1, 2]"]) + "\n")  # the last one would win silently
+    with pytest.raises(ConfigError, match=rf"{re.escape(str(path))} is not valid YAML: (.|\n)*found the key 'seeds' twice "
+                                          rf"\(first on line {at + 1}\)(.|\n)*line {len(lines) + 1}, column 1"):
+        Plan.load(CONFIG_DIR, {"preset_file": str(path)})
+    path.write_text("\n".join(lines) + "\n")
+    assert Plan.load(CONFIG_DIR, {"preset_file": str(path)}).preset["seeds"] == [0]  # the same file, once: fine

@@ -127,6 +127,8 @@ def _first_claim_of_ms_t1_with(tmp_path, key: str, value: str):
     ("worse", "binomial", "better and worse are the same row"),
     ("dataset", "vehicleid", "'vehicleid' is not run by the experiment"),
     ("metric", "recall@3", "'recall@3' is not in the experiment's table"),
+    ("gain", ".nan", "gain: a finite number (points, the paper's better − worse) or null, not nan"),
+    ("gain", "-.inf", "gain: a finite number (points, the paper's better − worse) or null, not -inf"),
 ])
 def test_a_claim_naming_what_the_experiment_does_not_run_is_refused(tmp_path, key, value, said):
     if key == "worse":  # the first claim's better row, as its worse row too
@@ -281,3 +283,12 @@ def test_a_claim_of_a_swept_experiment_names_both_variants_or_neither(tmp_path):
     path.write_text(text.replace(old, old.replace("better: dro_topk_m", "better: dro_topk_m@dinov2_s14")))
     with pytest.raises(ConfigError, match=r"suite.yaml: experiment suite.modern.claims\[0\].*name both rows"):
         Plan.load(tmp_path / "config", {"preset": "demo"})
+
+
+@pytest.mark.parametrize("tolerance", [float("nan"), float("inf"), -1.0, {"recall@1": float("nan")}])
+def test_a_tolerance_that_is_not_a_finite_number_of_points_is_refused(tolerance):
+    from dmlbench.config.table_checks import check_tolerance
+
+    with pytest.raises(ConfigError, match="tolerance.*a finite number of points ≥ 0"):
+        check_tolerance({"tolerance": tolerance, "table": {"metrics": ["recall@1"]}}, "ms.t1")
+    check_tolerance({"tolerance": 1.5, "table": {"metrics": ["recall@1"]}}, "ms.t1")

@@ -24,7 +24,28 @@ class PaperNumber(float):
 
 # libyaml's parser where PyYAML has it (the same documents, several times faster: the plan reads the
 # whole catalogue on every Snakemake start)
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+class _SafeLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """Safe YAML that refuses a key given twice in one mapping (YAML's own rule; PyYAML keeps the
+    last one silently), naming the key and both lines."""
+
+
+def _unique_mapping(loader, node: yaml.MappingNode):
+    data: dict = {}
+    yield data
+    seen: dict = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`: merged by construct_mapping
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                "while reading a mapping", node.start_mark,
+                f"found the key {key!r} twice (first on line {seen[key]}): keep one", key_node.start_mark)
+        seen[key] = key_node.start_mark.line + 1
+    data.update(loader.construct_mapping(node, deep=True))
+
+
+_SafeLoader.add_constructor("tag:yaml.org,2002:map", _unique_mapping)
 
 
 class _DigitsLoader(_SafeLoader):
@@ -121,12 +142,13 @@ def deep_merge(base: dict, update: dict) -> dict:
 
 
 def with_settings(preset_schema: dict, settings_schema: dict) -> dict:
-    """The preset schema with `overrides` and `subset.*.train` typed as training settings
-    (used to convert command-line text, not to name unknown keys: `check_keys` does that)."""
+    """The preset schema with `overrides`, `per_dataset.*` and `subset.*.train` typed as training
+    settings (used to convert command-line text, not to name unknown keys: `check_keys` does that)."""
     schema = copy.deepcopy(preset_schema)
     partial = {k: v for k, v in settings_schema.items() if k not in ("$schema", "$defs")}
     schema["$defs"] = settings_schema.get("$defs", {})
     schema["properties"]["overrides"] = partial
+    schema["properties"]["per_dataset"]["additionalProperties"] = partial
     schema["properties"]["subset"]["additionalProperties"]["properties"]["train"] = partial
     return schema
 

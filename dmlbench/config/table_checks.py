@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+
 from dmlbench.errors import ConfigError
 
 
@@ -36,8 +38,8 @@ def check_tolerance(exp: dict, where: str) -> None:
     for metric, value in values.items():
         if metric and metric not in metrics:
             raise ConfigError(f"{where}.tolerance: {metric!r} is not in the table's metrics ({', '.join(metrics)})")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise ConfigError(f"{where}.tolerance{'.' + metric if metric else ''}: a number of points ≥ 0 "
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+            raise ConfigError(f"{where}.tolerance{'.' + metric if metric else ''}: a finite number of points ≥ 0 "
                               f"(or one per metric), not {value!r}")
 
 

@@ -11,6 +11,7 @@ runs (`per_variant`): the same comparison on each trunk, say.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,8 +73,9 @@ def check(exp: dict, where: str) -> None:
             raise ConfigError(f"{at}.metric: {claim['metric']!r} is not in the experiment's table "
                               f"({', '.join(metrics)})")
         gain = claim.get("gain")
-        if gain is not None and (isinstance(gain, bool) or not isinstance(gain, (int, float))):
-            raise ConfigError(f"{at}.gain: a number (points, the paper's better − worse) or null, not {gain!r}")
+        if gain is not None and (isinstance(gain, bool) or not isinstance(gain, (int, float))
+                                 or not math.isfinite(gain)):
+            raise ConfigError(f"{at}.gain: a finite number (points, the paper's better − worse) or null, not {gain!r}")
 
 
 def check_ids(experiments: dict, source_of) -> None:

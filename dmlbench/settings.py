@@ -147,8 +147,20 @@ def _lookup(settings, keys: list[str]):
     return settings
 
 
+def check_tracking_uri(uri: str | None, where: str) -> None:
+    """A tracking URI holds no credentials: it is written to config.json, model.pt and the log."""
+    from urllib.parse import urlsplit
+
+    if uri and (urlsplit(uri).username or urlsplit(uri).password):
+        raise ConfigError(f"{where}: tracking.mlflow holds credentials (user or password before '@'), which would "
+                          f"be stored in config.json, model.pt and the log: give the URI without them and set "
+                          f"MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD (or MLFLOW_TRACKING_TOKEN) in the "
+                          f"environment instead")
+
+
 def check_run(cfg: RunConfig, where: str) -> None:
     """Checks that involve several settings of one resolved run."""
+    check_tracking_uri(cfg.tracking.mlflow, where)
     size, per_class = cfg.batch.size, cfg.batch.per_class
     if cfg.method.sampler == "m_per_class" and size % per_class:
         raise ConfigError(f"{where}: batch.size {size} is not a multiple of batch.per_class {per_class}")

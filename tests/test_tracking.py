@@ -228,3 +228,22 @@ def test_a_damaged_model_of_a_run_without_checkpoint_is_kept_aside_while_the_run
     assert any("finished before and kept no checkpoint" in line for line in logs)
     assert (run_dir / "model.pt.corrupt").exists() and not (run_dir / "checkpoint.pt").exists()
     assert evaluate(run_dir, run_dir / "metrics.json")["metrics"] == expected  # trained again, the same
+
+
+def test_a_tracking_uri_with_credentials_is_refused_before_anything_is_written(tmp_path):
+    from conftest import CONFIG_DIR
+    from dmlbench.config.plan import Plan
+    from dmlbench.errors import ConfigError
+    from dmlbench.training.train import train
+
+    secret = "http://alice:s3cr3t-TOKEN@mlflow.example.org:5000/"
+    with pytest.raises(ConfigError, match="tracking.mlflow holds credentials.*MLFLOW_TRACKING_USERNAME") as refused:
+        Plan.load(CONFIG_DIR, {"preset": "smoke", "overrides": {"tracking": {"mlflow": secret}}})
+    assert "s3cr3t" not in str(refused.value)
+    plan = Plan.load(CONFIG_DIR, {"preset": "smoke"})
+    cfg = plan.resolve(plan.runs()[0])
+    cfg["tracking"]["mlflow"] = secret  # a spec handed to the train step by hand
+    with pytest.raises(ConfigError, match="holds credentials"):
+        train(cfg, tmp_path / "run", log=lambda m: None)
+    assert not (tmp_path / "run").exists()
+    Plan.load(CONFIG_DIR, {"preset": "smoke", "overrides": {"tracking": {"mlflow": "http://mlflow.example.org:5000/"}}})

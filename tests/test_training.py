@@ -464,3 +464,17 @@ def test_each_optimiser_keeps_the_state_the_disk_estimate_counts(name, momentum)
     expected = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "rmsprop": torch.optim.RMSprop,
                 "sgd": torch.optim.SGD}[name]
     assert type(optimizer) is expected and optimizer.defaults["weight_decay"] == 0.01
+
+
+def test_the_same_weights_give_the_same_model_file(run_config, tmp_path):
+    """model.pt records no temporary file name: two trainings of one run give the same bytes
+    (model_sha256 in final_metrics.json too)."""
+    from dmlbench.evaluation.final_metrics import file_sha256
+    from dmlbench.training.train import train
+
+    short = dict(run_config, epochs=1, batches_per_epoch=2)
+    train(short, tmp_path / "a", log=lambda m: None)
+    train(short, tmp_path / "b", log=lambda m: None)
+    assert file_sha256(tmp_path / "a" / "model.pt") == file_sha256(tmp_path / "b" / "model.pt")
+    kept = [json.loads((tmp_path / d / "final_metrics.json").read_text())["model_sha256"] for d in "ab"]
+    assert kept[0] == kept[1]

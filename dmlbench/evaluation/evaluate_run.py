@@ -30,8 +30,8 @@ def evaluate(run_dir: Path, output: Path) -> dict:
         state = _model_from_checkpoint(run_dir)
         if state is None:
             raise DmlbenchError(f"{problem}. Rerun: the train step writes it again") from None
-        with atomic_path(model_path) as tmp:
-            torch.save(state, tmp)
+        with atomic_path(model_path) as tmp, open(tmp, "wb") as handle:
+            torch.save(state, handle)  # a handle: the file records no temporary name
         print(f"{problem}, and written again from the run's complete checkpoint.pt", file=sys.stderr)
     cfg = RunConfig.from_dict(state["config"], f"{model_path}: config")
     device = environment.pick_device(cfg.device)

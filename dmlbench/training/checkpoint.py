@@ -72,8 +72,8 @@ def _state(parts: dict, history: list[dict], cfg: dict, selection: dict) -> dict
 
 
 def _write(run_dir, state: dict) -> None:
-    with atomic_path(Path(run_dir) / "checkpoint.pt") as tmp:
-        torch.save(state, tmp)
+    with atomic_path(Path(run_dir) / "checkpoint.pt") as tmp, open(tmp, "wb") as handle:
+        torch.save(state, handle)
 
 
 def _host_copy(value):

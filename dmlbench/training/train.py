@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dmlbench import environment, models
+from dmlbench import environment, models, settings
 from dmlbench.evaluation import evaluate_run, final_metrics
 from dmlbench.training import checkpoint, cost, early_stopping, optimisers, recording, run_folder, schemes
 from dmlbench.training.tracking import Tracking
@@ -77,6 +77,7 @@ def train(cfg: dict | RunConfig, run_dir: Path, log=print, final_evaluation: boo
     per-epoch validation and its test embeddings, skips it.
     """
     config = cfg if isinstance(cfg, RunConfig) else RunConfig.from_dict(cfg)
+    settings.check_tracking_uri(config.tracking.mlflow, str(run_dir))  # before anything is written
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     with run_folder.exclusive(run_dir), stops_as_exit():
@@ -171,8 +172,9 @@ def _train(cfg: RunConfig, run_dir: Path, log, state: dict | None, final_evaluat
 
         selection.restore_best(model, log)
         final = run_dir / "model.pt"
-        with atomic_path(final) as tmp:
-            torch.save({"model": model.state_dict(), "config": record_of_settings, **selection.summary()}, tmp)
+        with atomic_path(final) as tmp, open(tmp, "wb") as handle:  # a handle: no temporary name inside, so
+            torch.save({"model": model.state_dict(), "config": record_of_settings, **selection.summary()},
+                       handle)  # the same weights give the same bytes (model_sha256)
         model.eval()
         result = {"metrics": {}, "seconds": 0.0}
         if final_evaluation:

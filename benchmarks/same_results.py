@@ -3,7 +3,8 @@
     python -m benchmarks.same_results BEFORE AFTER [--preset demo] [--dropped GLOB ...]
 
 Run the preset in both (e.g. a clone of the old commit and one of the new, same seeds), then
-compare: every run's resolved settings (`config.json`), every metrics record (`metrics.json`,
+compare: every run's resolved settings that decide its numbers (`config.json` without `keep`,
+`tracking` and `loader`, as the runs' fingerprint), every metrics record (`metrics.json`,
 `final_metrics.json`, the fair protocol's `validation.json`, the reference rows) and every table of
 the report (`reports/<preset>/**/*.csv`). Prints what differs; exits 1 if a number differs or a
 file is in one checkout only. Tables of wall-clock timings (`timing.csv`) are listed apart: they
@@ -19,6 +20,8 @@ import json
 import sys
 from pathlib import Path
 
+from dmlbench.training.run_folder import NOT_IN_FINGERPRINT  # keep, tracking, loader
+
 RECORDS = ("config.json", "metrics.json", "final_metrics.json", "validation.json")
 TIMINGS = ("timing.csv",)
 
@@ -30,6 +33,8 @@ def _numbers(path: Path):
     record = json.loads(path.read_text())
     if path.name == "final_metrics.json":
         record = record.get("result", record)
+    if path.name == "config.json" and isinstance(record, dict):  # the settings that decide the numbers
+        record = {k: v for k, v in record.items() if k not in NOT_IN_FINGERPRINT}
     return {k: v for k, v in record.items() if k not in ("seconds", "device")} if isinstance(record, dict) else record
 
 

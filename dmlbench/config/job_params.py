@@ -14,7 +14,7 @@ import json
 
 class Untracked:
     """A rule param that is passed on but is no rerun trigger: its text, or a function that makes
-    it when the job's command is written (a dry run does not pay for it)."""
+    it when the job's command is first written (not while Snakemake decides what to rerun)."""
 
     def __init__(self, text):
         self._text = text

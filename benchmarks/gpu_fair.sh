@@ -6,14 +6,7 @@
 # Usage, from the checkout: OUT=folder [WHEELS=folder] bash benchmarks/gpu_fair.sh
 set -uo pipefail
 OUT=${OUT:-results/gpu-fair}
-mkdir -p "$OUT"
-PY=${PYTHON:-python3}
-if [ -n "${WHEELS:-}" ]; then
-  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-    "$WHEELS"/*.whl || exit 1
-  export PYTHONPATH=/tmp/site:$PWD
-fi
-export PYTHONUNBUFFERED=1 DMLBENCH_PROGRESS=off
+source "$(dirname "$0")/gpu_setup.sh"
 nvidia-smi --query-gpu=name --format=csv,noheader; date -u
 started=$(date +%s)
 timeout "${FAIR_S:-360}" $PY -m snakemake --cores "$(nproc)" --resources gpu=1 --scheduler greedy \

@@ -11,14 +11,7 @@
 # WHEELS: wheels the machine lacks (installed with --no-deps into /tmp/site, put on PYTHONPATH).
 set -uo pipefail
 OUT=${OUT:-results/gpu-figures}
-mkdir -p "$OUT"
-PY=${PYTHON:-python3}
-if [ -n "${WHEELS:-}" ]; then
-  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-    "$WHEELS"/*.whl || exit 1
-  export PYTHONPATH=/tmp/site:$PWD
-fi
-export PYTHONUNBUFFERED=1 DMLBENCH_PROGRESS=off
+source "$(dirname "$0")/gpu_setup.sh"
 
 stamp() { while IFS= read -r line; do printf '%s %s\n' "$(date +%s)" "$line"; done; }
 step() {  # step NAME LIMIT COMMAND...: run it, stamped into $OUT/NAME.log, its status and seconds in summary.txt

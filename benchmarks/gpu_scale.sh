@@ -8,14 +8,7 @@
 # Usage, from the checkout: OUT=folder [WHEELS=folder] bash benchmarks/gpu_scale.sh
 set -uo pipefail
 OUT=${OUT:-results/gpu-scale}
-mkdir -p "$OUT"
-PY=${PYTHON:-python3}
-if [ -n "${WHEELS:-}" ]; then
-  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-    "$WHEELS"/*.whl || exit 1
-  export PYTHONPATH=/tmp/site:$PWD
-fi
-export PYTHONUNBUFFERED=1 DMLBENCH_PROGRESS=off
+source "$(dirname "$0")/gpu_setup.sh"
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
   $PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"
   nproc; date -u; } > "$OUT/device.txt" 2>&1

@@ -35,7 +35,9 @@ def run_round(spec: dict, side: dict, output: Path) -> list[dict]:
         print(f"trial {asked['trial']} (slot {asked['slot']}): {asked['params']}", file=sys.stderr, flush=True)
     told = []
     for trial in spec["trials"]:
-        outputs = [_train_fold(fold, spec["space"], side, Path(trial["params"])) for fold in trial["folds"]]
+        for fold in trial["folds"]:
+            _train_fold(fold, spec["space"], side, Path(trial["params"]))
+        outputs = [Path(fold["output"]) for fold in trial["folds"]]  # each fold's validation.json
         result = study.tell({**ask, "slot": trial["slot"]}, Path(trial["params"]), outputs, Path(trial["result"]))
         print(f"trial {result['trial']} (slot {trial['slot']}): objective {result['objective']}",
               file=sys.stderr, flush=True)
@@ -54,9 +56,8 @@ def run_repetition(spec: dict, side: dict, best: Path, output: Path) -> list[dic
     return done
 
 
-def _train_fold(fold: dict, space: dict, side: dict, params: Path, test: bool = False):
-    """One fold training → its validation.json path (the result, for a final fold)."""
-    output = Path(fold["output"])
-    result = fold_run.run({"run": with_side(fold["run"], side), "space": space}, params, Path(fold["run_dir"]),
-                          output, Path(fold["test_output"]) if test else None)
-    return result if test else output
+def _train_fold(fold: dict, space: dict, side: dict, params: Path, test: bool = False) -> dict:
+    """One fold training (or its result, when it finished with these settings); with `test`, its
+    test embeddings too."""
+    return fold_run.run({"run": with_side(fold["run"], side), "space": space}, params, Path(fold["run_dir"]),
+                        Path(fold["output"]), Path(fold["test_output"]) if test else None)

@@ -158,26 +158,75 @@ def test_probes_start_on_real_trunks_largest_batch_first(full):
         assert sizes == sorted(sizes, reverse=True)
 
 
-def test_a_probe_process_imports_nothing_its_fork_server_has_not(tmp_path, monkeypatch):
-    """The probe's entry point lives in a module the fork server preloads (one elsewhere was
+def test_a_probe_worker_imports_nothing_its_fork_server_has_not(monkeypatch):
+    """The workers' entry point lives in a module the fork server preloads (one elsewhere was
     imported by every probe process: about 1.3 s each)."""
-    from dmlbench.preflight import runner
+    from dmlbench.preflight import runner, workers
 
     started = {}
 
     class Recorder:
-        def __init__(self, target, args):
+        def __init__(self, target, args, daemon):
             started["target"] = target
 
         def start(self):
             pass
 
-    monkeypatch.setattr(runner.multiprocessing, "get_context", lambda method: type(
-        "Context", (), {"set_forkserver_preload": staticmethod(lambda modules: started.update(preload=modules)),
-                        "Process": Recorder})())
-    groups = group_runs(Plan.load(CONFIG_DIR, {"preset": "smoke"}))
-    runner.start_probe(groups[0], tmp_path, None, "cpu", 1)
+    context = type("Context", (), {"set_forkserver_preload": staticmethod(lambda modules: started.update(preload=modules)),
+                                   "Process": Recorder, "Pipe": staticmethod(workers.multiprocessing.Pipe)})
+    monkeypatch.setattr(workers.multiprocessing, "get_context", lambda method: context())
+    workers.Worker(1, runner.PROBE_PRELOAD)
     assert started["target"].__module__ in started["preload"]
+
+
+def test_one_worker_probes_group_after_group_and_a_crash_fails_only_its_group(tmp_path, monkeypatch):
+    """Workers live across groups (imports and a GPU's context made once); a worker killed in the
+    middle of a group fails that group, and a fresh worker probes the rest."""
+    import os
+    import signal
+
+    from dmlbench.preflight import workers
+
+    smoke = Plan.load(CONFIG_DIR, {"preset": "smoke"})
+    groups = group_runs(smoke, smoke.runs("ms.t1") + smoke.runs("dro.t1"))
+    started, submitted = [], []
+    worker_class = workers.Worker
+
+    class Counted(worker_class):
+        def __init__(self, *args):
+            super().__init__(*args)
+            started.append(self.process.pid)
+
+        def submit(self, group, **task):
+            super().submit(group, **task)
+            submitted.append((group.key, self.process.pid))
+            if len(submitted) == 2:  # the second group's worker dies in the middle of it
+                os.kill(self.process.pid, signal.SIGKILL)
+
+    monkeypatch.setattr(workers, "Worker", Counted)
+    table = probe_all(groups, tmp_path, None, "cpu", "smoke", log=lambda m: None, jobs=1, threads=1)
+    crashed = submitted[1][0]
+    assert list(table.loc[table["status"] == "failed", "group"]) == [crashed]
+    assert "signal 9" in table.set_index("group").loc[crashed, "error"]
+    assert (table.loc[table["group"] != crashed, "seconds_per_step"] > 0).all()
+    assert len(submitted) == len(groups) and len(started) == 2  # one worker, and one after the crash
+    assert submitted[0][1] == submitted[1][1] != submitted[2][1] == submitted[3][1]
+    for pid in started:  # no worker outlives the preflight
+        assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+
+
+def test_peak_memory_starts_afresh_for_each_group_in_a_worker():
+    import numpy as np
+
+    from dmlbench import environment
+    from dmlbench.preflight.workers import reset_peak_memory
+
+    block = np.ones(200 * 2**20 // 8)  # 200 MiB resident
+    block[:] = 2.0
+    before = environment.peak_resident_mib()
+    del block
+    reset_peak_memory("cpu")
+    assert environment.peak_resident_mib() < before - 150
 
 
 def test_a_light_probe_changes_the_trunk_alone(full, tmp_path):

@@ -108,7 +108,7 @@ def test_the_decoding_workers_of_a_killed_cache_or_store_step_end_with_it(tmp_pa
 
 @pytest.mark.slow
 def test_the_probes_of_a_killed_preflight_end_with_it(tmp_path):
-    """The preflight probes each group in a process of its own (forked by a fork server)."""
+    """The preflight probes in worker processes of their own (forked by a fork server)."""
     temp = Path(tempfile.mkdtemp(prefix="dmlbench-pf-"))  # the fork server's folder (pymp-…) is made here:
     # a short path, as its socket's must be (AF_UNIX: 107 bytes at most; tmp_path's can be longer)
     main = start([sys.executable, "-m", "dmlbench", "preflight", "--preset", "smoke", "--jobs", "2",

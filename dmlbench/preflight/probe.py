@@ -17,12 +17,11 @@ from pathlib import Path
 import torch
 
 from dmlbench import environment
-from dmlbench.children import end_with
 from dmlbench.evaluation import final_metrics
 from dmlbench.data import manifest as manifest_io
 from dmlbench.data import folds, store
 from dmlbench.data.prepare import prepare
-from dmlbench.io import open_lock, write_json
+from dmlbench.io import open_lock
 from dmlbench.run_config import RunConfig
 from dmlbench.training.train import train
 
@@ -126,8 +125,8 @@ def fixture_store(manifest: Path, side: int) -> str:
 
 
 def peak_memory_mb(device: torch.device) -> int:
-    """Peak memory of this process: CUDA's allocator peak on a GPU, else the peak resident set
-    (VmHWM; each group is probed in a process of its own)."""
+    """Peak memory of this process since its worker started the group (`workers.reset_peak_memory`):
+    CUDA's allocator peak on a GPU, else the peak resident set (VmHWM)."""
     if device.type == "cuda":
         return round(torch.cuda.max_memory_allocated(device) / 2**20)
     return round(environment.peak_resident_mib())
@@ -166,16 +165,6 @@ def probe(cfg: dict, dataset: str, workdir: Path, image_side: int | None = None,
         shutil.rmtree(run_dir, ignore_errors=True)
     result["seconds"] = round(time.perf_counter() - started, 2)
     return result
-
-
-def probe_to_file(cfg, dataset, workdir, image_side, device, result_file, threads, warm_steps, light,
-                  owner) -> None:
-    """A probe process's entry point (this module is what its fork server imports: an entry point
-    elsewhere would be imported by every probe, about 1.3 s each): `probe`'s result to `result_file`."""
-    end_with(owner)  # a stopped or killed preflight leaves no probe running
-    if threads:
-        torch.set_num_threads(threads)
-    write_json(result_file, probe(cfg, dataset, workdir, image_side, device, warm_steps, light))
 
 
 def _train_with_a_kill(cfg: RunConfig, run_dir: Path) -> None:

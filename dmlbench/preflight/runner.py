@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-import multiprocessing
-import multiprocessing.connection
 import os
 import platform
 from pathlib import Path
@@ -16,10 +14,10 @@ import torch
 from dmlbench import environment, training
 from dmlbench.io import atomic_path
 from dmlbench.config.plan import Plan
-from dmlbench.preflight import budget, disk
+from dmlbench.preflight import budget, disk, workers
 from dmlbench.data import datasets
 from dmlbench.preflight.grouping import Group, group_runs, shape_owners, with_shape_timings
-from dmlbench.preflight.probe import LIGHT_SIDE, LIGHT_TRUNK, probe_to_file
+from dmlbench.preflight.probe import LIGHT_SIDE, LIGHT_TRUNK
 from dmlbench.progress import Bar
 from dmlbench.run_config import RunConfig
 from dmlbench.report import markdown
@@ -51,7 +49,7 @@ def features(group: Group) -> set[str]:
 
 # What the fork server imports once: the probe and what a training imports on its way (torch's
 # compiler stack alone took about 3 s a probe); a module that is not installed is skipped.
-PROBE_PRELOAD = ["dmlbench.preflight.probe", *training.IMPORTS, *training.OPTIONAL_IMPORTS]
+PROBE_PRELOAD = ["dmlbench.preflight.workers", *training.IMPORTS, *training.OPTIONAL_IMPORTS]
 
 # A probe's fixed work (its process, model builds, checkpoints, three evaluations) costs about as
 # much as 450 training images at 32 px on a CPU core (measured 2026-11-25): the cost of a group is
@@ -149,28 +147,34 @@ def default_warm_steps(device: torch.device) -> int:
 def probe_all(groups: list[Group], workdir: Path, image_side, device: str, preset: str, log=print,
               jobs: int = 1, threads: int | None = None, after_each=None, warm_steps: int = 0) -> pd.DataFrame:
     """One row per group (in the groups' order): its runs, the probe's status, timings, peak
-    memory, error and the group whose probe timed it (`timed_by`). Up to `jobs` probes run at
-    once, each in a process of its own; `after_each(table)` is called with the rows so far
+    memory, error and the group whose probe timed it (`timed_by`). `jobs` workers probe at once,
+    each group after group (`workers`); `after_each(table)` is called with the rows so far
     whenever a probe ends."""
     rows: dict[str, dict] = {}
-    running: dict[int, tuple] = {}
     order = {group.key: i for i, group in enumerate(groups)}
     owners = shape_owners(groups, image_side)
     waiting = longest_first(groups, owners)
+    pool: list[workers.Worker] = []
     bar = Bar(len(groups), "preflight", unit="groups")
     try:
-        while waiting or running:
-            while waiting and len(running) < jobs:
-                group = waiting.pop(0)
-                light = owners[group.key] != group.key
-                child, result_file = start_probe(group, workdir / "groups" / group.key,
-                                                 LIGHT_SIDE if light else image_side, device, threads,
-                                                 0 if light else warm_steps, light)
-                running[child.sentinel] = (child, group, result_file)
-            for sentinel in multiprocessing.connection.wait(list(running)):
-                child, group, result_file = running.pop(sentinel)
-                child.join()
-                result = probe_result(child, result_file)
+        while waiting or any(worker.group for worker in pool):
+            pool = [worker for worker in pool if worker.alive() or worker.group]  # a crashed busy one: its row next
+            while waiting and len(pool) < min(jobs, len(groups)):
+                pool.append(workers.Worker(threads, PROBE_PRELOAD))
+            for worker in pool:
+                if worker.group is None and waiting:
+                    group = waiting.pop(0)
+                    light = owners[group.key] != group.key
+                    worker.submit(group, cfg=group.cfg, dataset=group.run.dataset,
+                                  workdir=workers.workdir_of(workdir, group.key),
+                                  image_side=LIGHT_SIDE if light else image_side, device=device,
+                                  warm_steps=0 if light else warm_steps, light=light)
+            workers.wait(pool)
+            for worker in pool:
+                result = worker.result() if worker.group is not None else None
+                if result is None:
+                    continue
+                group, worker.group = worker.group, None
                 rows[group.key] = {"group": group.key, "code_path": group.label, "runs": len(group.runs),
                                    "run_list": " ".join(r.path(preset) for r in group.runs),
                                    "timed_by": owners[group.key], **result}
@@ -182,10 +186,12 @@ def probe_all(groups: list[Group], workdir: Path, image_side, device: str, prese
                 bar.update()
                 if after_each:
                     after_each(_frame(with_shape_timings(rows, owners), order))
-    finally:  # stopped (Ctrl-C, SIGTERM) or failed: no probe outlives this call
-        for child, _, _ in running.values():
-            child.kill()
-            child.join()
+        for worker in pool:
+            worker.stop()
+    finally:  # stopped (Ctrl-C, SIGTERM) or failed: no worker outlives this call
+        for worker in pool:
+            if worker.alive():
+                worker.stop(kill=True)
         bar.close()
     return _frame(with_shape_timings(rows, owners), order)
 
@@ -199,33 +205,6 @@ def longest_first(groups: list[Group], owners: dict[str, str]) -> list[Group]:
 
 def _frame(rows: dict[str, dict], order: dict[str, int]) -> pd.DataFrame:
     return pd.DataFrame(sorted(rows.values(), key=lambda row: order[row["group"]]))
-
-
-def start_probe(group: Group, workdir: Path, image_side, device: str, threads: int | None, warm_steps: int = 0,
-                light: bool = False):
-    """Start `probe` in a process of its own: its peak memory is its own, and a crash (a
-    segfault, the kernel's out-of-memory kill) is a failure of this group, not of the preflight.
-    Forked from a fork server that has imported the probe once and run nothing (forking a
-    process whose torch thread pools have run deadlocks), so each group skips the imports."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    result_file = workdir / "result.json"
-    result_file.unlink(missing_ok=True)
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(PROBE_PRELOAD)
-    child = context.Process(target=probe_to_file,
-                            args=(group.cfg, group.run.dataset, workdir, image_side, device, result_file, threads,
-                                  warm_steps, light, os.getpid()))
-    child.start()
-    return child, result_file
-
-
-def probe_result(child, result_file: Path) -> dict:
-    if child.exitcode == 0 and result_file.exists():
-        return json.loads(result_file.read_text())
-    how = f"signal {-child.exitcode}" if child.exitcode < 0 else f"status {child.exitcode}"
-    return {"status": "failed", "seconds_per_step": None, "eval_seconds_per_image": None,
-            "peak_mb": None, "error": f"the probe process ended with {how} (see the log above)",
-            "traceback": "", "seconds": None}
 
 
 PROJECTION_COLUMNS = ["experiment", "run", "group", "steps", "hours", "results_gb"]

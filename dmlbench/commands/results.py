@@ -28,7 +28,7 @@ def cmd_results_table(args) -> None:
     from dmlbench.report import results_table
 
     table = results_table.build(Plan.load(args.config_dir, spec_json(args.config)), Path(args.output))
-    print(f"{args.output}: {len(table)} rows", file=sys.stderr)
+    print(f"{args.output}: {len(table)} rows; {results_table.counts(table)}", file=sys.stderr)
 
 
 def cmd_results(args) -> None:

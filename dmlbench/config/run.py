@@ -42,6 +42,15 @@ class Run:
     def path(self, preset: str) -> str:
         return f"results/{preset}/{self.experiment}/{self.dataset}/{self.method}/seed{self.seed}"
 
+    def train_log(self, preset: str) -> str:
+        """The train job's log (`TRAIN_LOG`)."""
+        return TRAIN_LOG.format(preset=preset, experiment=self.experiment, dataset=self.dataset,
+                                method=self.method, seed=self.seed)
+
+
+# where the train job of a run writes its log (its wildcards: the rule's)
+TRAIN_LOG = "logs/{preset}/train/{experiment}/{dataset}/{method}/seed{seed}.log"
+
 
 @dataclass(frozen=True, order=True)
 class FairRun(Run):

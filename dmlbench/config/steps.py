@@ -15,6 +15,9 @@ from dmlbench.errors import ConfigError
 from dmlbench.evaluation import reference
 from dmlbench.models import timm_trunks
 from dmlbench.run_config import RunConfig
+from dmlbench.training import run_folder
+
+FINGERPRINT_CHARS = 16  # of a run's fingerprint in an aggregation's spec: 64 bits tell settings apart
 
 
 TITLE_SETTING = re.compile(r"\{([a-z_.]+)\}")  # a training setting named in a title: {record.scatter_epochs}
@@ -119,7 +122,11 @@ class StepSpecs:
                 "paper_recall": (fair_catalogue.paper_recall_at_1(self, experiment, self.datasets_of(experiment))
                                  if exp.get("paper_numbers") else {}),
                 "datasets": self.datasets_of(experiment),
-                "reference_of": [[d, m, name] for (d, m), name in self.reference_map(experiment).items()]}
+                "reference_of": [[d, m, name] for (d, m), name in self.reference_map(experiment).items()],
+                # the plan's settings of each run (`dataset/method/seedN`), checked against its metrics
+                "fingerprints": {f"{run.dataset}/{run.method}/seed{run.seed}":
+                                 run_folder.fingerprint(self.resolved(run))[:FINGERPRINT_CHARS]
+                                 for run in self.runs(experiment)}}
 
     @staticmethod
     def _trunk(sweep_entry: dict) -> dict:

@@ -18,7 +18,7 @@ from dmlbench.fair.intervals import mean_interval
 from dmlbench.io import atomic_path, set_aside
 from dmlbench.models import timm_trunks
 from dmlbench.plots import FIGURES
-from dmlbench.report import figures, references
+from dmlbench.report import figures, references, run_status
 from dmlbench.report.markdown import row as markdown_row
 from dmlbench.verdicts import numbers
 from dmlbench.verdicts.numbers import SELECTED
@@ -31,8 +31,11 @@ TOY_NOTE = ("Fixture data (synthetic images in the datasets' formats, small netw
             "test the code that computes them, not the paper.")
 
 
-def collect(metric_files: list[Path]) -> pd.DataFrame:
-    """One row per run: its keys and every metric, in %."""
+def collect(metric_files: list[Path], planned: dict[str, str] | None = None) -> pd.DataFrame:
+    """One row per run: its keys and every metric, in %. `planned`: the start of the fingerprint
+    of the plan's settings per run (`dataset/method/seedN`, its folder's last three parts); a
+    metrics file computed with other settings is refused."""
+    check_fresh(metric_files, planned or {})
     rows = []
     for path in metric_files:
         try:
@@ -50,6 +53,28 @@ def collect(metric_files: list[Path]) -> pd.DataFrame:
                                 f"again from the run's model (no training when the model is this run's)") from None
         rows.append(row)
     return pd.DataFrame(rows).sort_values(["dataset", "method", "seed"]).reset_index(drop=True)
+
+
+def check_fresh(metric_files: list[Path], planned: dict[str, str]) -> None:
+    """Refuse metrics computed with other settings than the plan's (a run not trained again after
+    a change, which `--rerun-triggers mtime` allows): whatever the rerun triggers, no table shows
+    them."""
+    stale = []
+    for path in metric_files:
+        expected = planned.get("/".join(Path(path).parent.parts[-3:]))
+        if expected is None:
+            continue
+        try:
+            result = json.loads(Path(path).read_text())
+        except (OSError, ValueError):
+            continue  # read (and refused) with its own message below
+        if isinstance(result, dict) and not str(run_status.metrics_fingerprint(Path(path).parent, result)).startswith(expected):
+            stale.append(str(path))
+    if stale:
+        raise DmlbenchError(
+            f"{len(stale)} metrics file(s) were computed with other settings than the plan's: "
+            f"{', '.join(stale[:3])}{' …' if len(stale) > 3 else ''}. Train them again: "
+            f"`snakemake --forcerun train --until <these files>` (or rerun without `--rerun-triggers mtime`)")
 
 
 def summarise(runs: pd.DataFrame, metrics: list[str], reported: dict, tolerance=None,
@@ -148,7 +173,7 @@ def aggregate(spec: dict, metric_files: list[Path], output_dir: Path,
               reference_files: list[Path] = ()) -> None:
     output_dir.mkdir(parents=True, exist_ok=True)
     try:
-        runs = collect(metric_files)
+        runs = collect(metric_files, spec.get("fingerprints"))
         refs = references.read(list(reference_files), _metrics(spec, runs))
     except DmlbenchError:
         # the preset's page shows numbers of a file now known to be damaged: without it, the rerun

@@ -4,24 +4,29 @@ metric, and SQL over it (`python -m dmlbench results "<SQL>"`, DuckDB; the table
 Splits: `test` (the final model's metrics, `metrics.json`), `test_selected` (the epoch with the best
 test Recall@1 where the run evaluated every epoch, as several papers report; `epoch` says which),
 and for VehicleID each test list (`small`, `medium`, `large`). Each row also carries the run's
-config fingerprint (`dmlbench.training.run_folder.fingerprint` of its `config.json`), the commit it
-was trained at (`env.json`) and its cost (`cost.json`, see `dmlbench.training.cost`).
+config fingerprint (`dmlbench.training.run_folder.fingerprint` of the settings its metrics were
+computed with), the commit it was trained at (`env.json`), its cost (`cost.json`, see
+`dmlbench.training.cost`), its `status` and wall seconds. A run that has no numbers with the plan's
+settings yet (running, failed, interrupted, not started, or stale: see `run_status`) has one row
+without a metric, so the table can be built while a sweep runs; a failed run's row has its error.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pandas as pd
 
 from dmlbench.errors import DmlbenchError
 from dmlbench.io import atomic_path
+from dmlbench.report import run_status
 
 COST_COLUMNS = ["device", "gpu_hours", "device_seconds", "train_seconds", "images_per_second",
                 "peak_gpu_mb", "energy_kwh"]
-COLUMNS = ["preset", "experiment", "paper", "dataset", "method", "seed", "split", "metric", "value", "epoch",
-           "fingerprint", "commit", *COST_COLUMNS]
+COLUMNS = ["preset", "experiment", "paper", "dataset", "method", "seed", "status", "split", "metric", "value",
+           "epoch", "fingerprint", "commit", "wall_seconds", *COST_COLUMNS, "error"]
 
 
 def _read(path: Path) -> dict:
@@ -31,19 +36,24 @@ def _read(path: Path) -> dict:
         raise DmlbenchError(f"{path} is not valid JSON ({error}): rerun the step that writes it") from None
 
 
-def run_rows(run_dir: Path, names: dict) -> list[dict]:
-    """The rows of one run folder (its `metrics.json` must exist)."""
-    from dmlbench.training import cost, run_folder
+def run_rows(run_dir: Path, names: dict, planned: str | None = None, log: Path | None = None) -> list[dict]:
+    """The rows of one run folder: one per metric when its metrics are the plan's (`planned`, the
+    fingerprint of the plan's settings; None: whatever settings they were computed with), else
+    one row with its status."""
+    from dmlbench.training import cost
 
     result = _read(run_dir / "metrics.json")
-    if "metrics" not in result:
-        raise DmlbenchError(f"{run_dir / 'metrics.json'} is missing or has no metrics: rerun its train job (snakemake writes both)")
-    config = _read(run_dir / "config.json")
+    if result and not isinstance(result.get("metrics"), dict):
+        raise DmlbenchError(f"{run_dir / 'metrics.json'} has no metrics: rerun its train job (snakemake writes it)")
+    fingerprint = run_status.metrics_fingerprint(run_dir, result) if result else None
+    state, error = run_status.status(run_dir, result, planned or fingerprint, log or Path(os.devnull))
     spent = _read(run_dir / cost.RECORD)
-    shared = {**names, "paper": names["experiment"].split(".")[0],
-              "fingerprint": run_folder.fingerprint(config) if config else None,
+    shared = {**names, "paper": names["experiment"].split(".")[0], "status": state, "fingerprint": fingerprint,
               "commit": _read(run_dir / "env.json").get("git_commit"),
-              **{key: spent.get(key) for key in COST_COLUMNS}}
+              "wall_seconds": run_status.wall_seconds(run_dir, spent),
+              **{key: spent.get(key) for key in COST_COLUMNS}, "error": error}
+    if state != run_status.FINISHED:
+        return [{**shared, "split": None, "metric": None, "value": None, "epoch": None}]
     rows = []
     for key, value in result["metrics"].items():
         split, metric = _split_of(key)
@@ -65,11 +75,14 @@ def _split_of(key: str) -> tuple[str, str]:
 
 def build(plan, output: Path) -> pd.DataFrame:
     """The table of every run of the plan's experiments, written to `output` (parquet)."""
+    from dmlbench.training import run_folder
+
     rows = []
     for run in plan.runs():
         names = {"preset": plan.name, "experiment": run.experiment, "dataset": run.dataset,
                  "method": run.method, "seed": run.seed}
-        rows += run_rows(Path(run.path(plan.name)), names)
+        rows += run_rows(Path(run.path(plan.name)), names, run_folder.fingerprint(plan.resolved(run)),
+                         Path(run.train_log(plan.name)))
     table = pd.DataFrame(rows, columns=COLUMNS)
     table["epoch"] = table["epoch"].astype("Int64")
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -78,18 +91,42 @@ def build(plan, output: Path) -> pd.DataFrame:
     return table
 
 
+def counts(table: pd.DataFrame) -> str:
+    """`12 finished, 3 running, 1 failed` over the table's runs, and the failed ones named."""
+    runs = table.drop_duplicates(["experiment", "dataset", "method", "seed"])
+    shown = ", ".join(f"{n} {state}" for state, n in runs["status"].value_counts().items())
+    failed = runs[runs["status"] == run_status.FAILED]
+    named = "".join(f"\n  failed: {r.experiment}/{r.dataset}/{r.method}/seed{r.seed}: {r.error}"
+                    for r in failed.itertuples())
+    return f"{len(runs)} runs: {shown}{named}"
+
+
 def query(table: Path, sql: str) -> pd.DataFrame:
-    """The result of `sql` over the table, which it names `runs`."""
+    """The result of `sql` over the table, which it names `runs`. The query runs on a locked
+    connection: the table is loaded first, then file access, extensions and changes of settings
+    are switched off (no reading or writing other files, no ATTACH, no INSTALL or LOAD)."""
     import duckdb
 
     if not table.exists():
         raise DmlbenchError(f"{table} does not exist: run the workflow (its results_table step writes it)")
-    with duckdb.connect() as connection:
-        connection.execute(f"CREATE VIEW runs AS SELECT * FROM read_parquet('{_quoted(table)}')")
+    with duckdb.connect(config={"autoinstall_known_extensions": False,
+                                "autoload_known_extensions": False}) as connection:
+        try:
+            connection.execute(f"CREATE TABLE runs AS SELECT * FROM read_parquet('{_quoted(table)}')")
+        except duckdb.Error as error:
+            raise DmlbenchError(f"{table} cannot be read ({' '.join(str(error).split())[:200]}): "
+                                f"write it again (`snakemake --forcerun results_table`)") from None
+        for setting in LOCKED:
+            connection.execute(setting)
         try:
             return connection.execute(sql).df()
         except duckdb.Error as error:
             raise DmlbenchError(f"the query failed: {' '.join(str(error).split())}") from None
+
+
+# what a query cannot do (the last one: nor undo the others)
+LOCKED = ("SET enable_external_access = false", "SET allow_community_extensions = false",
+          "SET lock_configuration = true")
 
 
 def _quoted(path: Path) -> str:

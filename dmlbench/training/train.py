@@ -179,6 +179,7 @@ def _train(cfg: RunConfig, run_dir: Path, log, state: dict | None, final_evaluat
         result = {"metrics": {}, "seconds": 0.0}
         if final_evaluation:
             result = evaluate_run.result_of(model, cfg, run_dir, device)
+            result["fingerprint"] = run_folder.fingerprint(record_of_settings)  # checked at aggregation
             final_metrics.keep(run_dir, result)
             log(f"final evaluation kept beside model.pt ({final_metrics.RECORD})")
         write_json(run_dir / cost.RECORD, cost.summary(history, result["seconds"], device, wall()))

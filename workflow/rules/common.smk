@@ -7,7 +7,7 @@ import sys
 from dmlbench.config import verdict_spec
 from dmlbench.config.job_params import Untracked, as_json
 from dmlbench.config.plan import PRESET_NAME
-from dmlbench.config.run import EXPERIMENT_ID, RUN_METHOD
+from dmlbench.config.run import EXPERIMENT_ID, RUN_METHOD, TRAIN_LOG
 from dmlbench.slurm_profile import job_minutes
 from dmlbench.training.run_folder import numbers_and_side
 from dmlbench.data.datasets import NAME_PATTERN as DATASET_NAME

@@ -12,7 +12,7 @@ rule train:
         gpu=1,
         runtime=job_runtime(lambda w: [run_of(w).path(PRESET)]),   # minutes (SLURM)
     log:
-        f"logs/{{preset}}/train/{{experiment}}/{{dataset}}/{{method}}/seed{{seed}}.log",
+        TRAIN_LOG,
     shell:
         "{GPU_SLOT} {PYTHON} -m dmlbench train --spec {params.spec:q} --side {params.side:q}"
         " --run-dir {params.run_dir:q} --metrics {output.metrics:q} 2> >(tee -a {log:q} >&2)"

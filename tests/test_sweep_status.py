@@ -1,0 +1,126 @@
+"""A sweep in progress and stale numbers: the results table's status of every run, aggregation
+refusing metrics of other settings, and the SQL prompt locked to the table."""
+
+import copy
+import fcntl
+import json
+
+import pandas as pd
+import pytest
+
+from conftest import CONFIG_DIR
+from dmlbench.config.plan import Plan
+from dmlbench.data.prepare import prepare
+from dmlbench.errors import DmlbenchError
+from dmlbench.report import aggregate, results_table, run_status
+from dmlbench.training import run_folder
+from dmlbench.training.train import train
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """One tiny finished run of the smoke plan's suite.baselines/cub/ms/seed0 settings."""
+    root = tmp_path_factory.mktemp("sweep")
+    manifest = root / "fixture" / "cub" / "manifest.csv"
+    prepare("cub", "fixture", root, manifest, fixture_size={"n_classes": 8, "per_class": 6, "image_size": 40})
+    plan = Plan.load(CONFIG_DIR, {"preset": "smoke"})
+    cfg = plan.resolve(plan.find_run("suite.baselines", "cub", "ms", 0))
+    cfg["data"] = {"manifest": str(manifest)}
+    cfg.update(epochs=2, batches_per_epoch=2)
+    run_dir = root / "results" / "cub" / "ms" / "seed0"
+    train(cfg, run_dir, log=lambda m: None)
+    (run_dir / "metrics.json").write_text(json.dumps(json.loads((run_dir / "final_metrics.json").read_text())["result"]))
+    return cfg, run_dir
+
+
+NAMES = {"preset": "p", "experiment": "ms.t1", "dataset": "cub", "method": "ms", "seed": 0}
+
+
+def test_metrics_record_the_fingerprint_of_their_settings(trained):
+    cfg, run_dir = trained
+    result = json.loads((run_dir / "metrics.json").read_text())
+    assert result["fingerprint"] == run_folder.fingerprint(cfg)
+    rows = results_table.run_rows(run_dir, NAMES, run_folder.fingerprint(cfg))
+    assert {r["status"] for r in rows} == {"finished"} and all(r["metric"] for r in rows)
+    assert all(r["wall_seconds"] > 0 for r in rows)
+
+
+def test_metrics_of_other_settings_are_stale_in_the_table_and_refused_by_aggregation(trained, tmp_path):
+    cfg, run_dir = trained
+    changed = copy.deepcopy(cfg)
+    changed["optimizer"]["lr"] *= 2  # the plan now says another learning rate; the run was not retrained
+    planned = run_folder.fingerprint(changed)
+    rows = results_table.run_rows(run_dir, NAMES, planned)
+    assert [(r["status"], r["metric"], r["value"]) for r in rows] == [("stale", None, None)]
+    key = "/".join(run_dir.parts[-3:])
+    with pytest.raises(DmlbenchError, match=r"1 metrics file\(s\) were computed with other settings.*--forcerun"):
+        aggregate.collect([run_dir / "metrics.json"], {key: planned[:16]})
+    assert len(aggregate.collect([run_dir / "metrics.json"], {key: run_folder.fingerprint(cfg)[:16]})) == 1
+
+
+def test_metrics_of_earlier_versions_are_checked_against_their_run_folders_config(trained, tmp_path):
+    cfg, run_dir = trained
+    old = tmp_path / "cub" / "ms" / "seed0"
+    old.mkdir(parents=True)
+    result = json.loads((run_dir / "metrics.json").read_text())
+    del result["fingerprint"]
+    (old / "metrics.json").write_text(json.dumps(result))
+    (old / "config.json").write_text((run_dir / "config.json").read_text())
+    assert run_status.metrics_fingerprint(old, result) == run_folder.fingerprint(cfg)
+    with pytest.raises(DmlbenchError, match="other settings"):
+        aggregate.collect([old / "metrics.json"], {"cub/ms/seed0": "0" * 16})
+
+
+def test_every_state_of_a_sweep_in_progress_has_its_row(trained, tmp_path):
+    """Running (its lock held), failed (its log ends with the error), interrupted (a checkpoint),
+    not started: each a row with its status; the failed one names its error."""
+    cfg, run_dir = trained
+    planned = run_folder.fingerprint(cfg)
+    running, failed, interrupted, waiting = (tmp_path / name for name in ("running", "failed", "interrupted", "new"))
+    for folder in (running, failed, interrupted):
+        folder.mkdir()
+    (running / run_folder.LOCK).write_text("123\n")
+    (running / "epochs.jsonl").write_text('{"epoch": 1, "seconds": 2.5}\n{"epoch": 2, "seconds": 3.0}\n')
+    log = tmp_path / "failed.log"
+    log.write_text("epoch 1/3 loss 0.4\ndmlbench train: error: results/x: training diverged: loss is nan\n")
+    (interrupted / "checkpoint.pt").write_bytes(b"x")
+    with open(running / run_folder.LOCK) as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        states = {folder.name: results_table.run_rows(folder, dict(NAMES, seed=seed), planned,
+                                                      log if folder == failed else None)
+                  for seed, folder in enumerate((running, failed, interrupted, waiting))}
+    assert {name: [r["status"] for r in rows] for name, rows in states.items()} == {
+        "running": ["running"], "failed": ["failed"], "interrupted": ["interrupted"], "new": ["not started"]}
+    assert states["running"][0]["wall_seconds"] == 5.5
+    assert "training diverged" in states["failed"][0]["error"]
+    assert results_table.run_rows(running, NAMES, planned)[0]["status"] != "running"  # the lock released
+    table = pd.DataFrame([r for rows in states.values() for r in rows], columns=results_table.COLUMNS)
+    summary = results_table.counts(table)
+    assert "4 runs:" in summary and "1 failed" in summary and "training diverged" in summary
+
+
+@pytest.mark.parametrize("sql, refused", [
+    ("SELECT * FROM read_csv('/etc/passwd')", "file system operations are disabled"),
+    ("COPY runs TO '{folder}/copy.csv'", "file system operations are disabled"),
+    ("ATTACH '{folder}/other.duckdb' AS other", "file system operations are disabled"),
+    ("INSTALL httpfs", "Permission Error"),
+    ("LOAD httpfs", "disabled"),
+    ("SET enable_external_access = true", "configuration has been locked"),
+    ("RESET lock_configuration", "configuration has been locked"),
+    ("SELECT * FROM glob('/etc/*')", "file system operations are disabled"),
+])
+def test_the_sql_prompt_reads_the_table_and_nothing_else(tmp_path, sql, refused):
+    table = tmp_path / "runs.parquet"
+    pd.DataFrame({"value": [0.25, 0.5]}).to_parquet(table)
+    assert results_table.query(table, "SELECT sum(value) AS s FROM runs")["s"].tolist() == [0.75]
+    with pytest.raises(DmlbenchError, match="the query failed") as error:
+        results_table.query(table, sql.format(folder=tmp_path))
+    assert refused in str(error.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.parquet"]
+
+
+def test_a_damaged_table_is_named_with_what_to_do(tmp_path):
+    table = tmp_path / "runs.parquet"
+    table.write_bytes(b"PAR1 not really")
+    with pytest.raises(DmlbenchError, match=r"runs.parquet cannot be read .*--forcerun results_table"):
+        results_table.query(table, "SELECT 1")

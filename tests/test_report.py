@@ -338,3 +338,26 @@ def test_names_and_statuses_from_a_copied_report_folder_give_no_live_markup(tmp_
     assert not {"onerror", "onmouseover"} & set(page.attributes)
     assert "img" not in page.tags
     assert "computed&#x27; onmouseover=&#x27;alert(3)" in (tmp_path / "reports" / "index.html").read_text()
+
+
+def test_the_provenance_panel_reads_only_the_preset_it_reports(tmp_path):
+    """The paper's setting beside each experiment comes from the catalogue without the preset's
+    layers, not from loading `full` (which failed the last job of a smoke run when the full
+    preset could not be planned)."""
+    import shutil
+
+    from dmlbench.report import provenance
+
+    config = tmp_path / "config"
+    shutil.copytree(CONFIG_DIR, config)
+    (config / "presets" / "full.yaml").write_text("seeds: [0\n")  # not even YAML
+    plan = Plan.load(config, {"preset": "smoke"})
+    page = provenance.panel(plan, tmp_path)
+    run = plan.runs("ms.t1")[0]
+    paper = plan.paper_setting(run)
+    assert paper["epochs"] != plan.resolve(run)["epochs"]  # smoke shortens the training; the paper's does not
+    row = next(r for r in provenance.experiment_rows(plan) if r["experiment"] == "ms.t1")
+    full = Plan.load(CONFIG_DIR, {"preset": "full"})
+    assert row["paper"]["epochs"] == paper["epochs"] == full.resolve(
+        full.find_run("ms.t1", run.dataset, run.method, run.seed))["epochs"]
+    assert "ms.t1" in page

@@ -222,7 +222,12 @@ class Plan(StepSpecs, FairSpecs, KnobSpecs):
             cache[run] = self._resolve(run)
         return cache[run]
 
-    def _resolve(self, run: Run) -> dict:
+    def paper_setting(self, run: Run) -> dict:
+        """A run of one of the papers' experiments as the catalogue defines it, without this
+        preset's layers (overrides, per-dataset settings, CPU settings, subset): its paper's setting."""
+        return self._resolve(run, with_preset=False)
+
+    def _resolve(self, run: Run, with_preset: bool = True) -> dict:
         if isinstance(run, FairRun):
             return self._resolve_fair(run)
         exp = self.experiments[run.experiment]
@@ -230,10 +235,10 @@ class Plan(StepSpecs, FairSpecs, KnobSpecs):
             return self._resolve_knob(run)
         method = self.method_of(run.base_method, f"experiment {run.experiment}")
         sweep = (exp.get("sweep") or {}).get(run.variant) or {}
+        preset_layers = (self.preset["overrides"], (self.preset.get("per_dataset") or {}).get(run.dataset),
+                         self.cpu_fallback, self._subset(run.experiment).get("train")) if with_preset else ()
         cfg = merge_layers(self.defaults, exp.get("train"), (exp.get("per_dataset") or {}).get(run.dataset),
-                           method.get("train"), self.preset["overrides"],
-                           (self.preset.get("per_dataset") or {}).get(run.dataset), self.cpu_fallback,
-                           self._subset(run.experiment).get("train"), sweep.get("train"))
+                           method.get("train"), *preset_layers, sweep.get("train"))
         miner = deep_merge(method["miner"], sweep["miner"]) if sweep.get("miner") else method.get("miner")
         cfg["method"] = {"name": run.method, "loss": deep_merge(method["loss"], sweep.get("loss")),
                          "miner": miner,

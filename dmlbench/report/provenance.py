@@ -59,16 +59,17 @@ def _settings(resolved: dict) -> dict:
             "batch": f"{batch.size} ({batch.per_class}/class)", "epochs": cfg.epochs}
 
 
-def experiment_rows(plan, paper_plan) -> list[dict]:
-    """Per experiment this preset trains: its first run's settings beside the paper's."""
+def experiment_rows(plan) -> list[dict]:
+    """Per experiment this preset trains: its first run's settings beside the paper's (the same
+    run as the catalogue defines it, without the preset's layers; the knob experiment's steps have
+    no paper setting of their own)."""
     rows = []
     for key in plan.experiment_ids:
         if plan.is_analysis(key) or not plan.runs(key):
             continue
         run = plan.runs(key)[0]
         ours = _settings(plan.resolve(run))
-        paper_run = next((r for r in paper_plan.runs(key) if r.dataset == run.dataset), None)
-        paper = _settings(paper_plan.resolve(paper_run)) if paper_run else {}
+        paper = {} if plan.experiments[key].get("kind") == "knobs" else _settings(plan.paper_setting(run))
         seeds = sorted({r.seed for r in plan.runs(key)})
         test = {d: (test_images(plan, d), f"{_evaluated(datasets.get(d).expected.images):,}")
                 for d in plan.datasets_of(key) if not datasets.get(d).write_shipped}
@@ -79,9 +80,6 @@ def experiment_rows(plan, paper_plan) -> list[dict]:
 
 def panel(plan, preset_dir: Path) -> str:
     """The provenance panel of a preset's page."""
-    from dmlbench.config.plan import Plan
-
-    paper_plan = Plan.load(plan.config_dir, {"preset": "full"})
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     preset = plan.preset
     overrides = json.dumps(preset.get("overrides") or {}, sort_keys=True)
@@ -100,7 +98,7 @@ def panel(plan, preset_dir: Path) -> str:
                      f"{html.escape(datasets.get(name).about)}</p>")
     names = ["backbone", "embedding", "input", "batch", "epochs"]
     lines = []
-    for row in experiment_rows(plan, paper_plan):
+    for row in experiment_rows(plan):
         cells = "".join(f"<td>{html.escape(str(row['ours'][n]))}</td>"
                         f"<td class='paper'>{html.escape(str(row['paper'].get(n, '–')))}</td>" for n in names)
         test = "; ".join(f"{d} {ours} / {paper}" for d, (ours, paper) in row["test"].items()) or "–"
@@ -109,7 +107,7 @@ def panel(plan, preset_dir: Path) -> str:
     header = "".join(f"<th colspan='2' class='group'>{n}</th>" for n in names)
     sub = "<th class='ours'>ours</th><th class='paper'>paper</th>" * len(names)
     table = (f"<div class='scroll'><table><caption>Each experiment's first run in this preset beside the "
-             f"paper's setting (the full preset); test images: this preset's / the real dataset's.</caption>"
+             f"paper's setting (the catalogue's, without this preset's settings); test images: this preset's / the real dataset's.</caption>"
              f"<thead><tr><th rowspan='2'>experiment</th>{header}<th rowspan='2'>seeds</th>"
              f"<th rowspan='2'>test images</th></tr><tr>{sub}</tr></thead><tbody>{''.join(lines)}</tbody>"
              f"</table></div>") if lines else ""

@@ -6,6 +6,8 @@ Every step can be run by hand; the Snakemake rules call exactly these commands.
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 
 from dmlbench.commands import fair, knobs, results, steps
@@ -25,6 +27,20 @@ def _out_of_memory(error: BaseException) -> bool:
     torch = sys.modules.get("torch")
     return (isinstance(error, MemoryError) or (torch is not None and isinstance(error, torch.OutOfMemoryError))
             or "DefaultCPUAllocator: can't allocate memory" in str(error))
+
+
+def _how_to_resume(args) -> str:
+    """What a rerun does after Ctrl-C: a training resumes after the last epoch it finished."""
+    run_dir = getattr(args, "run_dir", None)
+    if isinstance(run_dir, str):
+        try:
+            done = sum(1 for line in open(f"{run_dir}/epochs.jsonl") if line.strip())
+        except OSError:
+            done = 0
+        if done:
+            return f"rerun resumes {run_dir} after epoch {done}"
+        return f"{run_dir} had finished no epoch: a rerun starts it afresh"
+    return "rerun the command: finished work is kept"
 
 
 def _own_message(error: DmlbenchError) -> str:
@@ -48,6 +64,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
     try:
         args.func(args)
+    except KeyboardInterrupt:  # Ctrl-C: one line, then the end by SIGINT, as the shell expects
+        print(f"dmlbench {args.step}: interrupted; {_how_to_resume(args)}", file=sys.stderr)
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
     except DmlbenchError as error:
         print(f"dmlbench {args.step}: error: {_own_message(error)}", file=sys.stderr)
         sys.exit(1)

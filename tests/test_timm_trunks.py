@@ -234,3 +234,17 @@ def test_a_frozen_patch_embedding_keeps_its_weights():
     _step(model, lr=0.1)
     assert all(torch.equal(a, b) for a, b in zip(patch, model.trunk.net.patch_embed.parameters()))
     assert any(not torch.equal(a, b) for a, b in zip(blocks, model.trunk.net.blocks.parameters()))
+
+
+def test_weights_that_are_cut_short_or_of_another_network_are_refused_naming_the_file(tmp_path):
+    """The digest is the user's (so it matches): the file is still checked before timm reads it."""
+    path, _, _ = weights_file(tmp_path)
+    cut = tmp_path / "cut.safetensors"
+    cut.write_bytes(path.read_bytes()[:len(path.read_bytes()) // 2])
+    other = tmp_path / "other.safetensors"
+    save_file({"some.weight": torch.zeros(3)}, str(other))
+    for planted, message in ((cut, "is not a readable safetensors file"),
+                             (other, r"lacks \d+ of the \d+ tensors of .*holds other weights")):
+        digest = hashlib.sha256(planted.read_bytes()).hexdigest()
+        with pytest.raises(DmlbenchError, match=rf"{planted}.*{message}"):
+            build(Model(**model_config("vit_tiny_test", pretrained=True, weights=str(planted), weights_sha256=digest)))

@@ -372,6 +372,26 @@ def test_a_time_bounded_checkpoint_is_written_at_sigterm_and_resumes_exactly(run
     assert evaluate(stopped) == evaluate(whole)
 
 
+def test_ctrl_c_ends_a_training_with_one_line_saying_where_a_rerun_resumes(run_config, tmp_path):
+    """Ctrl-C mid-run: no traceback, one line naming the epoch a rerun resumes after, and the end
+    by SIGINT that a shell expects of an interrupted program."""
+    stopped = tmp_path / "stopped"
+    process = start(train_cmd(run_config, stopped), env=python_env(), stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (stopped / "epochs.jsonl").exists() and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.02)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+    finally:
+        stop(process)
+    assert process.returncode == -signal.SIGINT
+    done = epochs_done(stopped)
+    assert 1 <= done < run_config["epochs"], "Ctrl-C should land mid-run"
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert err.strip().splitlines()[-1] == f"dmlbench train: interrupted; rerun resumes {stopped} after epoch {done}"
+
+
 def test_the_evaluate_step_reuses_the_train_steps_evaluation_of_the_same_model(run_config, tmp_path):
     """Train evaluates the model it wrote; evaluate writes that result without starting torch, the
     same numbers as evaluating model.pt afresh; for any other model.pt it evaluates afresh."""

@@ -385,3 +385,32 @@ def test_the_command_line_and_every_subcommand_print_their_help():
         with pytest.raises(SystemExit) as ended:
             parser().parse_args(argv)
         assert ended.value.code == 0, argv
+
+
+# --- fifth probe: one line instead of a traceback ------------------------------------------------
+
+def test_a_spec_nested_too_deeply_is_one_line():
+    result = dmlbench("reference", "--spec", "[" * 100_000, "--output", "x.json")
+    no_traceback(result)
+    assert result.returncode == 1
+    assert "dmlbench reference: error: --spec is nested too deeply to be settings" in result.stderr
+
+
+def test_a_file_past_the_size_limit_is_one_line_naming_what_to_do(tmp_path):
+    """`ulimit -f` (or a file system's largest file) reached while a step writes: EFBIG, as an
+    Optuna journal that grew too large raised it."""
+    import resource
+
+    from dmlbench.data.prepare import prepare
+
+    manifest = tmp_path / "fixture" / "cub" / "manifest.csv"
+    prepare("cub", "fixture", tmp_path, manifest, fixture_size={"n_classes": 40, "per_class": 6, "image_size": 16})
+    limit = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (512, 512))  # noqa: E731
+    result = subprocess.run([sys.executable, "-m", "dmlbench", "fair-splits", "--manifest", str(manifest),
+                             "--folds", "2", "--output", str(tmp_path / "folds.csv")], preexec_fn=limit,
+                            capture_output=True, text=True, timeout=300, env=python_env())
+    no_traceback(result)
+    assert result.returncode == 1
+    assert "File too large; the file has reached the largest size allowed here" in result.stderr
+    assert "ulimit -f" in result.stderr
+    assert not (tmp_path / "folds.csv").exists()  # no partial output

@@ -15,6 +15,9 @@ def spec_json(text: str, option: str = "--spec") -> dict:
         return json.loads(text)
     except json.JSONDecodeError as error:
         raise DmlbenchError(f"{option} is not valid JSON: {error}") from None
+    except RecursionError:
+        raise DmlbenchError(f"{option} is nested too deeply to be settings ({len(text)} characters): "
+                            f"give the settings the workflow writes") from None
 
 
 def side_option(s) -> None:

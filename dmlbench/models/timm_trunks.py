@@ -146,7 +146,26 @@ def create(trunk: TimmTrunk, pretrained: bool, weights_path: str | None, user_di
     if not pretrained:
         return timm.create_model(trunk.model, pretrained=False, **options)
     path = verified_file(trunk, weights_path, user_digest)
+    expected = set(timm.create_model(trunk.model, pretrained=False, **options).state_dict())
+    missing = sorted(expected - tensor_names(path))
+    if missing:  # timm loads a trunk without a classifier non-strictly: a run labelled pretrained would be random
+        raise DmlbenchError(f"{path} lacks {len(missing)} of the {len(expected)} tensors of {trunk.model} "
+                            f"({', '.join(missing[:3])}{' …' if len(missing) > 3 else ''}): it holds other "
+                            f"weights. Place {trunk.hub_url} there")
     return timm.create_model(trunk.model, pretrained=True, pretrained_cfg_overlay={"file": str(path)}, **options)
+
+
+def tensor_names(path: Path) -> set[str]:
+    """The tensors a safetensors file holds (its header alone is read); a file that is not one,
+    or is cut short, is refused naming it."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            return set(handle.keys())
+    except SafetensorError as error:
+        raise DmlbenchError(f"{path} is not a readable safetensors file ({' '.join(str(error).split())[:160]}); "
+                            f"it may be cut short: place an intact copy there") from None
 
 
 # `sha256`: read on the file's Hugging Face "Git LFS Details" page (`source`, 2026-11-26); None

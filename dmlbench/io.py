@@ -131,6 +131,8 @@ def _into_place(tmp: Path, path: Path, mode: int, remove):
         os.replace(tmp, path)
     except BaseException as error:
         _explain_full_disk(error, path)
+        if isinstance(error, OSError) and error.filename is None:  # a writer that did not say which file
+            error.filename = str(path)
         raise
     finally:
         if tmp.exists():

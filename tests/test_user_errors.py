@@ -411,6 +411,7 @@ def test_a_file_past_the_size_limit_is_one_line_naming_what_to_do(tmp_path):
                             capture_output=True, text=True, timeout=300, env=python_env())
     no_traceback(result)
     assert result.returncode == 1
-    assert "File too large; the file has reached the largest size allowed here" in result.stderr
+    assert f"{tmp_path / 'folds.csv'}: File too large; the file has reached the largest size allowed here" \
+        in result.stderr
     assert "ulimit -f" in result.stderr
     assert not (tmp_path / "folds.csv").exists()  # no partial output

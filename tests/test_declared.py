@@ -113,6 +113,68 @@ def test_a_misspelt_component_or_parameter_is_refused_naming_file_key_and_the_cl
     assert said in str(error.value)
 
 
+BAD_VALUES = [
+    (MS_LOSS.replace("alpha: 2.0", "alpha: thirty-two"),
+     "methods.yaml: method ms.loss.alpha: 'thirty-two' is not of that kind; loss 'multi_similarity' takes alpha: float, > 0"),
+    (MS_LOSS.replace("alpha: 2.0", "alpha: -32"),
+     "methods.yaml: method ms.loss.alpha: -32 is outside what it allows; loss 'multi_similarity' takes alpha: float, > 0"),
+    (MS_LOSS.replace("alpha: 2.0", "alpha: .nan"), "method ms.loss.alpha: nan is not of that kind"),
+    (MS_LOSS.replace("gamma: 0.5", "gamma: 1.5"), "method ms.loss.gamma: 1.5 is outside what it allows; "
+                                                  "loss 'multi_similarity' takes gamma: float, [-1, 1]"),
+    (MS_LOSS.replace("alpha: 2.0", "alpha: true"), "method ms.loss.alpha: True is not of that kind"),
+    (MS_LOSS.replace("epsilon: 0.1", "epsilon: -0.1"), "method ms.miner.epsilon: -0.1 is outside what it allows; "
+                                                       "miner 'multi_similarity' takes epsilon: float, >= 0"),
+]
+
+
+@pytest.mark.parametrize("new, said", BAD_VALUES, ids=[b[1].split("method ")[1][:40] for b in BAD_VALUES])
+def test_a_parameter_value_of_the_wrong_kind_or_out_of_range_is_refused_when_the_plan_loads(tmp_path, new, said):
+    config = _catalogue_with(tmp_path, "methods.yaml", MS_LOSS, new)
+    with pytest.raises(ConfigError) as error:
+        Plan.load(config, {"preset": "smoke"})
+    assert said in str(error.value)
+
+
+def test_a_choice_a_search_range_and_an_integer_are_checked_too(tmp_path):
+    for old, new, said in (
+            ("name: dro_topk, k_per_anchor: 2.0, base: margin", "name: dro_topk, k_per_anchor: 2.0, base: margni",
+             "'margni' is outside what it allows; loss 'dro_topk' takes base: str, one of 'margin', 'binomial', 'linear'"),
+            ("search: {loss.pos_margin: {low: 0, high: 1}", "search: {loss.pos_margin: {low: 0, high: 2}",
+             "method contrastive.search.loss.pos_margin: 2 is outside what it allows"),
+    ):
+        folder = tmp_path / new[:8].replace(" ", "_").replace(":", "")
+        folder.mkdir()
+        config = _catalogue_with(folder, "methods.yaml", old, new)
+        with pytest.raises(ConfigError) as error:
+            Plan.load(config, {"preset": "smoke"})
+        assert said in str(error.value)
+    component = declared.components("loss")["fastap"]
+    with pytest.raises(ConfigError, match=r"num_bins: 10.5 is not of that kind; loss 'fastap' takes num_bins: int, >= 2"):
+        declared.check_values(component, {"num_bins": 10.5}, "x", "loss")
+    declared.check_values(component, {"num_bins": 20, "bins": "code"}, "x", "loss")
+
+
+@pytest.mark.parametrize("family, name", [(f, n) for f, r in REGISTRIES.items() for n in r.names()])
+def test_the_declared_types_are_the_constructors_annotations_and_every_default_is_allowed(family, name):
+    """What the plan checks is what the constructor says: its annotations, read without import,
+    and its own defaults lie within its limits."""
+    component = declared.components(family)[name]
+    implementation = REGISTRIES[family].get(name)
+    hints = {}
+    for klass in reversed(getattr(implementation, "__mro__", [implementation])):
+        init = klass.__init__ if isinstance(implementation, type) else klass
+        hints.update(getattr(init, "__annotations__", {}))
+    for param, kind in zip(component.params, component.types):
+        annotation = hints.get(param)
+        if annotation is None:
+            assert kind is None, (param, kind)
+            continue
+        shown = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+        assert kind == shown.replace("typing.", ""), (param, kind, annotation)
+    defaults = _python_defaults(implementation)
+    declared.check_values(component, {p: defaults[p] for p in component.params if defaults[p] is not None}, name, family)
+
+
 def test_a_misspelt_parameter_of_an_experiments_sweep_is_refused(tmp_path):
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     key, label, part = next((k, v, p) for k, e in plan.experiments.items() for v, entry in (e.get("sweep") or {}).items()

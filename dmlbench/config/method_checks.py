@@ -22,10 +22,14 @@ def check_methods(plan, method_keys: set[str]) -> None:
         if "loss" not in method:
             raise ConfigError(f"{where}: a method needs a loss (loss: {{name: …, <parameter>: …}})")
         declared.check_method(method, where)
-        for path in method.get("search") or {}:
+        for path, entry in (method.get("search") or {}).items():
             part, _, param = path.partition(".")
             if part in ("loss", "miner") and isinstance(method.get(part), dict):
                 declared.check_params(part, method[part]["name"], [param], f"{where}.search: {part}")
+                component = declared.components(part)[method[part]["name"]]
+                for end in ("low", "high"):  # every value a search can try lies within what the parameter allows
+                    if isinstance(entry, dict) and end in entry:
+                        declared.check_values(component, {param: entry[end]}, f"{where}.search.{part}", part)
 
 
 def check_scheme_needs(cfg: RunConfig, where: str) -> None:

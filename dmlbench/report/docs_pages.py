@@ -112,10 +112,17 @@ def catalogue(plans: dict[str, Plan]) -> str:
 
 
 def _parameters(component: declared.Component) -> str:
+    """Each parameter: its type, what it allows (checked when the plan loads) and its default."""
     if not component.params:
         return "none"
-    return ", ".join(f"`{p}`" + (f" = `{d}`" if d is not None else " (required)")
-                     for p, d in zip(component.params, component.defaults))
+    limits = dict(component.limits)
+
+    def described(param, kind, default) -> str:
+        allowed = f", {declared.shown_limit(limits[param])}" if param in limits else ""
+        told = f" ({kind}{allowed})" if kind else ""
+        return f"`{param}`{told}" + (f" = `{default}`" if default is not None else " (required)")
+    return ", ".join(described(p, k, d) for p, k, d in zip(component.params, component.types or
+                                                             (None,) * len(component.params), component.defaults))
 
 
 def methods_reference(plan: Plan) -> str:

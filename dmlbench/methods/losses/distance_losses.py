@@ -21,6 +21,8 @@ class ContrastiveDistanceLoss(PairLoss):
     halves the loss against λ). Defaults: margin m = 1, halved false (the profs paper's form).
     """
 
+    limits = {"margin": "> 0"}  # checked when the plan loads (methods/declared.py)
+
     def __init__(self, margin: float = 1.0, halved: bool = False):
         super().__init__()
         self.margin, self.factor = margin, 0.5 if halved else 1.0
@@ -37,6 +39,8 @@ class TripletDistanceLoss(TripletLoss):
     """Triplet loss on squared distances (Schroff et al. 2015): mean over triplets of
     [D_ap² - D_an² + m]_+ = [2(S_an - S_ap) + m]_+. Default m = 0.2. Uses the miner's triplets,
     else every valid one."""
+
+    limits = {"margin": ">= 0"}  # checked when the plan loads (methods/declared.py)
 
     scale = 2.0
 
@@ -56,6 +60,8 @@ class MarginLoss(PairLoss):
     code adds ν·β for every triplet term instead of ν Σ β once; ν = 0 (the default) makes them
     equal.
     """
+
+    limits = {"margin": ">= 0", "beta": ">= 0", "nu": ">= 0", "num_classes": ">= 1"}  # checked when the plan loads (methods/declared.py)
 
     needs = ("num_classes",)  # one β per class, the training's number of classes
 

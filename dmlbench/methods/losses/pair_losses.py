@@ -26,6 +26,8 @@ class ContrastiveLoss(PairLoss):
     check does. Each pair type is averaged over its own pairs.
     """
 
+    limits = {"neg_margin": "[-1, 1]", "pos_margin": "[-1, 1]"}  # checked when the plan loads (methods/declared.py)
+
     def __init__(self, neg_margin: float = 0.5, pos_margin: float = 1.0):
         super().__init__()
         self.neg_margin, self.pos_margin = neg_margin, pos_margin
@@ -60,6 +62,8 @@ class TripletFormLoss(PairLoss):
 class TripletLoss(TripletFormLoss):
     """Triplet loss with margin, ms eq. 7: L = mean_{(a,p,n)} [S_an - S_ap + λ]_+."""
 
+    limits = {"margin": ">= 0"}  # checked when the plan loads (methods/declared.py)
+
     scale = 1.0  # the distance form is the same hinge on 2(S_an - S_ap), since D² = 2 - 2S
 
     def __init__(self, margin: float = 0.1):
@@ -78,6 +82,8 @@ class MultiSimilarityLoss(PairLoss):
 
     Paper text: α = 2, β = 50, γ = 0.5. The authors' released code uses β = 40 (set `beta=40`).
     """
+
+    limits = {"alpha": "> 0", "beta": "> 0", "gamma": "[-1, 1]"}  # checked when the plan loads (methods/declared.py)
 
     def __init__(self, alpha: float = 2.0, beta: float = 50.0, gamma: float = 0.5):
         super().__init__()
@@ -100,6 +106,8 @@ class BinomialDevianceLoss(PairLoss):
     Pair weights (eqs. 13-14): w = (1/|P_i|) α σ(α(γ - S)) for positives, (1/|N_i|) β σ(β(S - γ))
     for negatives. Defaults α = 2, β = 50, γ = 0.5 (ms section 6). `reduction="mean"` divides by m.
     """
+
+    limits = {"alpha": "> 0", "beta": "> 0", "gamma": "[-1, 1]", "reduction": ("sum", "mean")}  # checked when the plan loads (methods/declared.py)
 
     def __init__(self, alpha: float = 2.0, beta: float = 50.0, gamma: float = 0.5,
                  reduction: str = "sum"):
@@ -130,6 +138,8 @@ class GeneralisedLiftedLoss(PairLoss):
     is implemented. Anchors without positives or negatives contribute 0. Default λ = 1.
     """
 
+    limits = {"margin": ">= 0"}  # checked when the plan loads (methods/declared.py)
+
     def __init__(self, margin: float = 1.0):
         super().__init__()
         self.margin = margin
@@ -152,6 +162,8 @@ class LiftedStructureLoss(PairLoss):
     J_ij = log( Σ_{k∈N_i} e^{α - D_ik} + Σ_{l∈N_j} e^{α - D_jl} ) + D_ij,
     L = 1/(2|P̂|) Σ_{(i,j)∈P̂} [J_ij]_+²        default α (`margin`) = 1
     """
+
+    limits = {"margin": ">= 0"}  # checked when the plan loads (methods/declared.py)
 
     def __init__(self, margin: float = 1.0):
         super().__init__()

@@ -23,6 +23,8 @@ class ProxyNCALoss(nn.Module):
     The paper has s = 1 (the default); many implementations scale distances (s = 3 or more).
     """
 
+    limits = {"num_classes": ">= 2", "embedding_dim": ">= 1", "scale": "> 0"}  # checked when the plan loads (methods/declared.py)
+
     takes_miner = False  # every sample against every proxy
     restricts_pairs = False
     needs = ("num_classes", "embedding_dim")
@@ -54,6 +56,9 @@ class SoftTripleLoss(nn.Module):
     R = Σ_c Σ_{k<k'} sqrt(2 + 1e-5 - 2 w_c^kᵀ w_c^k') / (C K (K-1))
     Defaults from the paper: λ 20, γ 0.1, τ 0.2, δ 0.01, K 10.
     """
+
+    limits = {"num_classes": ">= 2", "embedding_dim": ">= 1", "centres_per_class": ">= 1", "la": "> 0",
+              "gamma": "> 0", "tau": ">= 0", "margin": ">= 0"}  # checked when the plan loads (methods/declared.py)
 
     takes_miner = False  # every sample against every class centre
     restricts_pairs = False

@@ -54,6 +54,9 @@ def distinct(mask: torch.Tensor) -> torch.Tensor:
 class DROLoss(PairLoss):
     """Shared part: the base pair losses, the set of pairs the robust step sees, and K."""
 
+    limits = {"base": BASES, "variant": VARIANTS, "margin": ">= 0", "lam": "[-1, 1]", "alpha": "> 0",
+              "beta": "> 0", "K": ">= 1", "k_per_anchor": "> 0"}  # checked when the plan loads (methods/declared.py)
+
     def __init__(self, base: str = "margin", margin: float = 0.2, lam: float = 0.5,
                  alpha: float = 2.0, beta: float | None = None, variant: str = "paper",
                  K: int | None = None, k_per_anchor: float | None = None):
@@ -168,6 +171,8 @@ class DROKL(DROLoss):
     `k_per_anchor` × B) are drawn from p* with replacement and L is their mean loss (p-sampling,
     the tables' DRO-KL_M, section 4.1). `variant: code`: see the module docstring."""
 
+    limits = {"gamma": "> 0"}  # checked when the plan loads (methods/declared.py)
+
     def __init__(self, gamma: float = 0.1, sample: bool = False, **base):
         super().__init__(**base)
         self.gamma, self.sample = gamma, sample
@@ -202,6 +207,8 @@ class DROKLGrouped(DROLoss):
     `pseudo_pair=True` adds one zero-loss pair to each group (supplement 6.1.2, the MS case).
     With γ = 1 and the margin loss (no pair clipped) the gradient is the lifted-structure one;
     with pseudo pairs, γ_pos = 1/α, γ_neg = 1/β it is MS's with thresholds c± = λ ± m."""
+
+    limits = {"gamma": "> 0", "gamma_pos": "> 0", "gamma_neg": "> 0"}  # checked when the plan loads (methods/declared.py)
 
     def __init__(self, gamma: float = 1.0, gamma_pos: float | None = None,
                  gamma_neg: float | None = None, pseudo_pair: bool = False, **base):

@@ -26,6 +26,8 @@ class TripletNCALoss(TripletFormLoss):
     Default T = 1 (paper); the authors' code uses T = 0.1.
     """
 
+    limits = {"temperature": "> 0"}  # checked when the plan loads (methods/declared.py)
+
     def __init__(self, temperature: float = 1.0):
         super().__init__()
         self.temperature = temperature
@@ -43,6 +45,8 @@ class SecondOrderTripletLoss(TripletFormLoss):
     (eqs. 13-15). Default T = 1 (paper). The authors' later public code replaced this loss by
     another hard-triplet term; the suite implements eq. 16.
     """
+
+    limits = {"temperature": "> 0"}  # checked when the plan loads (methods/declared.py)
 
     def __init__(self, temperature: float = 1.0):
         super().__init__()

@@ -31,6 +31,8 @@ class NPairLoss(PairLoss):
     Default l2_reg 0.002 (Sohn).
     """
 
+    limits = {"l2_reg": ">= 0"}  # checked when the plan loads (methods/declared.py)
+
     takes_miner = False  # builds its own tuples
     restricts_pairs = False
 
@@ -70,6 +72,8 @@ class AngularLoss(PairLoss):
     f_apn = 4 tan²α (x_a + x_p)ᵀ x_n - 2 (1 + tan²α) x_aᵀ x_p
     L = mean_{(a,p)} log(1 + Σ_{n∈N_a} exp(f_apn)).       Default α = 40°.
     """
+
+    limits = {"alpha_degrees": "(0, 90)"}  # checked when the plan loads (methods/declared.py)
 
     def __init__(self, alpha_degrees: float = 40.0):
         super().__init__()

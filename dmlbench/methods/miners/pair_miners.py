@@ -13,6 +13,8 @@ class SemiHardMiner:
     """For every positive pair (a, p), the most similar negative n that is still less similar than p
     by less than the margin: S_ap - λ < S_an < S_ap. Pairs with no such negative give no triplet."""
 
+    limits = {"margin": ">= 0"}  # checked when the plan loads (methods/declared.py)
+
     def __init__(self, margin: float = 0.1):
         self.margin = margin
 
@@ -34,6 +36,8 @@ class MultiSimilarityMiner:
     keep negative j if S_ij > min_{k∈P_i} S_ik - λ; keep positive j if S_ij < max_{k∈N_i} S_ik + λ.
     Paper default λ = 0.1. `duplicate_threshold`: positives with S ≥ this are dropped before
     mining (the authors' released code keeps only S < 1 - 1e-5; the paper does not, default None)."""
+
+    limits = {"epsilon": ">= 0", "duplicate_threshold": "[-1, 1]"}  # checked when the plan loads (methods/declared.py)
 
     def __init__(self, epsilon: float = 0.1, duplicate_threshold: float | None = None):
         self.epsilon, self.duplicate_threshold = epsilon, duplicate_threshold
@@ -64,6 +68,7 @@ class HardestMiner:
     Anchors lacking a positive or a negative are skipped."""
 
     NEGATIVES = ("per_anchor", "per_positive")
+    limits = {"negatives": NEGATIVES}  # checked when the plan loads (methods/declared.py)
 
     def __init__(self, negatives: str = "per_anchor"):
         if negatives not in self.NEGATIVES:
@@ -96,6 +101,8 @@ class DistanceWeightedMiner:
     0. An anchor whose negatives all have weight 0 draws uniformly among them. Uses torch's global
     generator (seeded per epoch by training)."""
 
+    limits = {"cutoff": "[0, 2)", "nonzero_loss_cutoff": "(0, 2]"}  # checked when the plan loads (methods/declared.py)
+
     def __init__(self, cutoff: float = 0.5, nonzero_loss_cutoff: float = 1.4):
         self.cutoff, self.nonzero_loss_cutoff = cutoff, nonzero_loss_cutoff
 
@@ -127,6 +134,8 @@ class SemiHardThresholdMiner:
     """Semi-hard pair mining for pair losses (the dro paper's SH baseline): with no positive to
     compare against, λ stands in for S_ap: negatives with λ - m < S < λ are kept, and every
     positive pair. Defaults λ 0.5, m 0.2."""
+
+    limits = {"lam": "[-1, 1]", "margin": ">= 0"}  # checked when the plan loads (methods/declared.py)
 
     def __init__(self, lam: float = 0.5, margin: float = 0.2):
         self.lam, self.margin = lam, margin

@@ -158,8 +158,16 @@ def hand_off(argv: list[str]) -> int | None:
         signal.signal(signum, lambda received, frame: connection.sendall(f"{received}\n".encode()))
     status = replies.readline().split()
     if not status:  # the server ended first: the child was ended with it
+        print(f"dmlbench {argv[0]}: error: the warm-start server ({path}) ended while this step ran, and the "
+              f"step with it: rerun it (`{VARIABLE}=off` runs steps in processes of their own)", file=sys.stderr)
         return 1
     if status[0] == "signal":
-        signal.signal(int(status[1]), signal.SIG_DFL)
-        os.kill(os.getpid(), int(status[1]))  # end as the child ended
+        signum = int(status[1])
+        if signum not in FORWARDED:  # not one this job was sent: say what ended it
+            print(f"dmlbench {argv[0]}: error: the step was ended by {signal.Signals(signum).name}"
+                  f"{' (the out-of-memory killer, or a kill -9)' if signum == signal.SIGKILL else ''}",
+                  file=sys.stderr)
+        if signum not in (signal.SIGKILL, signal.SIGSTOP):  # those two have no handler to reset
+            signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)  # end as the child ended
     return int(status[1])

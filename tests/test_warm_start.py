@@ -44,6 +44,15 @@ def job_children(server: int, folder: Path) -> list[int]:
     return found
 
 
+def reading_the_fifo(pid: int) -> bool:
+    """Whether the job's child waits in its open of the manifest (the FIFO of `blocked_train`,
+    which nobody writes): past its start, inside the training."""
+    try:
+        return Path(f"/proc/{pid}/wchan").read_text().strip() == "wait_for_partner"
+    except OSError:
+        return False
+
+
 def wait_until(condition, seconds: float = 60.0, what: str = "") -> None:
     deadline = time.monotonic() + seconds
     while not condition():
@@ -90,6 +99,7 @@ def test_a_signal_to_the_job_is_passed_on_and_the_job_ends_as_its_child(server, 
     try:
         wait_until(lambda: job_children(server.pid, tmp_path), what="a child of the server")
         child = job_children(server.pid, tmp_path)[0]
+        wait_until(lambda: reading_the_fifo(child), what="the child inside the training")
         os.kill(job.pid, signum)
         job.wait(timeout=60)
         wait_until(lambda: child not in children_of(server.pid), what="the child ended")
@@ -197,3 +207,23 @@ def test_a_server_that_cannot_start_leaves_the_steps_cold(monkeypatch, capsys):
     warm_start.start_for(Plan.load(CONFIG_DIR, {"preset": "smoke"}))
     assert "no warm starts (No space left on device); each step starts cold" in capsys.readouterr().err
     assert not warm_start._started and warm_start.VARIABLE not in os.environ
+
+
+@pytest.mark.parametrize("what", ["the server", "the child"])
+def test_a_job_whose_step_was_ended_from_outside_says_so(server, tmp_path, what):
+    """Not a silent non-zero exit: a job whose server ended under it, or whose child was killed by
+    a signal the job was not sent (the out-of-memory killer's SIGKILL), prints why."""
+    job = start(blocked_train(tmp_path), cwd=tmp_path, env=python_env(), stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: job_children(server.pid, tmp_path), what="a child of the server")
+        child = job_children(server.pid, tmp_path)[0]
+        os.kill(server.pid if what == "the server" else child, signal.SIGKILL)
+        _, err = job.communicate(timeout=60)
+    finally:
+        stop(job)
+    if what == "the server":
+        assert job.returncode == 1
+        assert "dmlbench train: error: the warm-start server" in err and "ended while this step ran" in err
+    else:
+        assert job.returncode == -signal.SIGKILL, err
+        assert "dmlbench train: error: the step was ended by SIGKILL (the out-of-memory killer" in err

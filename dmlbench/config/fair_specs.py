@@ -189,7 +189,8 @@ class FairSpecs:
     def _fold_data_inputs(self, experiment, dataset, method) -> list[str]:
         folds = self.fair_settings(experiment)["folds"]
         store = self._fair_base(experiment, dataset, method)["data"].get("store")
-        return [self.manifest(dataset), self.fair_splits(dataset, folds), *([f"{store}/store.json"] if store else [])]
+        # the split file and the store are made from the manifest: it is not named beside them
+        return [self.fair_splits(dataset, folds), *([f"{store}/store.json"] if store else [])]
 
     def fair_round_inputs(self, experiment, dataset, method, round_index) -> list[str]:
         """The data, and the round before (its slots told: the sequencing of the search)."""

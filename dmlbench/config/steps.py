@@ -94,8 +94,10 @@ class StepSpecs:
         return self._projected
 
     def train_inputs(self, run: Run) -> list[str]:
-        """What a run's training reads: its manifest, its store and its fold split file, where it has them."""
-        return [self.manifest(run.dataset), *self.store_marker(run), *self.split_inputs(run)]
+        """What a run's training reads: its store (made from its manifest) or else its manifest,
+        and its fold split file where it has one. The manifest is not named beside its store: the
+        store is made again when it changes, and one input less per job is felt at `full`'s size."""
+        return [*(self.store_marker(run) or [self.manifest(run.dataset)]), *self.split_inputs(run)]
 
     def store_marker(self, run: Run) -> list[str]:
         """The store file a run's training needs (none without a store)."""

@@ -39,15 +39,44 @@ def test_interval_by_hand_and_by_scipy():
     assert (mean - half, mean + half) == pytest.approx((low, high))
 
 
-def test_number_verdicts_by_hand():
-    x = [1.0, 2.0, 3.0, 4.0, 5.0]  # 3 ± 1.9632; tolerance 1 + 0.05 (a paper number of one decimal)
-    tolerance = numbers.DEFAULT_BAND + numbers.printed_precision("5.9")
-    assert tolerance == pytest.approx(1.05)
-    assert numbers.judge(x, 5.9, tolerance).verdict == numbers.REPRODUCED   # ≤ 3 + 1.9632 + 1.05 = 6.013
-    assert numbers.judge(x, 6.1, tolerance).verdict == numbers.BELOW        # ours is below the paper
-    assert numbers.judge(x, -0.1, tolerance).verdict == numbers.ABOVE       # < 3 − 3.013
-    assert numbers.judge([66.0], 66.85, tolerance).verdict == numbers.SINGLE_RUN
-    assert numbers.judge([], 66.85, tolerance).verdict == numbers.NOT_RUN
+def tost_by_scipy(x, paper, margin) -> bool:
+    """Equivalence within ±margin by two one-sided t-tests at 5 % each (scipy's one-sample t-test)."""
+    above_low = stats.ttest_1samp(x, paper - margin, alternative="greater").pvalue
+    below_high = stats.ttest_1samp(x, paper + margin, alternative="less").pvalue
+    return max(above_low, below_high) < 0.05
+
+
+def test_number_verdicts_by_hand_and_by_scipys_one_sided_tests():
+    x = [1.0, 2.0, 3.0, 4.0, 5.0]  # mean 3, s/√n = √0.5; t(0.95, 4) = 2.1318, t(0.975, 4) = 2.7764
+    t_95_4 = 2.131846786
+    assert numbers.judge(x, 3.0, 1.6).verdict == numbers.REPRODUCED  # 90 %: 3 ± 1.5075, inside ±1.6
+    assert tost_by_scipy(x, 3.0, 1.6) and not tost_by_scipy(x, 3.0, 1.5)
+    assert numbers.judge(x, 3.0, 1.5).verdict == numbers.INCONCLUSIVE  # 1.5075 > 1.5
+    margin = numbers.DEFAULT_BAND + numbers.printed_precision("5.9")  # 1 + 0.05
+    assert margin == pytest.approx(1.05)
+    assert numbers.judge(x, 6.1, margin).verdict == numbers.BELOW   # 95 %: −3.1 + 1.9632 = −1.137 < −1.05
+    assert numbers.judge(x, -0.1, margin).verdict == numbers.ABOVE  # 3.1 − 1.9632 = 1.137 > 1.05
+    assert numbers.judge(x, 5.9, margin).verdict == numbers.INCONCLUSIVE  # −2.9 ± 1.9632 straddles −1.05
+    for paper in (2.2, 2.5, 3.0, 3.4, 3.6):  # the verdict "reproduced" is scipy's TOST
+        assert (numbers.judge(x, paper, 1.6).verdict == numbers.REPRODUCED) == tost_by_scipy(x, paper, 1.6)
+    assert 1.6 > t_95_4 * math.sqrt(0.5) > 1.5
+    # the seeds that would decide 3 ± … against 3.0 with δ = 1.05: the first m with t(0.95, m−1)·s/√m < 1.05
+    s = math.sqrt(2.5)
+    by_hand = next(m for m in range(6, 100) if stats.t.ppf(0.95, m - 1) * s / math.sqrt(m) < 1.05)
+    assert numbers.judge(x, 3.0, 1.05).seeds_needed == by_hand == 9  # 1.8595 · 1.5811 / 3 = 0.980
+
+
+def test_few_seeds_nan_and_zero_spread_say_what_they_are():
+    wide = numbers.judge([58.0, 64.0], 66.85, 1.0 + numbers.printed_precision("66.85"))
+    assert wide.verdict == numbers.INCONCLUSIVE and wide.n == 2  # was "reproduced": two seeds decide nothing
+    tight = numbers.judge([64.4, 64.5, 64.5, 64.6, 64.5], 66.85, 1.005)  # 2.35 below, sd 0.07
+    assert tight.verdict == numbers.BELOW
+    assert numbers.judge([66.0], 66.85, 1.005).verdict == numbers.INCONCLUSIVE
+    assert numbers.judge([], 66.85, 1.005).verdict == numbers.NOT_RUN
+    failed = numbers.judge([66.0, float("nan"), 66.2], 66.85, 1.005)
+    assert failed.verdict == numbers.FAILED and failed.failed == 1 and failed.n == 2
+    flat = numbers.judge([65.0, 65.0, 65.0], 65.5, 1.005)
+    assert flat.verdict == numbers.REPRODUCED and flat.zero_spread
     assert numbers.printed_precision("66.85") == pytest.approx(0.005)
     assert numbers.printed_precision("97") == 0.5
     assert numbers.band_of({"nmi": 0.5}, "nmi") == 0.5 and numbers.band_of({"nmi": 0.5}, "f1") == 1.0
@@ -227,10 +256,10 @@ def test_the_smoke_runs_certificate_from_the_pipeline_and_from_the_command_line_
     plan = Plan.load(CONFIG_DIR, {"preset": "smoke", "experiments": ["ms.t1"]})
     ran = {(r.dataset, r.method) for r in plan.runs("ms.t1")}
     numbers_t1 = next(e for e in cert["experiments"] if e["id"] == "ms.t1")["numbers"]
-    for number in numbers_t1:  # one seed each: single runs where the preset trains the row, else not run
-        expected = numbers.SINGLE_RUN if (number["dataset"], number["row"]) in ran else numbers.NOT_RUN
+    for number in numbers_t1:  # one seed each: inconclusive where the preset trains the row, else not run
+        expected = numbers.INCONCLUSIVE if (number["dataset"], number["row"]) in ran else numbers.NOT_RUN
         assert number["verdict"] == expected, number
-    assert cert["numbers"][numbers.SINGLE_RUN] == sum((n["dataset"], n["row"]) in ran for n in numbers_t1)
+    assert cert["numbers"][numbers.INCONCLUSIVE] == sum((n["dataset"], n["row"]) in ran for n in numbers_t1)
     assert cert["fixture_data"] and "Fixture data" in written
     assert set(cert["checksums"]) == {"cub"} and len(cert["checksums"]["cub"]) == 64
     other = verdict_cli(tmp_path, {"preset": "smoke", "experiments": ["ms.t1"], "overrides": {"epochs": 3}})

@@ -68,7 +68,8 @@ def check_fresh(metric_files: list[Path], planned: dict[str, str]) -> None:
             result = json.loads(Path(path).read_text())
         except (OSError, ValueError):
             continue  # read (and refused) with its own message below
-        if isinstance(result, dict) and not str(run_status.metrics_fingerprint(Path(path).parent, result)).startswith(expected):
+        found = run_status.metrics_fingerprint(Path(path).parent, result) if isinstance(result, dict) else None
+        if found is not None and not found.startswith(expected):  # None: made by hand, nothing to compare
             stale.append(str(path))
     if stale:
         raise DmlbenchError(
@@ -88,9 +89,11 @@ def summarise(runs: pd.DataFrame, metrics: list[str], reported: dict, tolerance=
         for metric in metrics:
             if metric not in group:
                 continue
-            values = group[metric].dropna()
-            if values.empty:  # a metric of other datasets (VehicleID's small_recall@1, …)
+            values = group[metric]
+            if values.isna().all():  # a metric of other datasets (VehicleID's small_recall@1, …)
                 continue
+            failed = values.isna()  # a NaN of this dataset's metric: a failed seed, judged as such
+            values = values.dropna()
             base = metric.removesuffix(SELECTED)
             text = reported.get(method, {}).get(dataset, {}).get(base)
             paper = None if text is None else float(text)  # the spec sends the paper's digits as text
@@ -98,7 +101,7 @@ def summarise(runs: pd.DataFrame, metrics: list[str], reported: dict, tolerance=
             verdict = None
             if paper is not None and (base not in selected or metric != base):
                 band = numbers.band_of(tolerance, base) + numbers.printed_precision(str(text))
-                verdict = numbers.judge(values.tolist(), paper, band).verdict
+                verdict = numbers.judge(values.tolist() + [float("nan")] * int(failed.sum()), paper, band).verdict
             rows.append({"dataset": dataset, "method": method, "metric": metric, "mean": mean,
                          "std": float(values.std(ddof=1)) if len(values) > 1 else float("nan"),
                          "half": mean_interval(values)[1] if len(values) > 1 else float("nan"),

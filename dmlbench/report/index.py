@@ -42,7 +42,8 @@ td .n { font-size: 0.8em; color: #777; }
 .v-reproduced { background: #dff3e2; }
 .v-below { background: #fde0dd; }
 .v-above { background: #ddeafc; }
-.v-single-run, .v-not-run, .v-not-significant { background: #f0f0f0; color: #666; }
+.v-single-run, .v-not-run, .v-not-significant, .v-inconclusive { background: #f0f0f0; color: #666; }
+.v-failed { background: #f9d0c4; font-weight: bold; }
 .v-holds { background: #dff3e2; }
 .v-holds-smaller, .v-holds-larger { background: #eef6d8; }
 .v-reversed { background: #fde0dd; }

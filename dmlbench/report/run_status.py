@@ -26,8 +26,9 @@ FAILURE_MARKS = (": error:", "Error", "Exception", "Traceback")
 
 def metrics_fingerprint(run_dir: Path, result: dict) -> str | None:
     """The config fingerprint the metrics were computed with: recorded in `metrics.json` since
-    2026-11-27, before that the run folder's `config.json`."""
-    if result.get("fingerprint"):
+    2026-11-27 (`"fingerprint": null` where numbers were made by hand: None, nothing to compare),
+    before that the run folder's `config.json`."""
+    if "fingerprint" in result:
         return result["fingerprint"]
     from dmlbench.training import run_folder
 

@@ -32,7 +32,7 @@ def _per_seed(runs: pd.DataFrame | None, row: str, dataset: str, column: str) ->
     if runs is None or column not in runs:
         return {}
     mine = runs[(runs["method"] == row) & (runs["dataset"] == dataset)]
-    return {int(s): float(v) for s, v in zip(mine["seed"], mine[column]) if v == v}
+    return {int(s): float(v) for s, v in zip(mine["seed"], mine[column])}  # a NaN: a failed seed
 
 
 def _column(exp: dict, metric: str) -> str:
@@ -122,6 +122,19 @@ def _interval(mean, half) -> str:
     return f"{mean:.2f}" + ("" if half is None else f" ± {half:.2f}")
 
 
+def _why(number: dict) -> str:
+    """What an undecided or failed number needs: the seeds that would decide it, or its failed seeds."""
+    if number["verdict"] == numbers.FAILED:
+        return f": {number.get('failed', 0)} seed(s) NaN"
+    if number["verdict"] != numbers.INCONCLUSIVE:
+        return ""
+    if number["n"] < numbers.MIN_SEEDS:
+        return f": fewer than {numbers.MIN_SEEDS} seeds"
+    needed = number.get("seeds_needed")
+    return (f": {needed} seeds would decide it at this spread" if needed
+            else f": more than {numbers.MAX_SEEDS} seeds would be needed at this spread")
+
+
 def markdown(cert: dict, only: str | None = None) -> str:
     """The certificate as Markdown (the terminal's and `certificate.md`); `only`: one experiment's
     numbers and claims (the counts stay the paper's)."""
@@ -143,13 +156,13 @@ def markdown(cert: dict, only: str | None = None) -> str:
         counts = {v: sum(x["verdict"] == v for x in exp["numbers"]) for v in numbers.VERDICTS}
         if exp["numbers"]:
             lines += ["Numbers: " + ", ".join(f"{counts[v]} {v}" for v in numbers.VERDICTS if counts[v]) + ".", ""]
-        missed = [x for x in exp["numbers"] if x["verdict"] in (numbers.BELOW, numbers.ABOVE)]
-        if missed:
-            lines += ["| row | dataset | metric | paper | this suite (95 % interval, n) | tolerance | verdict |",
+        decided = [x for x in exp["numbers"] if x["verdict"] not in (numbers.REPRODUCED, numbers.NOT_RUN)]
+        if decided:  # what is not reproduced, and what more seeds would decide
+            lines += ["| row | dataset | metric | paper | this suite (95 % interval, n) | δ | verdict |",
                       "|---|---|---|---|---|---|---|"]
             lines += [f"| {x['row']} | {x['dataset']} | {x['metric']}{' (test-selected)' if x['test_selected'] else ''} "
                       f"| {x['paper']} | {_interval(x['mean'], x['half'])} (n={x['n']}) | ±{x['tolerance']:.3f} "
-                      f"| {numbers.SYMBOLS[x['verdict']]} {x['verdict']} |" for x in missed]
+                      f"| {numbers.SYMBOLS[x['verdict']]} {x['verdict']}{_why(x)} |" for x in decided]
             lines.append("")
         if exp["claims"]:
             lines += ["| claim | better − worse | dataset, metric | paper's gain | this suite's gain (95 % interval) "

@@ -1,28 +1,47 @@
-"""The verdict on one paper number: the paper's value against our mean ± 95 % interval over seeds
-(Student t, `dmlbench.fair.intervals`), widened by the experiment's tolerance.
+"""The verdict on one paper number: an equivalence test of our per-seed numbers against the
+paper's, with a margin δ fixed before the runs (docs/verdicts.md).
 
-tolerance = band (the catalogue's `tolerance`, default 1.0 point of a metric in %) + half a unit
-of the paper's last printed digit (66.85 → 0.005, 85.8 → 0.05): the paper's rounding is no gap.
+d = mean(ours) − paper, s its seeds' standard deviation, n ≥ 3 seeds, t the Student quantiles:
+
+- reproduced: equivalence shown by two one-sided t-tests at α = 0.05 each, that is the 90 %
+  interval d ± t(0.95, n−1)·s/√n inside (−δ, δ);
+- below / above (not reproduced): the 95 % interval d ± t(0.975, n−1)·s/√n wholly below −δ or
+  wholly above δ;
+- inconclusive: neither; `seeds_needed` is the smallest number of seeds that would decide it at
+  the observed d and s (None: more than `MAX_SEEDS`, or d exactly at ±δ); fewer than 3 seeds
+  are always inconclusive (a spread from two numbers decides nothing);
+- failed: a seed's number is NaN (a run that diverged or whose evaluation failed): counted, not
+  dropped.
+
+δ = band (the catalogue's `tolerance`, default 1.0 point of a metric in %) + half a unit of the
+paper's last printed digit (66.85 → 0.005, 85.8 → 0.05): the paper's rounding is no gap. With
+zero spread (every seed the same number) the intervals are points and `zero_spread` says so.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from dmlbench.fair.intervals import mean_interval
-
 SELECTED = " (test-selected)"  # the column of a metric at each run's best test epoch (runs.csv)
 DEFAULT_BAND = 1.0  # points of a metric in % (Recall@K, NMI, F1, MAP@R): docs/verdicts.md
-REPRODUCED, BELOW, ABOVE, NOT_RUN, SINGLE_RUN = "reproduced", "below", "above", "not run", "single run"
-VERDICTS = (REPRODUCED, BELOW, ABOVE, NOT_RUN, SINGLE_RUN)
-SYMBOLS = {REPRODUCED: "✓", BELOW: "▼", ABOVE: "▲", NOT_RUN: "∅", SINGLE_RUN: "①"}
-MEANINGS = {REPRODUCED: "the paper's number is inside this suite's 95 % interval widened by the tolerance",
-            BELOW: "this suite's number is below the paper's beyond interval and tolerance",
-            ABOVE: "this suite's number is above the paper's beyond interval and tolerance",
-            NOT_RUN: "not run by this preset",
-            SINGLE_RUN: "one seed: no interval, no verdict"}
+MIN_SEEDS = 3
+MAX_SEEDS = 200
+ALPHA = 0.05
+REPRODUCED, BELOW, ABOVE, INCONCLUSIVE, FAILED, NOT_RUN = (
+    "reproduced", "below", "above", "inconclusive", "failed", "not run")
+VERDICTS = (REPRODUCED, BELOW, ABOVE, INCONCLUSIVE, FAILED, NOT_RUN)
+SYMBOLS = {REPRODUCED: "✓", BELOW: "▼", ABOVE: "▲", INCONCLUSIVE: "?", FAILED: "✗", NOT_RUN: "∅"}
+MEANINGS = {REPRODUCED: "equivalent to the paper's number within ±δ (the 90 % interval of this suite − paper "
+                        "inside ±δ: two one-sided tests at 5 %)",
+            BELOW: "not reproduced: the 95 % interval of this suite − paper lies wholly below −δ",
+            ABOVE: "not reproduced: the 95 % interval of this suite − paper lies wholly above +δ",
+            INCONCLUSIVE: f"neither shown (or fewer than {MIN_SEEDS} seeds): the seeds that would decide "
+                          f"it at the observed spread are given",
+            FAILED: "a seed's number is NaN (a diverged or failed run)",
+            NOT_RUN: "not run by this preset"}
 
 
 @dataclass(frozen=True)
@@ -30,8 +49,11 @@ class NumberVerdict:
     verdict: str
     n: int
     mean: float | None = None
-    half: float | None = None     # half-width of the 95 % interval (n ≥ 2)
-    tolerance: float | None = None
+    half: float | None = None     # half-width of the 95 % interval of the mean (n ≥ 2)
+    tolerance: float | None = None  # δ
+    seeds_needed: int | None = None  # inconclusive: the seeds that would decide it
+    failed: int = 0               # seeds whose number is NaN
+    zero_spread: bool = False
 
 
 def band_of(tolerance, metric: str) -> float:
@@ -49,18 +71,47 @@ def printed_precision(text: str) -> float:
     return 0.5 * 10.0 ** -decimals
 
 
-def judge(values, paper: float, tolerance: float) -> NumberVerdict:
-    """`values`: our per-seed numbers (NaN dropped); `tolerance`: band + printed precision."""
-    x = np.asarray([v for v in values if v == v], dtype=float)
-    if x.size == 0:
+def judge(values, paper: float, margin: float) -> NumberVerdict:
+    """`values`: our per-seed numbers (a NaN is a failed seed); `margin`: δ, band + printed precision."""
+    from scipy import stats
+
+    raw = np.asarray(list(values), dtype=float)
+    failed = int(np.isnan(raw).sum())
+    x = raw[~np.isnan(raw)]
+    if raw.size == 0:
         return NumberVerdict(NOT_RUN, 0)
-    if x.size == 1:
-        return NumberVerdict(SINGLE_RUN, 1, float(x[0]))
-    mean, half = mean_interval(x)
-    if paper > mean + half + tolerance:
+    mean = float(x.mean()) if x.size else None
+    if failed:
+        return NumberVerdict(FAILED, int(x.size), mean, None, margin, failed=failed)
+    n, d = int(x.size), mean - paper
+    sd = float(x.std(ddof=1)) if n > 1 else float("nan")
+    half = float(stats.t.ppf(1 - ALPHA / 2, n - 1) * sd / math.sqrt(n)) if n > 1 else None
+    if n < MIN_SEEDS:
+        return NumberVerdict(INCONCLUSIVE, n, mean, half, margin, _seeds_needed(d, sd, margin, n))
+    equivalence = stats.t.ppf(1 - ALPHA, n - 1) * sd / math.sqrt(n)
+    if -margin < d - equivalence and d + equivalence < margin:
+        verdict = REPRODUCED
+    elif d + half < -margin:
         verdict = BELOW
-    elif paper < mean - half - tolerance:
+    elif d - half > margin:
         verdict = ABOVE
     else:
-        verdict = REPRODUCED
-    return NumberVerdict(verdict, int(x.size), mean, half, tolerance)
+        verdict = INCONCLUSIVE
+    needed = _seeds_needed(d, sd, margin, n) if verdict == INCONCLUSIVE else None
+    return NumberVerdict(verdict, n, mean, half, margin, needed, zero_spread=sd == 0.0)
+
+
+def _seeds_needed(d: float, sd: float, margin: float, n: int) -> int | None:
+    """The fewest seeds (more than `n`) at which the same d and s would be decided: equivalence
+    where |d| < δ, a difference beyond δ where |d| > δ. None: more than MAX_SEEDS, no spread
+    known (one seed), or |d| = δ."""
+    from scipy import stats
+
+    room = margin - abs(d) if abs(d) < margin else abs(d) - margin
+    level = 1 - ALPHA if abs(d) < margin else 1 - ALPHA / 2
+    if room <= 0 or not math.isfinite(sd):
+        return None
+    for m in range(max(n + 1, MIN_SEEDS), MAX_SEEDS + 1):
+        if stats.t.ppf(level, m - 1) * sd / math.sqrt(m) < room:
+            return m
+    return None

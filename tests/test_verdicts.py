@@ -321,3 +321,32 @@ def test_a_tolerance_that_is_not_a_finite_number_of_points_is_refused(tolerance)
     with pytest.raises(ConfigError, match="tolerance.*a finite number of points ≥ 0"):
         check_tolerance({"tolerance": tolerance, "table": {"metrics": ["recall@1"]}}, "ms.t1")
     check_tolerance({"tolerance": 1.5, "table": {"metrics": ["recall@1"]}}, "ms.t1")
+
+
+def test_verdict_and_results_find_the_preset_that_has_results(tmp_path):
+    """No --preset: the one preset with results is used; with none or several, they are named."""
+    def dmlbench(*args):
+        return processes.run([sys.executable, "-m", "dmlbench", *args, *(["--config-dir", str(CONFIG_DIR)]
+                                                                          if args[0] == "verdict" else [])],
+                             timeout=300, capture_output=True, text=True,
+                             env=dict(python_env(), PYTHONPATH=str(REPO)), cwd=tmp_path)
+
+    nothing = dmlbench("verdict", "ms")
+    assert nothing.returncode == 1 and "no preset has aggregated results (reports/<preset>/*/runs.csv) yet" in nothing.stderr
+    assert "Traceback" not in nothing.stderr
+    (tmp_path / "reports/smoke/ms.t1").mkdir(parents=True)
+    (tmp_path / "reports/smoke/ms.t1/runs.csv").write_text("experiment,dataset,method,seed,recall@1\n")
+    found = dmlbench("verdict", "ms")
+    assert found.returncode == 0, found.stderr
+    assert "preset smoke (the one with results" in found.stderr and "(preset smoke)" in found.stdout
+    (tmp_path / "reports/demo/ms.t1").mkdir(parents=True)
+    (tmp_path / "reports/demo/ms.t1/runs.csv").write_text("experiment,dataset,method,seed,recall@1\n")
+    both = dmlbench("verdict", "ms")
+    assert both.returncode == 1 and "exist for the presets demo, smoke: choose one with --preset" in both.stderr
+    table = tmp_path / "results/smoke/runs.parquet"
+    table.parent.mkdir(parents=True)
+    import pandas as pd
+
+    pd.DataFrame({"value": [0.5]}).to_parquet(table)
+    answer = dmlbench("results", "SELECT sum(value) AS s FROM runs", "--csv")
+    assert answer.returncode == 0 and answer.stdout.split() == ["s", "0.5"], answer.stderr

@@ -38,3 +38,19 @@ def positive(text: str) -> int:
 def max_image_pixels_option(s) -> None:
     s.add_argument("--max-image-pixels", type=positive, default=None,
                    help="refuse images of more pixels (data.max_image_pixels; default: PIL's limit)")
+
+
+def preset_with_results(pattern: str, what: str) -> str:
+    """The one preset whose results match `pattern` (a glob whose first `*` is the preset's name,
+    from the current folder): a command's default when no preset is given; refused naming the
+    presets that have results, or saying none has."""
+    from pathlib import Path
+
+    head = pattern.split("*", 1)[0]
+    found = sorted({str(path.relative_to(head)).split("/")[0] for path in Path(".").glob(pattern)})
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise DmlbenchError(f"{what} exist for the presets {', '.join(found)}: choose one with --preset")
+    raise DmlbenchError(f"no preset has {what} yet here: run the workflow first (`make demo`, or "
+                        f"snakemake --config preset=NAME), or give --preset NAME")

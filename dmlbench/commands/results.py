@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from dmlbench.commands.common import CONFIG_DIR, spec_json
+from dmlbench.commands.common import CONFIG_DIR, preset_with_results, spec_json
 
 
 def cmd_aggregate(args) -> None:
@@ -34,7 +34,9 @@ def cmd_results_table(args) -> None:
 def cmd_results(args) -> None:
     from dmlbench.report import results_table
 
-    table = Path(args.table or f"results/{args.preset}/runs.parquet")
+    preset = args.preset or (None if args.table else preset_with_results(
+        "results/*/runs.parquet", "results tables (results/<preset>/runs.parquet)"))
+    table = Path(args.table or f"results/{preset}/runs.parquet")
     answer = results_table.query(table, args.sql)
     print(answer.to_csv(index=False) if args.csv else answer.to_string(index=False, max_rows=args.max_rows))
 
@@ -47,6 +49,10 @@ def cmd_verdict(args) -> None:
     from dmlbench.verdicts import certificate
 
     config = dict(spec_json(args.config), **({"preset": args.preset} if args.preset else {}))
+    if "preset" not in config:  # the preset whose results are there
+        config["preset"] = preset_with_results("reports/*/*/runs.csv",
+                                               "aggregated results (reports/<preset>/*/runs.csv)")
+        print(f"preset {config['preset']} (the one with results; --preset to choose)", file=sys.stderr)
     plan = Plan.load(args.config_dir, config)
     paper = verdict_spec.paper_of(plan, args.name)
     cert = certificate.build(verdict_spec.certificate_spec(plan, paper), commit())
@@ -121,7 +127,7 @@ def add(sub) -> None:
 
     s = sub.add_parser("results", help="SQL over the results table (DuckDB; the table is named runs)")
     s.add_argument("sql", help="e.g. \"SELECT method, avg(value) FROM runs WHERE metric = 'map@r' GROUP BY method\"")
-    s.add_argument("--preset", default="demo", help="reads results/<preset>/runs.parquet (default: demo)")
+    s.add_argument("--preset", help="reads results/<preset>/runs.parquet (default: the one preset that has one)")
     s.add_argument("--table", help="another runs.parquet")
     s.add_argument("--csv", action="store_true", help="print CSV instead of a text table")
     s.add_argument("--max-rows", type=int, default=200)
@@ -131,7 +137,8 @@ def add(sub) -> None:
                                        "number's verdict and every claim's test (no training)")
     s.add_argument("name", help="a paper (ms) or one of its experiments (ms.t1)")
     s.add_argument("--config-dir", default=CONFIG_DIR)
-    s.add_argument("--preset", help="preset name (default: full, or the one in --config)")
+    s.add_argument("--preset", help="preset name (default: the one in --config, else the one preset with "
+                                    "aggregated results)")
     s.add_argument("--config", default="{}", help="JSON: changes as in --config of the workflow")
     s.add_argument("--output-dir", help="also write certificate.md and certificate.json here "
                                         "(the pipeline: reports/<preset>/<paper>)")
@@ -144,7 +151,8 @@ def add(sub) -> None:
 
     s = sub.add_parser("doctor", help="what this machine has and lacks for a plan (no training)")
     s.add_argument("--config-dir", default=CONFIG_DIR)
-    s.add_argument("--preset", help="preset name (default: full, or the one in --config)")
+    s.add_argument("--preset", help="preset name (default: the one in --config, else the one preset with "
+                                    "aggregated results)")
     s.add_argument("--config", default="{}", help="JSON: changes as in --config of the workflow")
     s.add_argument("--slurm", action="store_true", help="also check the SLURM executor plugin")
     s.add_argument("--timeout", type=float, default=5.0, help="seconds per source probe")
@@ -152,7 +160,8 @@ def add(sub) -> None:
 
     s = sub.add_parser("preflight", help="run every code path of a plan once on fixtures; project its compute budget")
     s.add_argument("--config-dir", default=CONFIG_DIR)
-    s.add_argument("--preset", help="preset name (default: full, or the one in --config)")
+    s.add_argument("--preset", help="preset name (default: the one in --config, else the one preset with "
+                                    "aggregated results)")
     s.add_argument("--config", default="{}", help="JSON: changes as in --config of the workflow")
     s.add_argument("--image-side", type=int, default=None,
                    help="crop side in pixels for the probes (CPU); batch, method and network unchanged")

@@ -4,6 +4,7 @@ refusing metrics of other settings, and the SQL prompt locked to the table."""
 import copy
 import fcntl
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -124,3 +125,34 @@ def test_a_damaged_table_is_named_with_what_to_do(tmp_path):
     table.write_bytes(b"PAR1 not really")
     with pytest.raises(DmlbenchError, match=r"runs.parquet cannot be read .*--forcerun results_table"):
         results_table.query(table, "SELECT 1")
+
+
+@pytest.mark.parametrize("change, said", [
+    ({"run": {"experiment": "ms.t1", "dataset": "cars", "method": "ms", "seed": 0}},
+     "it names the run ms.t1/cars/ms/seed0, not its folder's ms.t1/cub/ms/seed0"),
+    ({"metrics": {"recall@1": 1.5}}, "metrics outside [0, 1]: recall@1 1.5"),
+    ({"metrics": {"recall@1": float("inf")}}, "metrics outside [0, 1]: recall@1 inf"),
+])
+def test_a_metrics_file_of_another_run_or_impossible_values_is_refused_naming_it(tmp_path, change, said):
+    folder = tmp_path / "results" / "demo" / "ms.t1" / "cub" / "ms" / "seed0"
+    folder.mkdir(parents=True)
+    path = folder / "metrics.json"
+    path.write_text(json.dumps({"run": {"experiment": "ms.t1", "dataset": "cub", "method": "ms", "seed": 0},
+                                "metrics": {"recall@1": 0.5}, "fingerprint": None, **change}))
+    with pytest.raises(DmlbenchError, match=rf"{path} is not a metrics file of the suite .*{re.escape(said)}"):
+        aggregate.collect([path])
+    assert (folder / "metrics.json.corrupt").exists()  # set aside: the train job writes it again
+
+
+def test_a_nan_metric_is_a_failed_seed_not_a_dropped_one(tmp_path):
+    rows = []
+    for seed, value in enumerate([0.60, float("nan"), 0.62, 0.61]):
+        folder = tmp_path / "ms.t1" / "cub" / "ms" / f"seed{seed}"
+        folder.mkdir(parents=True)
+        (folder / "metrics.json").write_text(json.dumps({"run": {"experiment": "ms.t1", "dataset": "cub",
+                                                                 "method": "ms", "seed": seed},
+                                                         "metrics": {"recall@1": value}, "fingerprint": None}))
+        rows.append(folder / "metrics.json")
+    runs = aggregate.collect(rows)
+    table = aggregate.summarise(runs, ["recall@1"], {"ms": {"cub": {"recall@1": "61.0"}}})
+    assert table.loc[0, "verdict"] == "failed" and table.loc[0, "n"] == 3

@@ -46,6 +46,7 @@ def collect(metric_files: list[Path], planned: dict[str, str] | None = None) -> 
             row.update({k + SELECTED: 100.0 * float(v) for k, v in selected.items() if k != "epoch"})
             if selected:
                 row["test-selected epoch"] = selected["epoch"]
+            _check_metrics_file(Path(path), row)
         except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as error:
             moved = set_aside(Path(path))
             raise DmlbenchError(f"{path} is not a metrics file of the suite ({type(error).__name__}: "
@@ -53,6 +54,23 @@ def collect(metric_files: list[Path], planned: dict[str, str] | None = None) -> 
                                 f"again from the run's model (no training when the model is this run's)") from None
         rows.append(row)
     return pd.DataFrame(rows).sort_values(["dataset", "method", "seed"]).reset_index(drop=True)
+
+
+def _check_metrics_file(path: Path, row: dict) -> None:
+    """A metrics file names the run of its folder (…/<experiment>/<dataset>/<method>/seed<N>/) and
+    holds metrics in [0, 1] (in % here: [0, 100]); a NaN is a failed run, judged as such. Else
+    ValueError, which sets the file aside with its message."""
+    folder = path.parent.parts[-4:]
+    said = (row["experiment"], row["dataset"], row["method"], f"seed{row['seed']}")
+    if len(folder) == 4 and tuple(folder) != said:
+        raise ValueError(f"it names the run {'/'.join(map(str, said))}, not its folder's {'/'.join(folder)}")
+    bad = {k: v for k, v in row.items() if k not in RUN_KEYS and k != "test-selected epoch"
+           and isinstance(v, float) and v == v and not 0.0 <= v <= 100.0}
+    if bad:
+        raise ValueError(f"metrics outside [0, 1]: {', '.join(f'{k} {v / 100:g}' for k, v in bad.items())}")
+
+
+RUN_KEYS = ("experiment", "dataset", "method", "seed")
 
 
 def check_fresh(metric_files: list[Path], planned: dict[str, str]) -> None:

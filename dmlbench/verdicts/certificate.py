@@ -46,11 +46,12 @@ def _numbers(exp: dict, runs: pd.DataFrame | None) -> list[dict]:
             for metric, text in metrics.items():
                 column = _column(exp, metric)
                 ran = runs is not None and ((runs["method"] == row) & (runs["dataset"] == dataset)).any()
-                values = _per_seed(runs, row, dataset, column).values() if ran else []
+                per_seed = _per_seed(runs, row, dataset, column) if ran else {}
                 tolerance = numbers.band_of(exp["tolerance"], metric) + numbers.printed_precision(text)
-                found = numbers.judge(list(values), float(text), tolerance)
+                found = numbers.judge(list(per_seed.values()), float(text), tolerance)
                 entry = {"row": row, "dataset": dataset, "metric": metric, "paper": text,
-                         "test_selected": column != metric, **found.__dict__}
+                         "test_selected": column != metric, **found.__dict__,
+                         "failed_seeds": sorted(seed for seed, value in per_seed.items() if value != value)}
                 if column != metric and ran:  # the honest number beside it: each run's last epoch
                     honest = numbers.judge(list(_per_seed(runs, row, dataset, metric).values()), float(text), tolerance)
                     entry["last_epoch"] = {"mean": honest.mean, "half": honest.half, "n": honest.n}
@@ -125,7 +126,8 @@ def _interval(mean, half) -> str:
 def _why(number: dict) -> str:
     """What an undecided or failed number needs: the seeds that would decide it, or its failed seeds."""
     if number["verdict"] == numbers.FAILED:
-        return f": {number.get('failed', 0)} seed(s) NaN"
+        seeds = ", ".join(f"seed {seed}" for seed in number.get("failed_seeds") or [])
+        return f": NaN for {seeds or str(number.get('failed', 0)) + ' seed(s)'}"
     if number["verdict"] != numbers.INCONCLUSIVE:
         return ""
     if number["n"] < numbers.MIN_SEEDS:

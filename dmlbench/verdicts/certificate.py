@@ -83,11 +83,13 @@ def build(spec: dict, commit: str, root: Path = Path(".")) -> dict:
         experiments.append({"id": exp["id"], "title": exp["title"], "ran": exp["ran"],
                             "numbers": _numbers(exp, runs), "claims": _claims(exp, runs)})
         tested += [c for c in experiments[-1]["claims"] if "p" in c]
+    fields = claim_tests.ClaimTest.__dataclass_fields__
     for claim, adjusted in zip(tested, claim_tests.holm([c["p"] for c in tested])):
         claim["p_holm"] = adjusted
-        claim["verdict"] = claim_tests.verdict(claim_tests.ClaimTest(
-            *(claim[k] for k in ("gain", "low", "high", "p", "paired", "n_better", "n_worse"))),
-            adjusted, claim.get("gain_paper"))
+        # detectable at power 0.8, two-sided at α/m: the strictest step of the paper's Holm family
+        claim["detectable"] = claim_tests.detectable_gain(claim["se"], claim["df"], claim_tests.ALPHA / len(tested))
+        claim["verdict"] = claim_tests.verdict(claim_tests.ClaimTest(**{k: claim[k] for k in fields}),
+                                               adjusted, claim.get("gain_paper"), claim["detectable"])
     every_number = [n for e in experiments for n in e["numbers"]]
     every_claim = [c for e in experiments for c in e["claims"]]
     return {"paper": spec["paper"], "title": spec["title"], "preset": spec["preset"],
@@ -168,15 +170,16 @@ def markdown(cert: dict, only: str | None = None) -> str:
             lines.append("")
         if exp["claims"]:
             lines += ["| claim | better − worse | dataset, metric | paper's gain | this suite's gain (95 % interval) "
-                      "| test | p (Holm) | verdict |", "|---|---|---|---|---|---|---|---|"]
+                      "| test | p (Holm) | detectable gain | verdict |", "|---|---|---|---|---|---|---|---|---|"]
             for c in exp["claims"]:
                 ours = (f"{c['gain']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}]" if "low" in c else "–")
                 test = (("paired t" if c["paired"] else "Welch t") + f", n={c['n_better']}/{c['n_worse']}"
                         if "low" in c else "–")
                 p = f"{c['p']:.3g} ({c['p_holm']:.3g})" if "p_holm" in c else "–"
                 paper = "–" if c.get("gain_paper") is None else f"{c['gain_paper']:+.2f}"
+                detectable = f"{c['detectable']:.2f}" if "detectable" in c else "–"
                 lines.append(f"| {c['id']}: {c['text']} ({c['source']}) | {c['better']} − {c['worse']} "
-                             f"| {c['dataset']}, {c['metric']} | {paper} | {ours} | {test} | {p} "
+                             f"| {c['dataset']}, {c['metric']} | {paper} | {ours} | {test} | {p} | {detectable} "
                              f"| {claim_tests.SYMBOLS[c['verdict']]} {c['verdict']} |")
             lines.append("")
     lines += ["## Provenance", "", f"- commit: {cert['commit']}", f"- settings fingerprint (sha256 of the "

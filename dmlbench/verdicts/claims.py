@@ -5,6 +5,10 @@ per-seed numbers.
 Our gain is mean(better) − mean(worse) with its 95 % interval; the test is paired (scipy's
 `ttest_rel`) where both rows ran the same seeds, else Welch's (`ttest_ind`, unequal variances);
 the p-values of one paper's claims are Holm-corrected together (`holm`) and judged at α = 0.05.
+A claim that is not significant is *underpowered* when the test could not have seen the gain in
+question (the paper's, else ours): smaller than the gain it detects with power 0.8 at the claim's
+spread and seeds, two-sided at α/m, the strictest step of a Holm family of m claims
+(`detectable_gain`).
 In an experiment with a sweep, a claim naming bare methods is tested once per variant the preset
 runs (`per_variant`): the same comparison on each trunk, say.
 """
@@ -23,15 +27,19 @@ KEYS = {"id", "text", "better", "worse", "dataset", "metric", "gain", "source"}
 REQUIRED = KEYS - {"gain"}
 HOLDS, SMALLER, LARGER = "holds", "holds, smaller", "holds, larger"
 NOT_SIGNIFICANT, REVERSED, NOT_RUN, SINGLE_RUN = "not significant", "reversed", "not run", "single run"
-VERDICTS = (HOLDS, SMALLER, LARGER, NOT_SIGNIFICANT, REVERSED, NOT_RUN, SINGLE_RUN)
+UNDERPOWERED = "underpowered"
+VERDICTS = (HOLDS, SMALLER, LARGER, UNDERPOWERED, NOT_SIGNIFICANT, REVERSED, NOT_RUN, SINGLE_RUN)
+POWER = 0.8
 HOLDING = (HOLDS, SMALLER, LARGER)
-FAILING = (NOT_SIGNIFICANT, REVERSED)  # tested and not holding (the others: no test possible)
-SYMBOLS = {HOLDS: "✓", SMALLER: "✓▽", LARGER: "✓△", NOT_SIGNIFICANT: "≈", REVERSED: "✗",
+FAILING = (NOT_SIGNIFICANT, REVERSED)  # tested, able to see it, and not holding
+SYMBOLS = {HOLDS: "✓", SMALLER: "✓▽", LARGER: "✓△", UNDERPOWERED: "…", NOT_SIGNIFICANT: "≈", REVERSED: "✗",
            NOT_RUN: "∅", SINGLE_RUN: "①"}
 MEANINGS = {HOLDS: "same sign as the paper's, significant, the paper's gain inside this suite's gain's interval",
             SMALLER: "holds, but this suite's gain's interval lies below the paper's gain",
             LARGER: "holds, but this suite's gain's interval lies above the paper's gain",
-            NOT_SIGNIFICANT: "no significant difference (Holm-corrected p ≥ 0.05)",
+            UNDERPOWERED: "not significant, but the gain in question is below what the test detects with "
+                          "power 0.8 at these seeds and this family: more seeds are needed, not a refutation",
+            NOT_SIGNIFICANT: "no significant difference (Holm-corrected p ≥ 0.05) where the test could have seen it",
             REVERSED: "the opposite sign, significant",
             NOT_RUN: "a row of the claim is not run by this preset",
             SINGLE_RUN: "a row has one seed: no test"}
@@ -112,6 +120,8 @@ class ClaimTest:
     paired: bool
     n_better: int
     n_worse: int
+    se: float            # standard error of the gain
+    df: float            # the t-test's degrees of freedom
 
 
 def test(better: dict, worse: dict) -> ClaimTest | str:
@@ -135,8 +145,10 @@ def test(better: dict, worse: dict) -> ClaimTest | str:
         result = stats.ttest_ind(x, y, equal_var=False)
     interval = result.confidence_interval(1 - ALPHA)
     p = float(result.pvalue)
+    se = float(np.std(x - y, ddof=1) / math.sqrt(len(x))) if paired else \
+        float(math.sqrt(np.var(x, ddof=1) / len(x) + np.var(y, ddof=1) / len(y)))
     return ClaimTest(float(x.mean() - y.mean()), float(interval.low), float(interval.high),
-                     1.0 if p != p else p, paired, len(b), len(w))  # NaN p: no spread at all
+                     1.0 if p != p else p, paired, len(b), len(w), se, float(result.df))  # NaN p: no spread
 
 
 def holm(pvalues: list[float]) -> list[float]:
@@ -150,13 +162,36 @@ def holm(pvalues: list[float]) -> list[float]:
     return adjusted
 
 
-def verdict(result: ClaimTest, adjusted_p: float, paper_gain: float | None) -> str:
+def detectable_gain(se: float, df: float, alpha: float, power: float = POWER) -> float:
+    """The smallest |gain| a two-sided t-test at `alpha` with this standard error and these degrees
+    of freedom rejects with probability `power` (the noncentral t distribution); 0 without spread."""
+    from scipy import optimize, stats
+
+    if not se > 0:
+        return 0.0
+    critical = stats.t.ppf(1 - alpha / 2, df)
+
+    def missing_power(gain: float) -> float:
+        shift = gain / se
+        lower = stats.nct.sf(critical, df, -shift)  # P(T < −c) by symmetry; scipy's far-tail cdf can be NaN
+        return stats.nct.sf(critical, df, shift) + (0.0 if lower != lower else lower) - power
+    high = se
+    while missing_power(high) < 0:
+        high *= 2
+    return float(optimize.brentq(missing_power, 0.0, high, xtol=1e-10))
+
+
+def verdict(result: ClaimTest, adjusted_p: float, paper_gain: float | None, detectable: float | None = None) -> str:
     """The claim's verdict from its test and its Holm-adjusted p-value: the sign expected is the
     paper's gain's (positive where it is null); `holds, smaller/larger` where our gain's interval
-    lies wholly below/above the paper's gain."""
-    if adjusted_p >= ALPHA:
-        return NOT_SIGNIFICANT
+    lies wholly below/above the paper's gain; `underpowered` where it is not significant, not of
+    the opposite sign, and the gain in question (the paper's, else ours) is below `detectable`."""
     sign = -1.0 if paper_gain is not None and paper_gain < 0 else 1.0  # a claim written as a loss
+    if adjusted_p >= ALPHA:
+        in_question = abs(paper_gain) if paper_gain is not None else abs(result.gain)
+        if detectable is not None and sign * result.gain >= 0 and in_question < detectable:
+            return UNDERPOWERED
+        return NOT_SIGNIFICANT
     if sign * result.gain < 0:
         return REVERSED
     low, high = sorted((sign * result.low, sign * result.high))

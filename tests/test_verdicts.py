@@ -268,6 +268,8 @@ def test_the_demo_page_shows_intervals_verdicts_claims_and_the_certificate(tmp_p
     assert claim["verdict"] == expected
     line = certificate.headline(cert)
     assert line.startswith("ms: 0 of ") and line in page
+    not_reproduced = cert["numbers"][numbers.BELOW] + cert["numbers"][numbers.ABOVE]
+    assert not_reproduced == 2 and "numbers reproduced (2 not reproduced)" in line  # binomial's two numbers
     assert line in (tmp_path / "reports/index.html").read_text()
 
 
@@ -335,7 +337,7 @@ def test_a_suite_claim_is_tested_on_every_trunk_the_preset_runs(tmp_path, monkey
     assert vit["gain"] == pytest.approx(2.0) and vit["verdict"] in claims.HOLDING  # differences 2.0, 2.1, 1.9
     assert dino["gain"] == pytest.approx(-1.0) and dino["verdict"] == claims.REVERSED  # -1.0, -0.9, -1.1
     assert cert["claims"]["total"] == 2 * 23 and cert["numbers"]["total"] == 0
-    assert certificate.headline(cert) == f"suite: {cert['claims']['holding']} of 46 claims hold"
+    assert certificate.headline(cert) == f"suite: {cert['claims']['holding']} of 46 claims hold (1 reversed)"
     assert "numbers reproduced" not in certificate.markdown(cert)
 
 

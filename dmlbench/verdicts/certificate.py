@@ -112,11 +112,24 @@ def _checksum(path: Path) -> str:
 
 
 def headline(cert: dict) -> str:
-    """'ms: N of M numbers reproduced, K of L claims hold' (the numbers left out where there are
-    none: the suite's own experiments)."""
+    """The paper's scorecard in a line: 'ms: N of M numbers reproduced (I inconclusive, B not
+    reproduced, F failed), K of L claims hold (U underpowered, R reversed)'; the numbers left out
+    where there are none (the suite's own experiments), zero counts left out."""
     n, c = cert["numbers"], cert["claims"]
-    numbers_part = f"{n[numbers.REPRODUCED]} of {n['total']} numbers reproduced, " if n["total"] else ""
-    return f"{cert['paper']}: {numbers_part}{c['holding']} of {c['total']} claims hold"
+    numbers_part = ""
+    if n["total"]:
+        rest = {"inconclusive": n.get(numbers.INCONCLUSIVE, 0),
+                "not reproduced": n.get(numbers.BELOW, 0) + n.get(numbers.ABOVE, 0), "failed": n.get(numbers.FAILED, 0)}
+        numbers_part = f"{n[numbers.REPRODUCED]} of {n['total']} numbers reproduced{_counted(rest)}, "
+    rest = {claim_tests.UNDERPOWERED: c.get(claim_tests.UNDERPOWERED, 0),
+            claim_tests.NOT_SIGNIFICANT: c.get(claim_tests.NOT_SIGNIFICANT, 0),
+            claim_tests.REVERSED: c.get(claim_tests.REVERSED, 0)}
+    return f"{cert['paper']}: {numbers_part}{c['holding']} of {c['total']} claims hold{_counted(rest)}"
+
+
+def _counted(counts: dict) -> str:
+    shown = ", ".join(f"{n} {what}" for what, n in counts.items() if n)
+    return f" ({shown})" if shown else ""
 
 
 def _interval(mean, half) -> str:

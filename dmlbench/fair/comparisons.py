@@ -77,11 +77,12 @@ class Ranking:
     friedman_p: float
     critical_difference: float
     nemenyi_p: pd.DataFrame      # methods × methods
+    smallest_p: float = 0.0      # the Friedman p-value when every dataset ranks the methods alike
 
     def as_dict(self) -> dict:
         return {"methods": self.methods, "datasets": self.datasets, "average_ranks": self.average_ranks,
                 "friedman": {"statistic": self.friedman_statistic, "p": self.friedman_p},
-                "critical_difference": self.critical_difference, "alpha": ALPHA,
+                "critical_difference": self.critical_difference, "alpha": ALPHA, "smallest_p": self.smallest_p,
                 "nemenyi_p": {a: {b: float(self.nemenyi_p.at[a, b]) for b in self.methods} for a in self.methods}}
 
 
@@ -106,7 +107,15 @@ def ranking(means: pd.DataFrame) -> Ranking | str:
     return Ranking(list(means.columns), list(means.index), {m: float(r) for m, r in average.items()},
                    statistic, 1.0 if p_value != p_value else p_value,  # no spread: nothing to tell apart
                    q / math.sqrt(2) * scale,
-                   pd.DataFrame(np.clip(p, 0.0, 1.0), index=means.columns, columns=means.columns))
+                   pd.DataFrame(np.clip(p, 0.0, 1.0), index=means.columns, columns=means.columns),
+                   smallest_friedman_p(k, n))
+
+
+def smallest_friedman_p(k: int, n: int) -> float:
+    """The power of the ranking in one number: the Friedman p-value (χ² approximation, as scipy's)
+    when all n datasets rank the k methods in the same order, χ² = n (k − 1); at or above α the
+    test cannot reject whatever the results."""
+    return float(stats.chi2.sf(n * (k - 1), k - 1))
 
 
 def cliques(result: Ranking) -> list[list[str]]:

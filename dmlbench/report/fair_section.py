@@ -121,9 +121,17 @@ def ranking_block(record: dict, figure_url: str, key: str, labels: dict) -> str:
     friedman = record["friedman"]
     verdict = ("the methods' ranks differ" if friedman["p"] < record["alpha"]
                else "no difference between the methods' ranks")
+    k, n = len(record["methods"]), len(record["datasets"])
+    smallest = record.get("smallest_p")
+    power = ("" if smallest is None else
+             f" Its power: with {n} datasets the smallest p it can give (every dataset ranking the methods "
+             f"alike) is {smallest:.3g}" + (f", so it cannot reject at α = {record['alpha']} whatever the results"
+                                           if smallest >= record["alpha"] else "")
+             + f"; the critical difference is {record['critical_difference']:.2f} of the {k - 1} ranks a "
+               f"method can be ahead.")
     return (f"<h4>Ranking over the datasets</h4><p class='note'>Each method ranked within each of the "
             f"{len(record['datasets'])} datasets by its mean {mode} {METRICS[metric]} (1 the best); Friedman "
-            f"χ² = {friedman['statistic']:.2f}, p = {friedman['p']:.3g}: {verdict} at α = {record['alpha']}. "
+            f"χ² = {friedman['statistic']:.2f}, p = {friedman['p']:.3g}: {verdict} at α = {record['alpha']}.{power} "
             f"Nemenyi critical difference {record['critical_difference']:.2f}: methods joined by a bar are not told "
             f"apart. Average ranks: {ranks}. Every pair of methods per dataset: fair_pairwise.csv.</p>"
             f"<figure><img src='{figure_url}' alt='{html.escape(key)}: critical-difference diagram'></figure>")

@@ -392,3 +392,17 @@ def test_verdict_and_results_find_the_preset_that_has_results(tmp_path):
     pd.DataFrame({"value": [0.5]}).to_parquet(table)
     answer = dmlbench("results", "SELECT sum(value) AS s FROM runs", "--csv")
     assert answer.returncode == 0 and answer.stdout.split() == ["s", "0.5"], answer.stderr
+
+
+def test_numbers_that_cannot_reach_a_verdict_at_the_planned_seeds_are_named_before_training():
+    from dmlbench.config import verdict_spec
+
+    demo = Plan.load(CONFIG_DIR, {"preset": "demo"})
+    found = verdict_spec.undecidable_numbers(demo)
+    assert "ms.t1" not in found  # Binomial and RAW+VTHM on cub: three seeds
+    reported = demo.experiments["dro.t1"]["reported"]
+    trained = {(r.method, r.dataset) for r in demo.runs("dro.t1")}
+    expected = sum(len(metrics) for row, per in reported.items() for d, metrics in per.items() if (row, d) in trained)
+    assert found["dro.t1"] == (expected, expected) and expected > 0  # one seed each
+    assert "cannot reach a verdict at the planned seeds" in verdict_spec.undecidable_line(demo)
+    assert verdict_spec.undecidable_line(Plan.load(CONFIG_DIR, {"preset": "full"})) is None  # five seeds

@@ -72,3 +72,35 @@ def certificate_inputs(plan, paper: str) -> list[str]:
     """The runs.csv files a certificate reads (the paper's experiments this preset runs)."""
     return [f"reports/{plan.name}/{key}/runs.csv" for key in plan.experiment_ids
             if _paper(plan, key) == paper and _certified(plan, key)]
+
+
+def undecidable_numbers(plan) -> dict[str, tuple[int, int]]:
+    """Per experiment the preset trains: (paper numbers it trains with fewer seeds than a verdict
+    needs, paper numbers it trains), for those with any: said before training (doctor, preflight)."""
+    from dmlbench.verdicts.numbers import MIN_SEEDS
+
+    found = {}
+    for key in plan.experiment_ids:
+        reported = plan.experiments[key].get("reported") or {}
+        seeds: dict[tuple, int] = {}
+        for run in plan.runs(key):
+            seeds[run.method, run.dataset] = seeds.get((run.method, run.dataset), 0) + 1
+        trained = [(row, dataset) for row, per_dataset in reported.items() for dataset, metrics in per_dataset.items()
+                   for _ in metrics if (row, dataset) in seeds]
+        few = sum(seeds[pair] < MIN_SEEDS for pair in trained)
+        if few:
+            found[key] = (few, len(trained))
+    return found
+
+
+def undecidable_line(plan) -> str | None:
+    """One line naming the experiments whose paper numbers cannot reach a verdict at the planned seeds."""
+    from dmlbench.verdicts.numbers import MIN_SEEDS
+
+    found = undecidable_numbers(plan)
+    if not found:
+        return None
+    few, total = sum(f for f, _ in found.values()), sum(t for _, t in found.values())
+    return (f"{few} of the {total} paper numbers these experiments train cannot reach a verdict at the planned seeds "
+            f"(fewer than {MIN_SEEDS}: inconclusive whatever the results): "
+            + ", ".join(f"{key} {f}/{t}" for key, (f, t) in found.items()))

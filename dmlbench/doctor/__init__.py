@@ -42,6 +42,11 @@ def run(plan, slurm: bool = False, timeout: float = 5.0, probe=probe_url,
     stale = stale_check(plan)
     if stale is not None:
         checks.append(stale)
+    from dmlbench.config.verdict_spec import undecidable_line
+
+    few_seeds = undecidable_line(plan)
+    if few_seeds:
+        checks.append(Check("verdicts", "seeds", INFO, few_seeds))
     return checks
 
 

@@ -64,6 +64,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
     try:
         args.func(args)
+    except BrokenPipeError:  # the reader went away (`… | head`): nothing more to say, as `cat` would
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
     except KeyboardInterrupt:  # Ctrl-C: one line, then the end by SIGINT, as the shell expects
         print(f"dmlbench {args.step}: interrupted; {_how_to_resume(args)}", file=sys.stderr)
         sys.stderr.flush()

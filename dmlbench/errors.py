@@ -41,4 +41,4 @@ def explain_os_error(error: OSError) -> str | None:
     if advice is None:
         return None
     where = " → ".join(str(name) for name in (error.filename, error.filename2) if name is not None)
-    return f"{where or 'a file'}: {error.strerror}; {advice}"
+    return f"{where or 'the output (a file or the standard output)'}: {error.strerror}; {advice}"

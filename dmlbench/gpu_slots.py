@@ -75,7 +75,12 @@ def claim_device(slots: int, lock_dir: Path, poll: float = 0.5, timeout: float |
     """
     devices = devices or [str(i) for i in range(slots)]
     lock_dir = Path(lock_dir)
-    lock_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        lock_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # a file in the way, a folder this user cannot make
+        raise DmlbenchError(f"gpu-slot --lock-dir {lock_dir}: the folder of the device locks cannot be made "
+                            f"({error.strerror}); give a folder this user can write (default "
+                            f".dmlbench/gpu-locks)") from None
     started = time.monotonic()
     waiting = False
     while True:

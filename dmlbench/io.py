@@ -211,3 +211,19 @@ def write_json(path, data) -> None:
 
 def read_json(path):
     return json.loads(Path(path).read_text())
+
+
+def read_record(path, fix: str):
+    """A JSON record the suite wrote; one that is missing or damaged is refused naming it, with
+    `fix` (what remakes it)."""
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise DmlbenchError(f"{path} is missing: {fix}") from None
+    except (OSError, ValueError) as error:
+        raise DmlbenchError(f"{path} is damaged ({type(error).__name__}: {' '.join(str(error).split())[:120]}): "
+                            f"{fix}") from None
+
+
+RUN_RECORD_FIX = "rerun the run's train job (`snakemake --forcerun train --until <its metrics.json>`)"
+

@@ -28,7 +28,7 @@ def trained(tmp_path_factory):
     cfg = plan.resolve(plan.find_run("suite.baselines", "cub", "ms", 0))
     cfg["data"] = {"manifest": str(manifest)}
     cfg.update(epochs=2, batches_per_epoch=2)
-    run_dir = root / "results" / "cub" / "ms" / "seed0"
+    run_dir = root / "results" / "smoke" / "suite.baselines" / "cub" / "ms" / "seed0"
     train(cfg, run_dir, log=lambda m: None)
     (run_dir / "metrics.json").write_text(json.dumps(json.loads((run_dir / "final_metrics.json").read_text())["result"]))
     return cfg, run_dir
@@ -61,7 +61,7 @@ def test_metrics_of_other_settings_are_stale_in_the_table_and_refused_by_aggrega
 
 def test_metrics_of_earlier_versions_are_checked_against_their_run_folders_config(trained, tmp_path):
     cfg, run_dir = trained
-    old = tmp_path / "cub" / "ms" / "seed0"
+    old = tmp_path / "suite.baselines" / "cub" / "ms" / "seed0"
     old.mkdir(parents=True)
     result = json.loads((run_dir / "metrics.json").read_text())
     del result["fingerprint"]
@@ -156,3 +156,33 @@ def test_a_nan_metric_is_a_failed_seed_not_a_dropped_one(tmp_path):
     runs = aggregate.collect(rows)
     table = aggregate.summarise(runs, ["recall@1"], {"ms": {"cub": {"recall@1": "61.0"}}})
     assert table.loc[0, "verdict"] == "failed" and table.loc[0, "n"] == 3
+
+
+def test_the_results_table_refuses_impossible_metrics_naming_the_file(trained, tmp_path):
+    cfg, run_dir = trained
+    folder = tmp_path / "seed0"
+    folder.mkdir()
+    result = json.loads((run_dir / "metrics.json").read_text())
+    result["metrics"] = {**result["metrics"], "recall@1": 7.5, "nmi": -3}
+    (folder / "metrics.json").write_text(json.dumps(result))
+    with pytest.raises(DmlbenchError, match=r"seed0/metrics.json holds metrics outside \[0, 1\]: .*nmi -3.*recall@1 7.5"):
+        results_table.run_rows(folder, NAMES, run_folder.fingerprint(cfg))
+
+
+def test_a_malformed_metrics_file_is_named_damaged_not_stale(tmp_path):
+    folder = tmp_path / "ms.t1" / "cub" / "ms" / "seed0"
+    folder.mkdir(parents=True)
+    (folder / "metrics.json").write_text(json.dumps({"fingerprint": "x"}))
+    with pytest.raises(DmlbenchError, match="is not a metrics file of the suite"):
+        aggregate.collect([folder / "metrics.json"], {"cub/ms/seed0": "0" * 16})
+
+
+def test_a_damaged_config_json_of_a_finished_run_is_named_with_what_to_do(tmp_path):
+    from dmlbench.report import figures
+
+    folder = tmp_path / "seed0"
+    folder.mkdir()
+    (folder / "config.json").write_text("{not json")
+    (folder / "epochs.jsonl").write_text('{"epoch": 1, "loss": 0.5}\n')
+    with pytest.raises(DmlbenchError, match=r"seed0/config.json is damaged .*--forcerun train"):
+        figures.learning_curves([folder], {"experiment": "x", "title": "x"}, tmp_path / "curves.png")

@@ -11,18 +11,33 @@ CONFIG_DIR = "workflow/config"
 
 
 def spec_json(text: str, option: str = "--spec") -> dict:
+    """The JSON object an option carries (settings: a mapping), or a one-line refusal naming it."""
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as error:
         raise DmlbenchError(f"{option} is not valid JSON: {error}") from None
     except RecursionError:
         raise DmlbenchError(f"{option} is nested too deeply to be settings ({len(text)} characters): "
                             f"give the settings the workflow writes") from None
+    if not isinstance(value, dict):
+        raise DmlbenchError(f"{option} must be a JSON object ({{\"key\": value, …}}), not {type(value).__name__}")
+    return value
 
 
 def side_option(s) -> None:
     s.add_argument("--side", default="{}", help="JSON: the side settings (tracking, keep, loader) the "
                                                 "workflow passes apart from --spec (no rerun trigger)")
+
+
+def whole(text: str) -> int:
+    """A whole number ≥ 0 (an option where 0 means none)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number ≥ 0")
+    return value
 
 
 def positive(text: str) -> int:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from dmlbench.commands.common import CONFIG_DIR, preset_with_results, spec_json
+from dmlbench.commands.common import CONFIG_DIR, positive, preset_with_results, spec_json
+from dmlbench.errors import DmlbenchError
 
 
 def cmd_aggregate(args) -> None:
@@ -20,25 +21,33 @@ def cmd_report(args) -> None:
     from dmlbench.config.plan import Plan
     from dmlbench.report import index
 
-    index.write(Plan.load(args.config_dir, spec_json(args.config)), Path(args.output))
+    index.write(Plan.load(args.config_dir, spec_json(args.config, "--config")), Path(args.output))
 
 
 def cmd_results_table(args) -> None:
     from dmlbench.config.plan import Plan
     from dmlbench.report import results_table
 
-    table = results_table.build(Plan.load(args.config_dir, spec_json(args.config)), Path(args.output))
+    table = results_table.build(Plan.load(args.config_dir, spec_json(args.config, "--config")), Path(args.output))
     print(f"{args.output}: {len(table)} rows; {results_table.counts(table)}", file=sys.stderr)
 
 
 def cmd_results(args) -> None:
     from dmlbench.report import results_table
 
+    from dmlbench.config.plan import PRESET_NAME
+
+    if args.preset and not PRESET_NAME.fullmatch(args.preset):
+        raise DmlbenchError(f"--preset {args.preset!r} is not a preset name (letters, digits, '_', '-')")
     preset = args.preset or (None if args.table else preset_with_results(
         "results/*/runs.parquet", "results tables (results/<preset>/runs.parquet)"))
     table = Path(args.table or f"results/{preset}/runs.parquet")
-    answer = results_table.query(table, args.sql)
-    print(answer.to_csv(index=False) if args.csv else answer.to_string(index=False, max_rows=args.max_rows))
+    answer = results_table.query(table, args.sql, args.max_rows)
+    more = len(answer) > args.max_rows
+    answer = answer.head(args.max_rows)
+    print(answer.to_csv(index=False) if args.csv else answer.to_string(index=False), end="\n" if not args.csv else "")
+    if more:
+        print(f"(the first {args.max_rows} rows; --max-rows N for more)", file=sys.stderr)
 
 
 def cmd_verdict(args) -> None:
@@ -48,7 +57,7 @@ def cmd_verdict(args) -> None:
     from dmlbench.report.provenance import commit
     from dmlbench.verdicts import certificate
 
-    config = dict(spec_json(args.config), **({"preset": args.preset} if args.preset else {}))
+    config = dict(spec_json(args.config, "--config"), **({"preset": args.preset} if args.preset else {}))
     if "preset" not in config:  # the preset whose results are there
         config["preset"] = preset_with_results("reports/*/*/runs.csv",
                                                "aggregated results (reports/<preset>/*/runs.csv)")
@@ -78,7 +87,7 @@ def cmd_doctor(args) -> None:
     from dmlbench import doctor
     from dmlbench.config.plan import Plan
 
-    config = dict(spec_json(args.config), **({"preset": args.preset} if args.preset else {}))
+    config = dict(spec_json(args.config, "--config"), **({"preset": args.preset} if args.preset else {}))
     checks = doctor.run(Plan.load(args.config_dir, config), slurm=args.slurm, timeout=args.timeout)
     print(doctor.table(checks))
     if any(c.status == doctor.ACTION for c in checks):
@@ -92,7 +101,7 @@ def cmd_preflight(args) -> None:
 
     exit_on_signals()  # a stopped preflight stops its probes and leaves no fork-server folder
 
-    config = dict(spec_json(args.config), **({"preset": args.preset} if args.preset else {}))
+    config = dict(spec_json(args.config, "--config"), **({"preset": args.preset} if args.preset else {}))
     plan = Plan.load(args.config_dir, config)
     output = Path(args.output_dir or f"reports/{plan.name}/preflight")
     passed = runner.run(plan, Path(args.workdir), output, args.image_side, args.device, args.devices,
@@ -130,7 +139,7 @@ def add(sub) -> None:
     s.add_argument("--preset", help="reads results/<preset>/runs.parquet (default: the one preset that has one)")
     s.add_argument("--table", help="another runs.parquet")
     s.add_argument("--csv", action="store_true", help="print CSV instead of a text table")
-    s.add_argument("--max-rows", type=int, default=200)
+    s.add_argument("--max-rows", type=positive, default=200, help="rows shown at most (default 200)")
     s.set_defaults(func=cmd_results)
 
     s = sub.add_parser("verdict", help="a paper's certificate from the finished results: every paper "
@@ -151,8 +160,7 @@ def add(sub) -> None:
 
     s = sub.add_parser("doctor", help="what this machine has and lacks for a plan (no training)")
     s.add_argument("--config-dir", default=CONFIG_DIR)
-    s.add_argument("--preset", help="preset name (default: the one in --config, else the one preset with "
-                                    "aggregated results)")
+    s.add_argument("--preset", help="preset name (default: full, or the one in --config)")
     s.add_argument("--config", default="{}", help="JSON: changes as in --config of the workflow")
     s.add_argument("--slurm", action="store_true", help="also check the SLURM executor plugin")
     s.add_argument("--timeout", type=float, default=5.0, help="seconds per source probe")
@@ -160,18 +168,17 @@ def add(sub) -> None:
 
     s = sub.add_parser("preflight", help="run every code path of a plan once on fixtures; project its compute budget")
     s.add_argument("--config-dir", default=CONFIG_DIR)
-    s.add_argument("--preset", help="preset name (default: the one in --config, else the one preset with "
-                                    "aggregated results)")
+    s.add_argument("--preset", help="preset name (default: full, or the one in --config)")
     s.add_argument("--config", default="{}", help="JSON: changes as in --config of the workflow")
-    s.add_argument("--image-side", type=int, default=None,
+    s.add_argument("--image-side", type=positive, default=None,
                    help="crop side in pixels for the probes (CPU); batch, method and network unchanged")
     s.add_argument("--device", default="auto", help="auto | cpu | cuda")
-    s.add_argument("--devices", type=int, default=8, help="devices for the wall-time projection")
+    s.add_argument("--devices", type=positive, default=8, help="devices for the wall-time projection")
     s.add_argument("--bounded", action="store_true",
                    help="only a part covering every paper, backbone, loss, miner, sampler and scheme")
     s.add_argument("--warm-steps", type=int, default=None,
                    help="steps timed after a first one, per group (default: 5 on a GPU, 0 on a CPU)")
-    s.add_argument("--jobs", type=int, default=None,
+    s.add_argument("--jobs", type=positive, default=None,
                    help="probes at a time (default: 1 on a GPU, one per two CPU cores)")
     s.add_argument("--workdir", default="data/preflight", help="fixtures and scratch run folders")
     s.add_argument("--output-dir", default=None, help="default: reports/<preset>/preflight")

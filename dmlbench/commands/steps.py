@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from dmlbench.commands.common import CONFIG_DIR, max_image_pixels_option, positive, side_option, spec_json
+from dmlbench.commands.common import CONFIG_DIR, max_image_pixels_option, positive, side_option, spec_json, whole
 from dmlbench.errors import DmlbenchError
 
 
@@ -155,7 +155,7 @@ def add(sub) -> None:
     s.set_defaults(func=cmd_analyse)
 
     s = sub.add_parser("gpu-slot", help="run a command on a device no other such command holds")
-    s.add_argument("--slots", type=int, required=True, help="number of devices (0: leave as is)")
+    s.add_argument("--slots", type=whole, required=True, help="number of devices (0: leave as is)")
     s.add_argument("--lock-dir", default=".dmlbench/gpu-locks")
     s.add_argument("--timeout", type=float, default=None,
                    help="seconds to wait for a free device before giving up (default: no limit)")

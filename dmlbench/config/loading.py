@@ -101,7 +101,25 @@ def load_yaml(path: Path, keep_digits: bool = False) -> dict:
     if data is not None and not isinstance(data, dict):
         raise ConfigError(f"{path} must hold a mapping of keys to values (key: value lines), "
                           f"not a {type(data).__name__}")
+    if expanded_size(data) > MAX_VALUES:
+        raise ConfigError(f"{path} expands to more than {MAX_VALUES:,} values through its aliases (*name): "
+                          f"refused before it fills the memory (an alias bomb?); write the values out")
     return data or {}
+
+
+MAX_VALUES = 1_000_000  # values of a YAML file with its aliases expanded (the catalogue: ~20,000)
+
+
+def expanded_size(tree, sizes: dict | None = None) -> int:
+    """How many values `tree` holds once every alias is copied out (what `plain_copy` makes), in
+    time linear in the file: a subtree shared through aliases is counted once per use, walked once."""
+    sizes = {} if sizes is None else sizes
+    if not isinstance(tree, (dict, list)):
+        return 1
+    if id(tree) not in sizes:
+        items = tree.values() if isinstance(tree, dict) else tree
+        sizes[id(tree)] = 1 + sum(expanded_size(item, sizes) for item in items)
+    return sizes[id(tree)]
 
 
 def merge_layers(*layers: dict | None) -> dict:

@@ -13,6 +13,7 @@ specs of the pipeline's steps in `steps`.
 from __future__ import annotations
 
 import re
+import os
 from pathlib import Path
 
 import jsonschema
@@ -97,6 +98,8 @@ class Plan(StepSpecs, FairSpecs, KnobSpecs):
         except jsonschema.ValidationError as error:
             where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
             raise ConfigError(f"config of preset {name!r}, key {where}: {error.message}") from None
+        # one folder, one spelling: `data/`, `./data` and `data` name the same data (and the same runs)
+        preset["data"]["root"] = os.path.normpath(preset["data"]["root"])
         return cls(config_dir, preset)
 
     def _load_experiments(self) -> dict:

@@ -207,6 +207,8 @@ def _check_seeds(seeds, where: str) -> None:
     if seeds is not None and not (isinstance(seeds, list) and seeds and all(
             type(s) is int and 0 <= s <= MAX_SEED for s in seeds)):
         raise ConfigError(f"{where}.seeds: a list of whole numbers from 0 to {MAX_SEED}, not {seeds!r}")
+    if seeds is not None and len(set(seeds)) != len(seeds):  # a seed twice: one run counted twice
+        raise ConfigError(f"{where}.seeds: {sorted({s for s in seeds if seeds.count(s) > 1})} given twice in {seeds}")
 
 
 def check_runs(plan) -> None:

@@ -3,7 +3,6 @@ ephn Figure 6 (triplet scatter diagrams per epoch) and Figure 3 (where triplets 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import matplotlib
@@ -13,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from dmlbench.io import atomic_path  # noqa: E402
+from dmlbench.io import RUN_RECORD_FIX, atomic_path, read_record  # noqa: E402
 from dmlbench.plots.canvas import save  # noqa: E402
 
 QUADRANTS = ("top-right", "top-left", "bottom-left", "bottom-right")
@@ -23,7 +22,7 @@ def _recorded(run_dirs: list[Path], folder: str) -> list[tuple[dict, int, pd.Dat
     """(run keys, epoch, table) of every `<run>/<folder>/after_epoch<E>.csv`, in run order."""
     found = []
     for run_dir in run_dirs:
-        run = json.loads((run_dir / "config.json").read_text())["run"]
+        run = read_record(run_dir / "config.json", RUN_RECORD_FIX)["run"]
         for path in sorted((run_dir / folder).glob("after_epoch*.csv"),
                            key=lambda p: int(p.stem.removeprefix("after_epoch"))):
             found.append((run, int(path.stem.removeprefix("after_epoch")), pd.read_csv(path)))

@@ -86,7 +86,9 @@ def check_fresh(metric_files: list[Path], planned: dict[str, str]) -> None:
             result = json.loads(Path(path).read_text())
         except (OSError, ValueError):
             continue  # read (and refused) with its own message below
-        found = run_status.metrics_fingerprint(Path(path).parent, result) if isinstance(result, dict) else None
+        if not (isinstance(result, dict) and isinstance(result.get("metrics"), dict)):
+            continue  # not a metrics file at all: refused as damaged below, not as stale
+        found = run_status.metrics_fingerprint(Path(path).parent, result)
         if found is not None and not found.startswith(expected):  # None: made by hand, nothing to compare
             stale.append(str(path))
     if stale:

@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from dmlbench.io import RUN_RECORD_FIX, read_record  # noqa: E402
 from dmlbench.plots.canvas import save  # noqa: E402
 
 
@@ -115,7 +116,7 @@ def learning_curves(run_dirs: list[Path], spec: dict, path: Path) -> None:
     large list), per dataset; a dataset without per-epoch evaluation says so in its panel."""
     rows = []
     for run_dir in run_dirs:
-        config = json.loads((run_dir / "config.json").read_text())["run"]
+        config = read_record(run_dir / "config.json", RUN_RECORD_FIX)["run"]
         for line in (run_dir / "epochs.jsonl").read_text().splitlines():
             rows.append({**config, **json.loads(line)})
     history = pd.DataFrame(rows)

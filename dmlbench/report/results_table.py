@@ -54,6 +54,12 @@ def run_rows(run_dir: Path, names: dict, planned: str | None = None, log: Path |
               **{key: spent.get(key) for key in COST_COLUMNS}, "error": error}
     if state != run_status.FINISHED:
         return [{**shared, "split": None, "metric": None, "value": None, "epoch": None}]
+    values = list(result["metrics"].items()) + [(f"{k} (test-selected)", v) for k, v in
+                                                 (result.get("test_selected") or {}).items() if k != "epoch"]
+    impossible = [(k, v) for k, v in values if not isinstance(v, (int, float)) or (v == v and not 0.0 <= v <= 1.0)]
+    if impossible:  # NaN passes: a failed evaluation, judged as such
+        raise DmlbenchError(f"{run_dir / 'metrics.json'} holds metrics outside [0, 1]: "
+                            f"{', '.join(f'{k} {v!r}' for k, v in impossible)}; rerun its train job")
     rows = []
     for key, value in result["metrics"].items():
         split, metric = _split_of(key)
@@ -101,16 +107,17 @@ def counts(table: pd.DataFrame) -> str:
     return f"{len(runs)} runs: {shown}{named}"
 
 
-def query(table: Path, sql: str) -> pd.DataFrame:
-    """The result of `sql` over the table, which it names `runs`. The query runs on a locked
-    connection: the table is loaded first, then file access, extensions and changes of settings
-    are switched off (no reading or writing other files, no ATTACH, no INSTALL or LOAD)."""
+def query(table: Path, sql: str, max_rows: int | None = None) -> pd.DataFrame:
+    """The result of `sql` over the table, which it names `runs` (at most `max_rows` + 1 rows read:
+    one more tells the caller there were more). The query runs on a locked connection: the table is
+    loaded first, then file access, extensions and changes of settings are switched off (no
+    reading or writing other files, no ATTACH, no INSTALL or LOAD), within `MEMORY_LIMIT`."""
     import duckdb
 
     if not table.exists():
         raise DmlbenchError(f"{table} does not exist: run the workflow (its results_table step writes it)")
-    with duckdb.connect(config={"autoinstall_known_extensions": False,
-                                "autoload_known_extensions": False}) as connection:
+    with duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False,
+                                "memory_limit": MEMORY_LIMIT, "threads": 2}) as connection:
         try:
             connection.execute(f"CREATE TABLE runs AS SELECT * FROM read_parquet('{_quoted(table)}')")
         except duckdb.Error as error:
@@ -119,11 +126,15 @@ def query(table: Path, sql: str) -> pd.DataFrame:
         for setting in LOCKED:
             connection.execute(setting)
         try:
-            return connection.execute(sql).df()
+            relation = connection.sql(sql)
+            if relation is None:  # a statement that returns nothing (or none at all)
+                raise DmlbenchError(f"the query returned no table: give a SELECT over runs, not {sql.strip()[:80]!r}")
+            return (relation if max_rows is None else relation.limit(max_rows + 1)).df()
         except duckdb.Error as error:
             raise DmlbenchError(f"the query failed: {' '.join(str(error).split())}") from None
 
 
+MEMORY_LIMIT = "2GB"  # a query's working memory (DuckDB spills or refuses beyond it)
 # what a query cannot do (the last one: nor undo the others)
 LOCKED = ("SET enable_external_access = false", "SET allow_community_extensions = false",
           "SET lock_configuration = true")

@@ -309,3 +309,29 @@ def test_every_registered_dataset_matches_the_workflows_wildcard():
     assert "NAME_PATTERN as DATASET_NAME" in (REPO / "workflow/rules/common.smk").read_text()
     assert all(re.fullmatch(datasets.NAME_PATTERN, name) for name in datasets.DATASETS.names())
     assert re.fullmatch(datasets.NAME_PATTERN, "stanford_dogs")
+
+
+@pytest.mark.parametrize("change, said", [
+    ("duplicate", "lists 1 image(s) twice in one split"),
+    ("leak", "are both trained on and evaluated on"),
+])
+def test_a_manifest_that_breaks_the_protocol_is_refused_even_with_its_checksum(tmp_path, change, said):
+    """Rewritten with its sha256 updated (so no damage is seen): an image twice in a split, or a
+    test image given a training class, is still refused by every reader."""
+    import pandas as pd
+
+    from dmlbench.data import manifest as manifest_io
+    from dmlbench.data.prepare import prepare
+    from dmlbench.errors import DatasetError
+
+    path = tmp_path / "fixture" / "cub" / "manifest.csv"
+    prepare("cub", "fixture", tmp_path, path, fixture_size={"n_classes": 8, "per_class": 4, "image_size": 16})
+    frame = pd.read_csv(path, dtype={"path": str, "split": str, "super": str}, keep_default_na=False)
+    if change == "duplicate":
+        frame = pd.concat([frame, frame.iloc[[0]]], ignore_index=True)
+    else:
+        test_row = frame.index[frame["split"] != "train"][0]
+        frame.loc[test_row, "label"] = frame.loc[frame["split"] == "train", "label"].iloc[0]
+    manifest_io.write(frame, path)  # a manifest with its sha256 recorded
+    with pytest.raises(DatasetError, match=said):
+        manifest_io.read(path)

@@ -415,3 +415,73 @@ def test_a_file_past_the_size_limit_is_one_line_naming_what_to_do(tmp_path):
         in result.stderr
     assert "ulimit -f" in result.stderr
     assert not (tmp_path / "folds.csv").exists()  # no partial output
+
+
+# --- fifth probe, by a reviewer who read only the docs (closing note of issue 59) ----------------
+
+@pytest.mark.parametrize("args, said", [
+    (["results", "--preset", "../../etc", "SELECT 1"], "--preset '../../etc' is not a preset name"),
+    (["doctor", "--config", "[1, 2]"], "--config must be a JSON object"),
+    (["doctor", "--config", "{not json"], "--config is not valid JSON"),
+    (["preflight", "--image-side", "0"], "'0' is not a whole number ≥ 1"),
+    (["preflight", "--jobs", "0"], "'0' is not a whole number ≥ 1"),
+    (["gpu-slot", "--slots", "-3", "--", "true"], "'-3' is not a whole number ≥ 0"),
+    (["gpu-slot", "--slots", "1", "--lock-dir", "/etc/passwd", "--", "true"],
+     "gpu-slot --lock-dir /etc/passwd: the folder of the device locks cannot be made"),
+])
+def test_bad_command_line_values_are_one_line(tmp_path, args, said):
+    result = dmlbench(*args, cwd=tmp_path)
+    no_traceback(result)
+    assert result.returncode != 0 and said in result.stderr
+
+
+def test_the_sql_prompt_is_bounded_and_says_what_an_empty_query_is(tmp_path):
+    import pandas as pd
+
+    table = tmp_path / "results" / "p" / "runs.parquet"
+    table.parent.mkdir(parents=True)
+    pd.DataFrame({"value": [0.5]}).to_parquet(table)
+    empty = dmlbench("results", "--preset", "p", "", cwd=tmp_path)
+    no_traceback(empty)
+    assert "the query returned no table" in empty.stderr
+    huge = dmlbench("results", "--preset", "p", "--csv", "--max-rows", "3", "SELECT range FROM range(100000000000)",
+                    cwd=tmp_path)  # a hundred billion rows: three are read
+    assert huge.returncode == 0 and huge.stdout.split() == ["range", "0", "1", "2"]
+    assert "(the first 3 rows; --max-rows N for more)" in huge.stderr
+    piped = subprocess.run(f"{sys.executable} -m dmlbench results --preset p --csv 'SELECT * FROM range(100000)' "
+                           f"| head -1", shell=True, capture_output=True, text=True, cwd=tmp_path,
+                           env=dict(python_env(), PYTHONPATH=str(REPO)), timeout=300)
+    assert piped.stdout == "range\n" and "Traceback" not in piped.stderr and "BrokenPipe" not in piped.stderr
+
+
+@pytest.mark.parametrize("config, said", [
+    ({"data": {"root": ""}}, "key data.root: '' should be non-empty"),
+    ({"seeds": [0, 0]}, "key seeds: [0, 0] has non-unique elements"),
+    ({"data": {"fixture": {"n_classes": 16, "per_class": 6, "image_size": 100000}}},
+     "key data.fixture.image_size: 100000 is greater than the maximum of 1024"),
+])
+def test_a_root_that_is_no_folder_a_seed_twice_or_a_huge_fixture_is_refused_when_the_plan_loads(config, said):
+    from dmlbench.errors import ConfigError
+
+    with pytest.raises(ConfigError) as error:
+        Plan.load(CONFIG_DIR, {"preset": "smoke", **config})
+    assert said in str(error.value)
+    assert Plan.load(CONFIG_DIR, {"preset": "smoke", "data": {"root": "data/"}}).data_dir == \
+        Plan.load(CONFIG_DIR, {"preset": "smoke", "data": {"root": "./data"}}).data_dir  # one folder, one spelling
+
+
+def test_a_yaml_alias_bomb_is_refused_before_it_fills_the_memory(tmp_path):
+    import time
+
+    from dmlbench.errors import ConfigError
+
+    lines = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
+    for level in range(1, 9):  # ten to the ninth values once expanded
+        previous, name = chr(96 + level), chr(97 + level)
+        lines.append(f"{name}: &{name} [{', '.join([f'*{previous}'] * 10)}]")
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join(lines) + "\n")
+    started = time.monotonic()
+    with pytest.raises(ConfigError, match="expands to more than 1,000,000 values through its aliases"):
+        Plan.load(CONFIG_DIR, {"preset_file": str(bomb)})
+    assert time.monotonic() - started < 30

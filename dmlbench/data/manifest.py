@@ -142,7 +142,25 @@ def read(path: Path) -> pd.DataFrame:
         raise DatasetError(f"manifest {path} cannot be read ({' '.join(str(error).split())[:200]}). The "
                            f"prepare (or cache) step writes it: delete it and rerun.") from None
     check_paths_inside(frame, f"manifest {path} (lines count from 1, the header)", first_line=2)
+    check_protocol(frame, f"manifest {path}")
     return frame
+
+
+def check_protocol(frame: pd.DataFrame, where: str) -> None:
+    """The zero-shot protocol a manifest must keep: no image listed twice in one split, and no
+    class (nor image) both trained on and evaluated on; VehicleID's nested test lists share images
+    between their splits, as they should. Else a DatasetError naming the first offenders."""
+    twice = frame[frame.duplicated(["path", "split"], keep=False)]
+    if len(twice):
+        raise DatasetError(f"{where} lists {twice['path'].nunique()} image(s) twice in one split (e.g. "
+                           f"{twice['path'].iloc[0]} in {twice['split'].iloc[0]}): the prepare (or cache) step "
+                           f"writes it; delete it and rerun")
+    train = frame["split"] == "train"
+    shared = sorted(set(frame.loc[train, "label"]) & set(frame.loc[~train, "label"]))
+    if shared:
+        raise DatasetError(f"{where}: class(es) {', '.join(map(str, shared[:5]))}{' …' if len(shared) > 5 else ''} "
+                           f"are both trained on and evaluated on (the protocol's classes are disjoint): the "
+                           f"prepare (or cache) step writes it; delete it and rerun")
 
 
 def half_split(frame: pd.DataFrame) -> pd.DataFrame:

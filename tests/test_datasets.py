@@ -312,7 +312,7 @@ def test_every_registered_dataset_matches_the_workflows_wildcard():
 
 
 @pytest.mark.parametrize("change, said", [
-    ("duplicate", "lists 1 image(s) twice in one split"),
+    ("duplicate", r"lists 1 image\(s\) twice in one split"),
     ("leak", "are both trained on and evaluated on"),
 ])
 def test_a_manifest_that_breaks_the_protocol_is_refused_even_with_its_checksum(tmp_path, change, said):

@@ -214,3 +214,24 @@ def test_a_killed_build_leaves_a_temporary_that_the_rerun_removes(cub, tmp_path)
     store.build(cub, folder, 32, log=lambda m: None)
     assert not left[0].exists() and (folder / "store.json").exists()
     assert doctor.stale_check(Plan()) is None
+
+
+def test_a_damaged_cached_image_sets_the_cache_aside_so_that_a_rerun_makes_it_again(tmp_path):
+    """The cache's images are the suite's own copies: one that cannot be decoded sets the cached
+    manifest aside (the cache step then runs again from the originals), as docs/interrupted-runs.md says."""
+    from dmlbench.data import cache, store
+    from dmlbench.data.prepare import prepare
+    from dmlbench.errors import DatasetError
+
+    source = tmp_path / "fixture" / "cub" / "manifest.csv"
+    prepare("cub", "fixture", tmp_path, source, fixture_size={"n_classes": 8, "per_class": 4, "image_size": 48})
+    cached = source.parent / "cache40" / "manifest.csv"
+    cache.build(source, cached, 40)
+    victim = next((cached.parent / "images").rglob("*.jpg"))
+    victim.write_bytes(victim.read_bytes()[:40])
+    with pytest.raises(DatasetError, match=r"the suite's cached copies: their manifest is set aside as manifest.csv.corrupt"):
+        store.build(cached, cached.parent / "store40", 40, log=lambda m: None)
+    assert not cached.exists() and (cached.parent / "manifest.csv.corrupt").exists()
+    cache.build(source, cached, 40)  # what the rerun's cache step does
+    store.build(cached, cached.parent / "store40", 40, log=lambda m: None)
+    assert (cached.parent / "store40" / "store.json").exists()

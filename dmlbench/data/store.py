@@ -12,6 +12,7 @@ side do not match is refused.
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -69,10 +70,22 @@ def _build(manifest_path: Path, output: Path, side: int, log, workers: int) -> N
                for problem in found]
         if bad:
             raise DatasetError(f"{len(bad)} of {len(table)} images of {manifest_path} cannot be decoded, "
-                               f"e.g. " + "; ".join(bad[:5]) + ". Replace them with intact copies, then rerun.")
+                               f"e.g. " + "; ".join(bad[:5]) + ". " + _remedy(manifest_path))
         write_json(tmp / "store.json", {"version": VERSION, "count": len(table), "side": side,
                                         "manifest": str(manifest_path),
                                         "manifest_sha256": manifest_sha256(manifest_path)})
+
+
+def _remedy(manifest_path: Path) -> str:
+    """What to do about images that cannot be decoded: the suite's cached copies (a
+    `cache<size>/manifest.csv`) are set aside so that the next run makes the cache again from the
+    originals; the originals are the user's to replace."""
+    if not re.fullmatch(r"cache\d+", manifest_path.parent.name):
+        return "Replace them with intact copies, then rerun."
+    moved = set_aside(manifest_path)
+    manifest.checksum_path(manifest_path).unlink(missing_ok=True)
+    return (f"They are the suite's cached copies: their manifest is set aside as {moved.name}, and rerunning "
+            f"makes the cache again from the original images.")
 
 
 def _store_block(start: int, sources: list[str], pixels_path: str, side: int) -> list[str]:

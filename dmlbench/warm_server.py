@@ -40,6 +40,9 @@ def serve(path: Path, owner: int) -> None:
     from dmlbench.children import die_with_parent
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    # Ctrl-C reaches the whole process group: the children end their steps (each says where a
+    # rerun resumes) and Snakemake then stops the server; ending it first would kill them mid-word
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent(owner, signal.SIGTERM)  # a killed Snakemake: the server still tidies up below
     jobs: list[_Job] = []
     try:

@@ -227,3 +227,21 @@ def test_a_job_whose_step_was_ended_from_outside_says_so(server, tmp_path, what)
     else:
         assert job.returncode == -signal.SIGKILL, err
         assert "dmlbench train: error: the step was ended by SIGKILL (the out-of-memory killer" in err
+
+
+def test_ctrl_c_to_the_whole_group_lets_each_step_say_where_it_resumes(server, tmp_path):
+    """Ctrl-C in a terminal reaches the server and its children alike: the server ignores it (it
+    would kill the children mid-word), the job's step ends with its own line."""
+    job = start(blocked_train(tmp_path), cwd=tmp_path, env=python_env(), stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: job_children(server.pid, tmp_path), what="a child of the server")
+        child = job_children(server.pid, tmp_path)[0]
+        wait_until(lambda: reading_the_fifo(child), what="the child inside the training")
+        for pid in (server.pid, child, job.pid):  # what the terminal's SIGINT reaches
+            os.kill(pid, signal.SIGINT)
+        _, err = job.communicate(timeout=60)
+    finally:
+        stop(job)
+    assert server.poll() is None, "the server ended on Ctrl-C"
+    assert job.returncode == -signal.SIGINT
+    assert "dmlbench train: interrupted;" in err and "Traceback" not in err

@@ -377,3 +377,18 @@ def test_ties_are_ordered_as_the_faiss_flat_index_ordered_them():
         r = int(np.sum(y == y[i])) - 1
         order = [j for j in found[i] if j != i][:r]
         assert list(top[i][:r]) == [y[j] == y[i] for j in order]
+
+
+def test_a_k_beyond_the_gallery_is_computed_and_said_to_be_trivial():
+    """eval.ks larger than what a query searches (a fixture smaller than the paper's gallery):
+    Recall@K is 1 by construction, kept, and said."""
+    import numpy as np
+    import pytest
+
+    from dmlbench.evaluation.metrics import retrieval_metrics
+
+    rng = np.random.default_rng(0)
+    embeddings, labels = rng.normal(size=(12, 4)).astype(np.float32), np.repeat(np.arange(4), 3)
+    with pytest.warns(UserWarning, match=r"recall@11, recall@100: K is at least the 11 items a query searches"):
+        metrics = retrieval_metrics(embeddings, labels, ks=[1, 11, 100], clustering=False)
+    assert metrics["recall@11"] == metrics["recall@100"] == 1.0

@@ -98,8 +98,7 @@ class Plan(StepSpecs, FairSpecs, KnobSpecs):
         except jsonschema.ValidationError as error:
             where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
             raise ConfigError(f"config of preset {name!r}, key {where}: {error.message}") from None
-        # one folder, one spelling: `data/`, `./data` and `data` name the same data (and the same runs)
-        preset["data"]["root"] = os.path.normpath(preset["data"]["root"])
+        preset["data"]["root"] = os.path.normpath(preset["data"]["root"])  # data/, ./data: one folder, one run
         return cls(config_dir, preset)
 
     def _load_experiments(self) -> dict:
@@ -224,11 +223,6 @@ class Plan(StepSpecs, FairSpecs, KnobSpecs):
         if run not in cache:
             cache[run] = self._resolve(run)
         return cache[run]
-
-    def paper_setting(self, run: Run) -> dict:
-        """A run of one of the papers' experiments as the catalogue defines it, without this
-        preset's layers (overrides, per-dataset settings, CPU settings, subset): its paper's setting."""
-        return self._resolve(run, with_preset=False)
 
     def _resolve(self, run: Run, with_preset: bool = True) -> dict:
         if isinstance(run, FairRun):

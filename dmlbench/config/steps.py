@@ -93,6 +93,11 @@ class StepSpecs:
             self._projected = _budget_hours(Path(f"reports/{self.name}/preflight/budget.csv"))
         return self._projected
 
+    def paper_setting(self, run: Run) -> dict:
+        """A run of one of the papers' experiments as the catalogue defines it, without this
+        preset's layers (overrides, per-dataset settings, CPU settings, subset): its paper's setting."""
+        return self._resolve(run, with_preset=False)
+
     def train_inputs(self, run: Run) -> list[str]:
         """What a run's training reads: its store (made from its manifest) or else its manifest,
         and its fold split file where it has one. The manifest is not named beside its store: the

@@ -8,6 +8,7 @@ difference (ours − paper) and its verdict (`dmlbench.verdicts.numbers`).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -62,7 +63,7 @@ def _check_metrics_file(path: Path, row: dict) -> None:
     ValueError, which sets the file aside with its message."""
     folder = path.parent.parts[-4:]
     said = (row["experiment"], row["dataset"], row["method"], f"seed{row['seed']}")
-    if len(folder) == 4 and tuple(folder) != said:
+    if len(folder) == 4 and re.fullmatch(r"seed\d+", folder[-1]) and tuple(folder) != said:  # a run folder
         raise ValueError(f"it names the run {'/'.join(map(str, said))}, not its folder's {'/'.join(folder)}")
     bad = {k: v for k, v in row.items() if k not in RUN_KEYS and k != "test-selected epoch"
            and isinstance(v, float) and v == v and not 0.0 <= v <= 100.0}

@@ -376,7 +376,8 @@ def test_ctrl_c_ends_a_training_with_one_line_saying_where_a_rerun_resumes(run_c
     """Ctrl-C mid-run: no traceback, one line naming the epoch a rerun resumes after, and the end
     by SIGINT that a shell expects of an interrupted program."""
     stopped = tmp_path / "stopped"
-    process = start(train_cmd(run_config, stopped), env=python_env(), stderr=subprocess.PIPE, text=True)
+    long_run = dict(run_config, epochs=200)  # still training when the Ctrl-C lands, however fast the machine
+    process = start(train_cmd(long_run, stopped), env=python_env(), stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
         while not (stopped / "epochs.jsonl").exists() and time.monotonic() < deadline and process.poll() is None:
@@ -387,7 +388,7 @@ def test_ctrl_c_ends_a_training_with_one_line_saying_where_a_rerun_resumes(run_c
         stop(process)
     assert process.returncode == -signal.SIGINT
     done = epochs_done(stopped)
-    assert 1 <= done < run_config["epochs"], "Ctrl-C should land mid-run"
+    assert 1 <= done < long_run["epochs"], "Ctrl-C should land mid-run"
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     assert err.strip().splitlines()[-1] == f"dmlbench train: interrupted; rerun resumes {stopped} after epoch {done}"
 

@@ -377,7 +377,10 @@ def test_ctrl_c_ends_a_training_with_one_line_saying_where_a_rerun_resumes(run_c
     by SIGINT that a shell expects of an interrupted program."""
     stopped = tmp_path / "stopped"
     long_run = dict(run_config, epochs=200)  # still training when the Ctrl-C lands, however fast the machine
-    process = start(train_cmd(long_run, stopped), env=python_env(), stderr=subprocess.PIPE, text=True)
+    # as from a terminal: a pytest-xdist worker ignores SIGINT, and a child would inherit that
+    as_in_a_terminal = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
+    process = start(train_cmd(long_run, stopped), env=python_env(), stderr=subprocess.PIPE, text=True,
+                    preexec_fn=as_in_a_terminal)
     try:
         deadline = time.monotonic() + 120
         while not (stopped / "epochs.jsonl").exists() and time.monotonic() < deadline and process.poll() is None:

@@ -102,8 +102,9 @@ def run(plan: Plan, workdir: Path, output_dir: Path, image_side: int | None, dev
         f"{f', {jobs} probes at a time on {threads} thread(s) each' if jobs > 1 else ''}")
     from dmlbench.config.verdict_spec import undecidable_line
 
-    if undecidable_line(plan):
-        log(undecidable_line(plan))
+    few_seeds = undecidable_line(plan)
+    if few_seeds:
+        log(few_seeds)
     measured_on = device_label(torch_device) + (f"; {jobs} probes at a time, {threads} thread(s) each"
                                                 if jobs > 1 else "")
     measured_on += (f"; seconds per step: the mean of {warm_steps} warm steps after a first one, in the "

@@ -79,7 +79,12 @@ def test_few_seeds_nan_and_zero_spread_say_what_they_are():
     assert flat.verdict == numbers.REPRODUCED and flat.zero_spread
     assert numbers.printed_precision("66.85") == pytest.approx(0.005)
     assert numbers.printed_precision("97") == 0.5
-    assert numbers.band_of({"nmi": 0.5}, "nmi") == 0.5 and numbers.band_of({"nmi": 0.5}, "f1") == 1.0
+    from dmlbench.config import margins
+
+    margin = margins.of(CONFIG_DIR, {"margin": {"band": {"nmi": 0.5}, "source": "s"},
+                                     "table": {"metrics": ["nmi", "f1"]}})
+    assert numbers.band_of(margin, "nmi") == 0.5
+    assert numbers.band_of(margin, "f1") == margins.default(CONFIG_DIR)["band"] and margin["source"] == "s"
 
 
 def test_the_detectable_gain_is_statsmodels_power_computation_and_a_simulations():
@@ -220,9 +225,12 @@ def test_every_claim_of_the_catalogue_names_rows_datasets_and_metrics_of_its_exp
             assert claim["dataset"] in exp["datasets"] and claim["metric"] in exp["table"]["metrics"]
 
 
-def test_tolerance_must_be_points_of_a_table_metric(tmp_path):
-    config = _catalogue_with(tmp_path, "ms.t1:\n", "ms.t1:\n  tolerance: {nmi: 1.0}\n")
-    with pytest.raises(ConfigError, match="ms.yaml: experiment ms.t1.tolerance: 'nmi' is not in the table"):
+def test_a_margin_must_be_points_of_a_table_metric_with_its_source(tmp_path):
+    config = _catalogue_with(tmp_path, "ms.t1:\n", "ms.t1:\n  margin: {band: {nmi: 1.0}, source: spread}\n")
+    with pytest.raises(ConfigError, match="ms.yaml: experiment ms.t1.margin.band: 'nmi' is not in the table"):
+        Plan.load(config, {"preset": "demo"})
+    config = _catalogue_with(tmp_path / "again", "ms.t1:\n", "ms.t1:\n  margin: {band: 0.5}\n")
+    with pytest.raises(ConfigError, match="ms.t1.margin: a mapping with `band` .* and `source`"):
         Plan.load(config, {"preset": "demo"})
 
 
@@ -356,13 +364,21 @@ def test_a_claim_of_a_swept_experiment_names_both_variants_or_neither(tmp_path):
         Plan.load(tmp_path / "config", {"preset": "demo"})
 
 
-@pytest.mark.parametrize("tolerance", [float("nan"), float("inf"), -1.0, {"recall@1": float("nan")}])
-def test_a_tolerance_that_is_not_a_finite_number_of_points_is_refused(tolerance):
-    from dmlbench.config.table_checks import check_tolerance
+@pytest.mark.parametrize("band", [float("nan"), float("inf"), -1.0, {"recall@1": float("nan")}])
+def test_a_margin_that_is_not_a_finite_number_of_points_is_refused(band):
+    from dmlbench.config.margins import check_experiment
 
-    with pytest.raises(ConfigError, match="tolerance.*a finite number of points ≥ 0"):
-        check_tolerance({"tolerance": tolerance, "table": {"metrics": ["recall@1"]}}, "ms.t1")
-    check_tolerance({"tolerance": 1.5, "table": {"metrics": ["recall@1"]}}, "ms.t1")
+    with pytest.raises(ConfigError, match="margin.band.*a finite number of points ≥ 0"):
+        check_experiment({"margin": {"band": band, "source": "s"}, "table": {"metrics": ["recall@1"]}}, "ms.t1")
+    check_experiment({"margin": {"band": 1.5, "source": "s"}, "table": {"metrics": ["recall@1"]}}, "ms.t1")
+
+
+def test_the_default_margin_file_is_checked(tmp_path):
+    from dmlbench.config import margins
+
+    (tmp_path / "margins.yaml").write_text("default: {band: 1.0, source: ''}\n")
+    with pytest.raises(ConfigError, match="margins.yaml: default.source: say where the band comes from"):
+        margins.default(tmp_path)
 
 
 def test_verdict_and_results_find_the_preset_that_has_results(tmp_path):

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from dmlbench.config.loading import deep_merge, printed_numbers
-from dmlbench.config import fair_catalogue
+from dmlbench.config import fair_catalogue, margins
 from dmlbench.config.run import Run
 from dmlbench.data import fixtures
 from dmlbench.data.datasets import DATASETS
@@ -118,7 +118,7 @@ class StepSpecs:
     def aggregate_spec(self, experiment: str) -> dict:
         exp = self.experiments[experiment]
         return {"experiment": experiment, "title": self.title(experiment), "toy_data": self.toy_data,
-                "paper": exp.get("paper"), "table": exp.get("table", {}), "tolerance": exp.get("tolerance"),
+                "paper": exp.get("paper"), "table": exp.get("table", {}), "margin": margins.of(self.config_dir, exp),
                 "reported": printed_numbers(exp.get("reported", {})),
                 "quoted": printed_numbers(exp.get("quoted", {})),
                 "method_labels": {run.method: paper_label(exp, run.method) or self._label(run)

@@ -1,9 +1,8 @@
 """What an experiment's table prints, checked when the catalogue loads: the paper's numbers
-(`reported`), the verdicts' tolerance, settings named in the title, and the paper's layout."""
+(`reported`), settings named in the title, and the paper's layout."""
 
 from __future__ import annotations
 
-import math
 
 from dmlbench.errors import ConfigError
 
@@ -25,22 +24,6 @@ def check_reported(exp: dict, where: str) -> None:
             if extra:
                 raise ConfigError(f"{where}.reported.{method}.{dataset}: {extra} not among the "
                                   f"table's metrics {sorted(metrics)}")
-
-
-def check_tolerance(exp: dict, where: str) -> None:
-    """`tolerance`: the band (points, ≥ 0) of the verdicts on the paper's numbers, one number or
-    one per metric of the table (`dmlbench.verdicts.numbers`)."""
-    tolerance = exp.get("tolerance")
-    if tolerance is None:
-        return
-    metrics = (exp.get("table") or {}).get("metrics") or []
-    values = tolerance if isinstance(tolerance, dict) else {"": tolerance}
-    for metric, value in values.items():
-        if metric and metric not in metrics:
-            raise ConfigError(f"{where}.tolerance: {metric!r} is not in the table's metrics ({', '.join(metrics)})")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
-            raise ConfigError(f"{where}.tolerance{'.' + metric if metric else ''}: a finite number of points ≥ 0 "
-                              f"(or one per metric), not {value!r}")
 
 
 def check_title(plan, exp: dict, where: str) -> None:

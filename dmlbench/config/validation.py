@@ -7,7 +7,7 @@ import json
 
 from dmlbench import settings
 from dmlbench.analysis import ANALYSES
-from dmlbench.config import method_checks, table_checks
+from dmlbench.config import margins, method_checks, table_checks
 from dmlbench.config.loading import check_keys, deep_merge
 from dmlbench.config.run import EXPERIMENT_ID, METHOD_ID, check_id
 from dmlbench.data.datasets import DATASETS
@@ -21,7 +21,7 @@ from dmlbench.verdicts import claims
 
 EXPERIMENT_KEYS = {"layout", "title", "paper", "datasets", "methods", "seeds", "train", "per_dataset",
                    "table", "reported", "quoted", "kind", "analysis", "sweep", "plot", "figures", "fair",
-                   "necessities", "paper_numbers", "omitted", "claims", "tolerance"}
+                   "necessities", "paper_numbers", "omitted", "claims", "margin"}
 SWEEP_KEYS = {"train", "loss", "miner"}
 MAX_SEED = 2**32 - 1  # numpy's seeds (the preset's `seeds`: schema.yaml)
 ANALYSIS_KEYS = {"title", "paper", "kind", "analysis", "methods", "loss_overrides"}
@@ -38,6 +38,7 @@ def check_catalogue(plan) -> None:
         for variant in plan.experiments[key].get("sweep") or {}:
             check_id("sweep variant", variant, METHOD_ID, f"{plan.sources[key]}: experiment {key}")
     method_checks.check_methods(plan, METHOD_KEYS)
+    margins.default(plan.config_dir)
     for name, method in plan.methods.items():
         check_settings(plan, method.get("train"), f"{plan.config_dir / 'methods.yaml'}: method {name}.train")
     for key, exp in plan.experiments.items():
@@ -80,7 +81,7 @@ def check_catalogue(plan) -> None:
             FIGURES.check(name, f"{where}.figures", ConfigError)
         table_checks.check_reported(exp, where)
         claims.check(exp, f"{where}")
-        table_checks.check_tolerance(exp, f"{where}")
+        margins.check_experiment(exp, where)
         table_checks.check_layout(exp, where)
         table_checks.check_title(plan, exp, where)
         ranked = "trunk_ranking" in (exp.get("figures") or [])

@@ -1,5 +1,5 @@
 """What a paper's certificate reads (`dmlbench.verdicts.certificate`), from the plan: each of the
-paper's experiments with its numbers, claims, tolerance and test-selected metrics, the runs.csv it
+paper's experiments with its numbers, claims, margin and test-selected metrics, the runs.csv it
 comes from, the manifests' checksum files and the fingerprint of the runs' resolved settings.
 
 A paper is the id prefix of its experiments (`papers.yaml`); the suite's own experiments
@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from dmlbench.config import margins
 from dmlbench.config.loading import printed_numbers
 from dmlbench.data.manifest import checksum_path
 from dmlbench.errors import ConfigError
@@ -58,7 +59,7 @@ def certificate_spec(plan, paper: str) -> dict:
     experiments = [{"id": key, "title": plan.title(key), "ran": key in ran,
                     "runs": f"reports/{plan.name}/{key}/runs.csv",
                     "selected": list((plan.experiments[key].get("table") or {}).get("test_selected") or []),
-                    "tolerance": plan.experiments[key].get("tolerance"),
+                    "margin": margins.of(plan.config_dir, plan.experiments[key]),
                     "reported": printed_numbers(plan.experiments[key].get("reported") or {}),
                     "claims": per_variant(plan.experiments[key], plan.variants(key))} for key in keys]
     return {"paper": paper, "title": plan.papers.get(paper, paper), "preset": plan.name,

@@ -99,10 +99,10 @@ def check_fresh(metric_files: list[Path], planned: dict[str, str]) -> None:
             f"`snakemake --forcerun train --until <these files>` (or rerun without `--rerun-triggers mtime`)")
 
 
-def summarise(runs: pd.DataFrame, metrics: list[str], reported: dict, tolerance=None,
+def summarise(runs: pd.DataFrame, metrics: list[str], reported: dict, margin=None,
               selected=()) -> pd.DataFrame:
     """Mean, std, n and the 95 % interval's half-width per dataset × method × metric, with the
-    paper's number, the difference and the verdict (`tolerance`: the catalogue's band). A metric
+    paper's number, the difference and the verdict (`margin`: the experiment's, `dmlbench.config.margins.of`). A metric
     the paper reports at its test-selected epoch (`selected`) is judged on that column; its
     last-epoch column, the honest number, is shown with its difference and no verdict."""
     rows = []
@@ -121,7 +121,7 @@ def summarise(runs: pd.DataFrame, metrics: list[str], reported: dict, tolerance=
             mean = float(values.mean())
             verdict = None
             if paper is not None and (base not in selected or metric != base):
-                band = numbers.band_of(tolerance, base) + numbers.printed_precision(str(text))
+                band = numbers.band_of(margin, base) + numbers.printed_precision(str(text))
                 verdict = numbers.judge(values.tolist() + [float("nan")] * int(failed.sum()), paper, band).verdict
             rows.append({"dataset": dataset, "method": method, "metric": metric, "mean": mean,
                          "std": float(values.std(ddof=1)) if len(values) > 1 else float("nan"),
@@ -206,7 +206,7 @@ def aggregate(spec: dict, metric_files: list[Path], output_dir: Path,
         (output_dir.parent / "index.html").unlink(missing_ok=True)
         raise
     metrics = _metrics(spec, runs)
-    summary = summarise(runs, metrics, spec.get("reported") or {}, spec.get("tolerance"),
+    summary = summarise(runs, metrics, spec.get("reported") or {}, spec.get("margin"),
                         spec["table"].get("test_selected") or ()).assign(reference=False)
     refs = refs[refs["dataset"].isin(summary["dataset"])] if len(refs) else refs
     summary = pd.concat([refs, summary], ignore_index=True) if len(refs) else summary

@@ -47,13 +47,13 @@ def _numbers(exp: dict, runs: pd.DataFrame | None) -> list[dict]:
                 column = _column(exp, metric)
                 ran = runs is not None and ((runs["method"] == row) & (runs["dataset"] == dataset)).any()
                 per_seed = _per_seed(runs, row, dataset, column) if ran else {}
-                tolerance = numbers.band_of(exp["tolerance"], metric) + numbers.printed_precision(text)
-                found = numbers.judge(list(per_seed.values()), float(text), tolerance)
+                delta = numbers.band_of(exp["margin"], metric) + numbers.printed_precision(text)
+                found = numbers.judge(list(per_seed.values()), float(text), delta)
                 entry = {"row": row, "dataset": dataset, "metric": metric, "paper": text,
                          "test_selected": column != metric, **found.__dict__,
                          "failed_seeds": sorted(seed for seed, value in per_seed.items() if value != value)}
                 if column != metric and ran:  # the honest number beside it: each run's last epoch
-                    honest = numbers.judge(list(_per_seed(runs, row, dataset, metric).values()), float(text), tolerance)
+                    honest = numbers.judge(list(_per_seed(runs, row, dataset, metric).values()), float(text), delta)
                     entry["last_epoch"] = {"mean": honest.mean, "half": honest.half, "n": honest.n}
                 out.append(entry)
     return out
@@ -182,7 +182,7 @@ def markdown(cert: dict, only: str | None = None) -> str:
             lines += ["| row | dataset | metric | paper | this suite (95 % interval, n) | δ | verdict |",
                       "|---|---|---|---|---|---|---|"]
             lines += [f"| {x['row']} | {x['dataset']} | {x['metric']}{' (test-selected)' if x['test_selected'] else ''} "
-                      f"| {x['paper']} | {_interval(x['mean'], x['half'])} (n={x['n']}) | ±{x['tolerance']:.3f} "
+                      f"| {x['paper']} | {_interval(x['mean'], x['half'])} (n={x['n']}) | ±{x['delta']:.3f} "
                       f"| {numbers.SYMBOLS[x['verdict']]} {x['verdict']}{_why(x)} |" for x in decided]
             lines.append("")
         if exp["claims"]:

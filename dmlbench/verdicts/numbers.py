@@ -13,7 +13,8 @@ d = mean(ours) − paper, s its seeds' standard deviation, n ≥ 3 seeds, t the 
 - failed: a seed's number is NaN (a run that diverged or whose evaluation failed): counted, not
   dropped.
 
-δ = band (the catalogue's `tolerance`, default 1.0 point of a metric in %) + half a unit of the
+δ = band (`workflow/config/margins.yaml`, or the experiment's `margin:`; 1.0 point of a metric in %
+when this was written, with its source) + half a unit of the
 paper's last printed digit (66.85 → 0.005, 85.8 → 0.05): the paper's rounding is no gap. With
 zero spread (every seed the same number) the intervals are points and `zero_spread` says so.
 """
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 SELECTED = " (test-selected)"  # the column of a metric at each run's best test epoch (runs.csv)
-DEFAULT_BAND = 1.0  # points of a metric in % (Recall@K, NMI, F1, MAP@R): docs/verdicts.md
+DEFAULT_BAND = 1.0  # points, where a spec carries no margin (tests): workflow/config/margins.yaml rules
 MIN_SEEDS = 3
 MAX_SEEDS = 200
 ALPHA = 0.05
@@ -50,19 +51,17 @@ class NumberVerdict:
     n: int
     mean: float | None = None
     half: float | None = None     # half-width of the 95 % interval of the mean (n ≥ 2)
-    tolerance: float | None = None  # δ
+    delta: float | None = None  # δ, the margin
     seeds_needed: int | None = None  # inconclusive: the seeds that would decide it
     failed: int = 0               # seeds whose number is NaN
     zero_spread: bool = False
 
 
-def band_of(tolerance, metric: str) -> float:
-    """The catalogue's `tolerance` of an experiment (a number, or metric → number) for `metric`."""
-    if tolerance is None:
+def band_of(margin: dict | None, metric: str) -> float:
+    """The band of `metric` in an experiment's margin (`dmlbench.config.margins.of`)."""
+    if margin is None:
         return DEFAULT_BAND
-    if isinstance(tolerance, dict):
-        return float(tolerance.get(metric, DEFAULT_BAND))
-    return float(tolerance)
+    return float(margin["band"].get(metric, margin["default"]))
 
 
 def printed_precision(text: str) -> float:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from dmlbench.io import read_json
 from dmlbench.report.verdict_marks import verdict_class
-from dmlbench.verdicts import certificate, claims, numbers
+from dmlbench.verdicts import certificate, claim_kinds, claims, numbers
 
 
 def read(preset_dir: Path, paper: str) -> dict | None:
@@ -19,11 +19,10 @@ def read(preset_dir: Path, paper: str) -> dict | None:
 def _claim_row(c: dict) -> str:
     tested = "low" in c
     ours = f"{c['gain']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}]" if tested else "–"
-    test = (("paired t" if c["paired"] else "Welch t") + f", n = {c['n_better']}/{c['n_worse']}, "
-            f"p = {c['p']:.3g} (Holm {c['p_holm']:.3g})") if tested else "–"
+    test = f"{claim_kinds.test_text(c)}, p = {c['p']:.3g} (Holm {c['p_holm']:.3g})" if tested else "–"
     paper = "–" if c.get("gain_paper") is None else f"{c['gain_paper']:+.2f}"
-    cells = [f"{c['experiment']}: {c['text']}", c["source"], f"{c['better']} − {c['worse']}",
-             f"{c['dataset']}, {c['metric']}" + (" (test-selected)" if c["test_selected"] else ""), paper, ours, test]
+    cells = [f"{c['experiment']}: {c['text']}", c["source"], c["rows"],
+             c["where"] + (" (test-selected)" if c["test_selected"] else ""), paper, ours, test]
     return ("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in cells)
             + f"<td class='delta {verdict_class(c['verdict'])}'>{claims.SYMBOLS[c['verdict']]} "
               f"{html.escape(c['verdict'])}</td></tr>")
@@ -39,8 +38,8 @@ def render(cert: dict, link: str) -> str:
     every = [c for e in cert["experiments"] for c in e["claims"]]
     rows = "".join(_claim_row(c) for c in every if c["verdict"] != claims.NOT_RUN)
     unrun = sum(c["verdict"] == claims.NOT_RUN for c in every)
-    table = ("<div class='scroll'><table class='claims'><thead><tr><th>claim</th><th>source</th><th>better − worse</th>"
-             "<th>dataset, metric</th><th>paper's gain</th><th>this suite's gain [95 % interval]</th><th>test</th>"
+    table = ("<div class='scroll'><table class='claims'><thead><tr><th>claim</th><th>source</th><th>rows</th>"
+             "<th>datasets; metrics</th><th>paper's gain</th><th>this suite's gain [95 % interval]</th><th>test</th>"
              f"<th>verdict</th></tr></thead><tbody>{rows}</tbody></table></div>") if rows else ""
     if unrun:
         table += (f"<p class='note'>{unrun} of the {len(every)} claims name a row or dataset this preset does "

@@ -44,9 +44,10 @@ td .n { font-size: 0.8em; color: #777; }
 .v-above { background: #ddeafc; }
 .v-single-run, .v-not-run, .v-not-significant, .v-inconclusive { background: #f0f0f0; color: #666; }
 .v-failed { background: #f9d0c4; font-weight: bold; }
-.v-holds { background: #dff3e2; }
+.v-holds, .v-equivalent { background: #dff3e2; }
+.v-underpowered { background: #fff4d6; }
 .v-holds-smaller, .v-holds-larger { background: #eef6d8; }
-.v-reversed { background: #fde0dd; }
+.v-reversed, .v-differs { background: #fde0dd; }
 .legend { font-size: 0.8em; color: #444; }
 table.claims td { text-align: left; white-space: normal; min-width: 5em; }
 table.claims td:first-child { min-width: 22em; }

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from dmlbench.errors import DmlbenchError
+from dmlbench.verdicts import claim_kinds
 from dmlbench.verdicts import claims as claim_tests
 from dmlbench.verdicts import numbers
 
@@ -62,15 +63,17 @@ def _numbers(exp: dict, runs: pd.DataFrame | None) -> list[dict]:
 def _claims(exp: dict, runs: pd.DataFrame | None) -> list[dict]:
     out = []
     for claim in exp["claims"]:
-        column = _column(exp, claim["metric"])
-        result = claim_tests.test(_per_seed(runs, claim["better"], claim["dataset"], column),
-                                  _per_seed(runs, claim["worse"], claim["dataset"], column))
+        metrics = claim_kinds.listed(claim["metric"])
+        result = claim_kinds.evaluate(claim, lambda row, dataset, metric: _per_seed(runs, row, dataset, _column(exp, metric)),
+                                      lambda metric: numbers.band_of(exp["margin"], metric))
         entry = {**{k: v for k, v in claim.items() if k != "gain"}, "gain_paper": claim.get("gain"),
-                 "experiment": exp["id"], "test_selected": column != claim["metric"]}
+                 "kind": claim.get("kind", "gain"), "rows": claim_kinds.rows_text(claim),
+                 "where": f"{', '.join(claim_kinds.listed(claim['dataset']))}; {', '.join(metrics)}",
+                 "experiment": exp["id"], "test_selected": any(_column(exp, m) != m for m in metrics)}
         if isinstance(result, str):
             entry["verdict"] = result
         else:
-            entry.update(result.__dict__)
+            entry.update(result)
         out.append(entry)
     return out
 
@@ -83,17 +86,18 @@ def build(spec: dict, commit: str, root: Path = Path(".")) -> dict:
         experiments.append({"id": exp["id"], "title": exp["title"], "ran": exp["ran"],
                             "numbers": _numbers(exp, runs), "claims": _claims(exp, runs)})
         tested += [c for c in experiments[-1]["claims"] if "p" in c]
-    fields = claim_tests.ClaimTest.__dataclass_fields__
     # the Holm family: every claim of the paper in the catalogue, run or not (an untested one
     # counts with p = 1), so that a claim's verdict does not depend on what else the preset ran
     family = sum(len(e["claims"]) for e in experiments)
     adjusted_ps = claim_tests.holm([c["p"] for c in tested] + [1.0] * (family - len(tested)))
     for claim, adjusted in zip(tested, adjusted_ps):
         claim["p_holm"] = adjusted
-        # detectable at power 0.8, two-sided at α/m: the strictest step of the paper's Holm family
-        claim["detectable"] = claim_tests.detectable_gain(claim["se"], claim["df"], claim_tests.ALPHA / family)
-        claim["verdict"] = claim_tests.verdict(claim_tests.ClaimTest(**{k: claim[k] for k in fields}),
-                                               adjusted, claim.get("gain_paper"), claim["detectable"])
+        # detectable at power 0.8, two-sided at α/m (the strictest step of the paper's Holm
+        # family), by the claim's weakest part
+        claim["detectable"] = max(claim_tests.detectable_gain(part["se"], part["df"], claim_tests.ALPHA / family)
+                                  for part in claim.get("parts") or [claim])
+        claim["verdict"] = claim_kinds.verdict({**claim, "gain": claim.get("gain_paper")}, claim, adjusted,
+                                               claim["detectable"])
     every_number = [n for e in experiments for n in e["numbers"]]
     every_claim = [c for e in experiments for c in e["claims"]]
     return {"paper": spec["paper"], "title": spec["title"], "preset": spec["preset"],
@@ -127,7 +131,7 @@ def headline(cert: dict) -> str:
         numbers_part = f"{n[numbers.REPRODUCED]} of {n['total']} numbers reproduced{_counted(rest)}, "
     rest = {claim_tests.UNDERPOWERED: c.get(claim_tests.UNDERPOWERED, 0),
             claim_tests.NOT_SIGNIFICANT: c.get(claim_tests.NOT_SIGNIFICANT, 0),
-            claim_tests.REVERSED: c.get(claim_tests.REVERSED, 0)}
+            claim_tests.REVERSED: c.get(claim_tests.REVERSED, 0), claim_tests.DIFFERS: c.get(claim_tests.DIFFERS, 0)}
     return f"{cert['paper']}: {numbers_part}{c['holding']} of {c['total']} claims hold{_counted(rest)}"
 
 
@@ -186,17 +190,16 @@ def markdown(cert: dict, only: str | None = None) -> str:
                       f"| {numbers.SYMBOLS[x['verdict']]} {x['verdict']}{_why(x)} |" for x in decided]
             lines.append("")
         if exp["claims"]:
-            lines += ["| claim | better − worse | dataset, metric | paper's gain | this suite's gain (95 % interval) "
+            lines += ["| claim | rows | datasets; metrics | paper's gain | this suite's gain (95 % interval) "
                       "| test | p (Holm) | detectable gain | verdict |", "|---|---|---|---|---|---|---|---|---|"]
             for c in exp["claims"]:
                 ours = (f"{c['gain']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}]" if "low" in c else "–")
-                test = (("paired t" if c["paired"] else "Welch t") + f", n={c['n_better']}/{c['n_worse']}"
-                        if "low" in c else "–")
+                test = claim_kinds.test_text(c) if "low" in c else "–"
                 p = f"{c['p']:.3g} ({c['p_holm']:.3g})" if "p_holm" in c else "–"
                 paper = "–" if c.get("gain_paper") is None else f"{c['gain_paper']:+.2f}"
                 detectable = f"{c['detectable']:.2f}" if "detectable" in c else "–"
-                lines.append(f"| {c['id']}: {c['text']} ({c['source']}) | {c['better']} − {c['worse']} "
-                             f"| {c['dataset']}, {c['metric']} | {paper} | {ours} | {test} | {p} | {detectable} "
+                lines.append(f"| {c['id']}: {c['text']} ({c['source']}) | {c['rows']} "
+                             f"| {c['where']} | {paper} | {ours} | {test} | {p} | {detectable} "
                              f"| {claim_tests.SYMBOLS[c['verdict']]} {c['verdict']} |")
             lines.append("")
     lines += ["## Provenance", "", f"- commit: {cert['commit']}", f"- settings fingerprint (sha256 of the "

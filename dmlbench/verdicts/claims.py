@@ -23,31 +23,34 @@ import numpy as np
 from dmlbench.errors import ConfigError
 
 ALPHA = 0.05
-KEYS = {"id", "text", "better", "worse", "dataset", "metric", "gain", "source"}
-REQUIRED = KEYS - {"gain"}
+REQUIRED = {"id", "text", "dataset", "metric", "source"}  # and those of the claim's kind (claim_kinds)
 HOLDS, SMALLER, LARGER = "holds", "holds, smaller", "holds, larger"
 NOT_SIGNIFICANT, REVERSED, NOT_RUN, SINGLE_RUN = "not significant", "reversed", "not run", "single run"
-UNDERPOWERED = "underpowered"
-VERDICTS = (HOLDS, SMALLER, LARGER, UNDERPOWERED, NOT_SIGNIFICANT, REVERSED, NOT_RUN, SINGLE_RUN)
+UNDERPOWERED, EQUIVALENT, DIFFERS = "underpowered", "equivalent", "differs"
+VERDICTS = (HOLDS, SMALLER, LARGER, EQUIVALENT, UNDERPOWERED, NOT_SIGNIFICANT, REVERSED, DIFFERS, NOT_RUN, SINGLE_RUN)
 POWER = 0.8
-HOLDING = (HOLDS, SMALLER, LARGER)
-FAILING = (NOT_SIGNIFICANT, REVERSED)  # tested, able to see it, and not holding
-SYMBOLS = {HOLDS: "✓", SMALLER: "✓▽", LARGER: "✓△", UNDERPOWERED: "…", NOT_SIGNIFICANT: "≈", REVERSED: "✗",
-           NOT_RUN: "∅", SINGLE_RUN: "①"}
+HOLDING = (HOLDS, SMALLER, LARGER, EQUIVALENT)
+FAILING = (NOT_SIGNIFICANT, REVERSED, DIFFERS)  # tested, able to see it, and not holding
+SYMBOLS = {HOLDS: "✓", SMALLER: "✓▽", LARGER: "✓△", EQUIVALENT: "✓≈", UNDERPOWERED: "…", NOT_SIGNIFICANT: "○",
+           REVERSED: "✗", DIFFERS: "✗≠", NOT_RUN: "∅", SINGLE_RUN: "①"}
 MEANINGS = {HOLDS: "same sign as the paper's, significant, the paper's gain inside this suite's gain's interval",
             SMALLER: "holds, but this suite's gain's interval lies below the paper's gain",
             LARGER: "holds, but this suite's gain's interval lies above the paper's gain",
+            EQUIVALENT: "an equivalence or plateau claim: the difference shown inside ±δ (two one-sided tests)",
             UNDERPOWERED: "not significant, but the gain in question is below what the test detects with "
                           "power 0.8 at these seeds and this family: more seeds are needed, not a refutation",
             NOT_SIGNIFICANT: "no significant difference (Holm-corrected p ≥ 0.05) where the test could have seen it",
-            REVERSED: "the opposite sign, significant",
+            REVERSED: "the opposite sign, significant (a no-gain claim: a gain beyond δ shown)",
+            DIFFERS: "an equivalence or plateau claim: the 95 % interval of the difference wholly outside ±δ",
             NOT_RUN: "a row of the claim is not run by this preset",
             SINGLE_RUN: "a row has one seed: no test"}
 
 
 def check(exp: dict, where: str) -> None:
-    """Each claim has the keys above and names rows, a dataset and a metric of the experiment's
-    table; ids are unique within the experiment (`check_ids`: within the paper)."""
+    """Each claim has the keys of its kind (`claim_kinds`) and names rows, datasets and metrics of
+    the experiment's table; ids are unique within the experiment (`check_ids`: within the paper)."""
+    from dmlbench.verdicts import claim_kinds
+
     claims = exp.get("claims")
     if claims is None:
         return
@@ -58,32 +61,39 @@ def check(exp: dict, where: str) -> None:
     for i, claim in enumerate(claims):
         at = f"{where}.claims[{i}]" + (f" ({claim.get('id')})" if isinstance(claim, dict) and claim.get("id") else "")
         if not isinstance(claim, dict):
-            raise ConfigError(f"{at}: a mapping with keys {sorted(KEYS)}")
-        unknown, missing = set(claim) - KEYS, REQUIRED - set(claim)
+            raise ConfigError(f"{at}: a mapping with keys {sorted(REQUIRED)} and those of its kind")
+        unknown, missing = set(claim) - claim_kinds.KEYS, REQUIRED - set(claim)
         if unknown or missing:
-            raise ConfigError(f"{at}: keys are {sorted(KEYS)} (gain may be null); "
+            raise ConfigError(f"{at}: keys are {sorted(claim_kinds.KEYS)} (gain may be null); "
                               + "; ".join(f"{what} {sorted(names)}" for what, names in
                                           (("unknown", unknown), ("missing", missing)) if names))
-        for key in ("better", "worse"):
-            if claim[key] not in rows:
-                raise ConfigError(f"{at}.{key}: {claim[key]!r} is no row the experiment runs "
-                                  f"({', '.join(sorted(rows))})")
-        if exp.get("sweep") and ("@" in claim["better"]) != ("@" in claim["worse"]):
-            raise ConfigError(f"{at}: in an experiment with a sweep, name both rows with their variant "
-                              f"(method@variant) or neither (tested on every variant), not "
-                              f"{claim['better']!r} against {claim['worse']!r}")
-        if claim["better"] == claim["worse"]:
-            raise ConfigError(f"{at}: better and worse are the same row {claim['better']!r}")
-        if claim["dataset"] not in exp["datasets"]:
-            raise ConfigError(f"{at}.dataset: {claim['dataset']!r} is not run by the experiment "
-                              f"({', '.join(exp['datasets'])})")
-        if claim["metric"] not in metrics:
-            raise ConfigError(f"{at}.metric: {claim['metric']!r} is not in the experiment's table "
-                              f"({', '.join(metrics)})")
+        claim_kinds.check(claim, exp, at)
+        if "better" in claim:
+            _check_rows(claim, exp, rows, at)
+        for dataset in claim_kinds.listed(claim["dataset"]):
+            if dataset not in exp["datasets"]:
+                raise ConfigError(f"{at}.dataset: {dataset!r} is not run by the experiment "
+                                  f"({', '.join(exp['datasets'])})")
+        for metric in claim_kinds.listed(claim["metric"]):
+            if metric not in metrics:
+                raise ConfigError(f"{at}.metric: {metric!r} is not in the experiment's table ({', '.join(metrics)})")
         gain = claim.get("gain")
         if gain is not None and (isinstance(gain, bool) or not isinstance(gain, (int, float))
                                  or not math.isfinite(gain)):
             raise ConfigError(f"{at}.gain: a finite number (points, the paper's better − worse) or null, not {gain!r}")
+
+
+def _check_rows(claim: dict, exp: dict, rows: set, at: str) -> None:
+    for key in ("better", "worse"):
+        if claim[key] not in rows:
+            raise ConfigError(f"{at}.{key}: {claim[key]!r} is no row the experiment runs "
+                              f"({', '.join(sorted(rows))})")
+    if exp.get("sweep") and ("@" in claim["better"]) != ("@" in claim["worse"]):
+        raise ConfigError(f"{at}: in an experiment with a sweep, name both rows with their variant "
+                          f"(method@variant) or neither (tested on every variant), not "
+                          f"{claim['better']!r} against {claim['worse']!r}")
+    if claim["better"] == claim["worse"]:
+        raise ConfigError(f"{at}: better and worse are the same row {claim['better']!r}")
 
 
 def check_ids(experiments: dict, source_of) -> None:
@@ -105,7 +115,7 @@ def per_variant(exp: dict, variants: list[str]) -> list[dict]:
     claims = exp.get("claims") or []
     if not exp.get("sweep"):
         return list(claims)
-    bare = [c for c in claims if "@" not in c["better"] and "@" not in c["worse"]]
+    bare = [c for c in claims if "better" in c and "@" not in c["better"] and "@" not in c["worse"]]
     return [c for c in claims if c not in bare] + [
         {**c, "id": f"{c['id']}@{v}", "text": f"{c['text']} (on {v})",
          "better": f"{c['better']}@{v}", "worse": f"{c['worse']}@{v}"} for v in variants for c in bare]

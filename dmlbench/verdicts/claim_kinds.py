@@ -1,0 +1,187 @@
+"""What a claim's sentence says, tested as it says it (docs/verdicts.md, "Claims"). `kind:`
+
+- `gain` (the default): `better` beats `worse`. A list of datasets or metrics is one statement
+  over them all: an intersection-union test, significant only where every part is (p = the
+  largest part's p), its gain the smallest part's.
+- `equivalent` ("≈", "recovers", "comparable"): two one-sided tests of better − worse inside ±δ
+  (p = the larger one-sided p); *differs* where the 95 % interval lies wholly outside ±δ.
+- `no_gain` ("gives no gain over"): non-superiority, better − worse < δ shown by a one-sided
+  test; *reversed* where the 95 % interval lies wholly above δ.
+- `increasing` / `decreasing` (a figure's trend): the slope of the per-seed points over the
+  settings' ranks (least squares, t-test with N − 2 degrees of freedom, scipy's `linregress`);
+  the gain is the fitted change from the first setting to the last.
+- `peak` (a best setting, an inverted U when it is inside the range): the setting `at` beats
+  every other one, an intersection-union test of the pairwise gains.
+- `plateau` (saturation): every setting from `at` on is equivalent to `at` within ±δ.
+
+δ is the claim's `margin` (points), else the experiment's band for the metric. Each test gives a
+p-value for the paper's Holm family and a standard error for the detectable gain.
+"""
+
+from __future__ import annotations
+
+import math
+
+from dmlbench.errors import ConfigError
+from dmlbench.verdicts import claims as gain_tests
+
+PAIR_KINDS = ("gain", "equivalent", "no_gain")
+SHAPE_KINDS = ("increasing", "decreasing", "peak", "plateau")
+KINDS = PAIR_KINDS + SHAPE_KINDS
+KEYS = {"id", "text", "kind", "better", "worse", "method", "variants", "at", "dataset", "metric", "gain", "margin",
+        "source", "note"}
+EQUIVALENT, DIFFERS = gain_tests.EQUIVALENT, gain_tests.DIFFERS
+
+
+def check(claim: dict, exp: dict, at: str) -> None:
+    """The kind's keys: two rows for a pair kind; a swept method, its settings in order and (peak,
+    plateau) the setting `at` for a shape; a margin, where given, finite points > 0."""
+    kind = claim.get("kind", "gain")
+    if kind not in KINDS:
+        raise ConfigError(f"{at}.kind: one of {', '.join(KINDS)}, not {kind!r}")
+    pair, shape = {"better", "worse"}, {"method", "variants"} | ({"at"} if kind in ("peak", "plateau") else set())
+    needed, barred = (pair, shape | {"at"}) if kind in PAIR_KINDS else (shape, pair)
+    if needed - set(claim) or barred & set(claim):
+        raise ConfigError(f"{at}: a {kind} claim names {', '.join(sorted(needed))}"
+                          + (f", not {', '.join(sorted(barred & set(claim)))}" if barred & set(claim) else ""))
+    if kind in SHAPE_KINDS:
+        sweep = list(exp.get("sweep") or {})
+        if claim["method"] not in exp["methods"] or not sweep:
+            raise ConfigError(f"{at}.method: a shape claim is about a method of a swept experiment "
+                              f"({', '.join(exp['methods'])}), not {claim['method']!r}")
+        variants = claim["variants"]
+        if not isinstance(variants, list) or len(variants) < 3 or set(variants) - set(sweep):
+            raise ConfigError(f"{at}.variants: three or more of the sweep's settings in the figure's order "
+                              f"({', '.join(sweep)}), not {variants!r}")
+        if "at" in claim and claim["at"] not in variants:
+            raise ConfigError(f"{at}.at: one of the claim's variants ({', '.join(variants)}), not {claim['at']!r}")
+    margin = claim.get("margin")
+    if margin is not None and (isinstance(margin, bool) or not isinstance(margin, (int, float))
+                               or not 0 < margin < math.inf):
+        raise ConfigError(f"{at}.margin: δ of an equivalence, finite points > 0, not {margin!r}")
+
+
+def listed(value) -> list:
+    return list(value) if isinstance(value, list) else [value]
+
+
+def rows_text(claim: dict) -> str:
+    kind = claim.get("kind", "gain")
+    if kind in PAIR_KINDS:
+        return f"{claim['better']} {'≈' if kind == 'equivalent' else '−'} {claim['worse']}"
+    return f"{claim['method']} over {', '.join(claim['variants'])}" + (f" ({kind} at {claim['at']})"
+                                                                        if "at" in claim else f" ({kind})")
+
+
+def evaluate(claim: dict, per_seed, delta_of) -> dict | str:
+    """The claim's test: {gain, low, high, p, se, df, parts, …}, or the verdict why there is none.
+    `per_seed(row, dataset, metric)` → {seed: our number}; `delta_of(metric)` → δ."""
+    kind = claim.get("kind", "gain")
+    parts = [(d, m) for d in listed(claim["dataset"]) for m in listed(claim["metric"])]
+    if kind in ("increasing", "decreasing"):
+        return _joint([_trend(claim, per_seed, d, m) for d, m in parts])
+    if kind in PAIR_KINDS:
+        pairs = [(claim["better"], claim["worse"], d, m) for d, m in parts]
+    else:
+        rows = [f"{claim['method']}@{v}" for v in claim["variants"]]
+        top = f"{claim['method']}@{claim['at']}"
+        later = rows[rows.index(top) + 1:]
+        pairs = [(top, r, d, m) for d, m in parts for r in (rows if kind == "peak" else later) if r != top]
+    tested = []
+    for better, worse, dataset, metric in pairs:
+        result = gain_tests.test(per_seed(better, dataset, metric), per_seed(worse, dataset, metric))
+        if isinstance(result, str):
+            return result
+        part = {**result.__dict__, "delta": claim.get("margin") or delta_of(metric)}
+        part["p"] = _p(kind, part)
+        tested.append(part)
+    return _joint(tested)
+
+
+def _p(kind: str, part: dict) -> float:
+    """The part's p-value for the claim's kind (the gain's two-sided p for a gain)."""
+    from scipy import stats
+
+    if kind in ("gain", "peak"):
+        return part["p"]
+    gain, se, df, delta = part["gain"], part["se"], part["df"], part["delta"]
+    if not se > 0:
+        inside = gain < delta if kind == "no_gain" else abs(gain) < delta
+        return 0.0 if inside else 1.0
+    upper = float(stats.t.sf((delta - gain) / se, df))  # H0: gain ≥ δ
+    if kind == "no_gain":
+        return upper
+    return max(upper, float(stats.t.sf((gain + delta) / se, df)))  # and H0: gain ≤ −δ
+
+
+def _trend(claim: dict, per_seed, dataset: str, metric: str) -> dict | str:
+    from scipy import stats
+
+    xs, ys = [], []
+    for rank, variant in enumerate(claim["variants"]):
+        values = [v for v in per_seed(f"{claim['method']}@{variant}", dataset, metric).values() if v == v]
+        if not values:
+            return gain_tests.NOT_RUN
+        xs += [rank] * len(values)
+        ys += values
+    if len(xs) < 3:
+        return gain_tests.SINGLE_RUN
+    fit = stats.linregress(xs, ys)
+    span, sign = len(claim["variants"]) - 1, (1.0 if claim["kind"] == "increasing" else -1.0)
+    df = len(xs) - 2
+    se = float(fit.stderr) * span
+    half = float(stats.t.ppf(1 - gain_tests.ALPHA / 2, df)) * se
+    gain = sign * float(fit.slope) * span  # the fitted change over the range, in the claim's direction
+    return {"gain": gain, "low": gain - half, "high": gain + half, "p": 1.0 if fit.pvalue != fit.pvalue
+            else float(fit.pvalue), "se": se, "df": float(df), "paired": False,
+            "n_better": len(xs), "n_worse": len(claim["variants"])}
+
+
+def _joint(parts: list) -> dict | str:
+    """One claim from its parts (intersection-union): the part with the largest p decides it and
+    is shown; its p is the claim's."""
+    for part in parts:
+        if isinstance(part, str):
+            return part
+    deciding = max(parts, key=lambda part: part["p"])
+    return {**deciding, "parts": parts}
+
+
+def test_text(entry: dict) -> str:
+    """How a tested claim was tested, in a few words (the certificate's "test" column)."""
+    kind, parts = entry["kind"], entry.get("parts") or [entry]
+    if kind in ("increasing", "decreasing"):
+        text = f"trend t, {entry['n_better']} points"
+    else:
+        text = ("paired t" if entry["paired"] else "Welch t") + f", n={entry['n_better']}/{entry['n_worse']}"
+        if kind in ("equivalent", "plateau"):
+            text += f", TOST ±{entry['delta']:.2f}"
+        elif kind == "no_gain":
+            text += f", one-sided < {entry['delta']:.2f}"
+    return text + (f", all {len(parts)} parts (intersection-union)" if len(parts) > 1 else "")
+
+
+def verdict(claim: dict, result: dict, adjusted_p: float, detectable: float) -> str:
+    """The claim's verdict from its test, the Holm-adjusted p and the detectable gain (the
+    largest of its parts', at the family's α/m)."""
+    kind = claim.get("kind", "gain")
+    parts = result.get("parts") or [result]
+    if kind in ("equivalent", "plateau", "no_gain"):
+        if adjusted_p < gain_tests.ALPHA:
+            return EQUIVALENT if kind != "no_gain" else gain_tests.HOLDS
+        beyond = [p for p in parts if p["low"] > p["delta"] or (kind != "no_gain" and p["high"] < -p["delta"])]
+        if beyond:
+            return DIFFERS if kind != "no_gain" else gain_tests.REVERSED
+        return gain_tests.UNDERPOWERED
+    if kind == "gain" and len(parts) == 1:
+        return gain_tests.verdict(gain_tests.ClaimTest(**{k: result[k] for k in gain_tests.ClaimTest.__dataclass_fields__}),
+                                  adjusted_p, claim.get("gain"), detectable)
+    sign = -1.0 if kind == "gain" and (claim.get("gain") or 0) < 0 else 1.0
+    if adjusted_p < gain_tests.ALPHA and all(sign * p["gain"] > 0 for p in parts):
+        return gain_tests.HOLDS
+    if any(sign * p["high"] < 0 for p in parts):  # a part's 95 % interval wholly on the wrong side
+        return gain_tests.REVERSED
+    in_question = abs(claim["gain"]) if claim.get("gain") is not None else abs(result["gain"])
+    if all(sign * p["gain"] >= 0 for p in parts) and in_question < detectable:
+        return gain_tests.UNDERPOWERED
+    return gain_tests.NOT_SIGNIFICANT

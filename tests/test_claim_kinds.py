@@ -1,0 +1,128 @@
+"""The claims' kinds (`dmlbench.verdicts.claim_kinds`): intersection-union, equivalence,
+non-superiority and figure shapes, against scipy's one-sided tests and least squares by hand on
+made-up per-seed numbers."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dmlbench.errors import ConfigError
+from dmlbench.verdicts import claim_kinds, claims
+
+# made-up per-seed Recall@1 (%): row → dataset → seed → value
+RUNS = {
+    "a": {"cub": {0: 70.1, 1: 70.5, 2: 69.8, 3: 70.3, 4: 70.0}, "cars": {0: 80.2, 1: 80.0, 2: 80.9, 3: 79.8, 4: 80.4}},
+    "b": {"cub": {0: 68.0, 1: 68.4, 2: 67.9, 3: 68.2, 4: 68.1}, "cars": {0: 80.0, 1: 80.3, 2: 80.1, 3: 80.2, 4: 79.9}},
+    "c": {"cub": {0: 70.0, 1: 70.6, 2: 69.9, 3: 70.1, 4: 70.2}},
+}
+
+
+def per_seed(row, dataset, metric):
+    return RUNS.get(row, {}).get(dataset, {})
+
+
+def delta_of(metric):
+    return 1.0
+
+
+def diffs(better, worse, dataset):
+    x, y = per_seed(better, dataset, None), per_seed(worse, dataset, None)
+    return np.array([x[s] - y[s] for s in sorted(x)])
+
+
+def decide(claim, result, family=1):
+    detectable = max(claims.detectable_gain(p["se"], p["df"], claims.ALPHA / family)
+                     for p in result.get("parts") or [result])
+    return claim_kinds.verdict(claim, result, min(1.0, result["p"] * family), detectable)
+
+
+def test_a_sentence_over_two_datasets_is_one_intersection_union_test():
+    claim = {"kind": "gain", "better": "a", "worse": "b", "dataset": ["cub", "cars"], "metric": "recall@1", "gain": 1.0}
+    result = claim_kinds.evaluate(claim, per_seed, delta_of)
+    p_cub = stats.ttest_rel(list(RUNS["a"]["cub"].values()), list(RUNS["b"]["cub"].values())).pvalue
+    p_cars = stats.ttest_rel(list(RUNS["a"]["cars"].values()), list(RUNS["b"]["cars"].values())).pvalue
+    assert p_cub < 0.05 < p_cars  # cub alone holds, cars does not
+    assert result["p"] == pytest.approx(max(p_cub, p_cars), rel=1e-12) and len(result["parts"]) == 2
+    assert result["gain"] == pytest.approx(diffs("a", "b", "cars").mean())  # the deciding part is shown
+    assert decide(claim, result) != claims.HOLDS
+    alone = {**claim, "dataset": "cub"}
+    assert decide(alone, claim_kinds.evaluate(alone, per_seed, delta_of)) in claims.HOLDING
+
+
+def test_equivalence_is_two_one_sided_tests_by_hand():
+    claim = {"kind": "equivalent", "better": "a", "worse": "c", "dataset": "cub", "metric": "recall@1"}
+    result = claim_kinds.evaluate(claim, per_seed, delta_of)
+    d = diffs("a", "c", "cub")
+    lower = stats.ttest_1samp(d + 1.0, 0.0, alternative="greater").pvalue  # H0: d ≤ −δ
+    upper = stats.ttest_1samp(d - 1.0, 0.0, alternative="less").pvalue     # H0: d ≥ δ
+    assert result["p"] == pytest.approx(max(lower, upper), rel=1e-9)
+    assert decide(claim, result) == claims.EQUIVALENT
+    apart = {**claim, "worse": "b"}  # a − b ≈ 2.0 points with a tight spread: outside ±1
+    assert decide(apart, claim_kinds.evaluate(apart, per_seed, delta_of)) == claims.DIFFERS
+    wide = {**claim, "margin": 0.05}  # too narrow a margin for five seeds: neither shown
+    assert decide(wide, claim_kinds.evaluate(wide, per_seed, delta_of)) == claims.UNDERPOWERED
+
+
+def test_no_gain_is_a_one_sided_non_superiority_test():
+    claim = {"kind": "no_gain", "better": "c", "worse": "a", "dataset": "cub", "metric": "recall@1"}
+    result = claim_kinds.evaluate(claim, per_seed, delta_of)
+    expected = stats.ttest_1samp(diffs("c", "a", "cub") - 1.0, 0.0, alternative="less").pvalue
+    assert result["p"] == pytest.approx(expected, rel=1e-9)
+    assert decide(claim, result) == claims.HOLDS
+    gaining = {**claim, "better": "a", "worse": "b"}  # a gains 2 points over b: the claim is refuted
+    assert decide(gaining, claim_kinds.evaluate(gaining, per_seed, delta_of)) == claims.REVERSED
+
+
+SWEEP = {"m@1": {0: 60.0, 1: 60.4, 2: 59.8}, "m@2": {0: 61.1, 1: 61.5, 2: 60.9},
+         "m@3": {0: 62.8, 1: 62.6, 2: 62.7}, "m@4": {0: 61.0, 1: 61.3, 2: 60.8}}
+
+
+def sweep_seed(row, dataset, metric):
+    return SWEEP.get(row, {})
+
+
+def test_a_trend_is_least_squares_over_the_settings_ranks():
+    claim = {"kind": "increasing", "method": "m", "variants": ["1", "2", "3"], "dataset": "cub", "metric": "recall@1"}
+    result = claim_kinds.evaluate(claim, sweep_seed, delta_of)
+    x = np.repeat([0.0, 1.0, 2.0], 3)
+    y = np.array([v for r in ("m@1", "m@2", "m@3") for v in SWEEP[r].values()])
+    sxx = ((x - x.mean()) ** 2).sum()
+    slope = ((x - x.mean()) * (y - y.mean())).sum() / sxx
+    residual = y - (y.mean() + slope * (x - x.mean()))
+    se = np.sqrt((residual ** 2).sum() / (len(x) - 2) / sxx)
+    p = 2 * stats.t.sf(abs(slope / se), len(x) - 2)
+    assert result["gain"] == pytest.approx(2 * slope) and result["se"] == pytest.approx(2 * se)
+    assert result["p"] == pytest.approx(p, rel=1e-9) and result["df"] == len(x) - 2
+    assert decide(claim, result) == claims.HOLDS
+    falling = {**claim, "kind": "decreasing"}
+    assert decide(falling, claim_kinds.evaluate(falling, sweep_seed, delta_of)) == claims.REVERSED
+
+
+def test_a_best_setting_beats_every_other_one_and_a_plateau_is_equivalence_after_it():
+    peak = {"kind": "peak", "method": "m", "variants": ["1", "2", "3", "4"], "at": "3", "dataset": "cub",
+            "metric": "recall@1"}
+    result = claim_kinds.evaluate(peak, sweep_seed, delta_of)
+    assert len(result["parts"]) == 3 and decide(peak, result) == claims.HOLDS
+    worst = max(stats.ttest_rel(list(SWEEP["m@3"].values()), list(SWEEP[r].values())).pvalue
+                for r in ("m@1", "m@2", "m@4"))
+    assert result["p"] == pytest.approx(worst, rel=1e-12)
+    wrong = {**peak, "at": "2"}  # 2 is beaten by 3
+    assert decide(wrong, claim_kinds.evaluate(wrong, sweep_seed, delta_of)) == claims.REVERSED
+    plateau = {"kind": "plateau", "method": "m", "variants": ["1", "2", "3", "4"], "at": "2", "dataset": "cub",
+               "metric": "recall@1", "margin": 3.0}  # 3 and 4 within ±3 points of 2
+    result = claim_kinds.evaluate(plateau, sweep_seed, delta_of)
+    assert len(result["parts"]) == 2 and decide(plateau, result) == claims.EQUIVALENT
+    assert decide({**plateau, "margin": 0.5}, claim_kinds.evaluate({**plateau, "margin": 0.5}, sweep_seed,
+                                                                   delta_of)) == claims.DIFFERS
+
+
+@pytest.mark.parametrize("claim, said", [
+    ({"kind": "trend"}, "kind: one of gain"),
+    ({"kind": "peak", "method": "m", "variants": ["1", "2", "3"]}, "a peak claim names at, method, variants"),
+    ({"kind": "increasing", "method": "m", "variants": ["1", "9", "3"]}, "variants: three or more of the sweep"),
+    ({"kind": "equivalent", "better": "m", "worse": "n", "margin": -1}, "margin: δ of an equivalence"),
+])
+def test_a_claim_of_the_wrong_shape_is_refused(claim, said):
+    exp = {"methods": ["m", "n"], "sweep": {"1": {}, "2": {}, "3": {}}, "datasets": ["cub"]}
+    with pytest.raises(ConfigError, match=said):
+        claim_kinds.check(claim, exp, "ms.f1.claims[0]")

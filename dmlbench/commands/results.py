@@ -55,7 +55,7 @@ def cmd_verdict(args) -> None:
     from dmlbench.config.plan import Plan
     from dmlbench.io import atomic_path, write_json
     from dmlbench.report.provenance import commit
-    from dmlbench.verdicts import certificate
+    from dmlbench.verdicts import certificate, terminal
 
     config = dict(spec_json(args.config, "--config"), **({"preset": args.preset} if args.preset else {}))
     if "preset" not in config:  # the preset whose results are there
@@ -72,7 +72,11 @@ def cmd_verdict(args) -> None:
         write_json(folder / "certificate.json", cert)
         with atomic_path(folder / "certificate.md") as tmp:
             tmp.write_text(text)
-    print(certificate.markdown(cert, only=args.name if args.name in plan.experiments else None), end="")
+    only = args.name if args.name in plan.experiments else None
+    if args.all:
+        print(certificate.markdown(cert, only=only), end="")
+    else:
+        print(terminal.summary(cert, terminal.wants_colour(), only=only), end="")
 
 
 def cmd_plan(args) -> None:
@@ -151,6 +155,8 @@ def add(sub) -> None:
     s.add_argument("--config", default="{}", help="JSON: changes as in --config of the workflow")
     s.add_argument("--output-dir", help="also write certificate.md and certificate.json here "
                                         "(the pipeline: reports/<preset>/<paper>)")
+    s.add_argument("--all", action="store_true", help="print the whole certificate (Markdown: every number and "
+                                                      "claim) instead of the scorecard and the decided rows")
     s.set_defaults(func=cmd_verdict)
 
     s = sub.add_parser("plan", help="list the run folders a preset expands into")

@@ -265,6 +265,11 @@ def test_the_demo_page_shows_intervals_verdicts_claims_and_the_certificate(tmp_p
                     if (x["row"], x["dataset"]) == ("binomial", "cub"))
     assert binomial["verdict"] == numbers.BELOW  # 60.2 ± 0.5 against the paper's 64.45
     assert f"{60.2 - 64.45:+.2f} {numbers.SYMBOLS[numbers.BELOW]}</td>" in page and "class='legend'" in page
+    # each row of the paper's table opens with its verdicts counted, the worst colouring the cell
+    binomial_row = re.search(r"<tr><td class='row-verdict ([^']*)'[^>]*>([^<]*)</td><th class='row'>Binomial", page)
+    assert binomial_row and binomial_row.group(1) == "v-below", page[:0]
+    assert f"{numbers.SYMBOLS[numbers.BELOW]}1" in binomial_row.group(2)
+    assert "<th rowspan='2' class='row-verdict'>verdict</th>" in page
     claim = next(c for e in cert["experiments"] for c in e["claims"] if (c["better"], c["worse"], c["dataset"])
                  == ("ms", "binomial", "cub"))
     assert claim["paired"] and claim["gain"] == pytest.approx(62.2 - 60.2)  # means 62.2 and 60.2

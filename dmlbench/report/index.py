@@ -30,6 +30,10 @@ td.ours { font-weight: 500; }
 tr.reference th, tr.reference td, th.group.reference { font-style: italic; color: #555; background: #f7f7f7; }
 th.group.reference { white-space: normal; max-width: 14em; }
 .scroll { overflow-x: auto; max-width: 100%; }
+.paper-table .row-verdict { position: sticky; left: 0; z-index: 2; width: 6em; min-width: 6em; max-width: 6em;
+  text-align: left; background-clip: padding-box; }
+.paper-table th.row-verdict { background: #fff; }
+.paper-table .row-verdict + th.row { position: sticky; left: 7em; z-index: 2; background: #fff; }
 img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
 .note { color: #555; font-size: 0.9em; }
 .warning { background: #fff4d6; border-left: 4px solid #e0a800; padding: 0.5em 0.8em; }

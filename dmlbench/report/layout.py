@@ -25,7 +25,8 @@ import pandas as pd
 from dmlbench.config.loading import printed
 from dmlbench.data import datasets
 from dmlbench.verdicts.numbers import SELECTED
-from dmlbench.report.verdict_marks import legend, verdict_class
+from dmlbench.report.table_cells import Cells, reference_labels
+from dmlbench.report.verdict_marks import legend, row_verdict
 from dmlbench.verdicts import numbers
 
 
@@ -34,7 +35,6 @@ def dataset_label(name: str) -> str:
     return datasets.get(name).label or name
 
 
-NOT_RUN = "not run"
 SUITE = "this suite"  # the suite's own columns (a paper's "ours" is its authors')
 
 
@@ -146,53 +146,6 @@ def row_metric(exp: dict, dataset: str) -> str:
     return _paper_metrics(exp, dataset)[0]
 
 
-class Cells:
-    """The suite's numbers of one experiment (`table.csv`), by (dataset, method, metric)."""
-
-    def __init__(self, summary: pd.DataFrame | None):
-        self.values = {}
-        if summary is not None:
-            for r in summary.itertuples():
-                verdict = getattr(r, "verdict", None)
-                self.values[(r.dataset, r.method, r.metric)] = (
-                    r.mean, getattr(r, "half", float("nan")), r.n, getattr(r, "difference", None),
-                    verdict if isinstance(verdict, str) else None)
-        self.ran = {(d, m) for d, m, _ in self.values}
-        self.references = reference_labels(summary)
-
-    def ours(self, dataset: str, method: str, metric: str) -> str:
-        if (dataset, method) not in self.ran:
-            if method in self.references:  # another backbone or size on this dataset
-                return "<td class='muted'>–</td>"
-            return f"<td class='muted'>{NOT_RUN}</td>"
-        found = self.values.get((dataset, method, metric))
-        if found is None:
-            return "<td class='muted' title='not measured by this preset'>·</td>"
-        mean, half, n = found[:3]
-        spread = "" if pd.isna(half) else f" ± {half:.2f}"
-        return f"<td class='ours'>{mean:.2f}{spread} <span class='n'>n={int(n)}</span></td>"
-
-    def delta(self, dataset: str, method: str, metric: str) -> str:
-        """Ours − paper with the verdict's symbol, coloured by the verdict (the paper gives a number)."""
-        found = self.values.get((dataset, method, metric))
-        if found is None or found[4] is None:
-            verdict = numbers.NOT_RUN if (dataset, method) not in self.ran else None
-            if verdict is None:
-                return "<td class='delta muted'>·</td>"
-            return (f"<td class='delta {verdict_class(verdict)}' title='{verdict}'>"
-                    f"{numbers.SYMBOLS[verdict]}</td>")
-        difference, verdict = found[3], found[4]
-        return (f"<td class='delta {verdict_class(verdict)}' title='{html.escape(verdict)}: "
-                f"{html.escape(numbers.MEANINGS[verdict])}'>{difference:+.2f} {numbers.SYMBOLS[verdict]}</td>")
-
-
-def reference_labels(summary: pd.DataFrame | None) -> list[str]:
-    """The labels of the table's reference rows (no training), in their order."""
-    if summary is None or "reference" not in summary:
-        return []
-    return list(dict.fromkeys(summary.loc[summary["reference"].fillna(False).astype(bool), "method"]))
-
-
 def with_references(layout: Layout, summary: pd.DataFrame | None) -> Layout:
     """The layout with the reference rows first (groups last where datasets are the rows)."""
     labels = reference_labels(summary)
@@ -211,7 +164,7 @@ def _paper_cell(text: str | None, quoted_as: str | None = None) -> str:
     return f"<td class='paper'>{text}</td>"
 
 
-def _bands_row(layout: Layout, widths: dict[str, int]) -> str:
+def _bands_row(layout: Layout, widths: dict[str, int], first: str) -> str:
     """The header level above the groups (empty where a group is under no band)."""
     cells, under = [], {key: band for band in layout.bands for key in band.groups}
     for group in layout.groups:
@@ -221,7 +174,8 @@ def _bands_row(layout: Layout, widths: dict[str, int]) -> str:
         elif group.key == band.groups[0]:
             span = sum(widths[key] for key in band.groups)
             cells.append(f"<th colspan='{span}' class='band'>{html.escape(band.label)}</th>")
-    return "<tr><th rowspan='3'>" + ("dataset" if layout.datasets_as_rows else "method") + "</th>" + "".join(cells)
+    return (f"<tr>{first}<th rowspan='3' class='row'>" + ("dataset" if layout.datasets_as_rows else "method") + "</th>"
+            + "".join(cells))
 
 
 def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str) -> str:
@@ -234,7 +188,10 @@ def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str
     layout = with_references(layout, summary)
     with_paper = cells is None or bool(exp.get("reported") or exp.get("quoted"))
     per_value = (3 if with_paper else 1) if cells is not None else 1  # ours, paper, Δ
-    head1 = "<tr>" if layout.bands else "<tr><th rowspan='2'>" + ("dataset" if layout.datasets_as_rows else "method") + "</th>"
+    judged = cells is not None and with_paper and bool(exp.get("reported"))  # a verdict column, first and pinned
+    first = "<th rowspan='{}' class='row-verdict'>verdict</th>" if judged else ""
+    head1 = ("<tr>" if layout.bands else "<tr>" + first.format(2) + "<th rowspan='2' class='row'>"
+             + ("dataset" if layout.datasets_as_rows else "method") + "</th>")
     head2 = "<tr>"
     widths = {}
     for group in layout.groups:
@@ -256,6 +213,7 @@ def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str
                 head2 += f"<th class='ours'>{name}</th>{paper}"
     body = []
     for row in layout.rows:
+        verdicts = []
         parts = [f"<th class='row{' quoted' if row.quoted else ''}{' reference' if row.reference else ''}'>"
                  f"{html.escape(row.label)}"
                  + (" <span class='muted'>(quoted)</span>" if row.quoted else "") + "</th>"]
@@ -284,8 +242,10 @@ def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str
                         judged = metric + SELECTED if metric in layout.selected else metric
                         parts.append("<td class='delta'></td>" if paper is None or row.quoted
                                      else cells.delta(dataset, method, judged))
+                        verdicts += [] if paper is None or row.quoted else [cells.verdict(dataset, method, judged)]
+        parts = ([row_verdict(verdicts)] if judged else []) + parts
         body.append(("<tr class='reference'>" if row.reference else "<tr>") + "".join(parts) + "</tr>")
-    bands = _bands_row(layout, widths) + "</tr>" if layout.bands else ""
+    bands = _bands_row(layout, widths, first.format(3)) + "</tr>" if layout.bands else ""
     notes = ("<div class='footnotes'>" + "".join(f"<p>{html.escape(note)}</p>" for note in layout.notes) + "</div>"
              if layout.notes else "")
     shown = legend() if cells is not None and with_paper and exp.get("reported") else ""

@@ -21,3 +21,16 @@ def legend() -> str:
     return (f"<p class='legend'>Δ: this suite − paper, in points; the verdict's symbol beside it: {items}"
             f"interval: 95 % Student t over the n seeds; δ: the experiment's margin (workflow/config/margins.yaml) plus half the "
             f"paper's last printed digit (docs/verdicts.md).</p>")
+
+
+def row_verdict(verdicts: list) -> str:
+    """A table row's verdict cell, the first column: its paper numbers counted by verdict
+    (symbol and count), coloured by the worst of them."""
+    counted = [v for v in numbers.VERDICTS if v in verdicts]
+    if not counted:
+        return "<td class='row-verdict muted'>–</td>"
+    worst = next(v for v in (numbers.FAILED, numbers.BELOW, numbers.ABOVE, numbers.INCONCLUSIVE,
+                             numbers.REPRODUCED, numbers.NOT_RUN) if v in counted)
+    text = " ".join(f"{numbers.SYMBOLS[v]}{verdicts.count(v)}" for v in counted)
+    title = ", ".join(f"{verdicts.count(v)} {v}" for v in counted)
+    return f"<td class='row-verdict {verdict_class(worst)}' title='{html.escape(title)}'>{text}</td>"

@@ -15,7 +15,12 @@ from dmlbench.report import docs_pages
 
 
 def test_the_generated_pages_name_every_experiment_and_every_component(tmp_path):
-    catalogue, reference, settings_page, knobs_page = docs_pages.write(tmp_path)
+    catalogue, reference, settings_page, knobs_page, claims_page = docs_pages.write(tmp_path)
+    text = claims_page.read_text()
+    for exp in Plan.load(CONFIG_DIR, {"preset": "full"}).experiments.values():
+        for claim in exp.get("claims") or []:
+            assert f"| `{claim['id']}` |" in text, claim["id"]
+    assert "Default band: **1.0 points**" in text and "median of" in text
     text = catalogue.read_text()
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     for key in plan.experiments:

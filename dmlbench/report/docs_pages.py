@@ -18,6 +18,7 @@ from dmlbench.config import knob_recipes
 from dmlbench.config.plan import Plan
 from dmlbench.io import atomic_path
 from dmlbench.methods import declared
+from dmlbench.report import claims_page
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "workflow" / "config"
 PRESETS = ("full", "demo", "smoke", "gpu-smoke")
@@ -217,7 +218,9 @@ def write(folder: Path) -> list[Path]:
     plans = {name: Plan.load(CONFIG_DIR, {"preset": name}) for name in PRESETS}
     folder.mkdir(parents=True, exist_ok=True)
     pages = {folder / "catalogue.md": catalogue(plans), folder / "methods-reference.md": methods_reference(plans["full"]),
-             folder / "settings.md": settings_reference(plans["full"]), folder / "knobs.md": knobs_page(plans["full"])}
+             folder / "settings.md": settings_reference(plans["full"]), folder / "knobs.md": knobs_page(plans["full"]),
+             folder / "claims.md": claims_page.page(plans["full"], GENERATED.format(
+                 source="the experiments' `claims:` and `workflow/config/margins.yaml`"))}
     for path, text in pages.items():
         with atomic_path(path) as tmp:
             tmp.write_text(text)

@@ -126,3 +126,11 @@ def test_a_claim_of_the_wrong_shape_is_refused(claim, said):
     exp = {"methods": ["m", "n"], "sweep": {"1": {}, "2": {}, "3": {}}, "datasets": ["cub"]}
     with pytest.raises(ConfigError, match=said):
         claim_kinds.check(claim, exp, "ms.f1.claims[0]")
+
+
+def test_a_gain_over_unlike_settings_is_tested_like_for_like_without_comparing_its_size():
+    claim = {"kind": "gain", "better": "a", "worse": "b", "dataset": "cub", "metric": "recall@1", "gain": 5.0}
+    result = claim_kinds.evaluate(claim, per_seed, delta_of)
+    assert decide(claim, result) == claims.SMALLER  # our 2.0 [1.8, 2.2] below the paper's 5.0
+    unlike = {**claim, "unlike": "the paper's b at d = 512, ours at 1024"}
+    assert decide(unlike, result) == claims.HOLDS

@@ -67,6 +67,7 @@ def _claims(exp: dict, runs: pd.DataFrame | None) -> list[dict]:
         result = claim_kinds.evaluate(claim, lambda row, dataset, metric: _per_seed(runs, row, dataset, _column(exp, metric)),
                                       lambda metric: numbers.band_of(exp["margin"], metric))
         entry = {**{k: v for k, v in claim.items() if k != "gain"}, "gain_paper": claim.get("gain"),
+                 "text": claim["text"] + (f" [unlike settings: {claim['unlike']}]" if claim.get("unlike") else ""),
                  "kind": claim.get("kind", "gain"), "rows": claim_kinds.rows_text(claim),
                  "where": f"{', '.join(claim_kinds.listed(claim['dataset']))}; {', '.join(metrics)}",
                  "experiment": exp["id"], "test_selected": any(_column(exp, m) != m for m in metrics)}

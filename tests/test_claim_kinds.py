@@ -134,3 +134,14 @@ def test_a_gain_over_unlike_settings_is_tested_like_for_like_without_comparing_i
     assert decide(claim, result) == claims.SMALLER  # our 2.0 [1.8, 2.2] below the paper's 5.0
     unlike = {**claim, "unlike": "the paper's b at d = 512, ours at 1024"}
     assert decide(unlike, result) == claims.HOLDS
+
+
+def test_a_sentence_only_partly_run_is_tested_on_its_parts_and_given_no_verdict():
+    claim = {"kind": "gain", "better": "a", "worse": "b", "dataset": ["cub", "inshop"], "metric": "recall@1"}
+    result = claim_kinds.evaluate(claim, per_seed, delta_of)  # no In-Shop runs
+    assert (result["parts_run"], result["parts_total"]) == (1, 2)
+    alone = claim_kinds.evaluate({**claim, "dataset": "cub"}, per_seed, delta_of)
+    assert result["p"] == alone["p"] and result["gain"] == alone["gain"]
+    entry = {**result, "kind": "gain", "verdict": claims.PARTIAL, "verdict_on_parts_run": claims.HOLDS}
+    assert claim_kinds.verdict_text(entry) == "◐ partly run (1 of 2 parts run: holds)"
+    assert claim_kinds.evaluate({**claim, "dataset": "inshop"}, per_seed, delta_of) == claims.NOT_RUN

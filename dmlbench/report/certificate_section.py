@@ -24,8 +24,7 @@ def _claim_row(c: dict) -> str:
     cells = [f"{c['experiment']}: {c['text']}", c["source"], c["rows"],
              c["where"] + (" (test-selected)" if c["test_selected"] else ""), paper, ours, test]
     return ("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in cells)
-            + f"<td class='delta {verdict_class(c['verdict'])}'>{claims.SYMBOLS[c['verdict']]} "
-              f"{html.escape(c['verdict'])}</td></tr>")
+            + f"<td class='delta {verdict_class(c['verdict'])}'>{html.escape(claim_kinds.verdict_text(c))}</td></tr>")
 
 
 def render(cert: dict, link: str) -> str:

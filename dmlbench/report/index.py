@@ -49,7 +49,7 @@ td .n { font-size: 0.8em; color: #777; }
 .v-single-run, .v-not-run, .v-not-significant, .v-inconclusive { background: #f0f0f0; color: #666; }
 .v-failed { background: #f9d0c4; font-weight: bold; }
 .v-holds, .v-equivalent { background: #dff3e2; }
-.v-underpowered { background: #fff4d6; }
+.v-underpowered, .v-partly-run { background: #fff4d6; }
 .v-holds-smaller, .v-holds-larger { background: #eef6d8; }
 .v-reversed, .v-differs { background: #fde0dd; }
 .legend { font-size: 0.8em; color: #444; }

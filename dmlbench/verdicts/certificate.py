@@ -99,6 +99,8 @@ def build(spec: dict, commit: str, root: Path = Path(".")) -> dict:
                                   for part in claim.get("parts") or [claim])
         claim["verdict"] = claim_kinds.verdict({**claim, "gain": claim.get("gain_paper")}, claim, adjusted,
                                                claim["detectable"])
+        if claim["parts_run"] < claim["parts_total"]:  # a part of the sentence only: no verdict on it
+            claim["verdict_on_parts_run"], claim["verdict"] = claim["verdict"], claim_tests.PARTIAL
     every_number = [n for e in experiments for n in e["numbers"]]
     every_claim = [c for e in experiments for c in e["claims"]]
     return {"paper": spec["paper"], "title": spec["title"], "preset": spec["preset"],
@@ -132,7 +134,8 @@ def headline(cert: dict) -> str:
         numbers_part = f"{n[numbers.REPRODUCED]} of {n['total']} numbers reproduced{_counted(rest)}, "
     rest = {claim_tests.UNDERPOWERED: c.get(claim_tests.UNDERPOWERED, 0),
             claim_tests.NOT_SIGNIFICANT: c.get(claim_tests.NOT_SIGNIFICANT, 0),
-            claim_tests.REVERSED: c.get(claim_tests.REVERSED, 0), claim_tests.DIFFERS: c.get(claim_tests.DIFFERS, 0)}
+            claim_tests.REVERSED: c.get(claim_tests.REVERSED, 0), claim_tests.DIFFERS: c.get(claim_tests.DIFFERS, 0),
+            claim_tests.PARTIAL: c.get(claim_tests.PARTIAL, 0)}
     return f"{cert['paper']}: {numbers_part}{c['holding']} of {c['total']} claims hold{_counted(rest)}"
 
 
@@ -201,7 +204,7 @@ def markdown(cert: dict, only: str | None = None) -> str:
                 detectable = f"{c['detectable']:.2f}" if "detectable" in c else "–"
                 lines.append(f"| {c['id']}: {c['text']} ({c['source']}) | {c['rows']} "
                              f"| {c['where']} | {paper} | {ours} | {test} | {p} | {detectable} "
-                             f"| {claim_tests.SYMBOLS[c['verdict']]} {c['verdict']} |")
+                             f"| {claim_kinds.verdict_text(c)} |")
             lines.append("")
     lines += ["## Provenance", "", f"- commit: {cert['commit']}", f"- settings fingerprint (sha256 of the "
               f"runs' resolved settings): {cert['fingerprint']}"]

@@ -1,7 +1,7 @@
 """What a claim's sentence says, tested as it says it (docs/verdicts.md, "Claims"). `kind:`
 
-- `gain` (the default): `better` beats `worse`. A list of datasets or metrics is one statement
-  over them all: an intersection-union test, significant only where every part is (p = the
+- `gain` (the default): `better` beats `worse`. A list of datasets or metrics (or, in a swept
+  experiment, of `variants`, the settings of the sweep) is one statement over them all: an intersection-union test, significant only where every part is (p = the
   largest part's p), its gain the smallest part's.
 - `equivalent` ("≈", "recovers", "comparable"): two one-sided tests of better − worse inside ±δ
   (p = the larger one-sided p); *differs* where the 95 % interval lies wholly outside ±δ.
@@ -42,12 +42,18 @@ def check(claim: dict, exp: dict, at: str) -> None:
     if kind not in KINDS:
         raise ConfigError(f"{at}.kind: one of {', '.join(KINDS)}, not {kind!r}")
     pair, shape = {"better", "worse"}, {"method", "variants"} | ({"at"} if kind in ("peak", "plateau") else set())
-    needed, barred = (pair, shape | {"at"}) if kind in PAIR_KINDS else (shape, pair)
+    needed, barred = (pair, {"method", "at"}) if kind in PAIR_KINDS else (shape, pair)
     if needed - set(claim) or barred & set(claim):
         raise ConfigError(f"{at}: a {kind} claim names {', '.join(sorted(needed))}"
                           + (f", not {', '.join(sorted(barred & set(claim)))}" if barred & set(claim) else ""))
+    sweep = list(exp.get("sweep") or {})
+    if kind in PAIR_KINDS and "variants" in claim and (not sweep or not isinstance(claim["variants"], list)
+                                                       or not claim["variants"] or set(claim["variants"]) - set(sweep)
+                                                       or "@" in claim["better"] + claim["worse"]):
+        raise ConfigError(f"{at}.variants: a pair claim over several settings of the sweep names bare methods and "
+                          f"a list of the sweep's settings ({', '.join(sweep) or 'none: no sweep'}), not "
+                          f"{claim['variants']!r}")
     if kind in SHAPE_KINDS:
-        sweep = list(exp.get("sweep") or {})
         if claim["method"] not in exp["methods"] or not sweep:
             raise ConfigError(f"{at}.method: a shape claim is about a method of a swept experiment "
                               f"({', '.join(exp['methods'])}), not {claim['method']!r}")
@@ -70,7 +76,8 @@ def listed(value) -> list:
 def rows_text(claim: dict) -> str:
     kind = claim.get("kind", "gain")
     if kind in PAIR_KINDS:
-        return f"{claim['better']} {'≈' if kind == 'equivalent' else '−'} {claim['worse']}"
+        over = f" at {', '.join(claim['variants'])}" if "variants" in claim else ""
+        return f"{claim['better']} {'≈' if kind == 'equivalent' else '−'} {claim['worse']}{over}"
     return f"{claim['method']} over {', '.join(claim['variants'])}" + (f" ({kind} at {claim['at']})"
                                                                         if "at" in claim else f" ({kind})")
 
@@ -83,7 +90,8 @@ def evaluate(claim: dict, per_seed, delta_of) -> dict | str:
     if kind in ("increasing", "decreasing"):
         return _joint([_trend(claim, per_seed, d, m) for d, m in parts])
     if kind in PAIR_KINDS:
-        pairs = [(claim["better"], claim["worse"], d, m) for d, m in parts]
+        suffixes = [f"@{v}" for v in claim["variants"]] if "variants" in claim else [""]
+        pairs = [(claim["better"] + v, claim["worse"] + v, d, m) for v in suffixes for d, m in parts]
     else:
         rows = [f"{claim['method']}@{v}" for v in claim["variants"]]
         top = f"{claim['method']}@{claim['at']}"
@@ -93,7 +101,8 @@ def evaluate(claim: dict, per_seed, delta_of) -> dict | str:
     for better, worse, dataset, metric in pairs:
         result = gain_tests.test(per_seed(better, dataset, metric), per_seed(worse, dataset, metric))
         if isinstance(result, str):
-            return result
+            tested.append(result)
+            continue
         part = {**result.__dict__, "delta": claim.get("margin") or delta_of(metric)}
         part["p"] = _p(kind, part)
         tested.append(part)
@@ -141,12 +150,24 @@ def _trend(claim: dict, per_seed, dataset: str, metric: str) -> dict | str:
 
 def _joint(parts: list) -> dict | str:
     """One claim from its parts (intersection-union): the part with the largest p decides it and
-    is shown; its p is the claim's."""
-    for part in parts:
-        if isinstance(part, str):
-            return part
-    deciding = max(parts, key=lambda part: part["p"])
-    return {**deciding, "parts": parts}
+    is shown; its p is the claim's. Parts the preset does not run are left out and counted
+    (`parts_run` of `parts_total`: a partial test, `PARTIAL`); a run part with one seed leaves
+    no test."""
+    run = [part for part in parts if part != gain_tests.NOT_RUN]
+    if not run:
+        return gain_tests.NOT_RUN
+    if any(isinstance(part, str) for part in run):
+        return next(part for part in run if isinstance(part, str))
+    deciding = max(run, key=lambda part: part["p"])
+    return {**deciding, "parts": run, "parts_run": len(run), "parts_total": len(parts)}
+
+
+def verdict_text(entry: dict) -> str:
+    """The verdict's symbol and word, with what the parts run say where only some ran."""
+    text = f"{gain_tests.SYMBOLS[entry['verdict']]} {entry['verdict']}"
+    if entry["verdict"] == gain_tests.PARTIAL:
+        text += f" ({entry['parts_run']} of {entry['parts_total']} parts run: {entry['verdict_on_parts_run']})"
+    return text
 
 
 def test_text(entry: dict) -> str:

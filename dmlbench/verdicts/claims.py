@@ -26,13 +26,14 @@ ALPHA = 0.05
 REQUIRED = {"id", "text", "dataset", "metric", "source"}  # and those of the claim's kind (claim_kinds)
 HOLDS, SMALLER, LARGER = "holds", "holds, smaller", "holds, larger"
 NOT_SIGNIFICANT, REVERSED, NOT_RUN, SINGLE_RUN = "not significant", "reversed", "not run", "single run"
-UNDERPOWERED, EQUIVALENT, DIFFERS = "underpowered", "equivalent", "differs"
-VERDICTS = (HOLDS, SMALLER, LARGER, EQUIVALENT, UNDERPOWERED, NOT_SIGNIFICANT, REVERSED, DIFFERS, NOT_RUN, SINGLE_RUN)
+UNDERPOWERED, EQUIVALENT, DIFFERS, PARTIAL = "underpowered", "equivalent", "differs", "partly run"
+VERDICTS = (HOLDS, SMALLER, LARGER, EQUIVALENT, UNDERPOWERED, NOT_SIGNIFICANT, REVERSED, DIFFERS, PARTIAL, NOT_RUN,
+            SINGLE_RUN)
 POWER = 0.8
 HOLDING = (HOLDS, SMALLER, LARGER, EQUIVALENT)
 FAILING = (NOT_SIGNIFICANT, REVERSED, DIFFERS)  # tested, able to see it, and not holding
 SYMBOLS = {HOLDS: "✓", SMALLER: "✓▽", LARGER: "✓△", EQUIVALENT: "✓≈", UNDERPOWERED: "…", NOT_SIGNIFICANT: "○",
-           REVERSED: "✗", DIFFERS: "✗≠", NOT_RUN: "∅", SINGLE_RUN: "①"}
+           REVERSED: "✗", DIFFERS: "✗≠", PARTIAL: "◐", NOT_RUN: "∅", SINGLE_RUN: "①"}
 MEANINGS = {HOLDS: "same sign as the paper's, significant, the paper's gain inside this suite's gain's interval",
             SMALLER: "holds, but this suite's gain's interval lies below the paper's gain",
             LARGER: "holds, but this suite's gain's interval lies above the paper's gain",
@@ -42,6 +43,8 @@ MEANINGS = {HOLDS: "same sign as the paper's, significant, the paper's gain insi
             NOT_SIGNIFICANT: "no significant difference (Holm-corrected p ≥ 0.05) where the test could have seen it",
             REVERSED: "the opposite sign, significant (a no-gain claim: a gain beyond δ shown)",
             DIFFERS: "an equivalence or plateau claim: the 95 % interval of the difference wholly outside ±δ",
+            PARTIAL: "a claim over several datasets, metrics or settings of which the preset runs only some: "
+                     "tested on those (what they say is given), no verdict on the claim",
             NOT_RUN: "a row of the claim is not run by this preset",
             SINGLE_RUN: "a row has one seed: no test"}
 
@@ -115,7 +118,8 @@ def per_variant(exp: dict, variants: list[str]) -> list[dict]:
     claims = exp.get("claims") or []
     if not exp.get("sweep"):
         return list(claims)
-    bare = [c for c in claims if "better" in c and "@" not in c["better"] and "@" not in c["worse"]]
+    bare = [c for c in claims if "better" in c and "variants" not in c and "@" not in c["better"]
+            and "@" not in c["worse"]]
     return [c for c in claims if c not in bare] + [
         {**c, "id": f"{c['id']}@{v}", "text": f"{c['text']} (on {v})",
          "better": f"{c['better']}@{v}", "worse": f"{c['worse']}@{v}"} for v in variants for c in bare]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 
-from dmlbench.verdicts import certificate
+from dmlbench.verdicts import certificate, claim_kinds
 from dmlbench.verdicts import claims as claim_tests
 from dmlbench.verdicts import numbers
 
@@ -52,7 +52,7 @@ def summary(cert: dict, colour: bool = False, only: str | None = None) -> str:
             if c["verdict"] in UNDECIDED_CLAIMS:
                 left["claims not run or single-run"] += 1
                 continue
-            text = (f"{claim_tests.SYMBOLS[c['verdict']]} {c['verdict']:<12} {exp['id']} {c['id']} ({c['rows']}; "
+            text = (f"{claim_kinds.verdict_text(c):<14} {exp['id']} {c['id']} ({c['rows']}; "
                     f"{c['where']}): ours {c['gain']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}], "
                     f"Holm p {c['p_holm']:.3g}, detectable {c['detectable']:.2f}")
             lines.append(_paint(text, c["verdict"], colour))

@@ -51,4 +51,28 @@ def page(plan: Plan, generated_note: str) -> str:
                                ", ".join(claim_kinds.listed(c["dataset"])), ", ".join(claim_kinds.listed(c["metric"])),
                                gain, c["source"], c.get("note", "")]))
         lines.append("")
+        lines += _review(plan, paper)
     return "\n".join(lines)
+
+
+def _review(plan: Plan, paper: str) -> list[str]:
+    """What the independent reviewer read in the paper and what the catalogue made of it."""
+    from dmlbench.config.loading import load_yaml
+
+    entries = (load_yaml(plan.config_dir / "claims_review.yaml") or {}).get(paper) or []
+    if not entries:
+        return []
+    counts = {what: sum(what in e for e in entries) for what in ("catalogued", "same_as", "left_out")}
+    lines = [f"**Independent review** (`workflow/config/claims_review.yaml`): {len(entries)} sentences read from the "
+             f"text alone; {counts['catalogued']} catalogued, {counts['same_as']} the same statement as another, "
+             f"{counts['left_out']} left out.", "", "| reviewer's reading | where | kind | in the catalogue |", "|---|---|---|---|"]
+    for e in entries:
+        if "catalogued" in e:
+            answer = "; ".join(f"`{key}`: " + ", ".join(f"`{i}`" for i in ids) for key, ids in e["catalogued"].items())
+            answer += f" ({e['differs']})" if e.get("differs") else ""
+        elif "same_as" in e:
+            answer = f"same as `{e['same_as']}`"
+        else:
+            answer = f"left out: {e['left_out']}"
+        lines.append(_row([f"`{e['reviewer']}`: \"{e['quote']}\"", e["location"], e["kind"], answer]))
+    return lines + [""]

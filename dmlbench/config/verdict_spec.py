@@ -94,14 +94,46 @@ def undecidable_numbers(plan) -> dict[str, tuple[int, int]]:
     return found
 
 
+def untestable_claims(plan) -> dict[str, tuple[int, int]]:
+    """Per experiment the preset trains: (claims a row of which it trains with one seed, so that no
+    t-test is possible, claims whose rows it trains), for those with any. A trend over settings
+    needs no second seed (its points are the settings')."""
+    from dmlbench.verdicts.claim_kinds import listed
+
+    found = {}
+    for key in plan.experiment_ids:
+        seeds: dict[tuple, int] = {}
+        for run in plan.runs(key):
+            seeds[run.method, run.dataset] = seeds.get((run.method, run.dataset), 0) + 1
+        trained = few = 0
+        for claim in per_variant(plan.experiments[key], plan.variants(key)):
+            if claim.get("kind") in ("increasing", "decreasing"):
+                continue
+            suffixes = [f"@{v}" for v in claim.get("variants") or []] or [""]
+            rows = ([claim["better"] + v for v in suffixes] + [claim["worse"] + v for v in suffixes] if "better" in claim
+                    else [f"{claim['method']}{v}" for v in suffixes])
+            counts = [seeds[row, d] for row in rows for d in listed(claim["dataset"]) if (row, d) in seeds]
+            trained += bool(counts)
+            few += bool(counts) and min(counts) < 2
+        if few:
+            found[key] = (few, trained)
+    return found
+
+
 def undecidable_line(plan) -> str | None:
-    """One line naming the experiments whose paper numbers cannot reach a verdict at the planned seeds."""
+    """One line naming the experiments whose paper numbers cannot reach a verdict, and whose claims
+    cannot be tested, at the planned seeds."""
     from dmlbench.verdicts.numbers import MIN_SEEDS
 
-    found = undecidable_numbers(plan)
-    if not found:
-        return None
-    few, total = sum(f for f, _ in found.values()), sum(t for _, t in found.values())
-    return (f"{few} of the {total} paper numbers these experiments train cannot reach a verdict at the planned seeds "
-            f"(fewer than {MIN_SEEDS}: inconclusive whatever the results): "
-            + ", ".join(f"{key} {f}/{t}" for key, (f, t) in found.items()))
+    found, claims = undecidable_numbers(plan), untestable_claims(plan)
+    parts = []
+    if found:
+        few, total = sum(f for f, _ in found.values()), sum(t for _, t in found.values())
+        parts.append(f"{few} of the {total} paper numbers these experiments train cannot reach a verdict at the planned "
+                     f"seeds (fewer than {MIN_SEEDS}: inconclusive whatever the results): "
+                     + ", ".join(f"{key} {f}/{t}" for key, (f, t) in found.items()))
+    if claims:
+        few, total = sum(f for f, _ in claims.values()), sum(t for _, t in claims.values())
+        parts.append(f"{few} of the {total} claims these experiments test have a row trained with one seed (no test: single run): "
+                     + ", ".join(f"{key} {f}/{t}" for key, (f, t) in claims.items()))
+    return "; ".join(parts) or None

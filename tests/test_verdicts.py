@@ -289,7 +289,14 @@ def test_the_demo_page_shows_intervals_verdicts_claims_and_the_certificate(tmp_p
     assert line.startswith("ms: 0 of ") and line in page
     not_reproduced = cert["numbers"][numbers.BELOW] + cert["numbers"][numbers.ABOVE]
     assert not_reproduced == 2 and "numbers reproduced (2 not reproduced)" in line  # binomial's two numbers
-    assert line in (tmp_path / "reports/index.html").read_text()
+    landing = (tmp_path / "reports/index.html").read_text()
+    assert line in landing
+    # the scorecard opens the landing page and the preset's report: ms's two numbers below in red
+    for text in (landing, page):
+        card = re.search(r"<table class='scorecard'>.*?</table>", text, re.S).group(0)
+        ms_row = re.search(r"<th class='row'>ms</th>(.*?)</tr>", card).group(1)
+        cells = re.findall(r"<td[^>]*>(\d+)</td>", ms_row)
+        assert cells[2] == "2" and "v-below'>2</td>" in ms_row  # not reproduced
     from dmlbench.verdicts import terminal
 
     plain, coloured = terminal.summary(cert), terminal.summary(cert, colour=True)

@@ -14,7 +14,7 @@ import pandas as pd
 from dmlbench.io import atomic_path, json_text, read_json
 from dmlbench.models import timm_trunks
 from dmlbench.report import (certificate_section, contents, fair_section, knob_section, layout, ledger, markdown,
-                             provenance, references)
+                             provenance, references, scorecard)
 from dmlbench.report.aggregate import TOY_NOTE
 from dmlbench.verdicts import certificate
 
@@ -30,6 +30,7 @@ td.ours { font-weight: 500; }
 tr.reference th, tr.reference td, th.group.reference { font-style: italic; color: #555; background: #f7f7f7; }
 th.group.reference { white-space: normal; max-width: 14em; }
 .scroll { overflow-x: auto; max-width: 100%; }
+table.scorecard th { white-space: normal; font-weight: 500; font-size: 0.9em; min-width: 4.5em; }
 .paper-table .row-verdict { position: sticky; left: 0; z-index: 2; width: 6em; min-width: 6em; max-width: 6em;
   text-align: left; background-clip: padding-box; }
 .paper-table th.row-verdict { background: #fff; }
@@ -171,7 +172,7 @@ def _preset_body(plan, info: dict, preset_dir: Path, spent: pd.DataFrame) -> str
     body = [provenance.panel(plan, preset_dir)]
     if info["toy_data"]:
         body.append(f"<p class='warning'>{html.escape(TOY_NOTE)}</p>")
-    body.append(_toc(info))
+    body += [scorecard.table(info["scorecard"]), _toc(info)]
     budget = preset_dir / "preflight" / "budget.md"
     if budget.exists():
         body.append(_budget_html(budget, preset, preset_dir))
@@ -254,6 +255,7 @@ def write(plan, output: Path) -> None:
     info = contents.contents(plan, preset_dir)
     certificates = [certificate_section.read(preset_dir, paper["paper"]) for paper in info["papers"]]
     info["certificates"] = [certificate.headline(c) for c in certificates if c is not None]
+    info["scorecard"] = [scorecard.row(c) for c in certificates if c is not None]
     spent = ledger.collect(plan, preset_dir.parent.parent / "results" / plan.name,
                            preset_dir / "preflight" / "budget.csv")
     info["cost"] = ledger.totals(spent) if not spent.empty else None
@@ -281,7 +283,8 @@ def write_landing(reports_dir: Path) -> None:
         if info.get("cost"):
             papers += f"<li>{html.escape(ledger.headline(info['cost']))}</li>"
         items.append(f"<li><a href='{_url(folder.name + '/index.html')}'>{html.escape(folder.name)}</a>"
-                     f"{note}: {counts}" + (f"<ul>{papers}</ul>" if papers else "") + "</li>")
+                     f"{note}: {counts}{scorecard.table(info.get('scorecard') or [])}"
+                     + (f"<ul>{papers}</ul>" if papers else "") + "</li>")
     if (reports_dir / "benchmarks.md").exists():
         items.append("<li><a href='benchmarks.md'>benchmarks</a> (<code>python -m benchmarks</code>, "
                      "<a href='benchmarks.json'>JSON</a>)</li>")

@@ -7,6 +7,7 @@ import pytest
 
 from conftest import CONFIG_DIR
 from dmlbench.config.plan import Plan
+from dmlbench.fair import rounds
 from dmlbench.config.run import Run
 from dmlbench.errors import ConfigError
 from dmlbench.fair import space as spaces
@@ -25,16 +26,16 @@ def uncached_fair_spec(plan: Plan, run) -> dict:
 
 
 def rule_views(plan: Plan) -> list[str]:
-    """What the fair rules hand Snakemake, job by job: each round's and each repetition's spec, its
+    """What the fair rules hand Snakemake, job by job: each search job's and each final job's spec, its
     inputs and the method's side settings."""
     views = []
     for dataset, method in plan.fair_pairs("suite.fair"):
         side = plan.fair_side("suite.fair", dataset, method)
-        for r in range(plan.fair_rounds("suite.fair")):
-            views.append(json.dumps([plan.fair_round_spec("suite.fair", dataset, method, r),
-                                     plan.fair_round_inputs("suite.fair", dataset, method, r), side], sort_keys=True))
-        for r in range(plan.fair_settings("suite.fair")["repetitions"]):
-            views.append(json.dumps([plan.fair_repetition_spec("suite.fair", dataset, method, r),
+        for j in range(plan.fair_stages("suite.fair")):
+            views.append(json.dumps([plan.fair_stage_spec("suite.fair", dataset, method, j),
+                                     plan.fair_stage_inputs("suite.fair", dataset, method, j), side], sort_keys=True))
+        for g in range(plan.fair_final_groups("suite.fair")):
+            views.append(json.dumps([plan.fair_group_spec("suite.fair", dataset, method, g),
                                      plan.fair_repetition_inputs("suite.fair", dataset, method), side], sort_keys=True))
     return views
 
@@ -47,9 +48,12 @@ def test_fair_job_specs_equal_a_fresh_computation_and_stay_their_own():
     trained = {}
     for view in seen:
         spec, inputs, side = json.loads(view)
-        folds = spec.get("folds") or [fold for trial in spec["trials"] for fold in trial["folds"]]
-        for fold in folds:
-            trained[fold["run_dir"]] = {"run": {**fold["run"], **side}, "space": spec["space"]}
+        # a search job's rounds, or a final job's repetitions, each fold's settings made whole
+        parts = rounds.stage_rounds(spec) if "rounds" in spec else rounds.final_repetitions(spec)
+        for part in parts:
+            folds = part.get("folds") or [fold for trial in part["trials"] for fold in trial["folds"]]
+            for fold in folds:
+                trained[fold["run_dir"]] = {"run": {**fold["run"], **side}, "space": part["space"]}
         assert fresh.fair_splits("cub", 4) in inputs  # made from the manifest, which is not named beside it
         assert fresh.manifest("cub") not in inputs and any(path.endswith("/store.json") for path in inputs)
     runs = plan.fair_runs()

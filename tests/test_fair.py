@@ -217,10 +217,13 @@ def test_fair_settings_are_checked_by_value():
     plan = Plan.load(CONFIG_DIR, {"preset": "smoke", "experiments": ["suite.fair"],  # command-line text
                                   "subset": {"suite.fair": {"fair": {"trials": "3"}}}})
     assert plan.fair_settings("suite.fair")["trials"] == 3
-    catalogue = dict(plan.experiments["suite.fair"], fair={"folds": 1, "trials": 2, "parallel": 1, "repetitions": 2})
+    catalogue = dict(plan.experiments["suite.fair"], fair={"folds": 1, "trials": 2, "parallel": 1, "repetitions": 2,
+                                                                        "rounds_per_job": 1, "repetitions_per_job": 1})
     plan.experiments["suite.fair"] = catalogue
     with pytest.raises(ConfigError, match=r"experiment suite.fair.fair.folds: an integer ≥ 2, not 1"):
         validation.check_fair(plan, "suite.fair", "experiment suite.fair")
+    with pytest.raises(ConfigError, match=r"suite.fair.fair.rounds_per_job: 0 is less than the minimum of 1"):
+        _fair_plan(rounds_per_job=0)
 
 
 def test_a_method_that_changes_the_protocols_trunk_is_refused(tmp_path):
@@ -508,21 +511,24 @@ def test_full_dry_run_lists_every_fold_trial_and_final_run_of_suite_fair(full_dr
     pairs = plan.fair_pairs("suite.fair")
     assert len(pairs) == 4 * len(plan.experiments["suite.fair"]["methods"])
     assert {d for d, _ in pairs} == {"cub", "cars", "sop", "inshop"}
-    assert settings == {"folds": 4, "trials": 50, "parallel": 2, "repetitions": 10}
+    assert settings == {"folds": 4, "trials": 50, "parallel": 2, "repetitions": 10, "rounds_per_job": 5,
+                        "repetitions_per_job": 5}
     stdout = result.stdout
     listed = {path.strip() for line in re.findall(r"^\s+output: (.*)$", stdout, re.M) for path in line.split(",")}
     rounds = -(-settings["trials"] // settings["parallel"])
+    stages = -(-rounds // settings["rounds_per_job"])
     for dataset, method in pairs:
         folder = plan.fair_folder("suite.fair", dataset, method)
-        for r in range(rounds):
-            assert f"{folder}/search/round{r}.json" in listed
-        for r in range(settings["repetitions"]):
-            assert f"{folder}/final/rep{r}/folds.json" in listed
+        for j in range(stages):
+            assert f"{folder}/search/stage{j}.json" in listed
+        groups = -(-settings["repetitions"] // settings["repetitions_per_job"])
+        for g in range(groups):
+            assert f"{folder}/final/group{g}.json" in listed
         assert f"{folder}/final/summary.json" in listed
     counts = {line.split()[0]: int(line.split()[1]) for line in stdout[stdout.index("Job stats:"):].splitlines()
               if len(line.split()) == 2 and line.split()[1].isdigit()}
-    assert counts["fair_round"] == len(pairs) * rounds  # one GPU job per round: its slots' folds
-    assert counts["fair_repetition"] == len(pairs) * settings["repetitions"]  # one per repetition: its folds
+    assert counts["fair_stage"] == len(pairs) * stages  # one GPU job per 5 rounds: their slots' folds
+    assert counts["fair_final"] == len(pairs) * groups  # one per 5 repetitions: their folds
     assert not {"fair_ask", "fair_tell", "fair_trial_fold", "fair_final_fold"} & set(counts)
     assert counts["fair_best"] == counts["fair_summary"] == len(pairs)
     assert counts["fair_splits"] == 4 and counts["fair_aggregate"] == 1

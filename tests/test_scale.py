@@ -16,6 +16,7 @@ import pytest
 import processes
 from conftest import CONFIG_DIR, REPO, python_env
 from dmlbench.config.plan import Plan
+from dmlbench.fair import rounds
 from dmlbench.errors import ConfigError
 from dmlbench.machine import check_paths
 from dmlbench.training import run_folder
@@ -39,11 +40,12 @@ def test_the_fair_jobs_train_every_fold_once_with_its_planned_settings(preset):
     for dataset, method in plan.fair_pairs("suite.fair"):
         side = plan.fair_side("suite.fair", dataset, method)
         assert set(side) == set(run_folder.NOT_IN_FINGERPRINT)
-        jobs = [plan.fair_round_spec("suite.fair", dataset, method, r)["trials"]
-                for r in range(plan.fair_rounds("suite.fair"))]
+        jobs = [round_spec["trials"] for s in range(plan.fair_stages("suite.fair"))
+                for round_spec in rounds.stage_rounds(plan.fair_stage_spec("suite.fair", dataset, method, s))]
         folds = [fold for trials in jobs for trial in trials for fold in trial["folds"]]
-        folds += [fold for r in range(plan.fair_settings("suite.fair")["repetitions"])
-                  for fold in plan.fair_repetition_spec("suite.fair", dataset, method, r)["folds"]]
+        folds += [fold for g in range(plan.fair_final_groups("suite.fair"))
+                  for rep in rounds.final_repetitions(plan.fair_group_spec("suite.fair", dataset, method, g))
+                  for fold in rep["folds"]]
         for fold in folds:
             assert fold["run_dir"] not in trained, fold["run_dir"]  # once
             assert not set(fold["run"]) & set(run_folder.NOT_IN_FINGERPRINT)  # the trigger: numbers only
@@ -57,19 +59,30 @@ def test_the_fair_jobs_train_every_fold_once_with_its_planned_settings(preset):
 def test_a_round_asks_its_slots_in_order_after_the_round_before_was_told():
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     s = plan.fair_settings("suite.fair")
-    rounds = plan.fair_rounds("suite.fair")
-    assert rounds == -(-s["trials"] // s["parallel"])
-    slots = [plan.fair_round_slots("suite.fair", r) for r in range(rounds)]
+    n_rounds = plan.fair_rounds("suite.fair")
+    assert n_rounds == -(-s["trials"] // s["parallel"])
+    slots = [plan.fair_round_slots("suite.fair", r) for r in range(n_rounds)]
     assert [t for part in slots for t in part] == list(range(s["trials"]))
-    for r, part in enumerate(slots):
+    for part in slots:
         assert len(part) <= s["parallel"]
-        inputs = plan.fair_round_inputs("suite.fair", "cub", "ms", r)
-        before = plan.fair_round_marker("suite.fair", "cub", "ms", r - 1)
-        assert (before in inputs) == (r > 0)
         # the old sequencing: slot t asked after slot t - parallel was told, which a round before holds
         assert all(t - s["parallel"] < part[0] for t in part)
     with pytest.raises(ConfigError, match="no search round"):
-        plan.fair_round_slots("suite.fair", rounds)
+        plan.fair_round_slots("suite.fair", n_rounds)
+    # a GPU job runs `rounds_per_job` rounds in turn, each job after the one before was told
+    stages = [plan.fair_stage_rounds("suite.fair", j) for j in range(plan.fair_stages("suite.fair"))]
+    assert [r for part in stages for r in part] == list(range(n_rounds))
+    assert all(len(part) <= s["rounds_per_job"] for part in stages) and len(stages) < n_rounds
+    for j, part in enumerate(stages):
+        whole = rounds.stage_rounds(plan.fair_stage_spec("suite.fair", "cub", "ms", j))
+        assert [r["output"] for r in whole] == [plan.fair_round_marker("suite.fair", "cub", "ms", r) for r in part]
+        assert [{k: r[k] for k in ("ask", "space", "trials")} for r in whole] == [
+            plan.fair_round_spec("suite.fair", "cub", "ms", r) for r in part]
+        inputs = plan.fair_stage_inputs("suite.fair", "cub", "ms", j)
+        before = plan.fair_stage_marker("suite.fair", "cub", "ms", j - 1)
+        assert (before in inputs) == (j > 0)
+    with pytest.raises(ConfigError, match="no search job"):
+        plan.fair_stage_rounds("suite.fair", len(stages))
 
 
 def test_the_round_trigger_follows_the_settings_that_decide_the_numbers():
@@ -79,8 +92,8 @@ def test_the_round_trigger_follows_the_settings_that_decide_the_numbers():
                                                                    "loader": {"workers": 3}}})
     louder = Plan.load(CONFIG_DIR, {"preset": "smoke", "overrides": {"optimizer": {"weight_decay": 0.001}}})
     key = ("suite.fair", "cub", "ms")
-    assert quiet.fair_round_trigger(*key, 0) == base.fair_round_trigger(*key, 0)
-    assert louder.fair_round_trigger(*key, 0) != base.fair_round_trigger(*key, 0)
+    assert quiet.fair_stage_trigger(*key, 0) == base.fair_stage_trigger(*key, 0)
+    assert louder.fair_stage_trigger(*key, 0) != base.fair_stage_trigger(*key, 0)
     assert quiet.fair_side(*key) != base.fair_side(*key)
 
 
@@ -181,7 +194,7 @@ def test_a_changed_learning_rate_reruns_exactly_the_runs_it_changes(finished):
     assert len(changed) == 1 and changed[0].method == "ms"
     trained = re.findall(r"rule train:\n\s+input: .*\n\s+output: (\S+)/metrics\.json", result.stdout)
     assert trained == [changed[0].path("smoke")]
-    assert counts["train"] == 1 and "fair_round" not in counts and "fair_repetition" not in counts
+    assert counts["train"] == 1 and "fair_stage" not in counts and "fair_final" not in counts
 
 
 def test_the_budget_groups_runs_into_the_workflows_jobs_and_bounds_the_wall_clock_by_the_search_chain():
@@ -189,10 +202,10 @@ def test_the_budget_groups_runs_into_the_workflows_jobs_and_bounds_the_wall_cloc
 
     chain = ("suite.fair", "cub", "ms")
     jobs = [{"rule": "train", "runs": ["a"], "chain": None, "stage": None},
-            {"rule": "fair_round", "runs": ["r0f0", "r0f1"], "chain": chain, "stage": "search"},
-            {"rule": "fair_round", "runs": ["r1f0", "r1f1"], "chain": chain, "stage": "search"},
-            {"rule": "fair_repetition", "runs": ["p0f0", "p0f1"], "chain": chain, "stage": "final"},
-            {"rule": "fair_repetition", "runs": ["p1f0", "p1f1"], "chain": chain, "stage": "final"},
+            {"rule": "fair_stage", "runs": ["r0f0", "r0f1"], "chain": chain, "stage": "search"},
+            {"rule": "fair_stage", "runs": ["r1f0", "r1f1"], "chain": chain, "stage": "search"},
+            {"rule": "fair_final", "runs": ["p0f0", "p0f1"], "chain": chain, "stage": "final"},
+            {"rule": "fair_final", "runs": ["p1f0", "p1f1"], "chain": chain, "stage": "final"},
             {"rule": "train", "runs": ["unprojected"], "chain": None, "stage": None}]
     hours = {"a": 1.0, "r0f0": 2.0, "r0f1": 2.0, "r1f0": 3.0, "r1f1": 1.0, "p0f0": 1.0, "p0f1": 1.0,
              "p1f0": 2.0, "p1f1": 3.0}
@@ -208,3 +221,22 @@ def test_the_budget_groups_runs_into_the_workflows_jobs_and_bounds_the_wall_cloc
     assert sum(job["rule"] == "train" for job in jobs) == len(plan.runs())
     assert sorted(run for job in jobs if job["chain"] for run in job["runs"]) == sorted(
         run.path("smoke") for run in plan.fair_runs())
+
+
+def test_a_gpu_jobs_spec_carries_the_shared_settings_once_and_stays_far_below_the_argument_limit():
+    """Linux refuses a single argument over 128 KiB (MAX_ARG_STRLEN): the spec of a search job
+    (5 rounds × 2 slots × 4 folds at full) is the shared settings once and each fold's changes."""
+    from dmlbench.run_config import delta
+
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    stage = plan.fair_stage_spec("suite.fair", "sop", "ms", 0)
+    group = plan.fair_group_spec("suite.fair", "sop", "ms", 0)
+    whole = [plan.fair_round_spec("suite.fair", "sop", "ms", r) for r in plan.fair_stage_rounds("suite.fair", 0)]
+    assert len(json.dumps(stage)) * 5 < len(json.dumps(whole)) and len(json.dumps(stage)) < 32 * 1024
+    assert len(json.dumps(group)) < 32 * 1024
+    folds = [f for r in stage["rounds"] for t in r["trials"] for f in t["folds"]]
+    assert all("changes" in f and "run" not in f for f in folds)
+    base = {"a": {"b": 1, "c": [1, 2]}, "d": "x"}
+    other = {"a": {"b": 2, "c": [1, 2]}, "d": "x"}
+    assert delta.apply(base, delta.changes(base, other)) == other and base["a"]["b"] == 1
+    assert delta.changes(base, {"a": {"b": 1}, "d": "x"}) is None  # other keys: kept whole

@@ -15,16 +15,16 @@ def cmd_fair_splits(args) -> None:
     folds.write(Path(args.manifest), Path(args.output), args.folds)
 
 
-def cmd_fair_round(args) -> None:
+def cmd_fair_stage(args) -> None:
     from dmlbench.fair import rounds
 
-    rounds.run_round(spec_json(args.spec), spec_json(args.side, "--side"), Path(args.output))
+    rounds.run_stage(spec_json(args.spec), spec_json(args.side, "--side"), Path(args.output))
 
 
-def cmd_fair_repetition(args) -> None:
+def cmd_fair_final(args) -> None:
     from dmlbench.fair import rounds
 
-    rounds.run_repetition(spec_json(args.spec), spec_json(args.side, "--side"), Path(args.best), Path(args.output))
+    rounds.run_final(spec_json(args.spec), spec_json(args.side, "--side"), Path(args.best), Path(args.output))
 
 
 def cmd_fair_best(args) -> None:
@@ -59,18 +59,19 @@ def add(sub) -> None:
     s.add_argument("--output", required=True, help="the split file (path, label, part)")
     s.set_defaults(func=cmd_fair_splits)
 
-    s = sub.add_parser("fair-round", help="a search round: ask its trial slots, train their folds, tell")
-    s.add_argument("--spec", required=True, help="JSON: what Plan.fair_round_spec gives")
+    s = sub.add_parser("fair-stage", help="a search job: its rounds in turn (ask each round's trial slots, "
+                                          "train their folds, tell)")
+    s.add_argument("--spec", required=True, help="JSON: what Plan.fair_stage_spec gives")
     side_option(s)
-    s.add_argument("--output", required=True, help="round<N>.json: what each slot was told")
-    s.set_defaults(func=cmd_fair_round)
+    s.add_argument("--output", required=True, help="stage<N>.json: the rounds and what each slot was told")
+    s.set_defaults(func=cmd_fair_stage)
 
-    s = sub.add_parser("fair-repetition", help="a final repetition: train its folds with the best parameters")
-    s.add_argument("--spec", required=True, help="JSON: what Plan.fair_repetition_spec gives")
+    s = sub.add_parser("fair-final", help="a final job: train its repetitions' folds with the best parameters")
+    s.add_argument("--spec", required=True, help="JSON: what Plan.fair_group_spec gives")
     side_option(s)
     s.add_argument("--best", required=True, help="best.json of the search")
-    s.add_argument("--output", required=True, help="folds.json: the folds' validation results")
-    s.set_defaults(func=cmd_fair_repetition)
+    s.add_argument("--output", required=True, help="group<N>.json: the repetitions' fold results")
+    s.set_defaults(func=cmd_fair_final)
 
     s = sub.add_parser("fair-best", help="the best trial of a search, and trials.csv")
     s.add_argument("--results", nargs="+", required=True)

@@ -15,12 +15,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from dmlbench.config import fair_catalogue
+from dmlbench.config.fair_jobs import FairJobs
 from dmlbench.config.run import FairRun
 from dmlbench.errors import ConfigError
 from dmlbench.fair import space as spaces
 from dmlbench.training import run_folder
 
-FAIR_KEYS = {"folds": 2, "trials": 1, "parallel": 1, "repetitions": 2}  # each setting and its least value
+FAIR_KEYS = {"folds": 2, "trials": 1, "parallel": 1, "repetitions": 2, "rounds_per_job": 1,
+             "repetitions_per_job": 1}  # each setting and its least value
 SEARCH_SEED = 0  # the seed of every search trial
 
 
@@ -29,7 +31,7 @@ def final_seed(repetition: int) -> int:
     return SEARCH_SEED + 1 + int(repetition)
 
 
-class FairSpecs:
+class FairSpecs(FairJobs):
     """Paths and specs of the fair protocol's steps."""
 
     def is_fair(self, experiment: str) -> bool:
@@ -140,11 +142,6 @@ class FairSpecs:
         return [FairRun(experiment, dataset, method, final_seed(int(repetition)), "final", int(repetition), k)
                 .path(self.name) for k in range(folds)]
 
-    def fair_round_trigger(self, experiment, dataset, method, round_index) -> str:
-        """The rerun trigger of a search round: the fold trainings' fingerprint and the round's slots."""
-        slots = self.fair_round_slots(experiment, round_index)
-        return f"{self.fair_fingerprint(experiment, dataset, method)} slots {','.join(map(str, slots))}"
-
     def _fold_job(self, run: FairRun) -> dict:
         folder = run.path(self.name)
         return {"run_dir": folder, "output": f"{folder}/validation.json", "test_output": f"{folder}/test.npz",
@@ -192,17 +189,11 @@ class FairSpecs:
         # the split file and the store are made from the manifest: it is not named beside them
         return [self.fair_splits(dataset, folds), *([f"{store}/store.json"] if store else [])]
 
-    def fair_round_inputs(self, experiment, dataset, method, round_index) -> list[str]:
-        """The data, and the round before (its slots told: the sequencing of the search)."""
-        r = int(round_index)
-        before = [self.fair_round_marker(experiment, dataset, method, r - 1)] if r > 0 else []
-        return before + self._fold_data_inputs(experiment, dataset, method)
-
     def fair_repetition_inputs(self, experiment, dataset, method) -> list[str]:
         return [self.fair_best(experiment, dataset, method), *self._fold_data_inputs(experiment, dataset, method)]
 
     def fair_best_inputs(self, experiment, dataset, method) -> list[str]:
-        return [self.fair_round_marker(experiment, dataset, method, r) for r in range(self.fair_rounds(experiment))]
+        return [self.fair_stage_marker(experiment, dataset, method, s) for s in range(self.fair_stages(experiment))]
 
     def fair_results(self, experiment, dataset, method) -> list[str]:
         """Every trial's result.json (written by the rounds)."""
@@ -210,8 +201,7 @@ class FairSpecs:
                 for t in range(self.fair_settings(experiment)["trials"])]
 
     def fair_summary_inputs(self, experiment, dataset, method) -> list[str]:
-        return [self.fair_repetition_marker(experiment, dataset, method, r)
-                for r in range(self.fair_settings(experiment)["repetitions"])]
+        return [self.fair_group_marker(experiment, dataset, method, g) for g in range(self.fair_final_groups(experiment))]
 
     def fair_test_embeddings(self, experiment, dataset, method) -> list[str]:
         """The final folds' test.npz, repetition by repetition (written by the repetitions)."""

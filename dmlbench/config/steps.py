@@ -59,8 +59,8 @@ class StepSpecs:
 
     def gpu_jobs(self) -> list[dict]:
         """Every training job of the plan: its rule, the run folders it trains and, for a fair
-        search round, its chain (the rounds of one search run one after another, then its
-        repetitions side by side)."""
+        search job, its chain (the search jobs of one search run one after another, then its
+        final jobs side by side)."""
         jobs = [{"rule": "train", "runs": [run.path(self.name)], "chain": None, "stage": None}
                 for run in self.runs()]
         for experiment in self.experiment_ids:
@@ -68,11 +68,10 @@ class StepSpecs:
                 continue
             for dataset, method in self.fair_pairs(experiment):
                 chain = (experiment, dataset, method)
-                jobs += [{"rule": "fair_round", "runs": self.fair_round_runs(experiment, dataset, method, r),
-                          "chain": chain, "stage": "search"} for r in range(self.fair_rounds(experiment))]
-                jobs += [{"rule": "fair_repetition", "runs": self.fair_repetition_runs(experiment, dataset, method, r),
-                          "chain": chain, "stage": "final"}
-                         for r in range(self.fair_settings(experiment)["repetitions"])]
+                jobs += [{"rule": "fair_stage", "runs": self.fair_stage_runs(experiment, dataset, method, s),
+                          "chain": chain, "stage": "search"} for s in range(self.fair_stages(experiment))]
+                jobs += [{"rule": "fair_final", "runs": self.fair_group_runs(experiment, dataset, method, g),
+                          "chain": chain, "stage": "final"} for g in range(self.fair_final_groups(experiment))]
         return jobs
 
     def has_budget(self) -> bool:

@@ -17,7 +17,7 @@ from dmlbench.models import timm_trunks
 from dmlbench.plots import FIGURES
 from dmlbench.registry import did_you_mean
 from dmlbench.run_config import RunConfig
-from dmlbench.verdicts import claims
+from dmlbench.verdicts import claim_kinds, claims
 
 EXPERIMENT_KEYS = {"layout", "title", "paper", "datasets", "methods", "seeds", "train", "per_dataset",
                    "table", "reported", "quoted", "kind", "analysis", "sweep", "plot", "figures", "fair",
@@ -80,7 +80,7 @@ def check_catalogue(plan) -> None:
         for name in exp.get("figures") or []:
             FIGURES.check(name, f"{where}.figures", ConfigError)
         table_checks.check_reported(exp, where)
-        claims.check(exp, f"{where}")
+        claim_kinds.check_experiment(exp, where)
         margins.check_experiment(exp, where)
         table_checks.check_layout(exp, where)
         table_checks.check_title(plan, exp, where)

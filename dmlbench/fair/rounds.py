@@ -1,5 +1,6 @@
-"""The fair protocol's GPU jobs: a search round and a final repetition, each one process that
-trains its fold trainings one after another on one device.
+"""The fair protocol's GPU jobs: a search job (`rounds_per_job` rounds of the search, in turn)
+and a final job (`repetitions_per_job` final repetitions), each one process that trains its fold
+trainings one after another on one device.
 
 A round of a method's search holds `parallel` trial slots: it asks each slot its parameters (in
 slot order, so slot t is asked after slot t − 1 and after every slot of the earlier rounds, t −
@@ -19,12 +20,44 @@ import sys
 from pathlib import Path
 
 from dmlbench.fair import fold_run, study
+from dmlbench.run_config import delta
 from dmlbench.io import write_json
 
 
 def with_side(settings: dict, side: dict) -> dict:
     """A fold training's settings with the side settings merged back."""
     return {**settings, **side}
+
+
+def stage_rounds(spec: dict) -> list[dict]:
+    """A search job's rounds, each a whole round spec (its folds' settings made whole from `base`)."""
+    return [{"ask": spec["ask"], "space": spec["space"], "output": r["output"],
+             "trials": [{**t, "folds": [_whole(spec["base"], f) for f in t["folds"]]} for t in r["trials"]]}
+            for r in spec["rounds"]]
+
+
+def final_repetitions(spec: dict) -> list[dict]:
+    """A final job's repetitions, each a whole repetition spec."""
+    return [{"space": spec["space"], "output": r["output"], "folds": [_whole(spec["base"], f) for f in r["folds"]]}
+            for r in spec["repetitions"]]
+
+
+def _whole(base: dict, fold: dict) -> dict:
+    if "changes" not in fold:
+        return fold
+    return {**{k: v for k, v in fold.items() if k != "changes"}, "run": delta.apply(base, fold["changes"])}
+
+
+def run_stage(spec: dict, side: dict, output: Path) -> list[dict]:
+    """A search job: its rounds in turn (each round's record written as it is told); `output`
+    lists them. A round finished before is asked, trained and told again from its records: its
+    slots' parameters and fold results are kept, so nothing is trained twice."""
+    rounds = []
+    for round_spec in stage_rounds(spec):
+        told = run_round(round_spec, side, Path(round_spec["output"]))
+        rounds.append({"round": round_spec["output"], "slots": told})
+    write_json(output, {"rounds": rounds})
+    return rounds
 
 
 def run_round(spec: dict, side: dict, output: Path) -> list[dict]:
@@ -45,6 +78,15 @@ def run_round(spec: dict, side: dict, output: Path) -> list[dict]:
                      "objective": result["objective"]})
     write_json(output, {"slots": told})
     return told
+
+
+def run_final(spec: dict, side: dict, best: Path, output: Path) -> list[dict]:
+    """A final job: its repetitions in turn (each one's record written when its folds are done);
+    `output` lists them."""
+    done = [{"repetition": rep["output"], "folds": run_repetition(rep, side, best, Path(rep["output"]))}
+            for rep in final_repetitions(spec)]
+    write_json(output, {"repetitions": done})
+    return done
 
 
 def run_repetition(spec: dict, side: dict, best: Path, output: Path) -> list[dict]:

@@ -72,7 +72,7 @@ def open_study(journal: Path, name: str, seed: int = 0):
 
 
 def _remedy(journal: Path, first: str = "restore it from a backup, or move it aside,") -> str:
-    return (f"{first} delete {journal.parent}/round*.json and {journal.parent}/trial*/params.json and rerun: "
+    return (f"{first} delete {journal.parent}/stage*.json, round*.json and trial*/params.json and rerun: "
             f"the search is asked again "
             f"from slot 0, and fold trainings of unchanged parameters resume from their checkpoints")
 
@@ -145,8 +145,8 @@ def _bound_study(spec: dict, seed: int):
     changes = run_folder.changed_settings(old, settings) if old else ["(a study of an older version)"]
     if spec["slot"] > 0:
         raise DmlbenchError(f"{journal} holds a study of other search settings than slot {spec['slot']}'s "
-                            f"({'; '.join(changes[:6])}): delete {journal.parent}/round*.json and "
-                            f"{journal.parent}/trial*/params.json and rerun, "
+                            f"({'; '.join(changes[:6])}): delete {journal.parent}/stage*.json, round*.json "
+                            f"and trial*/params.json and rerun, "
                             f"so that the search starts again from slot 0")
     target = journal.with_name(f"{journal.name}.superseded-{(stored or 'unknown')[:12]}")
     lock = _journal_lock(journal)

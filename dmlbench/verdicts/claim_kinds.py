@@ -69,6 +69,54 @@ def check(claim: dict, exp: dict, at: str) -> None:
         raise ConfigError(f"{at}.margin: δ of an equivalence, finite points > 0, not {margin!r}")
 
 
+def check_experiment(exp: dict, where: str) -> None:
+    """Each claim has the keys of its kind (`claim_kinds`) and names rows, datasets and metrics of
+    the experiment's table; ids are unique within the experiment (`check_ids`: within the paper)."""
+    claims = exp.get("claims")
+    if claims is None:
+        return
+    if not isinstance(claims, list):
+        raise ConfigError(f"{where}.claims: a list of claims (- id: …), not {type(claims).__name__}")
+    rows = set(exp["methods"]) | {f"{m}@{v}" for m in exp["methods"] for v in exp.get("sweep") or {}}
+    metrics = (exp.get("table") or {}).get("metrics") or []
+    for i, claim in enumerate(claims):
+        at = f"{where}.claims[{i}]" + (f" ({claim.get('id')})" if isinstance(claim, dict) and claim.get("id") else "")
+        if not isinstance(claim, dict):
+            raise ConfigError(f"{at}: a mapping with keys {sorted(gain_tests.REQUIRED)} and those of its kind")
+        unknown, missing = set(claim) - KEYS, gain_tests.REQUIRED - set(claim)
+        if unknown or missing:
+            raise ConfigError(f"{at}: keys are {sorted(KEYS)} (gain may be null); "
+                              + "; ".join(f"{what} {sorted(names)}" for what, names in
+                                          (("unknown", unknown), ("missing", missing)) if names))
+        check(claim, exp, at)
+        if "better" in claim:
+            _check_rows(claim, exp, rows, at)
+        for dataset in listed(claim["dataset"]):
+            if dataset not in exp["datasets"]:
+                raise ConfigError(f"{at}.dataset: {dataset!r} is not run by the experiment "
+                                  f"({', '.join(exp['datasets'])})")
+        for metric in listed(claim["metric"]):
+            if metric not in metrics:
+                raise ConfigError(f"{at}.metric: {metric!r} is not in the experiment's table ({', '.join(metrics)})")
+        gain = claim.get("gain")
+        if gain is not None and (isinstance(gain, bool) or not isinstance(gain, (int, float))
+                                 or not math.isfinite(gain)):
+            raise ConfigError(f"{at}.gain: a finite number (points, the paper's better − worse) or null, not {gain!r}")
+
+
+def _check_rows(claim: dict, exp: dict, rows: set, at: str) -> None:
+    for key in ("better", "worse"):
+        if claim[key] not in rows:
+            raise ConfigError(f"{at}.{key}: {claim[key]!r} is no row the experiment runs "
+                              f"({', '.join(sorted(rows))})")
+    if exp.get("sweep") and ("@" in claim["better"]) != ("@" in claim["worse"]):
+        raise ConfigError(f"{at}: in an experiment with a sweep, name both rows with their variant "
+                          f"(method@variant) or neither (tested on every variant), not "
+                          f"{claim['better']!r} against {claim['worse']!r}")
+    if claim["better"] == claim["worse"]:
+        raise ConfigError(f"{at}: better and worse are the same row {claim['better']!r}")
+
+
 def listed(value) -> list:
     return list(value) if isinstance(value, list) else [value]
 

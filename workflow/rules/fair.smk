@@ -1,15 +1,16 @@
 # The fair protocol (`suite.fair`, dmlbench/config/fair_specs.py): split file → per method × dataset
-# search rounds (each: ask its trial slots, train their folds, tell) → best → final repetitions
-# (each: train its folds) → summary → tables. One GPU job per round and per repetition.
+# search jobs (each: `rounds_per_job` rounds in turn, a round asking its trial slots, training their
+# folds, telling) → best → final jobs (each: `repetitions_per_job` repetitions, training their folds)
+# → summary → tables.
 FAIR_DIR = "results/{preset}/{experiment}/{dataset}/{method}"
 
 
-def round_runs(w):
-    return PLAN.fair_round_runs(w.experiment, w.dataset, w.method, w.round)
+def stage_runs(w):
+    return PLAN.fair_stage_runs(w.experiment, w.dataset, w.method, w.stage)
 
 
-def repetition_runs(w):
-    return PLAN.fair_repetition_runs(w.experiment, w.dataset, w.method, w.repetition)
+def group_runs(w):
+    return PLAN.fair_group_runs(w.experiment, w.dataset, w.method, w.group)
 
 
 rule fair_splits:
@@ -24,22 +25,22 @@ rule fair_splits:
         "{PYTHON} -m dmlbench fair-splits --manifest {input:q} --folds {wildcards.folds} --output {output:q}"
 
 
-rule fair_round:
+rule fair_stage:
     input:
-        lambda w: PLAN.fair_round_inputs(w.experiment, w.dataset, w.method, w.round),
+        lambda w: PLAN.fair_stage_inputs(w.experiment, w.dataset, w.method, w.stage),
     output:
-        f"{FAIR_DIR}/search/round{{round}}.json",
+        f"{FAIR_DIR}/search/stage{{stage}}.json",
     params:
-        settings=lambda w: PLAN.fair_round_trigger(w.experiment, w.dataset, w.method, w.round),
-        spec=lambda w: Untracked(lambda: as_json(PLAN.fair_round_spec(w.experiment, w.dataset, w.method, w.round))),
+        settings=lambda w: PLAN.fair_stage_trigger(w.experiment, w.dataset, w.method, w.stage),
+        spec=lambda w: Untracked(lambda: as_json(PLAN.fair_stage_spec(w.experiment, w.dataset, w.method, w.stage))),
         side=lambda w: Untracked(lambda: as_json(PLAN.fair_side(w.experiment, w.dataset, w.method))),
     resources:
         gpu=1,
-        runtime=job_runtime(round_runs),   # minutes (SLURM)
+        runtime=job_runtime(stage_runs),   # minutes (SLURM)
     log:
-        f"logs/{{preset}}/fair/{{experiment}}/{{dataset}}/{{method}}/round{{round}}.log",
+        f"logs/{{preset}}/fair/{{experiment}}/{{dataset}}/{{method}}/stage{{stage}}.log",
     shell:
-        "{GPU_SLOT} {PYTHON} -m dmlbench fair-round --spec {params.spec:q} --side {params.side:q}"
+        "{GPU_SLOT} {PYTHON} -m dmlbench fair-stage --spec {params.spec:q} --side {params.side:q}"
         " --output {output:q} 2> >(tee -a {log:q} >&2)"
 
 
@@ -55,23 +56,23 @@ rule fair_best:
         "{PYTHON} -m dmlbench fair-best --results {params.results:q} --output {output.best:q} --trials {output.trials:q}"
 
 
-rule fair_repetition:
+rule fair_final:
     input:
         lambda w: PLAN.fair_repetition_inputs(w.experiment, w.dataset, w.method),
     output:
-        f"{FAIR_DIR}/final/rep{{repetition}}/folds.json",
+        f"{FAIR_DIR}/final/group{{group}}.json",
     params:
-        settings=lambda w: PLAN.fair_fingerprint(w.experiment, w.dataset, w.method),   # the rerun trigger
-        spec=lambda w: Untracked(lambda: as_json(
-            PLAN.fair_repetition_spec(w.experiment, w.dataset, w.method, w.repetition))),
+        settings=lambda w: PLAN.fair_fingerprint(w.experiment, w.dataset, w.method)   # the rerun trigger
+        + " repetitions " + ",".join(map(str, PLAN.fair_group_repetitions(w.experiment, w.group))),
+        spec=lambda w: Untracked(lambda: as_json(PLAN.fair_group_spec(w.experiment, w.dataset, w.method, w.group))),
         side=lambda w: Untracked(lambda: as_json(PLAN.fair_side(w.experiment, w.dataset, w.method))),
     resources:
         gpu=1,
-        runtime=job_runtime(repetition_runs),   # minutes (SLURM)
+        runtime=job_runtime(group_runs),   # minutes (SLURM)
     log:
-        f"logs/{{preset}}/fair/{{experiment}}/{{dataset}}/{{method}}/rep{{repetition}}.log",
+        f"logs/{{preset}}/fair/{{experiment}}/{{dataset}}/{{method}}/group{{group}}.log",
     shell:
-        "{GPU_SLOT} {PYTHON} -m dmlbench fair-repetition --spec {params.spec:q} --side {params.side:q}"
+        "{GPU_SLOT} {PYTHON} -m dmlbench fair-final --spec {params.spec:q} --side {params.side:q}"
         " --best {input[0]:q} --output {output:q} 2> >(tee -a {log:q} >&2)"
 
 

@@ -52,6 +52,10 @@ def cmd_train(args) -> None:
     from dmlbench.training import run_folder
 
     cfg = _run_config(args)
+    if args.run_dir is None:
+        if not args.metrics:
+            raise DmlbenchError("train: name the run folder (--run-dir) or the metrics file in it (--metrics)")
+        args.run_dir = str(Path(args.metrics).parent)
     if args.metrics and run_folder.trained_with(Path(args.run_dir), cfg) \
             and final_metrics.reuse(Path(args.run_dir), Path(args.metrics)):
         return  # trained before with these settings (its metrics.json lost or set aside): nothing to train
@@ -123,7 +127,7 @@ def add(sub) -> None:
     s.set_defaults(func=cmd_store)
 
     s = sub.add_parser("train", help="train one run (resumes from its last checkpoint)")
-    s.add_argument("--run-dir", required=True)
+    s.add_argument("--run-dir", help="the run folder (default: the folder of --metrics)")
     s.add_argument("--spec", help="resolved run config as JSON (what the workflow passes)")
     side_option(s)
     s.add_argument("--metrics", help="also write the final model's metrics here (metrics.json)")

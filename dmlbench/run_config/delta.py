@@ -9,17 +9,21 @@ import copy
 
 def changes(base: dict, settings: dict) -> list | None:
     """[[key path, value], …] that turn `base` into `settings`; None where their mappings differ
-    in keys (the caller keeps `settings` whole)."""
+    in keys (the caller keeps `settings` whole). Subtrees are compared with `==` (an int and a
+    float of one value inside an equal subtree count as the same: the settings of one method's
+    fold trainings come from one resolution, where they do not differ so)."""
     found: list = []
 
     def walk(a: dict, b: dict, path: list) -> bool:
         if set(a) != set(b):
             return False
         for key in a:
+            if a[key] == b[key] and type(a[key]) is type(b[key]):
+                continue  # the same subtree (a dict comparison, in C): nothing to walk
             if isinstance(a[key], dict) and isinstance(b[key], dict):
                 if not walk(a[key], b[key], path + [key]):
                     return False
-            elif a[key] != b[key] or type(a[key]) is not type(b[key]):
+            else:
                 found.append([path + [key], copy.deepcopy(b[key])])
         return True
 

@@ -34,6 +34,9 @@ def gpu_count(resources):
 # the prefix that hands a GPU job a free device (none under SLURM or without --resources gpu=N);
 # in the rules' command text, not their params: the interpreter's path is no rerun trigger
 GPU_SLOT = f"{PYTHON} -m dmlbench gpu-slot --slots {gpu_count(workflow.global_resources)} --"
+# the same, ready to be written into a rule's command text at parse time (fewer fields for
+# Snakemake to fill in per job: a dry run of `full` prints thousands of commands)
+PYTHON_TEXT, GPU_SLOT_TEXT = (text.replace("{", "{{").replace("}", "}}") for text in (PYTHON, GPU_SLOT))
 
 
 def job_runtime(runs_of):

@@ -7,12 +7,11 @@ rule train:
     params:
         spec=lambda w: as_json(run_numbers(w)),   # the rerun trigger
         side=lambda w: Untracked(lambda: as_json(run_side(w))),
-        run_dir=RUN_DIR,
     resources:
         gpu=1,
         runtime=job_runtime(lambda w: [run_of(w).path(PRESET)]),   # minutes (SLURM)
     log:
         TRAIN_LOG,
     shell:
-        "{GPU_SLOT} {PYTHON} -m dmlbench train --spec {params.spec:q} --side {params.side:q}"
-        " --run-dir {params.run_dir:q} --metrics {output.metrics:q} 2> >(tee -a {log:q} >&2)"
+        f"{GPU_SLOT_TEXT} {PYTHON_TEXT} -m dmlbench train --spec {{params.spec:q}} --side {{params.side:q}}"
+        " --metrics {output.metrics:q} 2> >(tee -a {log:q} >&2)"   # the run folder: the metrics file's

@@ -15,7 +15,10 @@ from dmlbench.errors import DmlbenchError, explain_os_error
 
 
 def parser() -> argparse.ArgumentParser:
+    from dmlbench import __version__
+
     p = argparse.ArgumentParser(prog="dmlbench", description=__doc__)
+    p.add_argument("--version", action="version", version=f"dmlbench {__version__}")
     sub = p.add_subparsers(dest="step", required=True)
     for commands in (steps, results, fair, knobs):
         commands.add(sub)

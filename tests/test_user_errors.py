@@ -485,3 +485,11 @@ def test_a_yaml_alias_bomb_is_refused_before_it_fills_the_memory(tmp_path):
     with pytest.raises(ConfigError, match="expands to more than 1,000,000 values through its aliases"):
         Plan.load(CONFIG_DIR, {"preset_file": str(bomb)})
     assert time.monotonic() - started < 30
+
+
+def test_the_version():
+    import dmlbench
+
+    said = run([sys.executable, "-m", "dmlbench", "--version"], capture_output=True, text=True, timeout=120,
+               env=python_env())
+    assert said.returncode == 0 and said.stdout.strip() == f"dmlbench {dmlbench.__version__}"

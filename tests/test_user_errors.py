@@ -493,3 +493,14 @@ def test_the_version():
     said = run([sys.executable, "-m", "dmlbench", "--version"], capture_output=True, text=True, timeout=120,
                env=python_env())
     assert said.returncode == 0 and said.stdout.strip() == f"dmlbench {dmlbench.__version__}"
+
+
+def test_every_option_of_every_command_says_what_it_is():
+    import argparse
+
+    from dmlbench import cli
+
+    commands = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction))
+    silent = [f"{name} {action.option_strings or action.dest}" for name, sub in commands.choices.items()
+              for action in sub._actions if action.help is None and not isinstance(action, argparse._HelpAction)]
+    assert silent == []

@@ -8,6 +8,7 @@ import json
 from dmlbench.errors import DmlbenchError
 
 CONFIG_DIR = "workflow/config"
+CONFIG_DIR_HELP = "the catalogue folder (default: this checkout's workflow/config)"
 
 
 def spec_json(text: str, option: str = "--spec") -> dict:

@@ -54,8 +54,8 @@ def cmd_fair_aggregate(args) -> None:
 def add(sub) -> None:
     """Add these commands to the command line's subparsers."""
     s = sub.add_parser("fair-splits", help="cut a manifest's training classes into class-disjoint folds")
-    s.add_argument("--manifest", required=True)
-    s.add_argument("--folds", type=int, required=True)
+    s.add_argument("--manifest", required=True, help="the dataset's manifest.csv")
+    s.add_argument("--folds", type=int, required=True, help="the number of class-disjoint folds")
     s.add_argument("--output", required=True, help="the split file (path, label, part)")
     s.set_defaults(func=cmd_fair_splits)
 
@@ -74,18 +74,18 @@ def add(sub) -> None:
     s.set_defaults(func=cmd_fair_final)
 
     s = sub.add_parser("fair-best", help="the best trial of a search, and trials.csv")
-    s.add_argument("--results", nargs="+", required=True)
-    s.add_argument("--output", required=True)
-    s.add_argument("--trials", required=True)
+    s.add_argument("--results", nargs="+", required=True, help="every trial's result.json")
+    s.add_argument("--output", required=True, help="best.json to write")
+    s.add_argument("--trials", required=True, help="trials.csv to write (every trial, one row each)")
     s.set_defaults(func=cmd_fair_best)
 
     s = sub.add_parser("fair-summary", help="test metrics separated and concatenated, mean and 95 %% interval")
-    s.add_argument("--spec", required=True)
+    s.add_argument("--spec", required=True, help="JSON: what Plan.fair_summary_spec gives")
     s.add_argument("--embeddings", nargs="+", required=True, help="test.npz, repetition by repetition")
-    s.add_argument("--output", required=True)
+    s.add_argument("--output", required=True, help="summary.json to write")
     s.set_defaults(func=cmd_fair_summary)
 
     s = sub.add_parser("fair-aggregate", help="the fair tables, figure and paper-vs-fair table")
-    s.add_argument("--spec", required=True)
-    s.add_argument("--output-dir", required=True)
+    s.add_argument("--spec", required=True, help="JSON: what Plan.fair_aggregate_spec gives")
+    s.add_argument("--output-dir", required=True, help="the fair table's report folder")
     s.set_defaults(func=cmd_fair_aggregate)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from dmlbench.commands.common import CONFIG_DIR, positive, preset_with_results, spec_json
+from dmlbench.commands.common import CONFIG_DIR, CONFIG_DIR_HELP, positive, preset_with_results, spec_json
 from dmlbench.errors import DmlbenchError
 
 
@@ -118,22 +118,22 @@ def cmd_preflight(args) -> None:
 def add(sub) -> None:
     """Add these commands to the command line's subparsers."""
     s = sub.add_parser("aggregate", help="one experiment's runs → tables (CSV, Markdown) and figures")
-    s.add_argument("--spec", required=True)
-    s.add_argument("--metrics", nargs="+", required=True)
+    s.add_argument("--spec", required=True, help="JSON: what Plan.aggregate_spec gives")
+    s.add_argument("--metrics", nargs="+", required=True, help="the runs' metrics.json files")
     s.add_argument("--references", nargs="*", default=[],
                    help="metrics.json of the reference jobs (embeddings before training)")
-    s.add_argument("--output-dir", required=True)
+    s.add_argument("--output-dir", required=True, help="the experiment's report folder")
     s.set_defaults(func=cmd_aggregate)
 
     s = sub.add_parser("report", help="write the HTML report of a preset (contents, tables, figures)")
-    s.add_argument("--config-dir", default=CONFIG_DIR)
+    s.add_argument("--config-dir", default=CONFIG_DIR, help=CONFIG_DIR_HELP)
     s.add_argument("--config", default="{}", help="JSON: the workflow's config (preset and changes)")
     s.add_argument("--output", required=True, help="reports/<preset>/index.html")
     s.set_defaults(func=cmd_report)
 
     s = sub.add_parser("results-table", help="every run's metrics, config fingerprint, commit and cost in one "
                                              "table: results/<preset>/runs.parquet")
-    s.add_argument("--config-dir", default=CONFIG_DIR)
+    s.add_argument("--config-dir", default=CONFIG_DIR, help=CONFIG_DIR_HELP)
     s.add_argument("--config", default="{}", help="JSON: the workflow's config (preset and changes)")
     s.add_argument("--output", required=True, help="results/<preset>/runs.parquet")
     s.set_defaults(func=cmd_results_table)
@@ -149,7 +149,7 @@ def add(sub) -> None:
     s = sub.add_parser("verdict", help="a paper's certificate from the finished results: every paper "
                                        "number's verdict and every claim's test (no training)")
     s.add_argument("name", help="a paper (ms) or one of its experiments (ms.t1)")
-    s.add_argument("--config-dir", default=CONFIG_DIR)
+    s.add_argument("--config-dir", default=CONFIG_DIR, help=CONFIG_DIR_HELP)
     s.add_argument("--preset", help="preset name (default: the one in --config, else the one preset with "
                                     "aggregated results)")
     s.add_argument("--config", default="{}", help="JSON: changes as in --config of the workflow")
@@ -160,12 +160,12 @@ def add(sub) -> None:
     s.set_defaults(func=cmd_verdict)
 
     s = sub.add_parser("plan", help="list the run folders a preset expands into")
-    s.add_argument("--config-dir", default=CONFIG_DIR)
-    s.add_argument("--preset", default="full")
+    s.add_argument("--config-dir", default=CONFIG_DIR, help=CONFIG_DIR_HELP)
+    s.add_argument("--preset", default="full", help="preset name (default: full)")
     s.set_defaults(func=cmd_plan)
 
     s = sub.add_parser("doctor", help="what this machine has and lacks for a plan (no training)")
-    s.add_argument("--config-dir", default=CONFIG_DIR)
+    s.add_argument("--config-dir", default=CONFIG_DIR, help=CONFIG_DIR_HELP)
     s.add_argument("--preset", help="preset name (default: full, or the one in --config)")
     s.add_argument("--config", default="{}", help="JSON: changes as in --config of the workflow")
     s.add_argument("--slurm", action="store_true", help="also check the SLURM executor plugin")
@@ -173,7 +173,7 @@ def add(sub) -> None:
     s.set_defaults(func=cmd_doctor)
 
     s = sub.add_parser("preflight", help="run every code path of a plan once on fixtures; project its compute budget")
-    s.add_argument("--config-dir", default=CONFIG_DIR)
+    s.add_argument("--config-dir", default=CONFIG_DIR, help=CONFIG_DIR_HELP)
     s.add_argument("--preset", help="preset name (default: full, or the one in --config)")
     s.add_argument("--config", default="{}", help="JSON: changes as in --config of the workflow")
     s.add_argument("--image-side", type=positive, default=None,

@@ -7,7 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from dmlbench.commands.common import CONFIG_DIR, max_image_pixels_option, positive, side_option, spec_json, whole
+from dmlbench.commands.common import (CONFIG_DIR, CONFIG_DIR_HELP, max_image_pixels_option, positive, side_option,
+                                      spec_json, whole)
 from dmlbench.errors import DmlbenchError
 
 
@@ -107,19 +108,19 @@ def add(sub) -> None:
     """Add these commands to the command line's subparsers."""
     s = sub.add_parser("prepare", help="acquire, parse and check a dataset; write its manifest")
     s.add_argument("--spec", required=True, help="JSON: dataset, source, root, path, download, fixture")
-    s.add_argument("--output", required=True)
+    s.add_argument("--output", required=True, help="the manifest.csv to write")
     s.set_defaults(func=cmd_prepare)
 
     s = sub.add_parser("cache", help="pre-resize the images of a manifest")
-    s.add_argument("--manifest", required=True)
+    s.add_argument("--manifest", required=True, help="the dataset's manifest.csv")
     s.add_argument("--size", type=positive, required=True, help="shorter side in pixels")
     s.add_argument("--workers", type=int, default=None, help="processes decoding images (default: every core)")
-    s.add_argument("--output", required=True)
+    s.add_argument("--output", required=True, help="the cache folder to write")
     max_image_pixels_option(s)
     s.set_defaults(func=cmd_cache)
 
     s = sub.add_parser("store", help="decode a manifest's images once into a memory-mapped array")
-    s.add_argument("--manifest", required=True)
+    s.add_argument("--manifest", required=True, help="the dataset's manifest.csv (or its cache's)")
     s.add_argument("--side", type=positive, required=True, help="images are resized to side × side")
     s.add_argument("--workers", type=int, default=None, help="processes decoding images (default: every core)")
     s.add_argument("--output", required=True, help="the store folder")
@@ -131,17 +132,17 @@ def add(sub) -> None:
     s.add_argument("--spec", help="resolved run config as JSON (what the workflow passes)")
     side_option(s)
     s.add_argument("--metrics", help="also write the final model's metrics here (metrics.json)")
-    s.add_argument("--config-dir", default=CONFIG_DIR)
-    s.add_argument("--preset", default="full")
-    s.add_argument("--experiment")
-    s.add_argument("--dataset")
-    s.add_argument("--method")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--config-dir", default=CONFIG_DIR, help=CONFIG_DIR_HELP)
+    s.add_argument("--preset", default="full", help="the preset whose run to train, without --spec (default: full)")
+    s.add_argument("--experiment", help="the run's experiment id, without --spec")
+    s.add_argument("--dataset", help="the run's dataset, without --spec")
+    s.add_argument("--method", help="the run's method id, without --spec")
+    s.add_argument("--seed", type=int, default=0, help="the run's seed, without --spec (default: 0)")
     s.set_defaults(func=cmd_train)
 
     s = sub.add_parser("evaluate", help="embed the test split of a trained run and compute metrics")
-    s.add_argument("--run-dir", required=True)
-    s.add_argument("--output", required=True)
+    s.add_argument("--run-dir", required=True, help="the trained run's folder (with its model.pt)")
+    s.add_argument("--output", required=True, help="the metrics.json to write")
     s.add_argument("--fresh", action="store_true",
                    help="evaluate model.pt again even where the train step kept its evaluation")
     s.set_defaults(func=cmd_evaluate)
@@ -150,20 +151,20 @@ def add(sub) -> None:
                                          "(network at initialisation, trunk features, raw pixels)")
     s.add_argument("--spec", required=True, help="JSON: what Plan.reference_spec gives")
     side_option(s)
-    s.add_argument("--output", required=True)
+    s.add_argument("--output", required=True, help="the metrics.json of the reference row to write")
     s.set_defaults(func=cmd_reference)
 
     s = sub.add_parser("analyse", help="compute a CPU-exact figure (kind: analysis experiments)")
-    s.add_argument("--spec", required=True)
-    s.add_argument("--output-dir", required=True)
+    s.add_argument("--spec", required=True, help="JSON: what Plan.analysis_spec gives")
+    s.add_argument("--output-dir", required=True, help="the experiment's report folder")
     s.set_defaults(func=cmd_analyse)
 
     s = sub.add_parser("gpu-slot", help="run a command on a device no other such command holds")
     s.add_argument("--slots", type=whole, required=True, help="number of devices (0: leave as is)")
-    s.add_argument("--lock-dir", default=".dmlbench/gpu-locks")
+    s.add_argument("--lock-dir", default=".dmlbench/gpu-locks", help="where the slots' lock files live")
     s.add_argument("--timeout", type=float, default=None,
                    help="seconds to wait for a free device before giving up (default: no limit)")
-    s.add_argument("command", nargs=argparse.REMAINDER)
+    s.add_argument("command", nargs=argparse.REMAINDER, help="the command to run on the free GPU (after --)")
     s.set_defaults(func=cmd_gpu_slot)
 
     s = sub.add_parser("warm-start", help="fork training steps from one process that has imported torch "

@@ -21,9 +21,6 @@ PRESET = PLAN.name
 for experiment, reason in PLAN.skipped.items():
     print(f"dmlbench: skipping {experiment}: {reason}", file=sys.stderr)
 
-# rules run `python -m dmlbench` from this checkout, installed or not
-shell.prefix(f"export PYTHONPATH='{workflow.basedir}':$PYTHONPATH; ")
-
 include: "workflow/rules/common.smk"
 
 include: "workflow/rules/data.smk"

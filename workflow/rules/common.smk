@@ -31,12 +31,15 @@ def gpu_count(resources):
     return int(getattr(gpu, "value", gpu) or 0)
 
 
-# the prefix that hands a GPU job a free device (none under SLURM or without --resources gpu=N);
-# in the rules' command text, not their params: the interpreter's path is no rerun trigger
-GPU_SLOT = f"{PYTHON} -m dmlbench gpu-slot --slots {gpu_count(workflow.global_resources)} --"
-# the same, ready to be written into a rule's command text at parse time (fewer fields for
-# Snakemake to fill in per job: a dry run of `full` prints thousands of commands)
-PYTHON_TEXT, GPU_SLOT_TEXT = (text.replace("{", "{{").replace("}", "}}") for text in (PYTHON, GPU_SLOT))
+# Every rule's command runs `"$DMLBENCH_PYTHON" -m dmlbench …` from this checkout (installed or not),
+# a GPU job's behind `gpu_slot`, which hands it a free device (none under SLURM or without
+# --resources gpu=N). Both are set in the shell prefix, not in the rules' command text: Snakemake
+# compares that text to decide whether a rule's code changed, so a moved checkout or environment
+# or another --resources gpu=N reruns nothing, and a dry run has two fields fewer to fill per job.
+shell.prefix(
+    (f"export PYTHONPATH={shlex.quote(workflow.basedir)}:\"$PYTHONPATH\"; DMLBENCH_PYTHON={PYTHON}; "
+     f"gpu_slot() {{ \"$DMLBENCH_PYTHON\" -m dmlbench gpu-slot --slots {gpu_count(workflow.global_resources)} -- \"$@\"; }}; ")
+    .replace("{", "{{").replace("}", "}}"))  # Snakemake formats the prefix: its braces kept
 
 
 def job_runtime(runs_of):

@@ -13,7 +13,7 @@ rule prepare:
     log:
         f"logs/{PRESET}/prepare/{{dataset}}.log",
     shell:
-        f"{PYTHON_TEXT} -m dmlbench prepare --spec {{params.spec:q}} --output {{output:q}} 2> >(tee {{log:q}} >&2)"
+        "\"$DMLBENCH_PYTHON\" -m dmlbench prepare --spec {params.spec:q} --output {output:q} 2> >(tee {log:q} >&2)"
 
 
 rule cache:
@@ -27,7 +27,7 @@ rule cache:
     log:
         f"logs/{PRESET}/cache/{{dataset}}-{{size}}.log",
     shell:
-        f"{PYTHON_TEXT} -m dmlbench cache --manifest {{input:q}} --size {{wildcards.size}} --output {{output:q}}"
+        "\"$DMLBENCH_PYTHON\" -m dmlbench cache --manifest {input:q} --size {wildcards.size} --output {output:q}"
         " --workers {threads} {IMAGE_LIMIT}"
         " 2> >(tee {log:q} >&2)"
 
@@ -46,5 +46,5 @@ rule store:
     log:
         f"logs/{PRESET}/store/{{folder}}-{{side}}.log",
     shell:
-        f"{PYTHON_TEXT} -m dmlbench store --manifest {{input:q}} --side {{wildcards.side}}"
+        "\"$DMLBENCH_PYTHON\" -m dmlbench store --manifest {input:q} --side {wildcards.side}"
         " --output {params.folder:q} --workers {threads} {IMAGE_LIMIT} 2> >(tee {log:q} >&2)"

@@ -22,7 +22,7 @@ rule fair_splits:
         folder=rf"{re.escape(PLAN.data_dir)}/{DATASET_NAME}(/cache\d+)?",
         folds=r"\d+",
     shell:
-        f"{PYTHON_TEXT} -m dmlbench fair-splits --manifest {{input:q}} --folds {{wildcards.folds}} --output {{output:q}}"
+        "\"$DMLBENCH_PYTHON\" -m dmlbench fair-splits --manifest {input:q} --folds {wildcards.folds} --output {output:q}"
 
 
 rule fair_stage:
@@ -40,7 +40,7 @@ rule fair_stage:
     log:
         f"logs/{{preset}}/fair/{{experiment}}/{{dataset}}/{{method}}/stage{{stage}}.log",
     shell:
-        f"{GPU_SLOT_TEXT} {PYTHON_TEXT} -m dmlbench fair-stage --spec {{params.spec:q}} --side {{params.side:q}}"
+        "gpu_slot \"$DMLBENCH_PYTHON\" -m dmlbench fair-stage --spec {params.spec:q} --side {params.side:q}"
         " --output {output:q} 2> >(tee -a {log:q} >&2)"
 
 
@@ -53,7 +53,7 @@ rule fair_best:
     params:
         results=lambda w: PLAN.fair_results(w.experiment, w.dataset, w.method),
     shell:
-        f"{PYTHON_TEXT} -m dmlbench fair-best --results {{params.results:q}} --output {{output.best:q}} --trials {{output.trials:q}}"
+        "\"$DMLBENCH_PYTHON\" -m dmlbench fair-best --results {params.results:q} --output {output.best:q} --trials {output.trials:q}"
 
 
 rule fair_final:
@@ -72,7 +72,7 @@ rule fair_final:
     log:
         f"logs/{{preset}}/fair/{{experiment}}/{{dataset}}/{{method}}/group{{group}}.log",
     shell:
-        f"{GPU_SLOT_TEXT} {PYTHON_TEXT} -m dmlbench fair-final --spec {{params.spec:q}} --side {{params.side:q}}"
+        "gpu_slot \"$DMLBENCH_PYTHON\" -m dmlbench fair-final --spec {params.spec:q} --side {params.side:q}"
         " --best {input[0]:q} --output {output:q} 2> >(tee -a {log:q} >&2)"
 
 
@@ -85,7 +85,7 @@ rule fair_summary:
         spec=lambda w: as_json(PLAN.fair_summary_spec(w.experiment, w.dataset, w.method)),
         embeddings=lambda w: PLAN.fair_test_embeddings(w.experiment, w.dataset, w.method),
     shell:
-        f"{PYTHON_TEXT} -m dmlbench fair-summary --spec {{params.spec:q}} --embeddings {{params.embeddings:q}}"
+        "\"$DMLBENCH_PYTHON\" -m dmlbench fair-summary --spec {params.spec:q} --embeddings {params.embeddings:q}"
         " --output {output:q}"
 
 
@@ -106,4 +106,4 @@ rule fair_aggregate:
         spec=lambda w: json.dumps(PLAN.fair_aggregate_spec(w.experiment)),
         folder=f"reports/{{preset}}/{{experiment}}",
     shell:
-        f"{PYTHON_TEXT} -m dmlbench fair-aggregate --spec {{params.spec:q}} --output-dir {{params.folder:q}}"
+        "\"$DMLBENCH_PYTHON\" -m dmlbench fair-aggregate --spec {params.spec:q} --output-dir {params.folder:q}"

@@ -18,7 +18,7 @@ rule knob_concatenate:
     log:
         f"logs/{{preset}}/knobs/{{experiment}}/{{dataset}}/{{method}}/seed{{seed}}.log",
     shell:
-        f"{GPU_SLOT_TEXT} {PYTHON_TEXT} -m dmlbench knob-concatenate --run-dirs {{params.run_dirs:q}} --output {{output:q}}"
+        "gpu_slot \"$DMLBENCH_PYTHON\" -m dmlbench knob-concatenate --run-dirs {params.run_dirs:q} --output {output:q}"
         " 2> >(tee {log:q} >&2)"
 
 
@@ -35,4 +35,4 @@ rule knob_aggregate:
         spec=lambda w: json.dumps(PLAN.knob_aggregate_spec(w.experiment)),
         folder=f"reports/{{preset}}/{{experiment}}",
     shell:
-        f"{PYTHON_TEXT} -m dmlbench knob-aggregate --spec {{params.spec:q}} --output-dir {{params.folder:q}}"
+        "\"$DMLBENCH_PYTHON\" -m dmlbench knob-aggregate --spec {params.spec:q} --output-dir {params.folder:q}"

@@ -12,5 +12,5 @@ rule reference:
     log:
         f"logs/{{preset}}/reference/{{reference}}.log",
     shell:
-        f"{GPU_SLOT_TEXT} {PYTHON_TEXT} -m dmlbench reference --spec {{params.spec:q}} --side {{params.side:q}} --output {{output:q}}"
+        "gpu_slot \"$DMLBENCH_PYTHON\" -m dmlbench reference --spec {params.spec:q} --side {params.side:q} --output {output:q}"
         " 2> >(tee {log:q} >&2)"

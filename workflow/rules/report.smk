@@ -14,7 +14,7 @@ rule aggregate:
         spec=lambda w: json.dumps(PLAN.aggregate_spec(w.experiment)),
         folder=f"reports/{{preset}}/{{experiment}}",
     shell:
-        f"{PYTHON_TEXT} -m dmlbench aggregate --spec {{params.spec:q}} --metrics {{input.metrics:q}}"
+        "\"$DMLBENCH_PYTHON\" -m dmlbench aggregate --spec {params.spec:q} --metrics {input.metrics:q}"
         " --references {input.references:q}"
         " --output-dir {params.folder:q}"
 
@@ -28,7 +28,7 @@ rule analyse:
         spec=lambda w: json.dumps(PLAN.analysis_spec(w.experiment)),
         folder=f"reports/{{preset}}/{{experiment}}",
     shell:
-        f"{PYTHON_TEXT} -m dmlbench analyse --spec {{params.spec:q}} --output-dir {{params.folder:q}}"
+        "\"$DMLBENCH_PYTHON\" -m dmlbench analyse --spec {params.spec:q} --output-dir {params.folder:q}"
 
 
 rule certificate:
@@ -44,7 +44,7 @@ rule certificate:
         config_dir=Untracked(str(CONFIG_DIR)),
         folder=f"reports/{{preset}}/{{paper}}",
     shell:
-        f"{PYTHON_TEXT} -m dmlbench verdict {{wildcards.paper}} --config-dir {{params.config_dir:q}}"
+        "\"$DMLBENCH_PYTHON\" -m dmlbench verdict {wildcards.paper} --config-dir {params.config_dir:q}"
         " --config {params.config:q} --output-dir {params.folder:q} > /dev/null"
 
 
@@ -57,7 +57,7 @@ rule results_table:
         config=Untracked(json.dumps(config)),   # what it changes reaches these jobs through their inputs
         config_dir=Untracked(str(CONFIG_DIR)),
     shell:
-        f"{PYTHON_TEXT} -m dmlbench results-table --config-dir {{params.config_dir:q}} --config {{params.config:q}}"
+        "\"$DMLBENCH_PYTHON\" -m dmlbench results-table --config-dir {params.config_dir:q} --config {params.config:q}"
         " --output {output:q}"
 
 
@@ -72,5 +72,5 @@ rule report:
         config=Untracked(json.dumps(config)),   # what it changes reaches these jobs through their inputs
         config_dir=Untracked(str(CONFIG_DIR)),
     shell:
-        f"{PYTHON_TEXT} -m dmlbench report --config-dir {{params.config_dir:q}} --config {{params.config:q}}"
+        "\"$DMLBENCH_PYTHON\" -m dmlbench report --config-dir {params.config_dir:q} --config {params.config:q}"
         " --output {output:q}"

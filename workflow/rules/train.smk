@@ -13,5 +13,5 @@ rule train:
     log:
         TRAIN_LOG,
     shell:
-        f"{GPU_SLOT_TEXT} {PYTHON_TEXT} -m dmlbench train --spec {{params.spec:q}} --side {{params.side:q}}"
+        "gpu_slot \"$DMLBENCH_PYTHON\" -m dmlbench train --spec {params.spec:q} --side {params.side:q}"
         " --metrics {output.metrics:q} 2> >(tee -a {log:q} >&2)"   # the run folder: the metrics file's

@@ -167,6 +167,20 @@ def test_a_knobs_effect_alone_is_scipys_paired_test_against_its_base():
     assert result["alone"][smallest]["p_holm"] == pytest.approx(min(1.0, m * ps[smallest]))
 
 
+def test_an_effect_of_two_seeds_or_of_zero_spread_is_shown_and_not_tested():
+    """The demo's case: both paired differences exactly one test image (0.833 %) gave a
+    zero-width interval and Holm p = 0.000; now no test, and the table says why."""
+    values = _made_up(3)
+    values["only-evaluation"] = {s: values["only-data"][s] - 0.833 for s in range(5)}  # zero spread
+    result = attribution.method_attribution(RECIPE, values)
+    row = next(r for r in result["alone"] if r["knob"] == "evaluation")
+    assert row["effect"] == pytest.approx(-0.833) and row["untested"] == attribution.NO_SPREAD
+    assert math.isnan(row["p"]) and not row["significant"]
+    two = {step: {s: v for s, v in seeds.items() if s < 2} for step, seeds in _made_up(4).items()}
+    for row in attribution.method_attribution(RECIPE, two)["alone"]:
+        assert row["untested"] == attribution.TOO_FEW and not row["significant"] and math.isnan(row["p_holm"])
+
+
 def test_the_paper_epoch_chosen_on_the_test_set_is_read_only_where_epochs_were_scored_there(tmp_path):
     path = tmp_path / "metrics.json"
     path.write_text('{"metrics": {"recall@1": 0.5}, "test_selected": {"epoch": 3, "recall@1": 0.6}}')

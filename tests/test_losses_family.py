@@ -455,3 +455,45 @@ def test_ms_miner_drops_near_identical_positives_before_mining_on_request():
         hardest_neg = max(s[i, j].item() for j in negatives)
         assert {j for j in negatives if s[i, j] > hardest_pos - 0.1} == set(mined.neg[i].nonzero().flatten().tolist())
         assert {j for j in positives if s[i, j] < hardest_neg + 0.1} == set(mined.pos[i].nonzero().flatten().tolist())
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("alpha, delta", [(32.0, 0.1), (4.0, 0.0)])
+def test_proxy_anchor(seed, alpha, delta):
+    """Kim et al. 2020, eq. 4, as a loop over proxies; six proxies, the batch holds four classes
+    (two proxies have no positive: in the mean over all proxies, not in the one over P⁺)."""
+    loss = losses.build("proxy_anchor", num_classes=6, embedding_dim=8, alpha=alpha, delta=delta).double()
+    proxies = loss.proxies.detach()
+
+    def brute(e, y):
+        x = e / e.norm(dim=1, keepdim=True)
+        p = proxies / proxies.norm(dim=1, keepdim=True)
+        with_positives, positive, negative = 0, 0, 0
+        for c in range(6):
+            s = [x[i] @ p[c] for i in range(len(y))]
+            own = [i for i in range(len(y)) if y[i] == c]
+            if own:
+                with_positives += 1
+                positive = positive + torch.log(1 + sum(torch.exp(-alpha * (s[i] - delta)) for i in own))
+            negative = negative + torch.log(1 + sum(torch.exp(alpha * (s[i] + delta))
+                                                    for i in range(len(y)) if y[i] != c))
+        return positive / with_positives + negative / 6
+
+    check_against(loss, brute, seed)
+
+
+def test_proxy_anchor_gives_pytorch_metric_learnings_value_and_gradients():
+    from pytorch_metric_learning.losses import ProxyAnchorLoss
+
+    ours = losses.build("proxy_anchor", num_classes=5, embedding_dim=8).double()
+    theirs = ProxyAnchorLoss(num_classes=5, embedding_size=8, margin=0.1, alpha=32).double()
+    with torch.no_grad():
+        theirs.proxies.copy_(ours.proxies)
+    embeddings, labels = batch(7, n_classes=4)
+    e1, e2 = embeddings.clone().requires_grad_(True), embeddings.clone().requires_grad_(True)
+    a, b = ours(e1, labels), theirs(e2, labels)
+    a.backward()
+    b.backward()
+    assert a.item() == pytest.approx(b.item(), rel=1e-9)
+    torch.testing.assert_close(e1.grad, e2.grad, rtol=1e-7, atol=1e-10)
+    torch.testing.assert_close(ours.proxies.grad, theirs.proxies.grad, rtol=1e-7, atol=1e-10)

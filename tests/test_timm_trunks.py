@@ -164,7 +164,7 @@ def test_doctor_names_each_timm_file_its_digest_and_where_it_goes(tmp_path):
     plan = _Plan([model_config("vit_tiny_test", pretrained=True, weights=str(path), weights_sha256=digest),
                   model_config("dinov2_b14", pretrained=True, weights=str(missing)),
                   model_config("vit_s16_dino", pretrained=True, weights=None),
-                  model_config("clip_b16", pretrained=False, weights=None)])
+                  model_config("vit_b16_dino", pretrained=False, weights=None)])
     checks = {c.item: c for c in doctor.timm_weight_checks(plan)}
     assert set(checks) == {"vit_tiny_test", "dinov2_b14", "vit_s16_dino"}  # not the untrained one
     assert checks["vit_tiny_test"].status == doctor.OK and str(path) in checks["vit_tiny_test"].detail

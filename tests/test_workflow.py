@@ -334,6 +334,10 @@ def records_of_every_run(workdir: Path, plan) -> None:
     got = sorted(zip(tested["experiment"], tested["dataset"], tested["method"], tested["seed"],
                      names.str.replace("test", "") + tested["metric"], tested["value"]))
     assert got == sorted(expected)
+    assert (table["percent"] == 100 * table["value"]).where(table["value"].notna(), True).all()
+    ms_cub = table[(table["experiment"] == "ms.t1") & (table["method"] == "ms") & (table["dataset"] == "cub")
+                   & (table["metric"] == "recall@1") & (table["split"] == "test")]
+    assert set(ms_cub["paper_percent"]) == {66.85}  # the ms paper's Table 1, RAW+VTHM on CUB
     asked = subprocess.run([sys.executable, "-m", "dmlbench", "results", "--preset", "smoke", "--csv",
                             "SELECT method, dataset, avg(value) AS recall FROM runs WHERE experiment = "
                             "'suite.baselines' AND split = 'test' AND metric = 'recall@1' GROUP BY ALL"],

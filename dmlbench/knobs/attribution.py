@@ -5,7 +5,8 @@ Per recipe (paper × dataset) and method, from each step's Recall@1 per seed (%)
   interval over seeds; the changes add up to the total, mean(fair) − mean(paper recipe);
 - the *one-at-a-time* effects: e_k = mean(knob k moved alone) − mean(its base: the paper recipe,
   or the knobs it needs moved alone), paired t-test over seeds, Holm-adjusted over the recipe's
-  knobs; the *interaction* is what the effects leave of the total, total − Σ e_k;
+  knobs (none with fewer than 3 seeds or zero spread: "too few seeds", "no spread"); the
+  *interaction* is what the effects leave of the total, total − Σ e_k;
 - the gap of the headline method over the baseline at every step, and which knobs' cumulative
   steps close it.
 A step's number is its `metrics.json` Recall@1 (the paper's test-selected epoch where the paper
@@ -26,6 +27,8 @@ from dmlbench.verdicts import claims
 
 ALPHA = 0.05
 METRIC = "recall@1"
+MIN_SEEDS = 3  # an effect over fewer paired seeds is shown, not tested
+TOO_FEW, NO_SPREAD = "too few seeds", "no spread"
 
 
 def step_value(path: Path, recipe: dict, step: str) -> float:
@@ -49,12 +52,16 @@ def interval(values: list[float]) -> tuple[float, float]:
 
 
 def _change(after: dict, before: dict) -> dict:
-    """after − before over the seeds: mean, paired 95 % interval, two-sided p (NaN where none)."""
+    """after − before over the seeds: mean, paired 95 % interval, two-sided p. No test (NaN p, and
+    `untested` saying why) with fewer than `MIN_SEEDS` seeds or where every seed's difference is
+    the same (zero spread: a t-test would call any nonzero difference certain)."""
     result = claims.test(after, before)
     gain = float(np.mean(list(after.values())) - np.mean(list(before.values())))
-    if isinstance(result, str):
-        return {"effect": gain, "low": math.nan, "high": math.nan, "p": math.nan}
-    return {"effect": result.gain, "low": result.low, "high": result.high, "p": result.p}
+    if isinstance(result, str) or min(result.n_better, result.n_worse) < MIN_SEEDS:
+        return {"effect": gain, "low": math.nan, "high": math.nan, "p": math.nan, "untested": TOO_FEW}
+    if not result.se > 1e-9 * max(1.0, abs(result.gain)):  # equal differences, up to rounding
+        return {"effect": result.gain, "low": math.nan, "high": math.nan, "p": math.nan, "untested": NO_SPREAD}
+    return {"effect": result.gain, "low": result.low, "high": result.high, "p": result.p, "untested": None}
 
 
 def method_attribution(recipe: dict, values: dict[str, dict[int, float]]) -> dict:

@@ -1,6 +1,6 @@
 """The trunks an embedding network can stand on, by name (`model.backbone`): the papers'
 ImageNet networks (BN-Inception, GoogLeNet, ResNet-18/50), today's trunks through timm (ViT,
-DINO, DINOv2, CLIP; `dmlbench.models.timm_trunks`) and two small CPU networks. Each entry builds
+DINO, DINOv2; `dmlbench.models.timm_trunks`) and two small CPU networks. Each entry builds
 the trunk (its feature maps, not pooled), says where its weights come from and which input its
 weights expect."""
 

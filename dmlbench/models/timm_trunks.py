@@ -1,4 +1,4 @@
-"""Today's trunks through timm (ViT, DINO, DINOv2, CLIP's image tower, timm's ResNet-50), with
+"""Today's trunks through timm (ViT, DINO, DINOv2, timm's ResNet-50), with
 their input convention, the feature they hand to the embedding layer, and their pretrained file.
 
 No hub access at run time: a pretrained trunk reads `model.safetensors` from a local file
@@ -53,7 +53,6 @@ class TimmTrunk:
 
 IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
 INCEPTION = ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))
-CLIP = ((0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711))
 
 
 def local_file(trunk: TimmTrunk, weights_path: str | None) -> Path:
@@ -204,11 +203,6 @@ TRUNKS: dict[str, TimmTrunk] = {
         "https://huggingface.co/timm/vit_base_patch14_dinov2.lvd142m/blob/main/model.safetensors",
         *IMAGENET, native_size=518, img_size=224,
         pretraining="LVD-142M, self-supervised (DINOv2, arXiv 2304.07193)", overlap=DINOV2_OVERLAP, label="DINOv2 ViT-B/14"),
-    "clip_b16": TimmTrunk(
-        "vit_base_patch16_clip_224.openai", None, "", *CLIP, native_size=224,
-        pretraining="WIT, OpenAI's 400M web image-text pairs (CLIP, arXiv 2103.00020)",
-        overlap="not public, so not auditable; CLIP's overlap analysis (section 5) checked Stanford Cars among 35 "
-                "datasets (median overlap 2.2 %); CUB, SOP and In-Shop were not analysed", label="CLIP ViT-B/16"),
     "timm_resnet50": TimmTrunk(
         "resnet50.a1_in1k", "773525d5821de224f8f30c33377b7a795d7863e08522698200d3217d3f2a41bb",
         "https://huggingface.co/timm/resnet50.a1_in1k/blob/5d9e13b8fdab4d9718bcf2c8f5c3af01878367e8/"

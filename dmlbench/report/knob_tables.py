@@ -72,7 +72,8 @@ def aggregate(spec: dict, output_dir: Path) -> dict:
                              "p_holm": row["p_holm"], "significant": row["significant"],
                              "cumulative": step["effect"], "cumulative_low": step["low"],
                              "cumulative_high": step["high"]})
-                p = "–" if math.isnan(row["p_holm"]) else f"{row['p_holm']:.3f}" + (" *" if row["significant"] else "")
+                p = (row.get("untested") or "–") if math.isnan(row["p_holm"]) else \
+                    f"{row['p_holm']:.3f}" + (" *" if row["significant"] else "")
                 markdown.append(f"| {recipe['methods'][name]['label']} | {labels[row['knob']]} | {moved} | "
                                 f"{_fmt(row['effect'], row['low'], row['high'])} | {p} | "
                                 f"{_fmt(step['effect'], step['low'], step['high'])} |")

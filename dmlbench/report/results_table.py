@@ -3,7 +3,9 @@ metric, and SQL over it (`python -m dmlbench results "<SQL>"`, DuckDB; the table
 
 Splits: `test` (the final model's metrics, `metrics.json`), `test_selected` (the epoch with the best
 test Recall@1 where the run evaluated every epoch, as several papers report; `epoch` says which),
-and for VehicleID each test list (`small`, `medium`, `large`). Each row also carries the run's
+and for VehicleID each test list (`small`, `medium`, `large`). `value` is a fraction, `percent` the
+same in % as the report prints it, `paper_percent` the paper's printed number for the row where
+the catalogue has one. Each row also carries the run's
 config fingerprint (`dmlbench.training.run_folder.fingerprint` of the settings its metrics were
 computed with), the commit it was trained at (`env.json`), its cost (`cost.json`, see
 `dmlbench.training.cost`), its `status` and wall seconds. A run that has no numbers with the plan's
@@ -26,7 +28,7 @@ from dmlbench.report import run_status
 COST_COLUMNS = ["device", "gpu_hours", "device_seconds", "train_seconds", "images_per_second",
                 "peak_gpu_mb", "energy_kwh"]
 COLUMNS = ["preset", "experiment", "paper", "dataset", "method", "seed", "status", "split", "metric", "value",
-           "epoch", "fingerprint", "commit", "wall_seconds", *COST_COLUMNS, "error"]
+           "percent", "paper_percent", "epoch", "fingerprint", "commit", "wall_seconds", *COST_COLUMNS, "error"]
 
 
 def _read(path: Path) -> dict:
@@ -79,6 +81,18 @@ def _split_of(key: str) -> tuple[str, str]:
     return (head, rest) if head in VEHICLEID_LISTS and rest else ("test", key)
 
 
+def _paper_number(plan, experiment: str, method: str, dataset: str, split, metric) -> float | None:
+    """The number the paper prints for this row (%), where the catalogue has one: the final
+    model's, or the test-selected epoch's where the paper selects so (`table.test_selected`)."""
+    exp = plan.experiments[experiment]
+    selected = (exp.get("table") or {}).get("test_selected") or []
+    if split == "test_selected" and metric not in selected or split == "test" and metric in selected:
+        return None
+    key = f"{split}_{metric}" if split in VEHICLEID_LISTS else metric
+    value = ((exp.get("reported") or {}).get(method) or {}).get(dataset, {}).get(key)
+    return None if value is None else float(value)
+
+
 def build(plan, output: Path) -> pd.DataFrame:
     """The table of every run of the plan's experiments, written to `output` (parquet)."""
     from dmlbench.training import run_folder
@@ -90,6 +104,9 @@ def build(plan, output: Path) -> pd.DataFrame:
         rows += run_rows(Path(run.path(plan.name)), names, run_folder.fingerprint(plan.resolved(run)),
                          Path(run.train_log(plan.name)))
     table = pd.DataFrame(rows, columns=COLUMNS)
+    table["percent"] = 100.0 * table["value"].astype(float)  # as the report's tables print it
+    table["paper_percent"] = [_paper_number(plan, r.experiment, r.method, r.dataset, r.split, r.metric)
+                              for r in table.itertuples()]
     table["epoch"] = table["epoch"].astype("Int64")
     output.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(output) as tmp:

@@ -10,7 +10,7 @@ from dmlbench.run_config.fields import from_mapping, plain, section, setting
 
 BACKBONE_NAMES = ("small_cnn", "spatial_cnn", "resnet18", "resnet50", "googlenet", "bninception",
                   "vit_s16_in21k", "vit_b16_in21k", "vit_s16_dino", "vit_b16_dino", "dinov2_s14", "dinov2_b14",
-                  "clip_b16", "timm_resnet50", "vit_tiny_test")
+                  "timm_resnet50", "vit_tiny_test")
 SELECTION_METRICS = ("map@r", "r_precision", "recall@1")
 
 

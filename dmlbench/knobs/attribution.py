@@ -53,14 +53,17 @@ def interval(values: list[float]) -> tuple[float, float]:
 
 def _change(after: dict, before: dict) -> dict:
     """after − before over the seeds: mean, paired 95 % interval, two-sided p. No test (NaN p, and
-    `untested` saying why) with fewer than `MIN_SEEDS` seeds or where every seed's difference is
-    the same (zero spread: a t-test would call any nonzero difference certain)."""
+    `untested` saying why) with fewer than `MIN_SEEDS` seeds (the interval is still given) or where
+    every seed's difference is the same (zero spread: no interval, where a t-test would call any
+    nonzero difference certain)."""
     result = claims.test(after, before)
     gain = float(np.mean(list(after.values())) - np.mean(list(before.values())))
-    if isinstance(result, str) or min(result.n_better, result.n_worse) < MIN_SEEDS:
+    if isinstance(result, str):
         return {"effect": gain, "low": math.nan, "high": math.nan, "p": math.nan, "untested": TOO_FEW}
-    if not result.se > 1e-9 * max(1.0, abs(result.gain)):  # equal differences, up to rounding
+    if not result.se > 1e-9 * max(1.0, abs(result.gain)):  # equal differences, up to rounding: no interval
         return {"effect": result.gain, "low": math.nan, "high": math.nan, "p": math.nan, "untested": NO_SPREAD}
+    if min(result.n_better, result.n_worse) < MIN_SEEDS:  # the interval shown (wide), no test
+        return {"effect": result.gain, "low": result.low, "high": result.high, "p": math.nan, "untested": TOO_FEW}
     return {"effect": result.gain, "low": result.low, "high": result.high, "p": result.p, "untested": None}
 
 

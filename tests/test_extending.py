@@ -30,7 +30,7 @@ PROXY_ANCHOR = textwrap.dedent('''
     from dmlbench.methods.losses.base import LOSSES
 
 
-    @LOSSES.register("proxy_anchor")
+    @LOSSES.register("proxy_anchor_own")
     class ProxyAnchorLoss(nn.Module):
         """Proxy-Anchor: the equation above; proxies initialised with Kaiming normal."""
 
@@ -67,7 +67,7 @@ PROXY_ANCHOR_TEST = textwrap.dedent('''
 
     def test_proxy_anchor_equals_the_papers_sums_written_out():
         torch.manual_seed(0)
-        method = {"name": "proxy_anchor", "loss": {"name": "proxy_anchor", "alpha": 8.0, "delta": 0.1}}
+        method = {"name": "proxy_anchor_own", "loss": {"name": "proxy_anchor_own", "alpha": 8.0, "delta": 0.1}}
         criterion = Criterion(method, num_classes=5, embedding_dim=6).double()
         x, y = torch.randn(12, 6, dtype=torch.float64), torch.tensor([0, 0, 1, 1, 2, 2, 0, 1, 2, 0, 1, 2])
         p = criterion.loss.proxies
@@ -80,10 +80,10 @@ PROXY_ANCHOR_TEST = textwrap.dedent('''
 ''')
 
 PROXY_ANCHOR_METHOD = textwrap.dedent('''
-    proxy_anchor:
+    proxy_anchor_own:
       label: Proxy-Anchor
       paper: null
-      loss: {name: proxy_anchor, alpha: 32.0, delta: 0.1}
+      loss: {name: proxy_anchor_own, alpha: 32.0, delta: 0.1}
       sampler: m_per_class
 ''')
 
@@ -169,18 +169,18 @@ def test_proxy_anchor_in_three_files_then_planned_and_trained(tmp_path):
     methods = root / "workflow/config/methods.yaml"                                            # 3. config
     methods.write_text(methods.read_text() + PROXY_ANCHOR_METHOD)
     newcomers_test_passes(root, "test_proxy_anchor.py")
-    subset = "subset={suite.baselines: {datasets: [cub], methods: [proxy_anchor]}}"
+    subset = "subset={suite.baselines: {datasets: [cub], methods: [proxy_anchor_own]}}"
     edit(root / "workflow/config/experiments/suite.yaml", "  methods: [contrastive, triplet_semihard, ms]\n",
-         "  methods: [contrastive, triplet_semihard, ms, proxy_anchor]\n")
+         "  methods: [contrastive, triplet_semihard, ms, proxy_anchor_own]\n")
     trained = run(root, "-m", "snakemake", "--cores", "2", "--config", "preset=smoke", "experiments=[suite.baselines]",
                   subset, timeout=900)
     assert trained.returncode == 0, trained.stderr[-3000:]
-    metrics = list((root / "results/smoke/suite.baselines/cub/proxy_anchor").glob("seed*/metrics.json"))
+    metrics = list((root / "results/smoke/suite.baselines/cub/proxy_anchor_own").glob("seed*/metrics.json"))
     assert metrics, "the Proxy-Anchor run was trained and evaluated"
-    edit(methods, "alpha: 32.0, delta: 0.1}", "alpha: 32.0, delat: 0.1}")
+    edit(methods, "proxy_anchor_own, alpha: 32.0, delta: 0.1}", "proxy_anchor_own, alpha: 32.0, delat: 0.1}")
     refused = run(root, "-m", "snakemake", "-n", "--config", "preset=smoke")
     assert refused.returncode != 0
-    assert "method proxy_anchor.loss.delat: loss 'proxy_anchor' has no parameter 'delat' (did you mean 'delta'?)" \
+    assert "method proxy_anchor_own.loss.delat: loss 'proxy_anchor_own' has no parameter 'delat' (did you mean 'delta'?)" \
         in refused.stdout + refused.stderr
 
 

@@ -19,11 +19,8 @@ class FairJobs:
         return -(-self.fair_rounds(experiment) // self.fair_settings(experiment)["rounds_per_job"])
 
     def fair_stage_rounds(self, experiment: str, stage) -> list[int]:
-        per, s = self.fair_settings(experiment)["rounds_per_job"], int(stage)
-        if not 0 <= s < self.fair_stages(experiment):
-            raise ConfigError(f"{experiment} has no search job {s} in preset {self.name} "
-                              f"({self.fair_stages(experiment)} jobs of {per} rounds)")
-        return list(range(s * per, min((s + 1) * per, self.fair_rounds(experiment))))
+        return part(int(stage), self.fair_settings(experiment)["rounds_per_job"], self.fair_rounds(experiment),
+                    f"{experiment} has no search job", f"in preset {self.name}", "rounds")
 
     def fair_final_groups(self, experiment: str) -> int:
         """The final repetitions' GPU jobs: `repetitions_per_job` repetitions each."""
@@ -31,11 +28,9 @@ class FairJobs:
         return -(-s["repetitions"] // s["repetitions_per_job"])
 
     def fair_group_repetitions(self, experiment: str, group) -> list[int]:
-        s, g = self.fair_settings(experiment), int(group)
-        if not 0 <= g < self.fair_final_groups(experiment):
-            raise ConfigError(f"{experiment} has no final job {g} in preset {self.name} "
-                              f"({self.fair_final_groups(experiment)} jobs of {s['repetitions_per_job']} repetitions)")
-        return list(range(g * s["repetitions_per_job"], min((g + 1) * s["repetitions_per_job"], s["repetitions"])))
+        s = self.fair_settings(experiment)
+        return part(int(group), s["repetitions_per_job"], s["repetitions"], f"{experiment} has no final job",
+                    f"in preset {self.name}", "repetitions")
 
     def fair_stage_marker(self, experiment, dataset, method, stage) -> str:
         return f"{self.fair_folder(experiment, dataset, method)}/search/stage{stage}.json"
@@ -82,6 +77,15 @@ class FairJobs:
         s = int(stage)
         before = [self.fair_stage_marker(experiment, dataset, method, s - 1)] if s > 0 else []
         return before + self._fold_data_inputs(experiment, dataset, method)
+
+
+def part(index: int, size: int, total: int, missing: str, where: str, unit: str) -> list[int]:
+    """Part `index` of 0..total−1 cut into parts of `size` (the last may hold fewer); an index
+    outside the parts refused: "<missing> <index> <where> (<parts> of <size> <unit>)"."""
+    parts = -(-total // size)
+    if not 0 <= index < parts:
+        raise ConfigError(f"{missing} {index} {where} ({parts} of {size} {unit})")
+    return list(range(index * size, min((index + 1) * size, total)))
 
 
 def _compact(base: dict, fold: dict) -> dict:

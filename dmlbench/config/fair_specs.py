@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dmlbench.config import fair_catalogue
-from dmlbench.config.fair_jobs import FairJobs
+from dmlbench.config.fair_jobs import FairJobs, part
 from dmlbench.config.run import FairRun
 from dmlbench.errors import ConfigError
 from dmlbench.fair import space as spaces
@@ -69,11 +69,9 @@ class FairSpecs(FairJobs):
         return -(-s["trials"] // s["parallel"])
 
     def fair_round_slots(self, experiment: str, round_index) -> list[int]:
-        s, r = self.fair_settings(experiment), int(round_index)
-        if not 0 <= r < self.fair_rounds(experiment):
-            raise ConfigError(f"{experiment} has no search round {r} in preset {self.name} "
-                              f"({self.fair_rounds(experiment)} rounds)")
-        return list(range(r * s["parallel"], min((r + 1) * s["parallel"], s["trials"])))
+        s = self.fair_settings(experiment)
+        return part(int(round_index), s["parallel"], s["trials"], f"{experiment} has no search round",
+                    f"in preset {self.name}", "trial slots")
 
     # --- paths ------------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@ run differs from its base in its knob's settings alone), and the attribution's a
 against scipy's paired t-test and the telescoping sum of the cumulative path."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from scipy import stats
 from dmlbench.config import knob_recipes
 from dmlbench.config.plan import Plan
 from dmlbench.config.run import Run
-from dmlbench.knobs import attribution, paths
+from dmlbench.knobs import attribution, landing, paired, paths, shares
 from dmlbench.knobs.derive import setting_values
 
 
@@ -26,9 +27,17 @@ def test_the_paths_over_four_knobs_written_out_by_hand():
     assert {k: (a.moved, b.moved) for k, (a, b) in built.alone.items()} == {
         "batch": (("batch",), ()), "data": (("data",), ()), "selection": (("data", "selection"), ("data",)),
         "evaluation": (("data", "evaluation"), ("data",))}
-    # paper, 4 cumulative, data alone, data+selection, data+evaluation (batch alone = upto-batch)
-    assert len(built.steps) == 8
+    # backward: each knob reverted from the fair recipe with the knobs that need it
+    assert {k: (a.moved, b.moved) for k, (a, b) in built.back.items()} == {
+        "batch": (("batch", "data", "selection", "evaluation"), ("data", "selection", "evaluation")),
+        "data": (("batch", "data"), ("batch",)),
+        "selection": (("batch", "data", "selection", "evaluation"), ("batch", "data", "evaluation")),
+        "evaluation": (("batch", "data", "selection", "evaluation"), ("batch", "data", "selection"))}
+    # paper, 4 cumulative, data alone, data+selection, data+evaluation (batch alone = upto-batch),
+    # fair without batch, fair without selection
+    assert len(built.steps) == 10
     assert built.alone["batch"][0].name == "upto-batch"
+    assert built.back["batch"][1].name == "without-batch" and built.back["data"][1].name == "upto-batch"
 
 
 def test_a_knob_whose_need_is_not_moved_before_it_is_refused():
@@ -131,6 +140,8 @@ RECIPE = {"knobs": [{"name": "batch"}, {"name": "data"}, {"name": "evaluation"}]
           "cumulative": ["upto-batch", "upto-data", "upto-evaluation"],
           "alone": {"batch": ["upto-batch", "paper"], "data": ["only-data", "paper"],
                     "evaluation": ["only-evaluation", "only-data"]},
+          "back": {"batch": ["upto-evaluation", "only-evaluation"], "data": ["upto-data", "upto-batch"],
+                   "evaluation": ["upto-evaluation", "upto-data"]},
           "moved": {"paper": [], "upto-batch": ["batch"], "upto-data": ["batch", "data"],
                     "upto-evaluation": ["batch", "data", "evaluation"], "only-data": ["data"],
                     "only-evaluation": ["data", "evaluation"]},
@@ -147,8 +158,9 @@ def test_the_cumulative_steps_add_up_to_the_total():
     result = attribution.method_attribution(RECIPE, values)
     total = np.mean(list(values["upto-evaluation"].values())) - np.mean(list(values["paper"].values()))
     assert sum(row["effect"] for row in result["cumulative"]) == pytest.approx(total, abs=1e-9)
-    assert result["total"] == pytest.approx(total, abs=1e-9)
-    assert result["interaction"] == pytest.approx(total - sum(r["effect"] for r in result["alone"]), abs=1e-9)
+    assert result["total"]["effect"] == pytest.approx(total, abs=1e-9)
+    shared = sum(r["effect"] for r in result["shares"])
+    assert shared + result["remainder"]["effect"] == pytest.approx(total, abs=1e-9)
 
 
 def test_a_knobs_effect_alone_is_scipys_paired_test_against_its_base():
@@ -174,11 +186,22 @@ def test_an_effect_of_two_seeds_or_of_zero_spread_is_shown_and_not_tested():
     values["only-evaluation"] = {s: values["only-data"][s] - 0.833 for s in range(5)}  # zero spread
     result = attribution.method_attribution(RECIPE, values)
     row = next(r for r in result["alone"] if r["knob"] == "evaluation")
-    assert row["effect"] == pytest.approx(-0.833) and row["untested"] == attribution.NO_SPREAD
+    assert row["effect"] == pytest.approx(-0.833) and row["untested"] == paired.NO_SPREAD
     assert math.isnan(row["p"]) and not row["significant"]
     two = {step: {s: v for s, v in seeds.items() if s < 2} for step, seeds in _made_up(4).items()}
-    for row in attribution.method_attribution(RECIPE, two)["alone"]:
-        assert row["untested"] == attribution.TOO_FEW and not row["significant"] and math.isnan(row["p_holm"])
+    result = attribution.method_attribution(RECIPE, two)
+    for row in result["alone"] + result["back"] + result["shares"]:
+        assert row["untested"] == paired.TOO_FEW and not row["significant"] and math.isnan(row["p_holm"])
+
+
+def test_a_share_of_zero_spread_is_not_significant():
+    values = _made_up(5)
+    for step in ("only-evaluation", "upto-evaluation"):  # evaluation: −0.833 on every seed, both ways
+        base = {"only-evaluation": "only-data", "upto-evaluation": "upto-data"}[step]
+        values[step] = {s: values[base][s] - 0.833 for s in range(5)}
+    row = next(r for r in shares.method_shares(RECIPE, values)["shares"] if r["knob"] == "evaluation")
+    assert row["effect"] == pytest.approx(-0.833) and row["untested"] == paired.NO_SPREAD
+    assert math.isnan(row["low"]) and not row["significant"]
 
 
 def test_the_paper_epoch_chosen_on_the_test_set_is_read_only_where_epochs_were_scored_there(tmp_path):
@@ -199,15 +222,96 @@ def test_a_garbled_step_result_is_named_with_what_to_do(tmp_path, text):
         attribution.step_value(path, RECIPE, "paper")
 
 
-def test_the_landing_line_names_the_knobs_that_close_the_gap():
-    gap = {"paper": 4.0, "fair": 1.0, "changes": [{"knob": "batch", "change": -2.5}, {"knob": "data", "change": -0.5},
-                                                  {"knob": "evaluation", "change": 0.0}]}
-    line = attribution.landing_line("ms", "contrastive", "MS", [gap],
-                                    {"batch": "batch size", "data": "data trained on", "evaluation": "evaluation"})
-    assert line.startswith("ms: 3.0 of the 4.0-point gap of MS over contrastive is explained by: "
-                           "batch size (2.5), data trained on (0.5)")
-    assert "no gap" in attribution.landing_line("ms", "c", "MS", [{**gap, "paper": -1.0}], {})
-    assert not math.isnan(gap["paper"])
+def _recipe_of(knobs: list[str], needs: dict) -> dict:
+    """The aggregate spec's view of `paths.build` (as `Plan.knob_aggregate_spec` writes it)."""
+    built = paths.build(knobs, needs)
+    return {"knobs": [{"name": k} for k in knobs], "cumulative": [s.name for s in built.cumulative],
+            "alone": {k: [a.name, b.name] for k, (a, b) in built.alone.items()},
+            "back": {k: [a.name, b.name] for k, (a, b) in built.back.items()},
+            "moved": {s.name: list(s.moved) for s in built.steps}, "test_selected": False}
+
+
+def _game(recipe: dict, value, seeds: int = 5, noise: float = 0.3, draw: int = 7) -> dict:
+    """Each step's number per seed: `value(moved knobs)` plus a seed's own noise."""
+    rng = np.random.default_rng(draw)
+    offsets = rng.normal(0.0, 2.0, seeds)
+    return {step: {s: value(frozenset(moved)) + offsets[s] + rng.normal(0.0, noise) for s in range(seeds)}
+            for step, moved in recipe["moved"].items()}
+
+
+def test_forward_and_backward_averaging_is_the_exact_shapley_value_with_pairwise_interactions():
+    """Three knobs, v(S) = 60 + Σ a_i + Σ b_ij; the Shapley value by hand is a_i + ½ Σ_j b_ij, and
+    by brute force the mean over the 3! orders of the knob's marginal change."""
+    import itertools
+
+    a = {"batch": 2.0, "optimiser": -1.5, "input": 0.5}
+    b = {frozenset({"batch", "optimiser"}): 3.0, frozenset({"batch", "input"}): -1.0,
+         frozenset({"optimiser", "input"}): 0.4}
+
+    def v(moved):
+        return 60 + sum(a[k] for k in moved) + sum(w for pair, w in b.items() if pair <= moved)
+
+    recipe = _recipe_of(["batch", "optimiser", "input"], {})
+    result = shares.method_shares(recipe, _game(recipe, v, noise=0.0))
+    by_hand = {"batch": 2.0 + (3.0 - 1.0) / 2, "optimiser": -1.5 + (3.0 + 0.4) / 2, "input": 0.5 + (-1.0 + 0.4) / 2}
+    orders = list(itertools.permutations(a))
+    brute = {k: sum(v(frozenset(o[:o.index(k) + 1])) - v(frozenset(o[:o.index(k)])) for o in orders) / len(orders)
+             for k in a}
+    for row in result["shares"]:
+        assert row["effect"] == pytest.approx(by_hand[row["knob"]]) == pytest.approx(brute[row["knob"]])
+    assert sum(r["effect"] for r in result["shares"]) == pytest.approx(result["total"]["effect"])
+    assert result["remainder"]["effect"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_shares_and_remainder_sum_to_the_change_with_needs_and_a_three_way_interaction():
+    """A three-way term t among independent knobs: each knob's forward effect misses it, each
+    backward effect holds all of it, so the shares hold 3 × t/2 and the remainder is −t/2."""
+    recipe = _recipe_of(["batch", "optimiser", "input", "data", "evaluation"], {"evaluation": ("data",)})
+
+    def v(moved):
+        return 55 + 2 * ("batch" in moved) - 4 * ("data" in moved) + 5 * ({"data", "evaluation"} <= moved) \
+            + 1.5 * ({"batch", "optimiser", "input"} <= moved)
+
+    values = _game(recipe, v, noise=0.0)
+    result = shares.method_shares(recipe, values)
+    total = np.mean(list(values["upto-evaluation"].values())) - np.mean(list(values["paper"].values()))
+    assert total == pytest.approx(2 - 4 + 5 + 1.5)
+    assert sum(r["effect"] for r in result["shares"]) + result["remainder"]["effect"] == pytest.approx(total)
+    assert result["total"]["effect"] == pytest.approx(total)
+    assert result["remainder"]["effect"] == pytest.approx(-1.5 / 2)
+
+
+def test_the_gap_shares_are_the_headline_shares_minus_the_baselines():
+    recipe = _recipe_of(["batch", "data", "evaluation"], {"evaluation": ("data",)})
+    head = _game(recipe, lambda m: 60 + 3 * ("batch" in m) - 2 * ("data" in m))
+    base = _game(recipe, lambda m: 55 + 1 * ("batch" in m) + 1 * ("evaluation" in m), draw=8)
+    gap = shares.method_shares(recipe, shares.gap_values(head, base))
+    ours = {r["knob"]: r["effect"] for r in shares.method_shares(recipe, head)["shares"]}
+    theirs = {r["knob"]: r["effect"] for r in shares.method_shares(recipe, base)["shares"]}
+    for row in gap["shares"]:
+        assert row["effect"] == pytest.approx(ours[row["knob"]] - theirs[row["knob"]])
+
+
+def test_the_landing_line_names_knobs_both_ways_and_where_the_paper_recipe_shows_no_gap():
+    """The paper's recipe shows no gap (−4.6); the data knob opens one, the evaluation knob closes
+    part of it: both are named, signed, with their intervals, per dataset."""
+    recipe = _recipe_of(["batch", "data", "evaluation"], {"evaluation": ("data",)})
+    head = _game(recipe, lambda m: 55 + 8 * ("data" in m) - 3 * ("evaluation" in m), seeds=6)
+    base = _game(recipe, lambda m: 59.6, seeds=6, draw=8)
+    gap_values = shares.gap_values(head, base)
+    gap = shares.method_shares(recipe, gap_values)
+    levels = (np.mean(list(gap_values["paper"].values())), np.mean(list(gap_values["upto-evaluation"].values())))
+    labels = {"batch": "batch size", "data": "data trained on", "evaluation": "evaluation"}
+    part = landing.dataset_part("CUB-200-2011", gap, levels, labels, (65.7, 55.0))
+    line = landing.landing_line("ms", "MS", "contrastive", [part])
+    assert f"gap {levels[0]:+.1f} under the paper's recipe" in line and levels[0] < -3
+    assert re.search(r"moved by data trained on \+[78]\.\d \[\+\d\.\d, \+\d\.\d\], evaluation -[23]\.\d \[", line)
+    assert "batch size" not in line
+    assert "reproduction gap +10.7 (printed 65.7, ours 55.0)" in line
+    few = shares.method_shares(recipe, {s: {k: v for k, v in seeds.items() if k < 2} for s, seeds in gap_values.items()})
+    text = landing.dataset_part("CUB-200-2011", few, levels, labels, None)
+    assert "no knob's share is significant (too few seeds: not tested)" in text
+    assert re.search(r"largest: data trained on \+[78]\.\d, evaluation -[23]\.\d", text)
 
 
 def test_digits_takes_the_cub_recipe_where_a_preset_names_it():

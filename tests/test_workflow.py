@@ -277,16 +277,21 @@ def test_smoke_preset_end_to_end(tmp_path):
 
 
 def knobs_ran(workdir: Path, plan, statuses: dict) -> None:
-    """suite.knobs' report: each path's cumulative steps add up to its total, the runs on folds
-    were scored on the test half, the waterfall is on the page and the landing page has its line."""
+    """suite.knobs' report: each path's cumulative steps add up to its total, and so do its shares
+    with the remainder; the runs on folds were scored on the test half, the waterfall is on the
+    page and the landing page has its line."""
     assert statuses["suite.knobs"] == "ran"
     folder = workdir / "reports/smoke/suite.knobs"
     attribution = pd.read_csv(folder / "attribution.csv")
     for (dataset, method), rows in attribution.groupby(["dataset", "method"]):
-        knobs = rows[~rows["knob"].isin(["total", "interaction"])]
+        knobs = rows[~rows["knob"].isin(["total", "remainder"])]
         assert set(knobs["knob"]) == {"data", "selection", "evaluation"}
-        total = rows.loc[rows["knob"] == "total", "cumulative"].item()
+        if method == "gap":
+            continue
+        total = rows.loc[rows["knob"] == "total", "share"].item()
         assert knobs["cumulative"].sum() == pytest.approx(total, abs=2e-4)  # CSV's 4 decimals
+        shared = knobs["share"].sum() + rows.loc[rows["knob"] == "remainder", "share"].item()
+        assert shared == pytest.approx(total, abs=4e-4)
     steps = pd.read_csv(folder / "steps.csv")
     paper = steps[(steps["method"] == "ms") & (steps["step"] == "paper")]
     stored = [json.loads((workdir / plan.find_run("suite.knobs", "cub", "ms@ms-paper", s).path("smoke")
@@ -301,7 +306,7 @@ def knobs_ran(workdir: Path, plan, statuses: dict) -> None:
             assert "test_selected" not in json.loads((workdir / run.path("smoke") / "metrics.json").read_text())
     assert (folder / "waterfalls/ms_cub.png").exists()
     assert "waterfalls/ms_cub.png" in (workdir / "reports/smoke/index.html").read_text()
-    assert "gap of RAW+VTHM (MS) over Contrastive" in (workdir / "reports/index.html").read_text()
+    assert "the gap of RAW+VTHM (MS) over Contrastive" in (workdir / "reports/index.html").read_text()
 
 
 def records_of_every_run(workdir: Path, plan) -> None:

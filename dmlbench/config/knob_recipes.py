@@ -62,11 +62,11 @@ def recipes(plan) -> list[Recipe]:
 
 
 def protocol(plan, recipe: Recipe) -> dict[str, tuple[str, str]]:
-    """The protocol parts of each recipe, as text: epoch selection, the data trained on, evaluation."""
+    """The protocol parts of each recipe, as text: epoch selection, the data trained on, evaluation;
+    the fair side from the settings the preset resolves (its patience, its folds)."""
     exp = plan.experiments[recipe.paper_run.experiment]
-    fair = plan.experiments[FAIR]
     folds = plan.fair_settings(FAIR)["folds"]
-    stopping = (fair.get("train") or {}).get("early_stopping") or {}
+    stopping = plan.resolved(recipe.fair_run)["early_stopping"]
     tested = "recall@1" in ((exp.get("table") or {}).get("test_selected") or [])
     return {"selection": ("the best epoch on the test set" if tested else "the last epoch",
                           f"the best epoch by {stopping.get('metric', 'map@r')} on the validation fold "

@@ -270,6 +270,7 @@ class KnobSpecs:
                            "fair": {key: _text(v) for key, v in k.fair.items()}} for k in path.knobs],
                 "cumulative": [s.name for s in path.paths.cumulative],
                 "alone": {name: [step.name, base.name] for name, (step, base) in path.paths.alone.items()},
+                "back": {name: [step.name, base.name] for name, (step, base) in path.paths.back.items()},
                 "moved": {s.name: list(s.moved) for s in path.paths.steps},
                 "figure": f"waterfalls/{path.paper}_{path.dataset}.png", "methods": methods})
         return {"experiment": experiment, "title": self.title(experiment), "toy_data": self.toy_data,

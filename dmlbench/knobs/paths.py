@@ -1,8 +1,11 @@
-"""The two paths from a paper's recipe to the fair one (suite.knobs): *cumulative* (the knobs moved
-one after the other, in the catalogue's order: step k moves knobs 1..k) and *one at a time* (each
-knob moved alone, with the knobs it `needs`; its effect is measured against the step that moves
-those alone, or against the paper's recipe). A step is the set of knobs it moves; steps with the
-same set are one run, named once."""
+"""The paths from a paper's recipe to the fair one (suite.knobs): *cumulative* (the knobs moved
+one after the other, in the catalogue's order: step k moves knobs 1..k), *forward* (each knob
+moved alone from the paper's recipe, with the knobs it `needs`; its effect is measured against the
+step that moves those alone, or against the paper's recipe) and *backward* (each knob reverted
+alone from the fair recipe, with the knobs that need it; its effect is measured as the step that
+keeps it minus the step that reverts it). A step is the set of knobs it moves; steps with the same
+set are one run, named once (`upto-K`, `only-K`, else `without-K…` by the knobs it reverts or
+`set-K…` by those it moves, whichever list is shorter)."""
 
 from __future__ import annotations
 
@@ -21,19 +24,22 @@ class Step:
 
 @dataclass(frozen=True)
 class Paths:
-    """The steps of one recipe: `cumulative[k]` moves the first k+1 knobs; `alone[knob]` is the
-    (step, base) pair whose difference is the knob's one-at-a-time effect."""
+    """The steps of one recipe: `cumulative[k]` moves the first k+1 knobs; `alone[knob]` and
+    `back[knob]` are the (step, base) pairs whose difference is the knob's forward and backward
+    effect (the step moves the knob, its base does not)."""
 
     knobs: tuple[str, ...]
     paper: Step
     cumulative: tuple[Step, ...]
     alone: dict
+    back: dict
 
     @property
     def steps(self) -> list[Step]:
         """Every distinct step, the paper's recipe first."""
         seen: dict[tuple, Step] = {self.paper.moved: self.paper}
-        for step in list(self.cumulative) + [s for pair in self.alone.values() for s in pair]:
+        pairs = list(self.alone.values()) + list(self.back.values())
+        for step in list(self.cumulative) + [s for pair in pairs for s in pair]:
             seen.setdefault(step.moved, step)
         return list(seen.values())
 
@@ -46,6 +52,11 @@ def _closure(knob: str, needs: dict) -> set[str]:
             out.add(name)
             todo += list(needs.get(name, ()))
     return out
+
+
+def _dependents(knob: str, knobs: list[str], needs: dict) -> set[str]:
+    """The knobs that need `knob`, directly or through others."""
+    return {name for name in knobs if knob in _closure(name, needs)}
 
 
 def build(knobs: list[str], needs: dict[str, tuple[str, ...]]) -> Paths:
@@ -66,9 +77,14 @@ def build(knobs: list[str], needs: dict[str, tuple[str, ...]]) -> Paths:
         key = ordered(moved)
         if not key:
             return Step(PAPER, ())
-        name = prefixes.get(key) or alone_sets.get(key) or "set-" + "+".join(key)
+        reverted = [k for k in knobs if k not in key]
+        named = "set-" + "+".join(key) if len(key) < len(reverted) else "without-" + "+".join(reverted)
+        name = prefixes.get(key) or alone_sets.get(key) or named
         return Step(name, key)
 
     cumulative = tuple(step(set(knobs[:k + 1])) for k in range(len(knobs)))
     alone = {name: (step({name} | _closure(name, needs)), step(_closure(name, needs))) for name in knobs}
-    return Paths(tuple(knobs), Step(PAPER, ()), cumulative, alone)
+    every = set(knobs)
+    back = {name: (step(every - _dependents(name, knobs, needs)),
+                   step(every - _dependents(name, knobs, needs) - {name})) for name in knobs}
+    return Paths(tuple(knobs), Step(PAPER, ()), cumulative, alone, back)

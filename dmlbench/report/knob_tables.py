@@ -1,6 +1,8 @@
 """suite.knobs' report folder: every step's numbers (`steps.csv`), the attribution of each
-recipe's gap to its knobs (`attribution.csv`, `attribution.md`), a waterfall per paper × dataset
-(`waterfalls/<paper>_<dataset>.png`) and the landing page's line per paper (`landing.json`)."""
+recipe's change to its knobs (`attribution.csv`, `attribution.md`: forward, backward, the
+order-free share, the remainder, the total, and the same for the headline's gap over the
+baseline), a waterfall per paper × dataset (`waterfalls/<paper>_<dataset>.png`) and the landing
+page's line per paper (`landing.json`)."""
 
 from __future__ import annotations
 
@@ -11,9 +13,11 @@ import pandas as pd
 
 from dmlbench.data import datasets
 from dmlbench.io import atomic_path, read_json, write_json
-from dmlbench.knobs import attribution
+from dmlbench.knobs import attribution, landing, paired, shares
 from dmlbench.plots import waterfall
 
+HEADER = ["| method | knob | paper → fair | forward | backward | share | p (Holm) | cumulative step |",
+          "|---|---|---|---|---|---|---|---|"]
 
 
 def _values(recipe: dict, method: dict, seeds: list[int]) -> dict[str, dict[int, float]]:
@@ -32,95 +36,131 @@ def _fmt(mean: float, low: float = math.nan, high: float = math.nan) -> str:
     return f"{mean:+.1f}" + ("" if math.isnan(low) else f" [{low:+.1f}, {high:+.1f}]")
 
 
+def _p(row: dict) -> str:
+    if math.isnan(row["p_holm"]):
+        return row.get("untested") or "–"
+    return f"{row['p_holm']:.3f}" + (" *" if row["significant"] else "")
+
+
+def _method_rows(recipe: dict, name: str, label: str, result: dict) -> tuple[list[dict], list[str]]:
+    """The CSV rows and markdown lines of one method's attribution."""
+    rows, lines = [], []
+    cumulative = {row["knob"]: row for row in result["cumulative"]}
+    forward = {row["knob"]: row for row in result["alone"]}
+    backward = {row["knob"]: row for row in result["back"]}
+    for row in result["shares"]:
+        knob = next(k for k in recipe["knobs"] if k["name"] == row["knob"])
+        moved = "; ".join(f"{key} {knob['paper'][key]} → {knob['fair'][key]}" for key in knob["paper"])
+        step, ahead, behind = cumulative[row["knob"]], forward[row["knob"]], backward[row["knob"]]
+        rows.append({"paper": recipe["paper"], "dataset": recipe["dataset"], "method": name, "knob": row["knob"],
+                     "label": knob["label"], "settings": moved, "share": row["effect"], "share_low": row["low"],
+                     "share_high": row["high"], "p_holm": row["p_holm"], "significant": row["significant"],
+                     "untested": row["untested"], "forward": ahead["effect"], "forward_low": ahead["low"],
+                     "forward_high": ahead["high"], "backward": behind["effect"], "backward_low": behind["low"],
+                     "backward_high": behind["high"], "cumulative": step["effect"]})
+        lines.append(f"| {label} | {knob['label']} | {moved} | {_fmt(ahead['effect'], ahead['low'], ahead['high'])} | "
+                     f"{_fmt(behind['effect'], behind['low'], behind['high'])} | "
+                     f"{_fmt(row['effect'], row['low'], row['high'])} | {_p(row)} | {_fmt(step['effect'])} |")
+    for knob in ("remainder", "total"):
+        part = result[knob]
+        rows.append({"paper": recipe["paper"], "dataset": recipe["dataset"], "method": name, "knob": knob,
+                     "label": knob, "share": part["effect"], "share_low": part["low"], "share_high": part["high"]})
+    steps = result["steps"]
+    lines.append(f"| {label} | remainder (higher-order) | | | | {_fmt(**_trio(result['remainder']))} | | |")
+    lines.append(f"| {label} | total (paper {steps['paper']['mean']:.1f} → fair {steps[result['fair_step']]['mean']:.1f}) "
+                 f"| | | | {_fmt(**_trio(result['total']))} | | |")
+    return rows, lines
+
+
+def _trio(part: dict) -> dict:
+    return {"mean": part["effect"], "low": part["low"], "high": part["high"]}
+
+
+def _gap_lines(gap: dict, levels: tuple[float, float], labels: dict, head: str, base: str) -> list[str]:
+    lines = ["", f"Gap of {head} over {base} (points, the seeds both ran): {levels[0]:+.1f} under the paper's "
+             f"recipe, {levels[1]:+.1f} under the fair one; each knob's share of its change:", "",
+             "| knob | forward | backward | share | p (Holm) |", "|---|---|---|---|---|"]
+    for row in gap["shares"]:
+        lines.append(f"| {labels[row['knob']]} | {row['forward']:+.1f} | {row['backward']:+.1f} | "
+                     f"{_fmt(row['effect'], row['low'], row['high'])} | {_p(row)} |")
+    lines.append(f"| remainder (higher-order) | | | {_fmt(**_trio(gap['remainder']))} | |")
+    lines.append(f"| change of the gap | | | {_fmt(**_trio(gap['total']))} | |")
+    return lines + [""]
+
+
+def _panel(start: tuple, rows: list[dict], remainder: dict, end: tuple, labels: dict) -> dict:
+    steps = [(labels[row["knob"]], row["effect"], row["low"], row["high"]) for row in rows]
+    steps.append(("remainder", remainder["effect"], remainder["low"], remainder["high"]))
+    return {"start": start, "steps": steps, "end": end}
+
+
 def aggregate(spec: dict, output_dir: Path) -> dict:
     output_dir = Path(output_dir)
     (output_dir / "waterfalls").mkdir(parents=True, exist_ok=True)
-    steps_rows, rows, markdown, lines = [], [], [f"# {spec['title']}", ""], {}
-    per_paper: dict[str, list] = {}
-    sentences: dict[str, list[str]] = {}
+    steps_rows, rows, body, parts, names = [], [], [], {}, {}
     for recipe in spec["recipes"]:
         labels = {k["name"]: k["label"] for k in recipe["knobs"]}
         dataset = _label(recipe["dataset"])
-        results, values = {}, {}
+        values, results = {}, {}
         for name, method in recipe["methods"].items():
             values[name] = _values(recipe, method, spec["seeds"])
             results[name] = attribution.method_attribution(recipe, values[name])
             for step, per_seed in values[name].items():
                 steps_rows.append({"paper": recipe["paper"], "dataset": recipe["dataset"], "method": name,
                                    "step": step, "moved": "+".join(recipe["moved"][step]) or "none",
-                                   **{f"seed{s}": v for s, v in per_seed.items()},
-                                   **results[name]["steps"][step]})
+                                   **{f"seed{s}": v for s, v in per_seed.items()}, **results[name]["steps"][step]})
         head, base = recipe["headline"], recipe["baseline"]
-        gap = attribution.gaps(recipe, values[head], values[base])
-        per_paper.setdefault(recipe["paper"], []).append(gap)
+        head_label, base_label = recipe["methods"][head]["label"], recipe["methods"][base]["label"]
+        gap_values = shares.gap_values(values[head], values[base])
+        gap = shares.method_shares(recipe, gap_values)
+        fair_step = results[head]["fair_step"]
+        levels = (paired.interval(list(gap_values["paper"].values()))[0],
+                  paired.interval(list(gap_values[fair_step].values()))[0])
+        steps = results[head]["steps"]
+        printed = float(recipe["paper_number"]) if recipe["paper_number"] else None
+        reproduction = (printed, steps["paper"]["mean"]) if printed is not None else None
         source = f" (the {_label(recipe['stand_in'])} recipe)" if recipe["stand_in"] else ""
-        markdown += [f"## {recipe['paper']}: {recipe['methods'][head]['label']} on {dataset}{source}", "",
-                     f"![waterfall]({recipe['figure']})", "",
-                     f"Paper's recipe: {recipe['source']}. Recall@1 in %, changes in points with their paired "
-                     f"95 % interval over seeds {spec['seeds']}; p Holm-adjusted over the recipe's knobs.", "",
-                     "| method | knob | paper → fair | alone | p (Holm) | cumulative step |",
-                     "|---|---|---|---|---|---|"]
+        body += [f"## {recipe['paper']}: {head_label} on {dataset}{source}", "", f"![waterfall]({recipe['figure']})", "",
+                 f"Paper's recipe: {recipe['source']}. Recall@1 in %, effects in points with their paired 95 % "
+                 f"interval over seeds {spec['seeds']}. Forward: the knob moved from the paper's recipe; backward: "
+                 f"reverted from the fair recipe; share: their mean, seed by seed (order-free; p Holm-adjusted "
+                 f"over the recipe's knobs).", ""]
+        if reproduction:
+            body += [f"Reproduction gap: the paper prints {printed:.1f}, ours under its recipe "
+                     f"{steps['paper']['mean']:.1f} ({printed - steps['paper']['mean']:+.1f} points).", ""]
+        body += HEADER
         for name, result in results.items():
-            cumulative = {row["knob"]: row for row in result["cumulative"]}
-            for row in result["alone"]:
-                knob = next(k for k in recipe["knobs"] if k["name"] == row["knob"])
-                moved = "; ".join(f"{key} {knob['paper'][key]} → {knob['fair'][key]}" for key in knob["paper"])
-                step = cumulative[row["knob"]]
-                rows.append({"paper": recipe["paper"], "dataset": recipe["dataset"], "method": name,
-                             "knob": row["knob"], "label": labels[row["knob"]], "settings": moved,
-                             "alone": row["effect"], "alone_low": row["low"], "alone_high": row["high"],
-                             "p_holm": row["p_holm"], "significant": row["significant"],
-                             "cumulative": step["effect"], "cumulative_low": step["low"],
-                             "cumulative_high": step["high"]})
-                p = (row.get("untested") or "–") if math.isnan(row["p_holm"]) else \
-                    f"{row['p_holm']:.3f}" + (" *" if row["significant"] else "")
-                markdown.append(f"| {recipe['methods'][name]['label']} | {labels[row['knob']]} | {moved} | "
-                                f"{_fmt(row['effect'], row['low'], row['high'])} | {p} | "
-                                f"{_fmt(step['effect'], step['low'], step['high'])} |")
-            for knob, value in (("interaction", result["interaction"]), ("total", result["total"])):
-                rows.append({"paper": recipe["paper"], "dataset": recipe["dataset"], "method": name,
-                             "knob": knob, "label": knob, "alone": value if knob == "interaction" else math.nan,
-                             "cumulative": value if knob == "total" else math.nan})
-            steps = result["steps"]
-            markdown.append(f"| {recipe['methods'][name]['label']} | total (paper {steps['paper']['mean']:.1f} → "
-                            f"fair {steps[result['fair_step']]['mean']:.1f}) | | interaction "
-                            f"{_fmt(result['interaction'])} | | {_fmt(result['total'])} |")
-        significant = [row for row in results[head]["alone"] if row["significant"]]
-        sentences.setdefault(recipe["paper"], []).extend(
-            f"{labels[row['knob']]} on {dataset} ({_fmt(row['effect'], row['low'], row['high'])})"
-            for row in significant)
-        markdown += ["", f"Gap of {recipe['methods'][head]['label']} over {recipe['methods'][base]['label']}: "
-                     f"{gap['paper']:+.1f} points under the paper's recipe, {gap['fair']:+.1f} under the fair one.", ""]
-        head_result = results[head]
-        waterfall.draw({
-            "title": f"{recipe['paper']}: {recipe['methods'][head]['label']} on {dataset}{source}",
-            "paper_number": float(recipe["paper_number"]) if recipe["paper_number"] else None,
-            "start": _pair(head_result["steps"]["paper"]),
-            "steps": [(labels[row["knob"]], row["effect"], row["low"], row["high"]) for row in head_result["cumulative"]],
-            "end": _pair(head_result["steps"][head_result["fair_step"]]),
-            "tuned": _tuned(recipe["methods"][head]["tuned"]),
-            "baseline": [results[base]["steps"][s]["mean"] for s in ["paper"] + recipe["cumulative"]],
-            "baseline_label": recipe["methods"][base]["label"]}, output_dir / recipe["figure"], spec)
-        lines[recipe["paper"]] = (recipe["methods"][head]["label"], recipe["methods"][base]["label"], labels)
-    landing = [attribution.landing_line(paper, lines[paper][1], lines[paper][0], gaps, lines[paper][2])
-               for paper, gaps in per_paper.items()]
-    summary = [f"{paper}: knobs with a significant effect alone (Holm p < {attribution.ALPHA}): "
-               + ("; ".join(found) if found else "none") for paper, found in sentences.items()]
-    markdown = markdown[:2] + [f"- {line}" for line in landing + summary] + [""] + markdown[2:]
+            csv_rows, lines = _method_rows(recipe, name, recipe["methods"][name]["label"], result)
+            rows += csv_rows
+            body += lines
+        body += _gap_lines(gap, levels, labels, head_label, base_label)
+        rows += [{"paper": recipe["paper"], "dataset": recipe["dataset"], "method": "gap", "knob": row["knob"],
+                  "label": labels[row["knob"]], "share": row["effect"], "share_low": row["low"],
+                  "share_high": row["high"], "p_holm": row["p_holm"], "significant": row["significant"],
+                  "untested": row["untested"], "forward": row["forward"], "backward": row["backward"]}
+                 for row in gap["shares"]]
+        parts.setdefault(recipe["paper"], []).append(landing.dataset_part(dataset, gap, levels, labels, reproduction))
+        names[recipe["paper"]] = (head_label, base_label)
+        level = _panel(("ours, paper's recipe", steps["paper"]["mean"], steps["paper"]["ci95"]),
+                       results[head]["shares"], results[head]["remainder"],
+                       ("fair recipe", steps[fair_step]["mean"], steps[fair_step]["ci95"]), labels)
+        waterfall.draw({"title": f"{recipe['paper']}: {head_label} on {dataset}{source}", "baseline_label": base_label,
+                        "level": {**level, "printed": printed, "tuned": _tuned(recipe["methods"][head]["tuned"])},
+                        "gap": _panel(("gap, paper's recipe", levels[0], math.nan), gap["shares"], gap["remainder"],
+                                      ("gap, fair recipe", levels[1], math.nan), labels)},
+                       output_dir / recipe["figure"], spec)
+    lines = [landing.landing_line(paper, *names[paper], found) for paper, found in parts.items()]
+    markdown = [f"# {spec['title']}", ""] + [f"- {line}" for line in lines] + [""] + body
     _write_csv(pd.DataFrame(steps_rows), output_dir / "steps.csv")
     with atomic_path(output_dir / "attribution.md") as tmp:
         tmp.write_text("\n".join(markdown) + "\n")
-    write_json(output_dir / "landing.json", {"lines": landing, "significant": summary})
+    write_json(output_dir / "landing.json", {"lines": lines})
     _write_csv(pd.DataFrame(rows), output_dir / "attribution.csv")  # last: the report's marker
-    return {"lines": landing, "significant": summary}
+    return {"lines": lines}
 
 
 def _label(dataset: str) -> str:
     return datasets.get(dataset).label or dataset
-
-
-def _pair(step: dict) -> tuple[float, float]:
-    return step["mean"], step["ci95"]
 
 
 def _write_csv(frame: pd.DataFrame, path: Path) -> None:

@@ -1,0 +1,48 @@
+"""The landing page's line per paper (suite.knobs): per dataset, the headline method's gap over the
+baseline under the paper's recipe and under the fair one, the knobs whose share of its change is
+significant (Holm p < 0.05 over the recipe's knobs: its 95 % interval excludes zero), in both
+directions, the higher-order remainder, and the reproduction gap (the paper's printed number − ours
+under the paper's recipe). Nothing is averaged over datasets, where opposite moves would cancel."""
+
+from __future__ import annotations
+
+import math
+
+from dmlbench.knobs import paired
+
+
+def _points(value: float) -> str:
+    return f"{value:+.1f}"
+
+
+def _interval(row: dict) -> str:
+    return "" if math.isnan(row["low"]) else f" [{row['low']:+.1f}, {row['high']:+.1f}]"
+
+
+def dataset_part(dataset: str, gap: dict, levels: tuple[float, float], labels: dict[str, str],
+                 reproduction: tuple[float, float] | None) -> str:
+    """One dataset's clause. `gap`: `shares.method_shares` of the gap; `levels`: the gap's mean under
+    the paper's and the fair recipe; `reproduction`: (printed, ours under the paper's recipe)."""
+    paper, fair = levels
+    text = f"{dataset}: gap {_points(paper)} under the paper's recipe, {_points(fair)} under the fair one"
+    named = [f"{labels[row['knob']]} {_points(row['effect'])}{_interval(row)}"
+             for row in sorted(gap["shares"], key=lambda r: -abs(r["effect"])) if row["significant"]]
+    if named:
+        text += f"; moved by {', '.join(named)}"
+    else:
+        untested = {row["untested"] for row in gap["shares"] if row["untested"]}
+        largest = sorted(gap["shares"], key=lambda r: -abs(r["effect"]))[:3]
+        why = f" ({', '.join(sorted(untested))}: not tested)" if untested else ""
+        text += (f"; no knob's share is significant{why}; largest: "
+                 + ", ".join(f"{labels[r['knob']]} {_points(r['effect'])}" for r in largest)) if largest else ""
+    text += f"; higher-order remainder {_points(gap['remainder']['effect'])}"
+    if reproduction is not None:
+        printed, ours = reproduction
+        text += f"; reproduction gap {_points(printed - ours)} (printed {printed:.1f}, ours {ours:.1f})"
+    return text
+
+
+def landing_line(paper: str, headline: str, baseline: str, parts: list[str]) -> str:
+    """The paper's line: its datasets' clauses (`dataset_part`)."""
+    return (f"{paper}: the gap of {headline} over {baseline} (Recall@1, points; knobs named where their "
+            f"share's Holm p < {paired.ALPHA}) — " + ". ".join(parts))

@@ -5,7 +5,8 @@ batch, `dmlbench.preflight.budget.steps_per_epoch`), a run with early stopping c
 stop of `--stop` epochs (at most its cap) and, as an upper bound, at its cap; then GPU-hours at
 the training throughput measured on one H100 (docs/benchmarks.md, "GPU fed": BN-Inception at 227
 pixels 1,279 images/s, ResNet-50 at 256 pixels 628 images/s; GoogLeNet, unmeasured, at
-BN-Inception's rate), scaled by pixels to each input side. Training steps only: the per-epoch
+BN-Inception's rate), scaled by pixels to each input side; and the share of the backward path
+(the runs of steps no other path has: each knob reverted from the fair recipe). Training steps only: the per-epoch
 validation of the runs with early stopping and the final test embedding come on top. A projection
 from the plan's settings; it prints figures and asserts nothing.
 """
@@ -31,13 +32,20 @@ def main() -> None:
     args = parser.parse_args()
     plan = Plan.load(CONFIG_DIR, {"preset": "full", "experiments": ["suite.knobs"]})
     runs, at_stop, at_cap = defaultdict(int), defaultdict(float), defaultdict(float)
+    backward = [0, 0.0]  # runs and GPU-hours at the stop of the backward path's own steps
+    index = plan.knob_run_index("suite.knobs")
     for run in plan.runs("suite.knobs"):
         cfg = RunConfig.from_dict(plan.resolve(run))
         images = steps_per_epoch(cfg, run.dataset) * cfg.batch.size
         key = (cfg.model.backbone, cfg.input.crop)
         runs[key] += 1
         at_cap[key] += cfg.epochs * images
-        at_stop[key] += (min(cfg.epochs, args.stop) if cfg.early_stopping.patience else cfg.epochs) * images
+        seen = (min(cfg.epochs, args.stop) if cfg.early_stopping.patience else cfg.epochs) * images
+        at_stop[key] += seen
+        if _backward_only(index[run]):
+            rate, side = MEASURED[cfg.model.backbone]
+            backward[0] += 1
+            backward[1] += seen / (rate * (side / cfg.input.crop) ** 2) / 3600
     print(f"suite.knobs at full: {sum(runs.values()):,} runs; early-stopped runs counted at epoch {args.stop} "
           f"(and at their cap)")
     print("| trunk | side | runs | training images (M) | GPU-hours | at the cap (M images / GPU-hours) |")
@@ -53,6 +61,15 @@ def main() -> None:
               f"{at_cap[(backbone, side)] / 1e6:,.0f} / {cap_hours:,.0f} |")
     print(f"total: {totals[0]:,.0f} GPU-hours ({totals[0] / GPUS / 24:.1f} days on {GPUS} GPUs); "
           f"at every cap {totals[1]:,.0f} GPU-hours ({totals[1] / GPUS / 24:.1f} days)")
+    print(f"of which the backward path's own steps: {backward[0]:,} runs, {backward[1]:,.0f} GPU-hours "
+          f"({backward[1] / GPUS / 24:.1f} days on {GPUS} GPUs)")
+
+
+def _backward_only(info) -> bool:
+    """Whether a run's step is on the backward path alone (no cumulative or forward step is it)."""
+    paths = info.path.paths
+    others = {s.moved for s in paths.cumulative} | {s.moved for pair in paths.alone.values() for s in pair}
+    return info.step.moved not in others
 
 
 if __name__ == "__main__":

@@ -241,3 +241,32 @@ def test_a_misspelt_method_of_an_experiment_is_refused_naming_its_file(tmp_path)
     config = _catalogue_with(tmp_path, "experiments/ms.yaml", "  methods: [ms]\n", "  methods: [mss]\n")
     with pytest.raises(ConfigError, match=re.escape("ms.yaml: experiment ms.t2: unknown method 'mss' (did you mean 'ms'?)")):
         Plan.load(config, {"preset": "smoke"})
+
+
+RC_CUB = "cub: {train: {optimizer: {loss_lr_mult: 604.0}}, loss: {scale: 13.98}}"
+
+
+@pytest.mark.parametrize("new, said", [
+    (RC_CUB.replace("scale: 13.98", "scale: -1"), "method proxy_nca_rc.per_dataset.cub.loss.scale: -1 is outside"),
+    (RC_CUB.replace("scale: 13.98", "scael: 13.98"), "proxy_nca_rc.per_dataset.cub.loss.scael: loss 'proxy_nca' has "
+                                                     "no parameter 'scael' (did you mean 'scale'?)"),
+    (RC_CUB.replace("loss_lr_mult: 604.0", "loss_lr_mult: fast"), "proxy_nca_rc.per_dataset.cub.train"),
+    (RC_CUB.replace("loss: {", "los: {"), "proxy_nca_rc.per_dataset.cub: takes `train` (training settings) and "
+                                          "`loss`"),
+    (RC_CUB.replace("cub:", "cubb:"), "proxy_nca_rc.per_dataset"),
+])
+def test_a_methods_settings_on_one_dataset_are_checked_by_name_and_value(tmp_path, new, said):
+    config = _catalogue_with(tmp_path, "methods.yaml", RC_CUB, new)
+    with pytest.raises(ConfigError) as error:
+        Plan.load(config, {"preset": "smoke"})
+    assert said in str(error.value)
+
+
+def test_a_methods_settings_on_one_dataset_reach_its_runs_there_alone():
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    seen = {}
+    for run in plan.runs("suite.modern"):
+        if run.base_method == "proxy_nca_rc":
+            cfg = plan.resolved(run)
+            seen[run.dataset] = (cfg["optimizer"]["loss_lr_mult"], cfg["method"]["loss"]["scale"])
+    assert seen == {"cub": (604.0, 13.98), "cars": (443.0, 7.97), "sop": (52.8, 10.73), "inshop": (52.8, 10.73)}

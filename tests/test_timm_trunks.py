@@ -197,6 +197,31 @@ def test_runs_made_before_the_new_settings_keep_their_fingerprint():
     assert fingerprint({**after, "optimizer": dict(after["optimizer"], layer_decay=0.65)}) != fingerprint(before)
     assert fingerprint({**after, "model": dict(after["model"], weights_sha256="ab" * 32)}) != fingerprint(before)
     assert fingerprint({**after, "optimizer": dict(after["optimizer"], clip_grad_norm=3.0)}) != fingerprint(before)
+    measured = {**after, "eval": {"ks": [1], "trunk_feature": False}}
+    assert fingerprint(measured) == fingerprint({**after, "eval": {"ks": [1]}})
+    assert fingerprint({**measured, "eval": {"ks": [1], "trunk_feature": True}}) != fingerprint(measured)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_trunk_feature_is_timms_pooled_feature_with_the_head_removed(name):
+    """What `eval.trunk_feature` scores: timm's own pooled feature of the same weights (its CLS
+    token for a ViT: the 384-d feature Sph-ViT's authors report for ViT-S), not the head's output."""
+    from dmlbench.evaluation.reference import TrunkFeatures
+
+    torch.manual_seed(0)
+    net = build(Model(**model_config(name))).eval()
+    trunk = timm_trunks.TRUNKS[name]
+    sized = {"img_size": trunk.img_size} if trunk.img_size else {}
+    options = {"dynamic_img_size": True, "dynamic_img_pad": True} if trunk.cls_token else {}
+    reference = timm.create_model(trunk.model, pretrained=False, num_classes=0, **sized, **options).eval()
+    inner = net.trunk.net if trunk.cls_token else net.trunk
+    reference.load_state_dict(inner.state_dict())
+    images = torch.rand(2, 3, 64, 64)
+    with torch.no_grad():
+        feature = TrunkFeatures(net)(images)
+        expected = reference(net._prepare_input(images))
+    assert feature.shape == (2, reference.num_features) != net(images).shape
+    assert torch.allclose(feature, expected, atol=1e-5)
 
 
 def _step(model, clip=None, lr=1.0):

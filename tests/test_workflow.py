@@ -270,6 +270,11 @@ def test_smoke_preset_end_to_end(tmp_path):
     search = tmp_path / "results/smoke/suite.fair/cub/ms/search"
     assert len(pd.read_csv(search / "trials.csv")) == 2 and (search / "study.journal").exists()
     knobs_ran(tmp_path, plan, statuses)
+    modern = pd.read_csv(tmp_path / "reports/smoke/suite.modern/table.csv")  # the head's and the trunk's numbers
+    trained = modern[~modern["reference"].astype(bool)]
+    assert {"recall@1", "recall@1 (trunk feature)", "map@r (trunk feature)"} <= set(trained["metric"])
+    quoted = pd.read_csv(tmp_path / "reports/smoke/suite.modern/quoted.csv")
+    assert set(quoted["metric"]) == {"recall@1 (trunk feature)"} and quoted["value"].tolist() == [78.7]
     again = snakemake(tmp_path, "-n", "--cores", "2", "--config", "preset=smoke")
     assert "Nothing to be done" in again.stdout + again.stderr
     records_of_every_run(tmp_path, plan)

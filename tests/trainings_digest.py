@@ -4,8 +4,11 @@ of `full` made by the commit before the jobs were regrouped (0739e16):
 
     PYTHONPATH=<checkout of 0739e16> python tests/trainings_digest.py > tests/data/full_trainings.json
 
-Since then one entry changed on purpose: suite.modern's, when Proxy-Anchor joined it (2026-11-27,
-40 trainings more: 360), remade from this script at that commit.
+Since then entries changed on purpose, each remade from this script at the commit that changed it:
+suite.modern's, when Proxy-Anchor joined it (2026-11-27, 40 trainings more: 360), and again when its
+runs began to score the trunk's feature too (`eval.trunk_feature`); suite.knobs', when the backward
+path joined it (2026-11-27). A setting added since, at the value with which a run computes what it
+computed before (`ADDED_SINCE`), is left out, as the runs' fingerprints leave it out.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 
 
 SIDE = ("keep", "tracking", "loader")  # spelled out: the commit of before knew no such list
+ADDED_SINCE = {("eval", "trunk_feature"): False}
 
 
 def digest(config_dir: Path, preset: str = "full") -> dict:
@@ -26,6 +30,9 @@ def digest(config_dir: Path, preset: str = "full") -> dict:
     lines: dict[str, list[str]] = {}
     for run in plan.runs() + plan.fair_runs():
         numbers = {k: v for k, v in plan.resolve(run).items() if k not in SIDE}
+        for (section, key), neutral in ADDED_SINCE.items():
+            if numbers.get(section, {}).get(key, neutral) == neutral:
+                numbers[section] = {k: v for k, v in numbers[section].items() if k != key}
         settings = json.dumps(numbers, sort_keys=True, default=str)
         lines.setdefault(run.experiment, []).append(f"{run.path(preset)} {settings}")
     return {experiment: {"trainings": len(found),

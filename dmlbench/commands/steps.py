@@ -21,6 +21,13 @@ def _run_config(args) -> dict:
     return plan.resolve(plan.find_run(args.experiment, args.dataset, args.method, args.seed))
 
 
+def cmd_ranking_vs_fair(args) -> None:
+    from dmlbench.report import ranking_vs_fair
+
+    table = ranking_vs_fair.write(spec_json(args.spec), Path(args.output_dir))
+    print(f"{args.output_dir}/ranking_vs_fair.md: {len(table)} dataset × trunk rows")
+
+
 def cmd_prepare(args) -> None:
     from dmlbench.data.prepare import prepare
 
@@ -106,6 +113,11 @@ def cmd_warm_start(args) -> None:
 
 def add(sub) -> None:
     """Add these commands to the command line's subparsers."""
+    s = sub.add_parser("ranking-vs-fair", help="a trunk ranking's Kendall τ against the fair table's ranking")
+    s.add_argument("--spec", required=True, help="JSON: what Plan.ranking_vs_fair_spec gives")
+    s.add_argument("--output-dir", required=True, help="the experiment's report folder")
+    s.set_defaults(func=cmd_ranking_vs_fair)
+
     s = sub.add_parser("prepare", help="acquire, parse and check a dataset; write its manifest")
     s.add_argument("--spec", required=True, help="JSON: dataset, source, root, path, download, fixture")
     s.add_argument("--output", required=True, help="the manifest.csv to write")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dmlbench.config.loading import printed
 from dmlbench.errors import ConfigError
+from dmlbench.registry import did_you_mean
 
 # settings that no necessity can unlock: the trunk, the input and the budget every method shares
 PROTOCOL_CORE = ("model.backbone", "model.pretrained", "model.embedding_dim", "model.pooling", "model.frozen_bn",
@@ -57,12 +58,25 @@ def check_method_train(plan, key: str, where: str) -> None:
     check_necessities(plan, key, where)
     for method in exp["methods"]:
         allowed = list(((exp.get("necessities") or {}).get(method) or {}))
-        for path in leaf_paths(plan.methods[method].get("train")):
+        entry = plan.methods[method]
+        for path in leaf_paths(entry.get("train")) + [p for own in (entry.get("per_dataset") or {}).values()
+                                                        for p in leaf_paths(own.get("train"))]:
             if not any(_under(path, a) for a in allowed):
                 raise ConfigError(f"{where}: method {method}.train sets {path}, which the fair protocol holds "
                                   f"equal for every method; use a method entry without it, or, if the "
                                   f"method cannot work without it, list it in {key}.necessities.{method} "
                                   f"with the reason")
+
+
+def check_fair_methods(plan, key: str, where: str) -> None:
+    """A trunk-ranked experiment's `fair_methods`: its method → suite.fair's id of it (or null)."""
+    exp, fair = plan.experiments[key], plan.experiments.get("suite.fair") or {}
+    for method, other in (exp.get("fair_methods") or {}).items():
+        if method not in exp["methods"]:
+            raise ConfigError(f"{where}.fair_methods: {method!r} is not a method of {key}{did_you_mean(method, exp['methods'])}")
+        if other is not None and other not in fair.get("methods", []):
+            raise ConfigError(f"{where}.fair_methods.{method}: {other!r} is not a method of suite.fair"
+                              f"{did_you_mean(str(other), fair.get('methods', []))}; null where suite.fair has none")
 
 
 def check_paper_numbers(plan, key: str, where: str) -> None:

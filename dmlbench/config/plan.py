@@ -3,7 +3,7 @@
 Every training setting and its default is a field of `dmlbench.run_config`; the catalogue lives in
 `workflow/config/`: `methods.yaml`, `experiments/<paper>.yaml` (ids `<paper>.t<N>` / `.f<N>`: the catalogue, docs/generated/catalogue.md) and `presets/<name>.yaml`.
 A run's settings are merged in this order: defaults < experiment `train` < experiment
-`per_dataset[dataset]` < method `train` < preset `overrides` < preset `per_dataset[dataset]` <
+`per_dataset[dataset]` < method `train` < method `per_dataset[dataset]` < preset `overrides` < preset `per_dataset[dataset]` <
 preset `cpu_fallback` (no CUDA) < preset `subset[experiment].train` < sweep variant `train`. The
 swept setting comes last because it is the experiment's x axis: a preset shrinks a sweep by
 choosing variants (`subset`), it cannot flatten it. Validation lives in `validation`, the paths and
@@ -18,9 +18,8 @@ from pathlib import Path
 
 import jsonschema
 
-from dmlbench import settings
+from dmlbench import run_config, settings
 from dmlbench.config import knob_recipes, validation
-from dmlbench import run_config
 from dmlbench.config.loading import (deep_merge, load_yaml, merge_layers, plain_copy, plain_numbers,
                                      with_dataset_names, with_settings)
 from dmlbench.config.run import FairRun, Run
@@ -33,7 +32,6 @@ from dmlbench.training.optimisers import OPTIMISERS
 from dmlbench.registry import did_you_mean
 
 PAPER_NUMBERS = ("reported", "quoted")  # an experiment's keys whose numbers keep the paper's digits
-
 
 PRESET_NAME = re.compile(r"[A-Za-z0-9_-]+")  # the `preset` wildcard of the rules
 
@@ -232,12 +230,14 @@ class Plan(StepSpecs, FairSpecs, KnobSpecs):
             return self._resolve_knob(run)
         method = self.method_of(run.base_method, f"experiment {run.experiment}")
         sweep = (exp.get("sweep") or {}).get(run.variant) or {}
+        own = (method.get("per_dataset") or {}).get(run.dataset) or {}  # the method's settings on this dataset
         preset_layers = (self.preset["overrides"], (self.preset.get("per_dataset") or {}).get(run.dataset),
                          self.cpu_fallback, self._subset(run.experiment).get("train")) if with_preset else ()
         cfg = merge_layers(self.defaults, exp.get("train"), (exp.get("per_dataset") or {}).get(run.dataset),
-                           method.get("train"), *preset_layers, sweep.get("train"))
+                           method.get("train"), own.get("train"), *preset_layers, sweep.get("train"))
         miner = deep_merge(method["miner"], sweep["miner"]) if sweep.get("miner") else method.get("miner")
-        cfg["method"] = {"name": run.method, "loss": deep_merge(method["loss"], sweep.get("loss")),
+        cfg["method"] = {"name": run.method, "loss": deep_merge(deep_merge(method["loss"], own.get("loss")),
+                                                                sweep.get("loss")),
                          "miner": miner,
                          "sampler": method.get("sampler", "m_per_class")}
         cfg["seed"] = run.seed

@@ -17,6 +17,8 @@ from dmlbench.models import timm_trunks
 from dmlbench.run_config import RunConfig
 from dmlbench.training import run_folder
 
+FAIR = "suite.fair"  # the fair table a trunk ranking is compared with
+
 FINGERPRINT_CHARS = 16  # of a run's fingerprint in an aggregation's spec: 64 bits tell settings apart
 
 
@@ -133,6 +135,36 @@ class StepSpecs:
                 "fingerprints": {f"{run.dataset}/{run.method}/seed{run.seed}":
                                  run_folder.fingerprint(self.resolved(run))[:FINGERPRINT_CHARS]
                                  for run in self.runs(experiment)}}
+
+    def ranked_against_fair(self) -> list[str]:
+        """The trunk-ranked experiments (`figures: [trunk_ranking]`) whose methods suite.fair ranks
+        in this preset too: each gets `ranking_vs_fair.md` (`dmlbench.report.ranking_vs_fair`)."""
+        return [e for e in self.experiment_ids if "trunk_ranking" in (self.experiments[e].get("figures") or [])
+                and self._fair_reference(e)]
+
+    def _fair_reference(self, experiment: str) -> dict[str, dict[str, str]]:
+        """dataset → the experiment's method → its suite.fair summary (`fair_methods` maps an id
+        suite.fair spells otherwise; null: not in the fair table)."""
+        if FAIR not in self.experiment_ids:
+            return {}
+        ranked = set(self.fair_pairs(FAIR))
+        renamed = self.experiments[experiment].get("fair_methods") or {}
+        out: dict[str, dict[str, str]] = {}
+        for run in self.runs(experiment):
+            fair = renamed.get(run.base_method, run.base_method)
+            if fair and (run.dataset, fair) in ranked:
+                out.setdefault(run.dataset, {})[run.base_method] = self.fair_summary(FAIR, run.dataset, fair)
+        return out
+
+    def ranking_vs_fair_spec(self, experiment: str) -> dict:
+        exp = self.experiments[experiment]
+        return {"runs": f"reports/{self.name}/{experiment}/runs.csv", "fair": self._fair_reference(experiment),
+                "trunks": {variant: self._trunk(entry)["label"] for variant, entry in (exp.get("sweep") or {}).items()
+                           if variant in {run.variant for run in self.runs(experiment)}}}
+
+    def ranking_vs_fair_inputs(self, experiment: str) -> list[str]:
+        spec = self.ranking_vs_fair_spec(experiment)
+        return [spec["runs"]] + sorted({path for per in spec["fair"].values() for path in per.values()})
 
     @staticmethod
     def _trunk(sweep_entry: dict) -> dict:

@@ -21,12 +21,12 @@ from dmlbench.verdicts import claim_kinds, claims
 
 EXPERIMENT_KEYS = {"layout", "title", "paper", "datasets", "methods", "seeds", "train", "per_dataset",
                    "table", "reported", "quoted", "kind", "analysis", "sweep", "plot", "figures", "fair",
-                   "necessities", "paper_numbers", "omitted", "claims", "margin"}
+                   "necessities", "paper_numbers", "omitted", "claims", "margin", "fair_methods"}
 SWEEP_KEYS = {"train", "loss", "miner"}
 MAX_SEED = 2**32 - 1  # numpy's seeds (the preset's `seeds`: schema.yaml)
 ANALYSIS_KEYS = {"title", "paper", "kind", "analysis", "methods", "loss_overrides"}
 KNOB_KEYS = {"title", "paper", "kind", "datasets", "seeds", "stand_in"}
-METHOD_KEYS = {"label", "paper", "loss", "miner", "sampler", "train", "search"}
+METHOD_KEYS = {"label", "paper", "loss", "miner", "sampler", "train", "per_dataset", "search"}
 
 
 def check_catalogue(plan) -> None:
@@ -41,6 +41,10 @@ def check_catalogue(plan) -> None:
     margins.default(plan.config_dir)
     for name, method in plan.methods.items():
         check_settings(plan, method.get("train"), f"{plan.config_dir / 'methods.yaml'}: method {name}.train")
+        for dataset, own in (method.get("per_dataset") or {}).items():
+            where = f"{plan.config_dir / 'methods.yaml'}: method {name}.per_dataset"
+            DATASETS.check(dataset, where, ConfigError)
+            method_checks.check_per_dataset(plan, method, own, f"{where}.{dataset}")
     for key, exp in plan.experiments.items():
         where = f"{plan.sources[key]}: experiment {key}"
         if plan.is_analysis(key):
@@ -98,6 +102,7 @@ def check_catalogue(plan) -> None:
             from dmlbench.config import fair_catalogue
 
             fair_catalogue.check_paper_numbers(plan, key, where)
+            fair_catalogue.check_fair_methods(plan, key, where)
         for label, entry in (exp.get("sweep") or {}).items():
             if not set(entry) <= SWEEP_KEYS:
                 raise ConfigError(f"{where}.sweep.{label}: keys must be among {sorted(SWEEP_KEYS)}")

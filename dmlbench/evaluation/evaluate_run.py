@@ -12,6 +12,7 @@ import torch
 
 from dmlbench import environment, models
 from dmlbench.evaluation import model_eval
+from dmlbench.evaluation.reference import TrunkFeatures
 from dmlbench.data import folds, manifest
 from dmlbench.errors import DmlbenchError
 from dmlbench.io import atomic_path, set_aside, write_json
@@ -47,7 +48,8 @@ def evaluate(run_dir: Path, output: Path) -> dict:
 
 def result_of(model, cfg: RunConfig, run_dir: Path, device) -> dict:
     """What `metrics.json` holds for `model`: the test metrics (with clustering), the time they
-    took, the device, and the test-selected epoch where the run evaluated every epoch. A run
+    took, the device, the test-selected epoch where the run evaluated every epoch, and the trunk
+    feature's metrics where `eval.trunk_feature` asks for them. A run
     trained on folds (`data.fold`) is scored on its held-out fold, or on the test half where the
     fold says so (`folds.evaluation_view`); its epochs were evaluated on the held-out fold, so it has
     no test-selected epoch."""
@@ -56,6 +58,9 @@ def result_of(model, cfg: RunConfig, run_dir: Path, device) -> dict:
     metrics = model_eval.evaluate_model(model, table, Path(cfg.data["manifest"]).parent, cfg, device)
     result = {"run": cfg.run, "metrics": metrics,
               "seconds": round(time.perf_counter() - started, 3), "device": str(device)}
+    if cfg.eval.trunk_feature:  # the trunk's pooled feature, the head removed, on the same images
+        result["trunk_feature"] = model_eval.evaluate_model(TrunkFeatures(model), table,
+                                                            Path(cfg.data["manifest"]).parent, cfg, device)
     selected = None if cfg.data.get("fold") else test_selected_epoch(Path(run_dir) / "epochs.jsonl")
     if selected:
         result["test_selected"] = selected

@@ -24,6 +24,8 @@ from dmlbench.report.markdown import row as markdown_row
 from dmlbench.verdicts import numbers
 from dmlbench.verdicts.numbers import SELECTED
 
+TRUNK_FEATURE = " (trunk feature)"  # a metric of the trunk's pooled feature, the head removed (`eval.trunk_feature`)
+
 SELECTED_NOTE = ("Columns marked (test-selected) take each run's epoch with the best test Recall@1, "
                  "as the paper reports (a choice made on the test set): the verdict compares the paper's "
                  "number with them; the last-epoch column of the same metric is the honest number.")
@@ -45,6 +47,7 @@ def collect(metric_files: list[Path], planned: dict[str, str] | None = None) -> 
             row.update({k: 100.0 * float(v) for k, v in data["metrics"].items()})
             selected = data.get("test_selected") or {}
             row.update({k + SELECTED: 100.0 * float(v) for k, v in selected.items() if k != "epoch"})
+            row.update({k + TRUNK_FEATURE: 100.0 * float(v) for k, v in (data.get("trunk_feature") or {}).items()})
             if selected:
                 row["test-selected epoch"] = selected["epoch"]
             _check_metrics_file(Path(path), row)

@@ -200,7 +200,8 @@ def knobs_page(plan: Plan) -> str:
         path = paths.get((recipe.paper, recipe.dataset))
         if path is not None:
             lines += ["", "Steps (each a run per method and seed; `only-K`: knob K alone, with the knobs it needs; "
-                      "`upto-K`: every knob up to K):", "",
+                      "`upto-K`: every knob up to K; `without-K…`: every knob but those, the backward path's "
+                      "fair recipe with K reverted):", "",
                       "| step | knobs moved |", "|---|---|"]
             lines += [_table_row([f"`{step.name}`", ", ".join(step.moved) or "none (the paper's recipe)"])
                       for step in path.paths.steps]

@@ -56,8 +56,10 @@ def run_rows(run_dir: Path, names: dict, planned: str | None = None, log: Path |
               **{key: spent.get(key) for key in COST_COLUMNS}, "error": error}
     if state != run_status.FINISHED:
         return [{**shared, "split": None, "metric": None, "value": None, "epoch": None}]
+    trunk = result.get("trunk_feature") or {}
     values = list(result["metrics"].items()) + [(f"{k} (test-selected)", v) for k, v in
                                                  (result.get("test_selected") or {}).items() if k != "epoch"]
+    values += [(f"{k} (trunk feature)", v) for k, v in trunk.items()]
     impossible = [(k, v) for k, v in values if not isinstance(v, (int, float)) or (v == v and not 0.0 <= v <= 1.0)]
     if impossible:  # NaN passes: a failed evaluation, judged as such
         raise DmlbenchError(f"{run_dir / 'metrics.json'} holds metrics outside [0, 1]: "
@@ -69,6 +71,8 @@ def run_rows(run_dir: Path, names: dict, planned: str | None = None, log: Path |
     selected = result.get("test_selected") or {}
     rows += [{**shared, "split": "test_selected", "metric": key, "value": value, "epoch": selected["epoch"]}
              for key, value in selected.items() if key != "epoch"]
+    rows += [{**shared, "split": "trunk_feature", "metric": key, "value": value, "epoch": None}
+             for key, value in trunk.items()]
     return rows
 
 

@@ -115,6 +115,8 @@ class Eval:
     every: int = setting(0, "also evaluate Recall@K every N epochs (0: only at the end)", minimum=0)
     batch_size: int = setting(128, "images per forward pass when embedding", minimum=1)
     kmeans_restarts: int = setting(1, "k-means runs for NMI/F1; the best objective is kept", minimum=1)
+    trunk_feature: bool = setting(False, "also evaluate the trunk's pooled feature after training, the head removed "
+                                         "(as Sph-ViT's authors report their ViTs)")
     vehicleid_protocol: str = setting("all_vs_all", "all_vs_all (DML papers) | one_gallery_per_vehicle (re-id, 10 "
                                                     "draws)", enum=["all_vs_all", "one_gallery_per_vehicle"])
 

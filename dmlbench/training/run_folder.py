@@ -39,7 +39,8 @@ _LEGACY_NOT_IN_FINGERPRINT = ("keep", "tracking")
 # settings added after runs were made, at the value with which a run computes what it computed
 # before they existed: left out of the fingerprint at that value, so finished runs stay valid
 INTRODUCED_AT = {("model", "weights_sha256"): None, ("model", "frozen_patch_embed"): False,
-                 ("optimizer", "layer_decay"): 1.0, ("optimizer", "clip_grad_norm"): None}
+                 ("optimizer", "layer_decay"): 1.0, ("optimizer", "clip_grad_norm"): None,
+                 ("eval", "trunk_feature"): False}
 
 
 def fingerprint(cfg: dict) -> str:

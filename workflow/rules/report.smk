@@ -61,9 +61,23 @@ rule results_table:
         " --output {output:q}"
 
 
+rule ranking_vs_fair:
+    input:
+        lambda w: PLAN.ranking_vs_fair_inputs(w.experiment),
+    output:
+        markdown=f"reports/{{preset}}/{{experiment}}/ranking_vs_fair.md",
+        table=f"reports/{{preset}}/{{experiment}}/ranking_vs_fair.csv",
+    params:
+        spec=lambda w: json.dumps(PLAN.ranking_vs_fair_spec(w.experiment)),
+        folder=f"reports/{{preset}}/{{experiment}}",
+    shell:
+        "\"$DMLBENCH_PYTHON\" -m dmlbench ranking-vs-fair --spec {params.spec:q} --output-dir {params.folder:q}"
+
+
 rule report:
     input:
         [PLAN.report_marker(experiment) for experiment in PLAN.experiment_ids],
+        [f"reports/{PRESET}/{experiment}/ranking_vs_fair.md" for experiment in PLAN.ranked_against_fair()],
         [f"reports/{PRESET}/{paper}/certificate.json" for paper in verdict_spec.certified_papers(PLAN)],
         f"results/{PRESET}/runs.parquet",
     output:

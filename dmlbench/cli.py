@@ -1,6 +1,8 @@
-"""Command line: `python -m dmlbench <step> …`, one subcommand per workflow step.
+"""dmlbench: deep metric learning's benchmark, the five papers' tables and the fair protocol.
 
-Every step can be run by hand; the Snakemake rules call exactly these commands.
+The pipeline runs with Snakemake (`snakemake --cores all --resources gpu=8`; README.md); these
+commands read what it made and check a machine. `dmlbench steps --help` lists the pipeline's
+steps, which the Snakemake rules run and which can be run by hand.
 """
 
 from __future__ import annotations
@@ -14,14 +16,39 @@ from dmlbench.commands import fair, knobs, results, steps
 from dmlbench.errors import DmlbenchError, explain_os_error
 
 
+USER_COMMANDS = ("results", "verdict", "plan", "doctor", "preflight")
+STEP_GROUPS = (steps, results, fair, knobs)
+
+
+class _Unlisted:
+    """Subparsers whose commands parse but are not listed in the help: the pipeline's steps at
+    the top level, where the Snakemake rules call them (`dmlbench train …`)."""
+
+    def __init__(self, sub):
+        self.sub = sub
+
+    def add_parser(self, name: str, **kwargs):
+        kwargs.pop("help", None)  # argparse lists a subcommand only when it has help
+        return self.sub.add_parser(name, **kwargs)
+
+
 def parser() -> argparse.ArgumentParser:
     from dmlbench import __version__
 
-    p = argparse.ArgumentParser(prog="dmlbench", description=__doc__)
+    p = argparse.ArgumentParser(prog="dmlbench", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"dmlbench {__version__}")
-    sub = p.add_subparsers(dest="step", required=True)
-    for commands in (steps, results, fair, knobs):
-        commands.add(sub)
+    sub = p.add_subparsers(dest="step", required=True, title="commands",
+                           metavar="{" + ",".join((*USER_COMMANDS, "steps")) + "}")
+    results.add_user(sub)
+    listed = sub.add_parser("steps", help="the pipeline's steps, as the Snakemake rules run them "
+                                          "(`dmlbench steps --help`; each also as `dmlbench <step>`)",
+                            description="The pipeline's steps. The Snakemake rules run each as "
+                                        "`python -m dmlbench <step> …`; `dmlbench steps <step> …` is the same.")
+    inner = listed.add_subparsers(dest="step", required=True, title="steps", help="the step to run")
+    for commands in STEP_GROUPS:
+        commands.add(inner)
+        commands.add(_Unlisted(sub))
     return p
 
 

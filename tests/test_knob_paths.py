@@ -93,6 +93,15 @@ def test_every_run_of_the_plan_differs_from_its_paper_recipe_in_its_steps_knobs_
         assert bool(resolved["data"].get("fold")) == ("data" in info.step.moved), run
 
 
+def test_every_step_of_full_is_a_run_name_the_rules_accept(full):
+    """A step named with `+` once stopped Snakemake's dry run of `full` (the wildcard refuses it)."""
+    from dmlbench.config.run import RUN_METHOD
+
+    names = {run.method for run in full.knob_run_index("suite.knobs")}
+    assert any("without-" in name for name in names)
+    assert [name for name in names if not re.fullmatch(RUN_METHOD, name)] == []
+
+
 def test_every_path_run_of_full_is_planned_with_five_seeds(full):
     runs = set(full.runs("suite.knobs"))
     assert {r.seed for r in runs} == {0, 1, 2, 3, 4}

@@ -136,3 +136,12 @@ def test_a_knob_that_needs_a_later_knob_is_refused(tmp_path):
     data["knobs"]["batch"]["needs"] = ["selection"]
     with pytest.raises(ConfigError, match=r"knob batch: needs \['selection'\]: a list of knobs listed before it"):
         knob_catalogue.parse(data, "knobs.yaml")
+
+
+def test_the_protocol_text_reads_the_patience_and_folds_the_preset_resolves():
+    """The review's case: smoke's suite.fair stops after 2 epochs without gain on 2 folds, where the
+    catalogue's suite.fair says 9 and 4; the knob's text once said "(patience 9)"."""
+    plan = Plan.load(CONFIG_DIR, {"preset": "smoke"})
+    recipe = next(r for r in knob_recipes.recipes(plan) if (r.paper, r.dataset) == ("ms", "cub"))
+    text = knob_recipes.protocol(plan, recipe)
+    assert text["selection"][1].endswith("(patience 2)") and text["folds"][1].startswith("1 of 2 ")

@@ -495,6 +495,24 @@ def test_the_version():
     assert said.returncode == 0 and said.stdout.strip() == f"dmlbench {dmlbench.__version__}"
 
 
+def test_the_first_help_shows_the_users_commands_and_the_steps_have_their_own():
+    from dmlbench import cli
+
+    shown = subprocess.run([sys.executable, "-m", "dmlbench", "--help"], capture_output=True, text=True,
+                           env=python_env()).stdout
+    listed = [line.split()[0] for line in shown.split("commands:")[1].splitlines()[2:]
+              if line.startswith("    ") and not line.startswith("     ")]
+    assert listed == [*cli.USER_COMMANDS, "steps"]
+    steps = subprocess.run([sys.executable, "-m", "dmlbench", "steps", "--help"], capture_output=True, text=True,
+                           env=python_env()).stdout
+    for name in ("train", "prepare", "fair-stage", "knob-aggregate", "aggregate", "report"):
+        assert f"    {name} " in steps and f"    {name} " not in shown
+    for argv in (["train", "--help"], ["steps", "train", "--help"]):  # the rules' form and the listed one
+        with pytest.raises(SystemExit) as ended:
+            cli.parser().parse_args(argv)
+        assert ended.value.code == 0
+
+
 def test_every_option_of_every_command_says_what_it_is():
     import argparse
 

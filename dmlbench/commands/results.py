@@ -116,7 +116,7 @@ def cmd_preflight(args) -> None:
 
 
 def add(sub) -> None:
-    """Add these commands to the command line's subparsers."""
+    """Add the pipeline steps among these commands (tables, report, results table)."""
     s = sub.add_parser("aggregate", help="one experiment's runs → tables (CSV, Markdown) and figures")
     s.add_argument("--spec", required=True, help="JSON: what Plan.aggregate_spec gives")
     s.add_argument("--metrics", nargs="+", required=True, help="the runs' metrics.json files")
@@ -138,6 +138,9 @@ def add(sub) -> None:
     s.add_argument("--output", required=True, help="results/<preset>/runs.parquet")
     s.set_defaults(func=cmd_results_table)
 
+
+def add_user(sub) -> None:
+    """Add the user's commands: results, verdict, plan, doctor, preflight."""
     s = sub.add_parser("results", help="SQL over the results table (DuckDB; the table is named runs)")
     s.add_argument("sql", help="e.g. \"SELECT method, avg(value) FROM runs WHERE metric = 'map@r' GROUP BY method\"")
     s.add_argument("--preset", help="reads results/<preset>/runs.parquet (default: the one preset that has one)")

@@ -113,11 +113,6 @@ def cmd_warm_start(args) -> None:
 
 def add(sub) -> None:
     """Add these commands to the command line's subparsers."""
-    s = sub.add_parser("ranking-vs-fair", help="a trunk ranking's Kendall τ against the fair table's ranking")
-    s.add_argument("--spec", required=True, help="JSON: what Plan.ranking_vs_fair_spec gives")
-    s.add_argument("--output-dir", required=True, help="the experiment's report folder")
-    s.set_defaults(func=cmd_ranking_vs_fair)
-
     s = sub.add_parser("prepare", help="acquire, parse and check a dataset; write its manifest")
     s.add_argument("--spec", required=True, help="JSON: dataset, source, root, path, download, fixture")
     s.add_argument("--output", required=True, help="the manifest.csv to write")
@@ -170,6 +165,11 @@ def add(sub) -> None:
     s.add_argument("--spec", required=True, help="JSON: what Plan.analysis_spec gives")
     s.add_argument("--output-dir", required=True, help="the experiment's report folder")
     s.set_defaults(func=cmd_analyse)
+
+    s = sub.add_parser("ranking-vs-fair", help="a trunk ranking's Kendall τ against the fair table's ranking")
+    s.add_argument("--spec", required=True, help="JSON: what Plan.ranking_vs_fair_spec gives")
+    s.add_argument("--output-dir", required=True, help="the experiment's report folder")
+    s.set_defaults(func=cmd_ranking_vs_fair)
 
     s = sub.add_parser("gpu-slot", help="run a command on a device no other such command holds")
     s.add_argument("--slots", type=whole, required=True, help="number of devices (0: leave as is)")

@@ -5,7 +5,8 @@ step that moves those alone, or against the paper's recipe) and *backward* (each
 alone from the fair recipe, with the knobs that need it; its effect is measured as the step that
 keeps it minus the step that reverts it). A step is the set of knobs it moves; steps with the same
 set are one run, named once (`upto-K`, `only-K`, else `without-K…` by the knobs it reverts or
-`set-K…` by those it moves, whichever list is shorter)."""
+`set-K…` by those it moves, whichever list is shorter; knob names joined by `-`, as a run's
+name allows)."""
 
 from __future__ import annotations
 
@@ -78,7 +79,7 @@ def build(knobs: list[str], needs: dict[str, tuple[str, ...]]) -> Paths:
         if not key:
             return Step(PAPER, ())
         reverted = [k for k in knobs if k not in key]
-        named = "set-" + "+".join(key) if len(key) < len(reverted) else "without-" + "+".join(reverted)
+        named = "set-" + "-".join(key) if len(key) < len(reverted) else "without-" + "-".join(reverted)
         name = prefixes.get(key) or alone_sets.get(key) or named
         return Step(name, key)
 

@@ -14,12 +14,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from dmlbench.config.plan import Plan
 from dmlbench.data import manifest as manifest_io
 from dmlbench.data.prepare import prepare
-from dmlbench.config.plan import Plan
-from dmlbench.run_config import RunConfig
 from dmlbench.preflight import budget
 from dmlbench.preflight.probe import probe
+from dmlbench.run_config import RunConfig
 from dmlbench.training.train import train
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "workflow" / "config"

@@ -17,9 +17,9 @@ from pathlib import Path
 import torch
 
 from benchmarks import training
+from dmlbench.config.plan import Plan
 from dmlbench.data import store
 from dmlbench.data.prepare import prepare
-from dmlbench.config.plan import Plan
 from dmlbench.training.train import train
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "workflow" / "config"

@@ -44,7 +44,9 @@ def suite_cases(num_classes: int, dim: int):
 
 def pml_cases(num_classes: int, dim: int):
     """The same methods in pytorch-metric-learning (closest configuration)."""
-    from pytorch_metric_learning import distances, losses as L, miners as M
+    from pytorch_metric_learning import distances
+    from pytorch_metric_learning import losses as L
+    from pytorch_metric_learning import miners as M
 
     cos = distances.CosineSimilarity()
     return {

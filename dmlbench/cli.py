@@ -15,7 +15,6 @@ import sys
 from dmlbench.commands import fair, knobs, results, steps
 from dmlbench.errors import DmlbenchError, explain_os_error
 
-
 USER_COMMANDS = ("results", "verdict", "plan", "doctor", "preflight")
 STEP_GROUPS = (steps, results, fair, knobs)
 

@@ -28,6 +28,7 @@ from dmlbench.children import die_with_parent
 from dmlbench.errors import DmlbenchError
 from dmlbench.io import open_lock
 
+
 class NoFreeDeviceError(DmlbenchError):
     """Every device stayed taken for longer than the wait allowed."""
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import difflib
 import pkgutil
-from importlib import import_module
+from importlib import import_module, metadata, util
 
 
 def did_you_mean(name: str, known) -> str:
@@ -15,26 +15,57 @@ def did_you_mean(name: str, known) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def entry_points(group: str) -> list:
+    """The installed packages' entry points of `group`, by name."""
+    return sorted(metadata.entry_points(group=group), key=lambda point: point.name)
+
+
+def importable(name) -> bool:
+    """Whether `name` is written `module:Attribute` and the module can be found (not imported;
+    its parent packages are)."""
+    if not isinstance(name, str) or name.count(":") != 1:
+        return False
+    module, attribute = name.split(":")
+    if not module or not attribute.isidentifier():
+        return False
+    try:
+        return util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 class Registry:
     """Maps the names used in the config to what implements them. Entries are registered with
     the `register(name)` decorator, or as `"module:attribute"` text (`register_lazy`) where importing
     the implementation would be slow (torch, matplotlib) and only its name is needed to validate a
     config. With `package`, every module of that package is imported on the first lookup, so that
-    its decorators run: a new module registers itself, no list of modules to keep. Unknown names
-    raise `error` (KeyError unless given)."""
+    its decorators run: a new module registers itself, no list of modules to keep. With `group`,
+    the Python entry points of that group (`dmlbench.losses`, …: an installed package's own
+    components) are registered lazily under their names; and a name written `module:Attribute` is
+    that attribute of an importable module (a user's own code, named in a methods file). Unknown
+    names raise `error` (KeyError unless given)."""
 
-    def __init__(self, kind: str, error: type[Exception] = KeyError, package: str | None = None):
+    def __init__(self, kind: str, error: type[Exception] = KeyError, package: str | None = None,
+                 group: str | None = None):
         self.kind = kind
         self.error = error
         self._entries: dict[str, object] = {}
         self._lazy: dict[str, str] = {}
         self._package = package  # None once its modules are imported
+        self._group = group      # None once its entry points are registered
 
     def _discover(self) -> None:
         package, self._package = self._package, None
         if package:
             for module in pkgutil.iter_modules(import_module(package).__path__):
                 import_module(f"{package}.{module.name}")
+        group, self._group = self._group, None
+        for point in entry_points(group) if group else ():
+            if point.name in self._entries or point.name in self._lazy:
+                raise self.error(f"{self.kind} {point.name!r} of the installed package "
+                                 f"{point.dist.name if point.dist else '?'} (entry point {group}) is a built-in "
+                                 f"name too; give it another name in that package's entry points")
+            self._lazy[point.name] = point.value
 
     def register(self, name: str):
         def add(item):
@@ -55,7 +86,7 @@ class Registry:
 
     def __contains__(self, name) -> bool:
         self._discover()
-        return name in self._entries or name in self._lazy
+        return name in self._entries or name in self._lazy or importable(name)
 
     def names(self) -> list[str]:
         self._discover()
@@ -73,7 +104,7 @@ class Registry:
     def get(self, name: str):
         self.check(name)  # discovers the package's modules first
         if name not in self._entries:
-            module, _, attribute = self._lazy[name].partition(":")
+            module, _, attribute = self._lazy.get(name, name).partition(":")
             self._entries[name] = getattr(import_module(module), attribute)
         return self._entries[name]
 

@@ -4,8 +4,9 @@ of the papers' experiments answers to some entry."""
 
 import yaml
 
-from conftest import CONFIG_DIR
 from dmlbench.config.plan import Plan
+
+from conftest import CONFIG_DIR
 
 
 def test_every_reviewed_claim_is_accounted_for_and_every_catalogued_claim_was_read_by_the_reviewer():

@@ -4,10 +4,11 @@ import re
 
 import pytest
 
-from conftest import CONFIG_DIR
-from dmlbench.errors import ConfigError
 from dmlbench.config.plan import Plan
+from dmlbench.errors import ConfigError
 from dmlbench.run_config import RunConfig
+
+from conftest import CONFIG_DIR
 
 
 @pytest.mark.parametrize("config, message", [
@@ -80,7 +81,6 @@ def test_every_method_builds():
 
 def test_every_full_run_resolves_to_a_buildable_criterion():
     from dmlbench.methods.criterion import Criterion
-
     from dmlbench.training import schemes
 
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
@@ -209,10 +209,10 @@ def test_every_run_of_the_cpu_presets_gets_its_batches(preset, tmp_path):
     batch: a batch that a fixture cannot fill is found here, not minutes into the demo."""
     import torch
 
-    from dmlbench.training import schemes
     from dmlbench.data import manifest
-    from dmlbench.methods.criterion import Criterion
     from dmlbench.data.prepare import prepare
+    from dmlbench.methods.criterion import Criterion
+    from dmlbench.training import schemes
 
     plan = Plan.load(CONFIG_DIR, {"preset": preset, "data": {"root": str(tmp_path)}})
     tables = {}

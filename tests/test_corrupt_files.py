@@ -6,12 +6,13 @@ import shutil
 import pytest
 import torch
 
-from conftest import CONFIG_DIR
+from dmlbench.config.plan import Plan
 from dmlbench.data import batches, cache, manifest, store
 from dmlbench.data.prepare import prepare
 from dmlbench.errors import ConfigError, DatasetError, DmlbenchError
-from dmlbench.config.plan import Plan
 from dmlbench.run_config import RunConfig
+
+from conftest import CONFIG_DIR
 
 pytestmark = pytest.mark.xdist_group("test_corrupt_files")  # one worker: its module fixture once
 

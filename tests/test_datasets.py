@@ -1,18 +1,19 @@
 """Parsers and split checks on the real annotation lists and on the fixtures."""
 
 import re
-from dataclasses import replace
 import shutil
+from dataclasses import replace
 
 import pandas as pd
 import pytest
 
-from conftest import REPO
 from dmlbench.data import datasets, fixtures, manifest
 from dmlbench.data.datasets import cars, cub
 from dmlbench.data.prepare import prepare
 from dmlbench.errors import DatasetError
 from dmlbench.run_config import Input
+
+from conftest import REPO
 
 
 def test_cub_real_lists_give_the_zero_shot_split(shared_datasets, tmp_path):

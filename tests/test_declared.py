@@ -10,13 +10,14 @@ import sys
 
 import pytest
 
-from conftest import CONFIG_DIR, REPO, python_env
 from dmlbench.config.plan import Plan
 from dmlbench.errors import ConfigError
 from dmlbench.methods import declared
 from dmlbench.methods.losses import LOSSES
 from dmlbench.methods.miners import MINERS
 from dmlbench.methods.samplers import SAMPLERS
+
+from conftest import CONFIG_DIR, REPO, python_env
 
 REGISTRIES = {"loss": LOSSES, "miner": MINERS, "sampler": SAMPLERS}
 

@@ -3,9 +3,10 @@
 import pytest
 import torch
 
-from conftest import CONFIG_DIR
-from dmlbench.methods.criterion import Criterion
 from dmlbench.config.plan import Plan
+from dmlbench.methods.criterion import Criterion
+
+from conftest import CONFIG_DIR
 
 B, D = 8, 16
 METHODS = Plan.load(CONFIG_DIR, {"preset": "full"}).methods

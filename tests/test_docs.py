@@ -7,11 +7,12 @@ import shutil
 import subprocess
 import sys
 
-from conftest import CONFIG_DIR, REPO
 from dmlbench import run_config
 from dmlbench.config.plan import Plan
 from dmlbench.methods import declared
 from dmlbench.report import docs_pages
+
+from conftest import CONFIG_DIR, REPO
 
 
 def test_the_generated_pages_name_every_experiment_and_every_component(tmp_path):

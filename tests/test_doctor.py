@@ -3,12 +3,13 @@
 import hashlib
 from dataclasses import replace
 
-from conftest import CONFIG_DIR
 from dmlbench import doctor
+from dmlbench.config.plan import Plan
 from dmlbench.data import datasets, fixtures
 from dmlbench.data.datasets import Layout, SourceFile
-from dmlbench.config.plan import Plan
 from dmlbench.run_config import Model
+
+from conftest import CONFIG_DIR
 
 
 def plan_for(tmp_path, **extra):

@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 import torch
 from scipy.optimize import minimize
-
-from dmlbench.methods import losses
-from dmlbench.analysis import dro_identities
-from dmlbench.methods.pairs import PairBatch
 from test_losses import batch, check_against, cosine
+
+from dmlbench.analysis import dro_identities
+from dmlbench.methods import losses
+from dmlbench.methods.pairs import PairBatch
 
 
 def brute_pair_losses(e, y, m=0.2, lam=0.5):
@@ -269,9 +269,10 @@ def test_zero_loss_pairs_are_dropped():
 
 
 def test_loss_timing_measures_both_scopes():
-    from conftest import CONFIG_DIR
     from dmlbench.analysis import loss_timing
     from dmlbench.config.plan import Plan
+
+    from conftest import CONFIG_DIR
 
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     methods = plan.analysis_spec("dro.f3")["methods"]
@@ -283,8 +284,9 @@ def test_loss_timing_measures_both_scopes():
 
 
 def test_dro_f3_times_the_same_baselines_as_the_other_figures():
-    from conftest import CONFIG_DIR
     from dmlbench.config.plan import Plan
+
+    from conftest import CONFIG_DIR
 
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     timed = plan.analysis_spec("dro.f3")["methods"]
@@ -297,8 +299,9 @@ def test_dro_f3_times_the_same_baselines_as_the_other_figures():
 
 
 def test_the_tables_dro_kl_m_samples_k_pairs_and_the_closed_form_is_its_own_method():
-    from conftest import CONFIG_DIR
     from dmlbench.config.plan import Plan
+
+    from conftest import CONFIG_DIR
 
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     sampled = losses.build(**plan.methods["dro_kl_m"]["loss"])

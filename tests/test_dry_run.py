@@ -5,12 +5,13 @@ import json
 
 import pytest
 
-from conftest import CONFIG_DIR
 from dmlbench.config.plan import Plan
-from dmlbench.fair import rounds
 from dmlbench.config.run import Run
 from dmlbench.errors import ConfigError
+from dmlbench.fair import rounds
 from dmlbench.fair import space as spaces
+
+from conftest import CONFIG_DIR
 
 SELECTION = {"preset": "full", "experiments": ["suite.fair", "ms.t2"], "datasets": ["cub"]}
 

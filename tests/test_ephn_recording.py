@@ -8,14 +8,15 @@ import pandas as pd
 import pytest
 import torch
 
-from dmlbench.training import recording
+from dmlbench.config.plan import Plan
 from dmlbench.errors import ConfigError
 from dmlbench.methods.criterion import Criterion
-from dmlbench.config.plan import Plan
-from dmlbench.plots import FIGURES, triplets as triplet_figures
+from dmlbench.plots import FIGURES
+from dmlbench.plots import triplets as triplet_figures
+from dmlbench.run_config import RunConfig
+from dmlbench.training import recording
 
 from conftest import CONFIG_DIR
-from dmlbench.run_config import RunConfig
 
 
 def test_closest_similarities_match_a_loop():

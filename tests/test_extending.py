@@ -11,9 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import REPO, python_env
 from dmlbench.data import class_folders
 from dmlbench.errors import DatasetError
+
+from conftest import REPO, python_env
 
 PROXY_ANCHOR = textwrap.dedent('''
     """Proxy-Anchor (Kim et al., CVPR 2020): one proxy per class, each proxy an anchor,

@@ -17,8 +17,6 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import CONFIG_DIR, REPO, python_env
-from processes import run, start, stop
 from dmlbench.config import fair_catalogue, validation
 from dmlbench.config.loading import deep_merge
 from dmlbench.config.plan import Plan
@@ -31,6 +29,9 @@ from dmlbench.fair import fold_run, space, study
 from dmlbench.fair.intervals import mean_interval
 from dmlbench.io import read_json, write_json
 from dmlbench.run_config import RunConfig
+
+from conftest import CONFIG_DIR, REPO, python_env
+from processes import run, start, stop
 
 
 def _cub_table(shared_datasets, tmp_path) -> pd.DataFrame:

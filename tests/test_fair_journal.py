@@ -8,14 +8,15 @@ import sys
 import pandas as pd
 import pytest
 import yaml
+from test_corrupt_files import garble
+from test_fair import _fair_plan, _fixture_fold_spec
 
-import processes
-from conftest import REPO, python_env
 from dmlbench.errors import DmlbenchError
 from dmlbench.fair import fold_run, space, study
 from dmlbench.io import write_json
-from test_corrupt_files import garble
-from test_fair import _fair_plan, _fixture_fold_spec
+
+import processes
+from conftest import REPO, python_env
 
 pytestmark = pytest.mark.xdist_group("test_fair_journal")  # one worker: its module fixture once
 

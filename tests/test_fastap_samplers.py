@@ -5,8 +5,8 @@ from collections import Counter
 import pytest
 import torch
 
-from dmlbench.methods import samplers
 from dmlbench.errors import ConfigError
+from dmlbench.methods import samplers
 
 
 def catalogue(n_categories, classes_per_category, sizes=(2, 3, 5, 1, 4)):
@@ -91,8 +91,9 @@ def test_category_pairs_refuses_data_without_categories():
 
 
 def test_every_configured_sampler_exists():
-    from conftest import CONFIG_DIR
     from dmlbench.config.plan import Plan
+
+    from conftest import CONFIG_DIR
 
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     for name, method in plan.methods.items():

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from dmlbench.io import DiskFullError, atomic_dir, atomic_path, write_json
+
 from processes import run
 
 

@@ -7,7 +7,6 @@ import re
 
 import numpy as np
 import pytest
-from conftest import CONFIG_DIR
 from scipy import stats
 
 from dmlbench.config import knob_recipes
@@ -15,6 +14,8 @@ from dmlbench.config.plan import Plan
 from dmlbench.config.run import Run
 from dmlbench.knobs import attribution, landing, paired, paths, shares
 from dmlbench.knobs.derive import setting_values
+
+from conftest import CONFIG_DIR
 
 
 def test_the_paths_over_four_knobs_written_out_by_hand():

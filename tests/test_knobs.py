@@ -6,7 +6,6 @@ from dataclasses import replace
 
 import pytest
 import yaml
-from conftest import CONFIG_DIR
 
 from dmlbench.config import knob_recipes
 from dmlbench.config.loading import load_yaml
@@ -14,6 +13,8 @@ from dmlbench.config.plan import Plan
 from dmlbench.errors import ConfigError
 from dmlbench.knobs import catalogue as knob_catalogue
 from dmlbench.knobs.derive import derive
+
+from conftest import CONFIG_DIR
 
 # the fair recipe, as workflow/config/experiments/suite.yaml writes suite.fair's `train`
 FAIR = {"model.backbone": "bninception", "model.embedding_dim": 128, "model.frozen_bn": True, "input.crop": 227,

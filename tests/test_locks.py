@@ -7,10 +7,11 @@ import sys
 
 import pytest
 
-from conftest import CONFIG_DIR, python_env
 from dmlbench.config.plan import Plan
 from dmlbench.io import LockPathError, open_lock
 from dmlbench.preflight import probe
+
+from conftest import CONFIG_DIR, python_env
 from processes import run
 
 KINDS = ["link", "dangling link", "folder", "fifo"]

@@ -4,10 +4,10 @@ import math
 
 import pytest
 import torch
+from test_losses import batch, check_against, cosine
 
 from dmlbench.methods import losses, miners
 from dmlbench.methods.pairs import PairBatch
-from test_losses import batch, check_against, cosine
 from dmlbench.run_config import Model
 
 
@@ -189,9 +189,10 @@ def test_npair(seed):
 def test_the_catalogues_npair_methods_train_unnormalised_embeddings_as_sohn():
     """Sohn's N-pair (profs Table 1's N-pair rows) is defined on unnormalised embeddings with an
     L2 penalty: the model feeds the loss unnormalised vectors, and the penalty is not constant."""
-    from conftest import CONFIG_DIR
     from dmlbench import models
     from dmlbench.config.plan import Plan
+
+    from conftest import CONFIG_DIR
 
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     for method in ("npair", "n_profs", "n_profs_hncm"):

@@ -9,8 +9,7 @@ import torch
 
 from dmlbench import models
 from dmlbench.errors import DmlbenchError
-from dmlbench.models import bninception, weights
-from dmlbench.models import timm_trunks
+from dmlbench.models import bninception, timm_trunks, weights
 from dmlbench.models.backbones import BACKBONES
 from dmlbench.models.embedding import EmbeddingNet
 from dmlbench.run_config import Model

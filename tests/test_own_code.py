@@ -6,8 +6,9 @@ import re
 import pytest
 import torch
 
-from conftest import REPO
 from dmlbench.methods import losses
+
+from conftest import REPO
 
 
 def test_the_pages_example_runs():

@@ -2,16 +2,17 @@
 order with its names, its datasets side by side with its metrics, every number it prints."""
 
 import re
-from pathlib import Path
 from collections import Counter
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
+from test_report import fake_run
 
-from conftest import CONFIG_DIR
 from dmlbench.config.plan import Plan
 from dmlbench.report import aggregate, index, layout
-from test_report import fake_run
+
+from conftest import CONFIG_DIR
 
 FULL = Plan.load(CONFIG_DIR, {"preset": "full"})
 TABLES = [k for k in FULL.experiments if not FULL.is_analysis(k) and re.fullmatch(r"[a-z]+\.t\d+", k)]

@@ -6,12 +6,13 @@ from dataclasses import replace
 
 import pytest
 
-from conftest import CONFIG_DIR
 from dmlbench.config.plan import Plan
 from dmlbench.preflight import budget
 from dmlbench.preflight.grouping import code_path, group_runs
 from dmlbench.preflight.runner import bounded, probe_all, structure
 from dmlbench.run_config import RunConfig
+
+from conftest import CONFIG_DIR
 
 pytestmark = pytest.mark.xdist_group("test_preflight")  # one worker: its module fixture once
 
@@ -308,8 +309,9 @@ def test_bounded_preflight_of_the_full_catalogue_passes(tmp_path):
 
     import pandas as pd
 
-    from conftest import python_env
     from dmlbench.report.index import _budget_html
+
+    from conftest import python_env
     from processes import run
 
     out = tmp_path / "reports" / "full" / "preflight"

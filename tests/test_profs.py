@@ -1,27 +1,28 @@
 """PROFS (profs paper, Algorithm 1): cycles, representatives, proximal term, HNCM, M, pair
 restriction, and resume inside a cycle."""
 
-import dataclasses
 import copy
+import dataclasses
 import json
 import math
 
 import numpy as np
+import profs_reference
 import pytest
 import torch
 import torch.nn.functional as F
+from profs_reference import test_reference_counts_on_a_hand_batch  # noqa: F401 (the reference's own hand check, collected here)
 from torch import nn
 
-import profs_reference
-from profs_reference import test_reference_counts_on_a_hand_batch  # noqa: F401 (the reference's own hand check, collected here)
-from conftest import CONFIG_DIR
-from dmlbench.methods import losses, miners
-from dmlbench.training import schemes
-from dmlbench.data.prepare import prepare
-from dmlbench.methods.criterion import Criterion
 from dmlbench.config.plan import Plan
-from dmlbench.training.schemes.profs import hardest_classes, iterations_per_cycle
+from dmlbench.data.prepare import prepare
+from dmlbench.methods import losses, miners
+from dmlbench.methods.criterion import Criterion
 from dmlbench.run_config import RunConfig
+from dmlbench.training import schemes
+from dmlbench.training.schemes.profs import hardest_classes, iterations_per_cycle
+
+from conftest import CONFIG_DIR
 
 LABELS = [c for c in range(10) for _ in range(6)]  # 10 classes × 6 images
 
@@ -235,9 +236,9 @@ class StopAfterFirstEpoch(Exception):
 
 
 def test_kill_inside_a_cycle_and_resume_gives_the_uninterrupted_run(tmp_path):
-    from dmlbench.evaluation.model_eval import evaluate_model
-    from dmlbench.data import manifest as manifest_io
     from dmlbench import models
+    from dmlbench.data import manifest as manifest_io
+    from dmlbench.evaluation.model_eval import evaluate_model
     from dmlbench.training.train import train
 
     manifest = tmp_path / "data" / "fixture" / "cub" / "manifest.csv"

@@ -5,9 +5,9 @@ import fcntl
 import os
 import pty
 import struct
-import termios
 import subprocess
 import sys
+import termios
 
 from conftest import python_env
 

@@ -11,13 +11,14 @@ import torch
 from PIL import Image
 from test_evaluation import brute_metrics
 
+from dmlbench import models
+from dmlbench.config.plan import Plan
+from dmlbench.data.prepare import prepare
+from dmlbench.evaluation import reference
+from dmlbench.run_config import Model, RunConfig
+
 import processes
 from conftest import python_env
-from dmlbench import models
-from dmlbench.evaluation import reference
-from dmlbench.data.prepare import prepare
-from dmlbench.config.plan import Plan
-from dmlbench.run_config import Model, RunConfig
 
 CONFIG_DIR = "workflow/config"
 METRICS = ("recall@1", "recall@2", "map@r")

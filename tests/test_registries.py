@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import CONFIG_DIR
 from dmlbench.analysis import ANALYSES
 from dmlbench.config.plan import Plan
 from dmlbench.methods.criterion import Criterion
@@ -16,6 +15,8 @@ from dmlbench.methods.miners import MINERS
 from dmlbench.methods.samplers import SAMPLERS
 from dmlbench.plots import FIGURES
 from dmlbench.training.schemes import SCHEMES
+
+from conftest import CONFIG_DIR
 
 METHODS = Plan.load(CONFIG_DIR, {"preset": "full"}).methods
 TESTS = Path(__file__).resolve().parent

@@ -6,9 +6,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from conftest import CONFIG_DIR
 from dmlbench.config.plan import Plan
 from dmlbench.report import aggregate, index
+
+from conftest import CONFIG_DIR
 
 
 def fake_run(root, run, metrics, epochs=2):

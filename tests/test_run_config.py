@@ -4,13 +4,14 @@ import dataclasses
 
 import jsonschema
 import pytest
-from conftest import CONFIG_DIR
 
 from dmlbench import run_config, settings
 from dmlbench.config.plan import Plan
 from dmlbench.errors import ConfigError
 from dmlbench.run_config import Optimizer, RunConfig, TrainingSettings
 from dmlbench.training.optimisers import OPTIMISERS
+
+from conftest import CONFIG_DIR
 
 
 def leaves(tree: dict, prefix: str = "") -> list[str]:

@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pytest
 
-import processes
-from conftest import CONFIG_DIR, REPO, python_env
 from dmlbench.config.plan import Plan
-from dmlbench.fair import rounds
 from dmlbench.errors import ConfigError
+from dmlbench.fair import rounds
 from dmlbench.machine import check_paths
 from dmlbench.training import run_folder
+
+import processes
+from conftest import CONFIG_DIR, REPO, python_env
 from trainings_digest import digest
 
 DATA = Path(__file__).parent / "data"

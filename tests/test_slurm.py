@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 import slurm_cluster
+
 from conftest import REPO, python_env
 from processes import start, stop
 

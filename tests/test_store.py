@@ -185,10 +185,11 @@ def test_a_killed_build_leaves_a_temporary_that_the_rerun_removes(cub, tmp_path)
     import subprocess
     import sys
 
-    from conftest import python_env
-    from processes import start, stop
     from dmlbench import doctor
     from dmlbench.io import stale_temporaries
+
+    from conftest import python_env
+    from processes import start, stop
 
     folder = tmp_path / "data" / "store32"
     code = ("import sys, time; from pathlib import Path; from dmlbench.data import store\n"

@@ -9,13 +9,14 @@ import re
 import pandas as pd
 import pytest
 
-from conftest import CONFIG_DIR
 from dmlbench.config.plan import Plan
 from dmlbench.data.prepare import prepare
 from dmlbench.errors import DmlbenchError
 from dmlbench.report import aggregate, results_table, run_status
 from dmlbench.training import run_folder
 from dmlbench.training.train import train
+
+from conftest import CONFIG_DIR
 
 
 @pytest.fixture(scope="module")

@@ -13,11 +13,12 @@ import pandas as pd
 import pytest
 import torch
 
-import processes
-from conftest import CONFIG_DIR
 from dmlbench.config.plan import Plan
 from dmlbench.data.prepare import prepare
 from dmlbench.run_config import Model, RunConfig
+
+import processes
+from conftest import CONFIG_DIR
 
 pytestmark = pytest.mark.xdist_group("tracking")
 
@@ -231,10 +232,11 @@ def test_a_damaged_model_of_a_run_without_checkpoint_is_kept_aside_while_the_run
 
 
 def test_a_tracking_uri_with_credentials_is_refused_before_anything_is_written(tmp_path):
-    from conftest import CONFIG_DIR
     from dmlbench.config.plan import Plan
     from dmlbench.errors import ConfigError
     from dmlbench.training.train import train
+
+    from conftest import CONFIG_DIR
 
     secret = "http://alice:s3cr3t-TOKEN@mlflow.example.org:5000/"
     with pytest.raises(ConfigError, match="tracking.mlflow holds credentials.*MLFLOW_TRACKING_USERNAME") as refused:

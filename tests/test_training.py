@@ -10,12 +10,13 @@ import time
 import pytest
 import torch
 
+from dmlbench.config.plan import Plan
+from dmlbench.data.prepare import prepare
+from dmlbench.methods import samplers
+from dmlbench.run_config import LossParams, Optimizer, RunConfig
+
 from conftest import CONFIG_DIR, python_env
 from processes import run, start, stop
-from dmlbench.methods import samplers
-from dmlbench.data.prepare import prepare
-from dmlbench.config.plan import Plan
-from dmlbench.run_config import LossParams, Optimizer, RunConfig
 
 pytestmark = pytest.mark.xdist_group("test_training")  # one worker: its module fixture once
 
@@ -179,8 +180,8 @@ def test_bad_spec_json_is_named():
 
 
 def test_diverging_loss_stops_the_run(run_config, tmp_path, monkeypatch):
-    from dmlbench.training import train as training
     from dmlbench.methods.criterion import Criterion
+    from dmlbench.training import train as training
 
     class Diverged(Criterion):
         def forward(self, embeddings, labels, pairs=None):
@@ -195,8 +196,8 @@ def test_diverging_loss_stops_the_run(run_config, tmp_path, monkeypatch):
 
 def test_diverging_loss_is_one_line_on_the_command_line(run_config, tmp_path, monkeypatch, capsys):
     from dmlbench import cli
-    from dmlbench.training import train as training
     from dmlbench.methods.criterion import Criterion
+    from dmlbench.training import train as training
 
     class Diverged(Criterion):
         def forward(self, embeddings, labels, pairs=None):

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CONFIG_DIR, REPO, python_env
 from dmlbench.config.plan import Plan
+
+from conftest import CONFIG_DIR, REPO, python_env
 from processes import run
 
 VENV_BIN = Path(sys.executable).parent

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from dmlbench.evaluation.metrics import retrieval_metrics, vehicleid_metrics
 from dmlbench.data.prepare import prepare
 from dmlbench.errors import DatasetError
+from dmlbench.evaluation.metrics import retrieval_metrics, vehicleid_metrics
 
 
 def test_fixture_in_the_real_layout_gives_nested_test_lists_and_models(tmp_path):

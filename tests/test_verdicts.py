@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import processes
-from conftest import CONFIG_DIR, REPO, python_env
 from dmlbench.config.plan import Plan
 from dmlbench.errors import ConfigError
 from dmlbench.fair.intervals import mean_interval
 from dmlbench.verdicts import claim_kinds, claims, numbers
+
+import processes
+from conftest import CONFIG_DIR, REPO, python_env
 
 T_975_4 = 2.7764451051977987  # Student t, 0.975 quantile, 4 degrees of freedom (tables: 2.776)
 
@@ -244,10 +245,11 @@ def verdict_cli(workdir, config: dict, *more: str) -> subprocess.CompletedProces
 def test_the_demo_page_shows_intervals_verdicts_claims_and_the_certificate(tmp_path, monkeypatch):
     """ms.t1 of the demo (Binomial and RAW+VTHM on cub, three seeds) on made-up numbers: RAW+VTHM
     2 points above Binomial on every seed; the page, the certificate and the landing line agree."""
+    from test_report import fake_run
+
     from dmlbench.config import verdict_spec
     from dmlbench.report import aggregate, index
     from dmlbench.verdicts import certificate
-    from test_report import fake_run
 
     plan = Plan.load(CONFIG_DIR, {"preset": "demo"})
     value = {"binomial": [0.600, 0.604, 0.602], "ms": [0.620, 0.625, 0.621]}
@@ -346,10 +348,11 @@ def test_a_suite_claim_is_tested_on_every_trunk_the_preset_runs(tmp_path, monkey
     """suite.modern's DRO-TopK_M-over-MS claim, made-up numbers on two trunks: TopK_M 2 points
     above MS on ViT-S/16 on every seed, 1 point below on DINOv2; the suite's certificate tests the
     claim per trunk (Holm over the two) and leaves the claims of rows or datasets not run untested."""
+    from test_report import fake_run
+
     from dmlbench.config import verdict_spec
     from dmlbench.report import aggregate
     from dmlbench.verdicts import certificate
-    from test_report import fake_run
 
     subset = {"datasets": ["cub"], "methods": ["ms", "dro_topk_m"], "variants": ["vits16_dino", "dinov2_s14"],
               "seeds": [0, 1, 2]}

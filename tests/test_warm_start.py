@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CONFIG_DIR, REPO, python_env
-from processes import run, start, stop
 from dmlbench import warm_start
 from dmlbench.config.plan import Plan
+
+from conftest import CONFIG_DIR, REPO, python_env
+from processes import run, start, stop
 
 
 def children_of(pid: int) -> list[int]:

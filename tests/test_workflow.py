@@ -10,9 +10,10 @@ import pandas as pd
 import pytest
 import torch
 
+from dmlbench.config.plan import Plan
+
 import processes
 from conftest import CONFIG_DIR, REPO, python_env
-from dmlbench.config.plan import Plan
 
 
 def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
@@ -376,6 +377,7 @@ def seen_in_a_browser(page, plan, contents) -> None:
     """The page as Chromium draws it at 1400 pixels: no horizontal scrolling, every image drawn,
     and each table's rows those of the experiment's layout, in the page's order."""
     import browser
+
     from dmlbench.report import index, layout
 
     try:

@@ -18,7 +18,6 @@ import json
 import sys
 from pathlib import Path
 
-
 SIDE = ("keep", "tracking", "loader")  # spelled out: the commit of before knew no such list
 ADDED_SINCE = {("eval", "trunk_feature"): False}
 

@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from dmlbench.methods import losses
 from dmlbench.io import atomic_path
+from dmlbench.methods import losses
 from dmlbench.methods.pairs import PairBatch
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from dmlbench.methods import losses
 from dmlbench.io import atomic_path
+from dmlbench.methods import losses
 from dmlbench.methods.losses.ranking_losses import bin_centres
 
 TOLERANCE = 1e-9  # largest relative difference accepted (float64)

@@ -19,8 +19,8 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from dmlbench.methods import losses, miners
 from dmlbench.io import atomic_path
+from dmlbench.methods import losses, miners
 
 BATCHES = (80, 160, 320, 480, 640)
 DIM, PER_CLASS = 1024, 5

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from dmlbench.methods import losses
 from dmlbench.io import atomic_path
+from dmlbench.methods import losses
 from dmlbench.methods.pairs import PairBatch
 
 # Per loss: its parameters and the fixed similarities of the anchor's other positive and negative

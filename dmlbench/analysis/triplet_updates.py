@@ -26,9 +26,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from dmlbench.methods import losses
 from dmlbench.errors import DmlbenchError
 from dmlbench.io import atomic_path
+from dmlbench.methods import losses
 
 STEP = 0.1
 VANILLA_MARGIN = 2.5

@@ -33,9 +33,8 @@ def cmd_results_table(args) -> None:
 
 
 def cmd_results(args) -> None:
-    from dmlbench.report import results_table
-
     from dmlbench.config.plan import PRESET_NAME
+    from dmlbench.report import results_table
 
     if args.preset and not PRESET_NAME.fullmatch(args.preset):
         raise DmlbenchError(f"--preset {args.preset!r} is not a preset name (letters, digits, '_', '-')")

@@ -7,8 +7,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from dmlbench.commands.common import (CONFIG_DIR, CONFIG_DIR_HELP, max_image_pixels_option, positive, side_option,
-                                      spec_json, whole)
+from dmlbench.commands.common import (
+    CONFIG_DIR,
+    CONFIG_DIR_HELP,
+    max_image_pixels_option,
+    positive,
+    side_option,
+    spec_json,
+    whole,
+)
 from dmlbench.errors import DmlbenchError
 
 
@@ -54,10 +61,8 @@ def cmd_store(args) -> None:
 
 
 def cmd_train(args) -> None:
-    from dmlbench.training import train
-
     from dmlbench.evaluation import final_metrics
-    from dmlbench.training import run_folder
+    from dmlbench.training import run_folder, train
 
     cfg = _run_config(args)
     if args.run_dir is None:

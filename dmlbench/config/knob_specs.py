@@ -18,6 +18,7 @@ from dmlbench.errors import ConfigError
 from dmlbench.knobs import paths as knob_paths
 from dmlbench.knobs.derive import Knob
 
+
 @dataclass(frozen=True)
 class KnobPath:
     """One recipe's paths on one dataset: its knobs, steps and the two methods run along them."""

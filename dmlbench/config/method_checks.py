@@ -4,9 +4,9 @@ parameters, a miner only where the loss takes one, and what a training scheme ne
 from __future__ import annotations
 
 from dmlbench.errors import ConfigError
-from dmlbench.run_config import RunConfig
 from dmlbench.methods import declared
 from dmlbench.registry import did_you_mean
+from dmlbench.run_config import RunConfig
 
 
 def check_methods(plan, method_keys: set[str]) -> None:

@@ -12,27 +12,33 @@ specs of the pipeline's steps in `steps`.
 
 from __future__ import annotations
 
-import re
 import os
+import re
 from pathlib import Path
 
 import jsonschema
 
 from dmlbench import run_config, settings
-from dmlbench.config import knob_recipes, validation
-from dmlbench.config.loading import (deep_merge, load_yaml, merge_layers, plain_copy, plain_numbers,
-                                     with_dataset_names, with_settings)
-from dmlbench.config.run import FairRun, Run
+from dmlbench.config import knob_recipes, own_methods, validation
 from dmlbench.config.fair_specs import FairSpecs
 from dmlbench.config.knob_specs import KnobSpecs
+from dmlbench.config.loading import (
+    deep_merge,
+    load_yaml,
+    merge_layers,
+    plain_copy,
+    plain_numbers,
+    with_dataset_names,
+    with_settings,
+)
+from dmlbench.config.run import FairRun, Run
 from dmlbench.config.steps import StepSpecs
 from dmlbench.data.datasets import DATASETS
 from dmlbench.errors import ConfigError
-from dmlbench.training.optimisers import OPTIMISERS
 from dmlbench.registry import did_you_mean
+from dmlbench.training.optimisers import OPTIMISERS
 
 PAPER_NUMBERS = ("reported", "quoted")  # an experiment's keys whose numbers keep the paper's digits
-
 PRESET_NAME = re.compile(r"[A-Za-z0-9_-]+")  # the `preset` wildcard of the rules
 
 
@@ -73,6 +79,7 @@ class Plan(StepSpecs, FairSpecs, KnobSpecs):
         self.methods = load_yaml(self.config_dir / "methods.yaml")
         self.papers = load_yaml(self.config_dir / "papers.yaml")
         self.experiments = self._load_experiments()
+        own_methods.merge(self)
         validation.check_catalogue(self)
         validation.check_preset(self)
         self.skipped = self._experiments_without_runs()

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from dmlbench.config.loading import deep_merge, printed_numbers
 from dmlbench.config import fair_catalogue, margins
+from dmlbench.config.loading import deep_merge, printed_numbers
 from dmlbench.config.run import Run
 from dmlbench.data import fixtures
 from dmlbench.data.datasets import DATASETS

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-
 from dmlbench.errors import ConfigError
 
 

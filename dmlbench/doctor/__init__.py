@@ -11,6 +11,7 @@ non-zero exit when something blocks the plan.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+
 from dmlbench.doctor.checks import ACTION, INFO, OK, Check, Probe, probe_url
 from dmlbench.doctor.data_checks import dataset_checks, urls_to_probe
 from dmlbench.doctor.disk import disk_check, results_disk_check, stale_check

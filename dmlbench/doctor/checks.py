@@ -6,7 +6,6 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
-
 OK, ACTION, INFO = "OK", "action needed", "info"
 WEIGHTS_GB = 0.3
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from dmlbench.data import acquire, datasets, manifest
-from dmlbench.errors import DmlbenchError
 from dmlbench.doctor.checks import ACTION, OK, Check, Probe
 from dmlbench.doctor.weights import weights_needed
+from dmlbench.errors import DmlbenchError
 
 
 def _prepared(plan, name: str) -> Check | None:

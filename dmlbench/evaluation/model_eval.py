@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from dmlbench.evaluation.metrics import retrieval_metrics, vehicleid_metrics
 from dmlbench.data import batches
+from dmlbench.evaluation.metrics import retrieval_metrics, vehicleid_metrics
 from dmlbench.progress import Bar
 from dmlbench.run_config import RunConfig
 

@@ -15,8 +15,8 @@ Retrieval and clustering compare L2-normalised embeddings, as for the runs.
 
 from __future__ import annotations
 
-import hashlib
 import dataclasses
+import hashlib
 import json
 import sys
 import time

@@ -9,9 +9,8 @@ stops with the error."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import torch

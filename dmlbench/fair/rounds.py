@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 
 from dmlbench.fair import fold_run, study
-from dmlbench.run_config import delta
 from dmlbench.io import write_json
+from dmlbench.run_config import delta
 
 
 def with_side(settings: dict, side: dict) -> dict:

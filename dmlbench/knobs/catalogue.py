@@ -4,6 +4,7 @@ training setting belongs to exactly one knob, to `not_numbers` or to `method_set
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 from dmlbench import run_config
 from dmlbench.errors import ConfigError
 from dmlbench.registry import did_you_mean

@@ -7,6 +7,13 @@ A component is what a module of its family registers with `@LOSSES.register("nam
 passes `**kwargs` on (or has none); a loss's `takes_miner`, `restricts_pairs` and `needs` are its
 class attributes (or a base's), `class_vectors` whether it defines that method. `tests/test_declared.py` checks the reading against Python's
 own `inspect.signature` of every registered component.
+
+The same reading covers a user's own components, without importing them: an installed package's
+entry points (`dmlbench.losses`, `dmlbench.miners`, `dmlbench.samplers`: name = "module:Class")
+and a name written `module:Class` in a methods file; the module's source is found on the path
+(`importlib.util.find_spec`) and its class read as the package's are, its bases among its own
+classes and the package's (`PairLoss`, …). This is the registry the plan validates against: the
+one the training builds from (`dmlbench.registry.Registry`) knows the same names.
 """
 
 from __future__ import annotations
@@ -18,10 +25,12 @@ from functools import cache
 from pathlib import Path
 
 from dmlbench.errors import ConfigError
-from dmlbench.registry import did_you_mean
+from dmlbench.methods import source_reading
+from dmlbench.registry import did_you_mean, entry_points, importable
 
 METHODS = Path(__file__).resolve().parent
 FAMILIES = {"loss": ("LOSSES", "losses"), "miner": ("MINERS", "miners"), "sampler": ("SAMPLERS", "samplers.py")}
+GROUPS = {"loss": "dmlbench.losses", "miner": "dmlbench.miners", "sampler": "dmlbench.samplers"}
 
 
 @dataclass(frozen=True)
@@ -46,156 +55,96 @@ def _files(family: str) -> list[Path]:
     return sorted(where.glob("*.py")) if where.is_dir() else [where]
 
 
-def _registered_name(node: ast.ClassDef | ast.FunctionDef, registry: str) -> str | None:
-    for decorator in node.decorator_list:
-        if (isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute)
-                and decorator.func.attr == "register" and isinstance(decorator.func.value, ast.Name)
-                and decorator.func.value.id == registry and decorator.args
-                and isinstance(decorator.args[0], ast.Constant)):
-            return decorator.args[0].value
-    return None
-
-
-def _defaults(function: ast.FunctionDef, skip: int) -> list[tuple[str, str | None]]:
-    """(name, default as written or None) of each parameter, the first `skip` left out."""
-    args = function.args
-    positional = args.posonlyargs + args.args
-    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
-    pairs = list(zip(positional, defaults))[skip:] + list(zip(args.kwonlyargs, args.kw_defaults))
-    return [(a.arg, None if d is None else ast.unparse(d)) for a, d in pairs]
-
-
-def _arguments(function: ast.FunctionDef, skip: int) -> tuple[list[str], list[str], bool]:
-    """(parameter names, those without a default, whether it takes **kwargs), the first `skip` left out."""
-    params = _defaults(function, skip)
-    return [p for p, _ in params], [p for p, d in params if d is None], function.args.kwarg is not None
-
-
-def _annotations(function: ast.FunctionDef, skip: int) -> list[tuple[str, str | None]]:
-    """(name, annotation as written or None) of each parameter, the first `skip` left out."""
-    args = function.args
-    every = (args.posonlyargs + args.args)[skip:] + args.kwonlyargs
-    return [(a.arg, None if a.annotation is None else ast.unparse(a.annotation)) for a in every]
-
-
-def _default_texts(node, classes: dict[str, ast.ClassDef], read=_defaults) -> dict[str, str | None]:
-    """Parameter → its default (or with `read=_annotations` its annotation) as written, over
-    `node`'s constructor and the bases it passes on to."""
-    if isinstance(node, ast.FunctionDef):
-        return dict(read(node, 0))
-    init = next((f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
-    base = next((classes[b.id] for b in node.bases if isinstance(b, ast.Name) and b.id in classes), None)
-    inherited = _default_texts(base, classes, read) if base is not None else {}
-    if init is None:
-        return inherited
-    own = dict(read(init, 1))
-    return own | {k: v for k, v in inherited.items() if k not in own} if init.args.kwarg else own
-
-
-def _signature(cls: ast.ClassDef, classes: dict[str, ast.ClassDef]) -> tuple[list[str], list[str], bool]:
-    """(parameters, required ones, open) of `cls`'s constructor, following its bases in `classes`."""
-    init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
-    base = next((classes[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in classes), None)
-    inherited = _signature(base, classes) if base is not None else ([], [], False)
-    if init is None:
-        return inherited
-    names, required, passes_on = _arguments(init, skip=1)  # without self
-    if not passes_on:
-        return names, required, False
-    if base is None:
-        return names, required, True
-    return (names + [p for p in inherited[0] if p not in names],
-            required + [p for p in inherited[1] if p not in names], inherited[2])
-
-
-def _class_attribute(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], name: str, default,
-                     constants: dict | None = None):
-    """The literal class attribute `name` of `cls` or of its nearest base in `classes`; a name in
-    it is looked up among the class's own literal attributes, then `constants` (the literal
-    module constants of the methods' files)."""
-    for node in cls.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-        if any(isinstance(t, ast.Name) and t.id == name for t in targets) and node.value is not None:
-            return _literal(node.value, {**(constants or {}), **_constants([cls])})
-    base = next((classes[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in classes), None)
-    return _class_attribute(base, classes, name, default, constants) if base is not None else default
-
-
-def _limits(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], constants: dict) -> dict:
-    """The class's `limits` over those of its bases (its own win)."""
-    base = next((classes[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in classes), None)
-    inherited = _limits(base, classes, constants) if base is not None else {}
-    own = next((node for node in cls.body if isinstance(node, ast.Assign) and any(
-        isinstance(t, ast.Name) and t.id == "limits" for t in node.targets)), None)
-    return inherited | (_literal(own.value, {**constants, **_constants([cls])}) if own is not None else {})
-
-
-def _literal(node: ast.AST, constants: dict):
-    """`ast.literal_eval` of `node`, each bare name replaced by its constant's value."""
-    class Named(ast.NodeTransformer):
-        def visit_Name(self, name: ast.Name):
-            if name.id not in constants:
-                raise ValueError(f"{name.id} is not a literal constant of the methods' files")
-            return ast.copy_location(ast.Constant(constants[name.id]), name)
-    return ast.literal_eval(Named().visit(ast.parse(ast.unparse(node), mode="eval")))
-
-
-def _constants(trees) -> dict:
-    """`NAME = <literal>` assignments in the bodies of `trees` (modules or classes)."""
-    found, twice = {}, set()
-    for tree in trees:
-        for node in tree.body:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                try:
-                    value = ast.literal_eval(node.value)
-                except ValueError:
-                    continue
-                name = node.targets[0].id
-                if name in found and found[name] != value:
-                    twice.add(name)  # two files, two values: not to be guessed
-                found[name] = value
-    return {name: value for name, value in found.items() if name not in twice}
-
-
-def _defines(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], method: str) -> bool:
-    if any(isinstance(f, ast.FunctionDef) and f.name == method for f in cls.body):
-        return True
-    base = next((classes[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in classes), None)
-    return base is not None and _defines(base, classes, method)
-
-
 @cache
-def components(family: str) -> dict[str, Component]:
-    """Name → `Component` of `family` (loss, miner, sampler), from the source."""
-    registry = FAMILIES[family][0]
+def _package(family: str) -> tuple[dict, dict, dict]:
+    """The family's source files as trees, their classes by name (with the losses' base) and
+    their literal constants."""
     trees = {path: ast.parse(path.read_text(), str(path)) for path in _files(family)}
     trees[METHODS / "losses" / "base.py"] = ast.parse((METHODS / "losses" / "base.py").read_text())
     classes = {node.name: node for tree in trees.values() for node in ast.walk(tree)
                if isinstance(node, ast.ClassDef)}
-    constants = _constants(trees.values())
+    return trees, classes, source_reading.literal_constants(trees.values())
+
+
+def _component(name: str, node, classes: dict, constants: dict, source: str) -> Component:
+    params, required, open_ = (source_reading.constructor_signature(node, classes) if isinstance(node, ast.ClassDef)
+                               else source_reading.parameters(node, skip=0))
+    texts = source_reading.default_texts(node, classes)
+    annotations = source_reading.default_texts(node, classes, source_reading.parameter_annotations)
+    is_class = isinstance(node, ast.ClassDef)
+    limits = source_reading.class_limits(node, classes, constants) if is_class else {}
+    return Component(
+        name, source, tuple(params), tuple(required), open_,
+        is_class and source_reading.class_attribute(node, classes, "takes_miner", False),
+        is_class and source_reading.class_attribute(node, classes, "restricts_pairs", False),
+        tuple(source_reading.class_attribute(node, classes, "needs", ())) if is_class else (),
+        is_class and source_reading.defines(node, classes, "class_vectors"),
+        tuple(texts.get(p) for p in params), ast.get_docstring(node) or "",
+        tuple(annotations.get(p) for p in params), tuple((p, limits[p]) for p in params if p in limits))
+
+
+def external(family: str, target: str, name: str) -> Component:
+    """The component `target` ("module:Class", or a function) of a user's module, read from its
+    source; ConfigError naming it where the module or the name cannot be read."""
+    from importlib import util
+
+    module, _, attribute = target.partition(":")
+    try:
+        spec = util.find_spec(module)
+    except (ImportError, ValueError) as error:
+        raise ConfigError(f"{family} {name!r}: module {module!r} cannot be found ({error})") from None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        raise ConfigError(f"{family} {name!r}: {module!r} is no Python source file on the path; install the "
+                          f"package or put its folder on PYTHONPATH")
+    path = Path(spec.origin)
+    tree = ast.parse(path.read_text(), str(path))
+    node = next((n for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef)) and n.name == attribute), None)
+    if node is None:
+        raise ConfigError(f"{family} {name!r}: {path} defines no class or function {attribute!r} at its top level"
+                          f"{did_you_mean(attribute, [n.name for n in tree.body if hasattr(n, 'name')])}")
+    _, classes, constants = _package(family)
+    own = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    return _component(name, node, {**classes, **own}, {**constants, **source_reading.literal_constants([tree])}, f"{path}:{node.lineno}")
+
+
+class Known(dict):
+    """Name → `Component`; a `module:Class` name is read from its source when first asked for."""
+
+    def __init__(self, family: str, found: dict):
+        super().__init__(found)
+        self.family = family
+
+    def __missing__(self, name):
+        if not importable(name):
+            raise KeyError(name)
+        self[name] = external(self.family, name, name)
+        return self[name]
+
+    def __contains__(self, name) -> bool:
+        return dict.__contains__(self, name) or importable(name)
+
+
+@cache
+def components(family: str) -> Known:
+    """Name → `Component` of `family` (loss, miner, sampler), from the source: the package's
+    registered components and the installed packages' entry points; `module:Class` names on demand."""
+    registry = FAMILIES[family][0]
+    trees, classes, constants = _package(family)
     found = {}
     for path, tree in trees.items():
         for node in ast.walk(tree):
             if not isinstance(node, (ast.ClassDef, ast.FunctionDef)):
                 continue
-            name = _registered_name(node, registry)
-            if name is None:
-                continue
-            params, required, open_ = (_signature(node, classes) if isinstance(node, ast.ClassDef)
-                                       else _arguments(node, skip=0))
-            texts = _default_texts(node, classes)
-            annotations = _default_texts(node, classes, _annotations)
-            is_class = isinstance(node, ast.ClassDef)
-            limits = _limits(node, classes, constants) if is_class else {}
-            found[name] = Component(
-                name, f"{path.relative_to(METHODS.parent)}:{node.lineno}", tuple(params), tuple(required), open_,
-                is_class and _class_attribute(node, classes, "takes_miner", False),
-                is_class and _class_attribute(node, classes, "restricts_pairs", False),
-                tuple(_class_attribute(node, classes, "needs", ())) if is_class else (),
-                is_class and _defines(node, classes, "class_vectors"),
-                tuple(texts.get(p) for p in params), ast.get_docstring(node) or "",
-                tuple(annotations.get(p) for p in params), tuple((p, limits[p]) for p in params if p in limits))
-    return found
+            name = source_reading.registered_name(node, registry)
+            if name is not None:
+                found[name] = _component(name, node, classes, constants,
+                                         f"{path.relative_to(METHODS.parent)}:{node.lineno}")
+    for point in entry_points(GROUPS[family]):
+        if point.name in found:
+            raise ConfigError(f"{family} {point.name!r} of the installed package {point.dist.name if point.dist else '?'} "
+                              f"(entry point {GROUPS[family]}) is a built-in name too; rename it there")
+        found[point.name] = external(family, point.value, point.name)
+    return Known(family, found)
 
 
 def check(family: str, entry, where: str) -> None:

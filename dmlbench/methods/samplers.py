@@ -21,7 +21,7 @@ from dmlbench.errors import ConfigError
 from dmlbench.registry import Registry
 from dmlbench.run_config import RunConfig
 
-SAMPLERS = Registry("sampler")
+SAMPLERS = Registry("sampler", group="dmlbench.samplers")
 
 
 @SAMPLERS.register("m_per_class")

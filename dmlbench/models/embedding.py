@@ -11,10 +11,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from dmlbench.run_config import Model
 from dmlbench.errors import ConfigError
 from dmlbench.models import bninception
 from dmlbench.models.backbones import BACKBONES
+from dmlbench.run_config import Model
 
 
 class EmbeddingNet(nn.Module):

@@ -3,24 +3,24 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 import os
 import platform
+from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
 import torch
 
 from dmlbench import environment, training
-from dmlbench.io import atomic_path
 from dmlbench.config.plan import Plan
-from dmlbench.preflight import budget, disk, workers
 from dmlbench.data import datasets
+from dmlbench.io import atomic_path
+from dmlbench.preflight import budget, disk, workers
 from dmlbench.preflight.grouping import Group, group_runs, shape_owners, with_shape_timings
 from dmlbench.preflight.probe import LIGHT_SIDE, LIGHT_TRUNK
 from dmlbench.progress import Bar
-from dmlbench.run_config import RunConfig
 from dmlbench.report import markdown
+from dmlbench.run_config import RunConfig
 
 
 def structure(value):

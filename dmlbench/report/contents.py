@@ -16,7 +16,6 @@ import pandas as pd
 
 from dmlbench.config.plan import Plan
 
-
 FIGURE_ONLY = "figure only"
 NOT_RUN = "not run"
 

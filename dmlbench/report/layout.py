@@ -24,10 +24,9 @@ import pandas as pd
 
 from dmlbench.config.loading import printed
 from dmlbench.data import datasets
-from dmlbench.verdicts.numbers import SELECTED
 from dmlbench.report.table_cells import Cells, reference_labels
 from dmlbench.report.verdict_marks import legend, row_verdict
-from dmlbench.verdicts import numbers
+from dmlbench.verdicts.numbers import SELECTED
 
 
 def dataset_label(name: str) -> str:

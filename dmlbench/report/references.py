@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from dmlbench.evaluation import reference
 from dmlbench.errors import DmlbenchError
+from dmlbench.evaluation import reference
 from dmlbench.io import set_aside
 from dmlbench.report.layout import dataset_label, metric_label
 

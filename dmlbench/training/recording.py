@@ -21,9 +21,9 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from dmlbench.methods import samplers
 from dmlbench.data import batches
 from dmlbench.io import atomic_path
+from dmlbench.methods import samplers
 from dmlbench.run_config import RunConfig
 
 CHUNK = 1024  # anchor rows per similarity block

@@ -22,15 +22,15 @@ import numpy as np
 import torch
 
 from dmlbench import environment, models, settings
-from dmlbench.evaluation import evaluate_run, final_metrics
-from dmlbench.training import checkpoint, cost, early_stopping, optimisers, recording, run_folder, schemes
-from dmlbench.training.tracking import Tracking
 from dmlbench.data import batches, folds, manifest
 from dmlbench.errors import DmlbenchError
+from dmlbench.evaluation import evaluate_run, final_metrics
+from dmlbench.evaluation.model_eval import embed, evaluate_model, loader_options, split_loader
 from dmlbench.io import atomic_path, write_json
 from dmlbench.methods.criterion import Criterion
 from dmlbench.run_config import RunConfig
-from dmlbench.evaluation.model_eval import embed, evaluate_model, loader_options, split_loader
+from dmlbench.training import checkpoint, cost, early_stopping, optimisers, recording, run_folder, schemes
+from dmlbench.training.tracking import Tracking
 
 
 class DivergedError(DmlbenchError):

@@ -12,9 +12,8 @@ from pathlib import Path
 import pandas as pd
 
 from dmlbench.errors import DmlbenchError
-from dmlbench.verdicts import claim_kinds
+from dmlbench.verdicts import claim_kinds, numbers
 from dmlbench.verdicts import claims as claim_tests
-from dmlbench.verdicts import numbers
 
 FIXTURE_STAMP = ("Fixture data: these verdicts test the code that computes them, not the paper "
                  "(synthetic images, small networks).")

@@ -7,9 +7,8 @@ from __future__ import annotations
 import os
 import sys
 
-from dmlbench.verdicts import certificate, claim_kinds
+from dmlbench.verdicts import certificate, claim_kinds, numbers
 from dmlbench.verdicts import claims as claim_tests
-from dmlbench.verdicts import numbers
 
 GREEN, RED, YELLOW, RESET = "\033[32m", "\033[31m", "\033[33m", "\033[0m"
 GOOD = {numbers.REPRODUCED, *claim_tests.HOLDING}

@@ -13,7 +13,7 @@ from dmlbench.registry import Registry
 
 __all__ = ["DATASETS", "NAME_PATTERN", "DatasetSpec", "Layout", "SourceFile", "get", "register"]
 
-DATASETS = Registry("dataset", error=DatasetError, package=__name__)  # each module registers its spec
+DATASETS = Registry("dataset", error=DatasetError, package=__name__, group="dmlbench.datasets")  # each module registers its spec
 # a dataset's name is a folder and a Snakemake wildcard of every rule (workflow/rules/common.smk)
 NAME_PATTERN = r"[a-z][a-z0-9_]*"
 

@@ -8,7 +8,7 @@ from torch import nn
 from dmlbench.methods.pairs import PairBatch
 from dmlbench.registry import Registry
 
-LOSSES = Registry("loss", package="dmlbench.methods.losses")  # every module registers its own
+LOSSES = Registry("loss", package="dmlbench.methods.losses", group="dmlbench.losses")  # every module registers its own
 
 
 class PairLoss(nn.Module):

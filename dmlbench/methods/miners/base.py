@@ -3,4 +3,4 @@
 
 from dmlbench.registry import Registry
 
-MINERS = Registry("miner", package="dmlbench.methods.miners")
+MINERS = Registry("miner", package="dmlbench.methods.miners", group="dmlbench.miners")

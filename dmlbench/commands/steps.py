@@ -7,15 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from dmlbench.commands.common import (
-    CONFIG_DIR,
-    CONFIG_DIR_HELP,
-    max_image_pixels_option,
-    positive,
-    side_option,
-    spec_json,
-    whole,
-)
+from dmlbench.commands.common import (CONFIG_DIR, CONFIG_DIR_HELP, max_image_pixels_option, positive, side_option,
+                                      spec_json, whole)
 from dmlbench.errors import DmlbenchError
 
 

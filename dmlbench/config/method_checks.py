@@ -32,21 +32,6 @@ def check_methods(plan, method_keys: set[str]) -> None:
                         declared.check_values(component, {param: entry[end]}, f"{where}.search.{part}", part)
 
 
-def check_per_dataset(plan, method: dict, own, where: str) -> None:
-    """A method's settings on one dataset: `train` (training settings) and `loss` (its loss's
-    parameters, checked by value as the method's own)."""
-    from dmlbench.config.validation import check_settings
-
-    if not isinstance(own, dict) or set(own) - {"train", "loss"}:
-        raise ConfigError(f"{where}: takes `train` (training settings) and `loss` (the loss's parameters), "
-                          f"found {sorted(own) if isinstance(own, dict) else own!r}")
-    check_settings(plan, own.get("train"), f"{where}.train")
-    if own.get("loss"):
-        name = method["loss"]["name"]
-        declared.check_params("loss", name, list(own["loss"]), f"{where}.loss")
-        declared.check_values(declared.components("loss")[name], own["loss"], f"{where}.loss", "loss")
-
-
 def check_scheme_needs(cfg: RunConfig, where: str) -> None:
     """The PROFS scheme's needs of the loss, from what the loss declares: pairs to restrict
     (`scheme.pairs` representative or anchored, image representatives) and class centres (HNCM

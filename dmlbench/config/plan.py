@@ -22,15 +22,8 @@ from dmlbench import run_config, settings
 from dmlbench.config import knob_recipes, own_methods, validation
 from dmlbench.config.fair_specs import FairSpecs
 from dmlbench.config.knob_specs import KnobSpecs
-from dmlbench.config.loading import (
-    deep_merge,
-    load_yaml,
-    merge_layers,
-    plain_copy,
-    plain_numbers,
-    with_dataset_names,
-    with_settings,
-)
+from dmlbench.config.loading import (deep_merge, load_yaml, merge_layers, plain_copy, plain_numbers, with_dataset_names,
+                                     with_settings)
 from dmlbench.config.run import FairRun, Run
 from dmlbench.config.steps import StepSpecs
 from dmlbench.data.datasets import DATASETS

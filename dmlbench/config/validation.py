@@ -44,7 +44,7 @@ def check_catalogue(plan) -> None:
         for dataset, own in (method.get("per_dataset") or {}).items():
             where = f"{plan.config_dir / 'methods.yaml'}: method {name}.per_dataset"
             DATASETS.check(dataset, where, ConfigError)
-            method_checks.check_per_dataset(plan, method, own, f"{where}.{dataset}")
+            check_per_dataset(plan, method, own, f"{where}.{dataset}")
     for key, exp in plan.experiments.items():
         where = f"{plan.sources[key]}: experiment {key}"
         if plan.is_analysis(key):
@@ -145,6 +145,19 @@ def check_fair(plan, key: str, where: str) -> None:
     fair_catalogue.check_method_train(plan, key, where)
     fair_catalogue.check_paper_numbers(plan, key, where)
     fair_catalogue.check_omitted(plan, key, where)
+
+
+def check_per_dataset(plan, method: dict, own, where: str) -> None:
+    """A method's settings on one dataset: `train` (training settings) and `loss` (its loss's
+    parameters, checked by value as the method's own)."""
+    if not isinstance(own, dict) or set(own) - {"train", "loss"}:
+        raise ConfigError(f"{where}: takes `train` (training settings) and `loss` (the loss's parameters), "
+                          f"found {sorted(own) if isinstance(own, dict) else own!r}")
+    check_settings(plan, own.get("train"), f"{where}.train")
+    if own.get("loss"):
+        name = method["loss"]["name"]
+        declared.check_params("loss", name, list(own["loss"]), f"{where}.loss")
+        declared.check_values(declared.components("loss")[name], own["loss"], f"{where}.loss", "loss")
 
 
 def check_settings(plan, update: dict | None, where: str) -> None:

@@ -75,7 +75,8 @@ def run(steps: int = 5) -> dict:
             projection[variant] = seconds / 3600
     if projection:
         total = sum(projection.values())
-        print(f"{EXPERIMENT} at full ({len(runs)} runs): " + ", ".join(f"{v} {h:.0f} GPU-h" for v, h in projection.items())
+        print(f"{EXPERIMENT} at full ({len(runs)} runs): "
+              + ", ".join(f"{v} {h:.0f} GPU-h" for v, h in projection.items())
               + f"; {total:.0f} GPU-hours, {total / GPUS:.1f} h on {GPUS} GPUs (training steps and one embedding of "
               f"each test set, at the loop's model-only speed: a lower bound)")
     return {"rows": rows, "gpu_hours": projection, "device": torch.cuda.get_device_name(0) if cuda else "cpu"}

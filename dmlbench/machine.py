@@ -23,7 +23,8 @@ def folder_problem(folder, key: str, fix: str) -> str | None:
         os.stat(path)
     except FileNotFoundError:
         if path.is_symlink():
-            return f"{key} is a symbolic link to {os.readlink(path)}, which does not exist: create that folder, or {fix}"
+            return (f"{key} is a symbolic link to {os.readlink(path)}, which does not exist: "
+                    f"create that folder, or {fix}")
     except OSError as error:  # ELOOP, ENOTDIR, EACCES on the way
         return f"{key} cannot be reached ({error.strerror}): {fix}, or repair the path"
     existing = next(p for p in [path, *path.absolute().parents] if p.exists())

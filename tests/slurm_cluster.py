@@ -6,8 +6,9 @@ configuration into a private folder (one fake GPU as gres, `SlurmdParameters=con
 that a 2-core machine can advertise the CPUs and memory the profile asks for), starts the daemons
 itself and stops them by PID, also when the run fails or is sent SIGTERM or SIGHUP (what make and
 a CI time-out send). Each daemon is recorded in `REGISTRY` as it starts, so a run that was killed
-outright (SIGKILL) leaves a list the next run reads to stop those daemons first. Used by `tests/test_slurm.py` (a small chain
-in `make test`) and by `make test-slurm` (the whole smoke preset, with and without accounting):
+outright (SIGKILL) leaves a list the next run reads to stop those daemons first. Used by
+`tests/test_slurm.py` (a small chain in `make test`) and by `make test-slurm` (the whole smoke
+preset, with and without accounting):
 
     python tests/slurm_cluster.py [--accounting] [--config preset=smoke ...]
 """

@@ -125,7 +125,8 @@ def test_corrupt_archive_is_reported_and_kept(tmp_path):
 
 def test_missing_dataset_without_download(tmp_path):
     out = tmp_path / "real" / "cars" / "manifest.csv"
-    with pytest.raises(DatasetError, match=r"Cars196: the files are not in .* downloads are off .*car_ims\.tgz \+ cars_annos\.mat; or cars_train\.tgz"):
+    with pytest.raises(DatasetError, match=r"Cars196: the files are not in .* downloads are off "
+                                           r".*car_ims\.tgz \+ cars_annos\.mat; or cars_train\.tgz"):
         prepare("cars", "real", tmp_path, out, allow_download=False)
     assert not out.exists()
 

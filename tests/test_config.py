@@ -12,7 +12,8 @@ from conftest import CONFIG_DIR
 
 
 @pytest.mark.parametrize("config, message", [
-    ({"preset": "demo", "overrides": {"optimiser": {"lr": 1}}}, "unknown setting 'optimiser' (did you mean 'optimizer'?)"),
+    ({"preset": "demo", "overrides": {"optimiser": {"lr": 1}}},
+     "unknown setting 'optimiser' (did you mean 'optimizer'?)"),
     ({"preset": "demo", "overrides": {"optimizer": {"lrate": 1}}}, "overrides.optimizer: unknown setting 'lrate'"),
     ({"preset": "demo", "experiments": ["ms.t9"]}, "unknown experiment id 'ms.t9'"),
     ({"preset": "demo", "datasets": ["cubb"]}, "key datasets"),
@@ -132,7 +133,8 @@ def test_text_stays_text_where_the_schema_wants_text():
 
 
 @pytest.mark.parametrize("overrides, message", [
-    ({"optimizer": {"name": "adamax"}}, "setting optimizer.name: 'adamax' is not one of ['adam', 'adamw', 'rmsprop', 'sgd']"),
+    ({"optimizer": {"name": "adamax"}},
+     "setting optimizer.name: 'adamax' is not one of ['adam', 'adamw', 'rmsprop', 'sgd']"),
     ({"optimizer": {"lr": "fast"}}, "setting optimizer.lr: 'fast' is not of type 'number'"),
     ({"optimizer": {"lr": "1.0e+6"}}, "setting optimizer.lr: 1000000.0 is greater than the maximum of 10"),
     ({"device": "gpu"}, "setting device: 'gpu' does not match"),
@@ -276,7 +278,8 @@ def test_a_key_given_twice_in_a_yaml_file_is_refused_naming_the_file_the_key_and
     at = next(i for i, line in enumerate(lines) if line.startswith("seeds:"))
     path = tmp_path / "mine.yaml"
     path.write_text("\n".join(lines + ["seeds: [0, 1, 2]"]) + "\n")  # the last one would win silently
-    with pytest.raises(ConfigError, match=rf"{re.escape(str(path))} is not valid YAML: (.|\n)*found the key 'seeds' twice "
+    with pytest.raises(ConfigError, match=rf"{re.escape(str(path))} is not valid YAML: "
+                                          r"(.|\n)*found the key 'seeds' twice "
                                           rf"\(first on line {at + 1}\)(.|\n)*line {len(lines) + 1}, column 1"):
         Plan.load(CONFIG_DIR, {"preset_file": str(path)})
     path.write_text("\n".join(lines) + "\n")

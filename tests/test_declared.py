@@ -88,7 +88,8 @@ def _catalogue_with(tmp_path, file: str, old: str, new: str):
     return tmp_path / "config"
 
 
-MS_LOSS = "loss: {name: multi_similarity, alpha: 2.0, beta: 50.0, gamma: 0.5}\n  miner: {name: multi_similarity, epsilon: 0.1}"
+MS_LOSS = ("loss: {name: multi_similarity, alpha: 2.0, beta: 50.0, gamma: 0.5}\n"
+           "  miner: {name: multi_similarity, epsilon: 0.1}")
 MISSPELT = [
     ("methods.yaml", MS_LOSS, MS_LOSS.replace("name: multi_similarity, alpha", "name: multi_similarty, alpha"),
      "methods.yaml: method ms.loss: unknown loss 'multi_similarty' (did you mean 'multi_similarity'?)"),
@@ -97,8 +98,11 @@ MISSPELT = [
     ("methods.yaml", MS_LOSS, MS_LOSS.replace("{name: multi_similarity, epsilon", "{name: multi_simliarity, epsilon"),
      "methods.yaml: method ms.miner: unknown miner 'multi_simliarity' (did you mean 'multi_similarity'?)"),
     ("methods.yaml", MS_LOSS, MS_LOSS.replace("epsilon: 0.1", "epsilom: 0.1"),
-     "methods.yaml: method ms.miner.epsilom: miner 'multi_similarity' has no parameter 'epsilom' (did you mean 'epsilon'?)"),
-    ("methods.yaml", "loss: {name: contrastive, pos_margin: 1.0, neg_margin: 0.5}   # pos_margin 1: ms eq. 5's positive term\n  sampler: m_per_class",
+     "methods.yaml: method ms.miner.epsilom: miner 'multi_similarity' has no parameter 'epsilom' "
+     "(did you mean 'epsilon'?)"),
+    ("methods.yaml",
+     "loss: {name: contrastive, pos_margin: 1.0, neg_margin: 0.5}   # pos_margin 1: ms eq. 5's positive term\n"
+     "  sampler: m_per_class",
      "loss: {name: contrastive, pos_margin: 1.0, neg_margin: 0.5}\n  sampler: m_per_clas",
      "methods.yaml: method contrastive.sampler: unknown sampler 'm_per_clas' (did you mean 'm_per_class'?)"),
     ("methods.yaml", "search: {loss.pos_margin: {low: 0, high: 1}", "search: {loss.pos_margn: {low: 0, high: 1}",
@@ -107,7 +111,8 @@ MISSPELT = [
 
 
 @pytest.mark.parametrize("file, old, new, said", MISSPELT, ids=[m[3].split(": ", 1)[1][:40] for m in MISSPELT])
-def test_a_misspelt_component_or_parameter_is_refused_naming_file_key_and_the_closest_name(tmp_path, file, old, new, said):
+def test_a_misspelt_component_or_parameter_is_refused_naming_file_key_and_the_closest_name(tmp_path, file, old, new,
+                                                                                           said):
     config = _catalogue_with(tmp_path, file, old, new)
     with pytest.raises(ConfigError) as error:
         Plan.load(config, {"preset": "smoke"})
@@ -116,9 +121,11 @@ def test_a_misspelt_component_or_parameter_is_refused_naming_file_key_and_the_cl
 
 BAD_VALUES = [
     (MS_LOSS.replace("alpha: 2.0", "alpha: thirty-two"),
-     "methods.yaml: method ms.loss.alpha: 'thirty-two' is not of that kind; loss 'multi_similarity' takes alpha: float, > 0"),
+     "methods.yaml: method ms.loss.alpha: 'thirty-two' is not of that kind; "
+     "loss 'multi_similarity' takes alpha: float, > 0"),
     (MS_LOSS.replace("alpha: 2.0", "alpha: -32"),
-     "methods.yaml: method ms.loss.alpha: -32 is outside what it allows; loss 'multi_similarity' takes alpha: float, > 0"),
+     "methods.yaml: method ms.loss.alpha: -32 is outside what it allows; "
+     "loss 'multi_similarity' takes alpha: float, > 0"),
     (MS_LOSS.replace("alpha: 2.0", "alpha: .nan"), "method ms.loss.alpha: nan is not of that kind"),
     (MS_LOSS.replace("gamma: 0.5", "gamma: 1.5"), "method ms.loss.gamma: 1.5 is outside what it allows; "
                                                   "loss 'multi_similarity' takes gamma: float, [-1, 1]"),
@@ -139,7 +146,8 @@ def test_a_parameter_value_of_the_wrong_kind_or_out_of_range_is_refused_when_the
 def test_a_choice_a_search_range_and_an_integer_are_checked_too(tmp_path):
     for old, new, said in (
             ("name: dro_topk, k_per_anchor: 2.0, base: margin", "name: dro_topk, k_per_anchor: 2.0, base: margni",
-             "'margni' is outside what it allows; loss 'dro_topk' takes base: str, one of 'margin', 'binomial', 'linear'"),
+             "'margni' is outside what it allows; "
+             "loss 'dro_topk' takes base: str, one of 'margin', 'binomial', 'linear'"),
             ("search: {loss.pos_margin: {low: 0, high: 1}", "search: {loss.pos_margin: {low: 0, high: 2}",
              "method contrastive.search.loss.pos_margin: 2 is outside what it allows"),
     ):
@@ -150,7 +158,8 @@ def test_a_choice_a_search_range_and_an_integer_are_checked_too(tmp_path):
             Plan.load(config, {"preset": "smoke"})
         assert said in str(error.value)
     component = declared.components("loss")["fastap"]
-    with pytest.raises(ConfigError, match=r"num_bins: 10.5 is not of that kind; loss 'fastap' takes num_bins: int, >= 2"):
+    with pytest.raises(ConfigError, match=r"num_bins: 10.5 is not of that kind; "
+                                          r"loss 'fastap' takes num_bins: int, >= 2"):
         declared.check_values(component, {"num_bins": 10.5}, "x", "loss")
     declared.check_values(component, {"num_bins": 20, "bins": "code"}, "x", "loss")
 
@@ -173,12 +182,14 @@ def test_the_declared_types_are_the_constructors_annotations_and_every_default_i
         shown = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
         assert kind == shown.replace("typing.", ""), (param, kind, annotation)
     defaults = _python_defaults(implementation)
-    declared.check_values(component, {p: defaults[p] for p in component.params if defaults[p] is not None}, name, family)
+    declared.check_values(component, {p: defaults[p] for p in component.params if defaults[p] is not None},
+                          name, family)
 
 
 def test_a_misspelt_parameter_of_an_experiments_sweep_is_refused(tmp_path):
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
-    key, label, part = next((k, v, p) for k, e in plan.experiments.items() for v, entry in (e.get("sweep") or {}).items()
+    key, label, part = next((k, v, p) for k, e in plan.experiments.items()
+                            for v, entry in (e.get("sweep") or {}).items()
                             for p in ("loss", "miner") if entry.get(p))
     param = next(iter(plan.experiments[key]["sweep"][label][part]))
     source = plan.sources[key]
@@ -190,7 +201,8 @@ def test_a_misspelt_parameter_of_an_experiments_sweep_is_refused(tmp_path):
     shutil.copytree(CONFIG_DIR, config)
     (config / "experiments" / source.name).write_text(text[:at] + param + "x" + text[at + len(param):])
     with pytest.raises(ConfigError, match=rf"{source.name}: experiment {key}.sweep.{label}.{part} \(method \w+\)"
-                                          rf".{param}x: {part} '\w+' has no parameter '{param}x' \(did you mean '{param}'\?\)"):
+                                          rf".{param}x: {part} '\w+' has no parameter '{param}x' "
+                                          rf"\(did you mean '{param}'\?\)"):
         Plan.load(config, {"preset": "smoke"})
 
 
@@ -220,7 +232,8 @@ def test_snakemake_dry_run_refuses_a_misspelt_loss_parameter_before_any_job(tmp_
 
 
 @pytest.mark.parametrize("scheme, said", [
-    ("{name: profs, pairs: anchored}", "scheme.pairs: anchored needs a pair loss; 'proxy_nca' has no pairs to restrict"),
+    ("{name: profs, pairs: anchored}",
+     "scheme.pairs: anchored needs a pair loss; 'proxy_nca' has no pairs to restrict"),
     ("{name: profs, representatives: none, pairs: all, hncm: true, iterations: 1}", None),
 ])
 def test_what_the_profs_scheme_needs_of_the_loss_is_checked_when_the_plan_loads(tmp_path, scheme, said):
@@ -240,7 +253,8 @@ def test_what_the_profs_scheme_needs_of_the_loss_is_checked_when_the_plan_loads(
 
 def test_a_misspelt_method_of_an_experiment_is_refused_naming_its_file(tmp_path):
     config = _catalogue_with(tmp_path, "experiments/ms.yaml", "  methods: [ms]\n", "  methods: [mss]\n")
-    with pytest.raises(ConfigError, match=re.escape("ms.yaml: experiment ms.t2: unknown method 'mss' (did you mean 'ms'?)")):
+    with pytest.raises(ConfigError, match=re.escape("ms.yaml: experiment ms.t2: unknown method 'mss' "
+                                                    "(did you mean 'ms'?)")):
         Plan.load(config, {"preset": "smoke"})
 
 

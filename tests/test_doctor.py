@@ -75,7 +75,8 @@ def test_everything_in_place(tmp_path, monkeypatch):
     assert found[("weights", "bninception")].status == doctor.OK
     assert "cached" in found[("weights", "bninception")].detail
     disk = [c for c in checks if c.area == "disk"][0]
-    assert disk.status == doctor.OK and "(cars 7.7 GB, cub 4.9 GB;" in disk.detail  # to extract + stores (4.5 + 3.2, 2.6 + 2.3)
+    # to extract + stores (4.5 + 3.2, 2.6 + 2.3)
+    assert disk.status == doctor.OK and "(cars 7.7 GB, cub 4.9 GB;" in disk.detail
     assert found[("machine", "CUDA devices")].status != doctor.ACTION  # this plan runs on CPU
     assert not [c for c in checks if c.status == doctor.ACTION]
     assert "Everything the plan needs is here." in doctor.table(checks)
@@ -183,7 +184,8 @@ def test_data_paths_that_hold_no_dataset_need_action(tmp_path, monkeypatch):
         cub = lines(doctor.dataset_checks(plan, {}))[("dataset", "cub")]
         assert cub.status == doctor.ACTION and message in cub.detail, (path, cub.detail)
     plan = plan_for(tmp_path, datasets=["cub"], data={"paths": {"cub": str(extracted)}, "root": str(tmp_path / "data")})
-    monkeypatch.setitem(datasets.DATASETS._entries, "cub", replace(datasets.get("cub"), expected=stats))  # the fixture's split
+    monkeypatch.setitem(datasets.DATASETS._entries, "cub",
+                        replace(datasets.get("cub"), expected=stats))  # the fixture's split
     cub = lines(doctor.dataset_checks(plan, {}))[("dataset", "cub")]
     assert cub.status == doctor.OK and "the extracted dataset" in cub.detail
 

@@ -65,7 +65,8 @@ def tiny_model():
 
 
 def probe_config(steps=3, lr=0.5) -> RunConfig:
-    return RunConfig.from_dict({"seed": 0, "batch": {"size": 16, "per_class": 4, "small_classes": "fill", "per_pair": 5}, "loader": {"workers": 0},
+    return RunConfig.from_dict({"seed": 0,
+            "batch": {"size": 16, "per_class": 4, "small_classes": "fill", "per_pair": 5}, "loader": {"workers": 0},
             "method": {"sampler": "m_per_class", "loss": {"name": "triplet_2nd"},
                        "miner": {"name": "per_anchor", "positive": "hard", "negative": "hard",
                                  "one_triplet_per_image": True}},

@@ -41,7 +41,8 @@ PROXY_ANCHOR = textwrap.dedent('''
 
         def __init__(self, num_classes: int, embedding_dim: int, alpha: float = 32.0, delta: float = 0.1):
             super().__init__()
-            self.proxies = nn.Parameter(nn.init.kaiming_normal_(torch.empty(num_classes, embedding_dim), mode="fan_out"))
+            self.proxies = nn.Parameter(nn.init.kaiming_normal_(torch.empty(num_classes, embedding_dim),
+                                                                mode="fan_out"))
             self.alpha, self.delta = alpha, delta
 
         def forward(self, embeddings, labels, miner=None):
@@ -181,7 +182,8 @@ def test_proxy_anchor_in_three_files_then_planned_and_trained(tmp_path):
     edit(methods, "proxy_anchor_own, alpha: 32.0, delta: 0.1}", "proxy_anchor_own, alpha: 32.0, delat: 0.1}")
     refused = run(root, "-m", "snakemake", "-n", "--config", "preset=smoke")
     assert refused.returncode != 0
-    assert "method proxy_anchor_own.loss.delat: loss 'proxy_anchor_own' has no parameter 'delat' (did you mean 'delta'?)" \
+    assert "method proxy_anchor_own.loss.delat: loss 'proxy_anchor_own' has no parameter 'delat' " \
+        "(did you mean 'delta'?)" \
         in refused.stdout + refused.stderr
 
 
@@ -192,7 +194,8 @@ def test_a_class_folder_dataset_in_three_files_then_prepared_and_planned(tmp_pat
     (root / "tests/test_stanford_dogs.py").write_text(DOGS_TEST)                                 # 2. test
     edit(root / "workflow/config/experiments/suite.yaml",                                             # 3. config
          "  datasets: [cub, cars, sop, inshop, digits]\n  methods: [contrastive, triplet_semihard, ms]\n",
-         "  datasets: [cub, cars, sop, inshop, digits, stanford_dogs]\n  methods: [contrastive, triplet_semihard, ms]\n")
+         "  datasets: [cub, cars, sop, inshop, digits, stanford_dogs]\n"
+         "  methods: [contrastive, triplet_semihard, ms]\n")
     newcomers_test_passes(root, "test_stanford_dogs.py")
     config = ["--config", "preset=smoke", "experiments=[suite.baselines]", "datasets=[stanford_dogs]"]
     planned = run(root, "-m", "snakemake", "-n", *config)

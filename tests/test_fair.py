@@ -284,8 +284,10 @@ def _similarity(distance: float) -> float:
 MS_MINER = {"loss.alpha": [17.97, 7.49, 15.94], "loss.beta": [75.66, 47.99, 156.61],
             "loss.gamma": [0.77, 0.63, 0.72], "miner.epsilon": [0.39, 0.72, 0.34]}
 SOFTTRIPLE = {"rate": [5.37e-5, 1.40e-4, 8.68e-5], "loss.la": [78.02, 17.69, 100.0],
-              "loss.gamma": [58.95, 19.18, 47.90], "loss.tau": [0.3754, 0.0669], "loss.margin": [0.4307, 0.3588, 0.3145]}
-MARGIN = {"rate": [1.31e-3, 1.11e-4, 1.82e-3], "loss.margin": [0.0878, 0.0781, 0.0915], "loss.beta": [0.7838, 1.3164, 1.1072]}
+              "loss.gamma": [58.95, 19.18, 47.90], "loss.tau": [0.3754, 0.0669],
+              "loss.margin": [0.4307, 0.3588, 0.3145]}
+MARGIN = {"rate": [1.31e-3, 1.11e-4, 1.82e-3], "loss.margin": [0.0878, 0.0781, 0.0915],
+          "loss.beta": [0.7838, 1.3164, 1.1072]}
 TRIPLET = {"loss.margin": [0.0961, 0.1190, 0.0451]}
 REALITY_CHECK = {
     "contrastive": {"loss.pos_margin": [_similarity(d) for d in (-0.2, 0.2652, 0.2850)],
@@ -315,7 +317,8 @@ def test_every_search_space_holds_the_papers_value_and_the_reality_checks_optima
             for optimum in optima:
                 value = optimum / lr if path == "rate" else optimum
                 assert d.low <= value * (1 + 1e-12) and value <= d.high * (1 + 1e-12), (method, path, optimum)
-        learnable = [p for p in Criterion(cfg["method"], num_classes=4, embedding_dim=8).parameters() if p.requires_grad]
+        learnable = [p for p in Criterion(cfg["method"], num_classes=4, embedding_dim=8).parameters()
+                     if p.requires_grad]
         if learnable:  # the loss parameters' rate searched over [1e-6, 1] on a log scale
             rate = dims["optimizer.loss_lr_mult"]
             assert rate.log and rate.low * lr <= 1e-6 * (1 + 1e-9) and rate.high * lr >= 1 - 1e-9, method
@@ -349,8 +352,10 @@ def test_the_paper_number_map_is_complete_at_full_and_names_printed_numbers(tmp_
             assert entry["none"].strip() and method not in recall
             continue
         for experiment, row in entry.items():
-            printed = {**(catalogue[experiment].get("reported") or {}), **(catalogue[experiment].get("quoted") or {})}[row]
-            found = {d: v["recall@1"] for d, v in printed.items() if "recall@1" in v and d in plan.datasets_of("suite.fair")}
+            printed = {**(catalogue[experiment].get("reported") or {}),
+                       **(catalogue[experiment].get("quoted") or {})}[row]
+            found = {d: v["recall@1"] for d, v in printed.items()
+                     if "recall@1" in v and d in plan.datasets_of("suite.fair")}
             assert found, (method, experiment, row)
             for dataset, value in found.items():
                 shown, source = recall[method][dataset]
@@ -446,7 +451,8 @@ def test_the_fair_tables_show_trials_capped_folds_notes_and_the_embedding_size(t
     out = tmp_path / "report"
     fair_tables.aggregate(spec, out)
     lines = (out / "fair_table.md").read_text().splitlines()
-    assert "| trials (diverged) | capped folds (final; search) |" in lines[[i for i, l in enumerate(lines) if l.startswith("| method")][0]]
+    assert "| trials (diverged) | capped folds (final; search) |" in lines[[i for i, l in enumerate(lines)
+                                                                            if l.startswith("| method")][0]]
     for i, method in enumerate(spec["methods"]):
         row = next(l for l in lines if l.startswith(f"| {spec['methods'][method]['label']} |"))
         assert row.endswith(f"| 3 (1) | {i + 1}/4; {1 if i else 0}/4 |")
@@ -456,7 +462,8 @@ def test_the_fair_tables_show_trials_capped_folds_notes_and_the_embedding_size(t
     dims = plan.fair_embedding_dims("suite.fair")  # the preset's size (smoke shrinks the model), not the protocol's
     size = plan.resolve(FairRun("suite.fair", "cub", "ms", 0))["model"]["embedding_dim"]
     assert dims == [size]
-    assert f"each fold's {size}-d model" in fair_section.caption(dims, 2) and f"({2 * size}-d)" in fair_section.caption(dims, 2)
+    assert (f"each fold's {size}-d model" in fair_section.caption(dims, 2)
+            and f"({2 * size}-d)" in fair_section.caption(dims, 2))
     assert "each fold's 64-d model" in fair_section.caption([64], 4) and "(256-d)" in fair_section.caption([64], 4)
     html = fair_section.dataset_table(pd.read_csv(out / "fair_table.csv"), "cub", plan.papers,
                                       pd.read_csv(out / "fair_pairwise.csv"))

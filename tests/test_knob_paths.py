@@ -138,7 +138,8 @@ def test_a_run_on_folds_is_scored_on_the_test_half_only_where_its_fold_says_so(t
     splits = tmp_path / "folds.csv"
     folds.assign(table, 2).to_csv(splits, index=False)
     fair = folds.evaluation_view(table, {"fold": {"splits": str(splits), "index": 1, "of": 2}})
-    knob = folds.evaluation_view(table, {"fold": {"splits": str(splits), "index": 1, "of": 2, "scored_on": "test_half"}})
+    knob = folds.evaluation_view(table, {"fold": {"splits": str(splits), "index": 1, "of": 2,
+                                                  "scored_on": "test_half"}})
     assert fair["path"].tolist() == [f"{i}.jpg" for i in range(8)]  # the training half: the fair search's view
     assert set(fair.loc[fair["split"] == "test", "label"]) == {2, 3}  # its held-out fold
     assert knob["path"].tolist() == [f"{i}.jpg" for i in range(8, 12)] and set(knob["split"]) == {"test"}
@@ -318,7 +319,8 @@ def test_the_landing_line_names_knobs_both_ways_and_where_the_paper_recipe_shows
     assert re.search(r"moved by data trained on \+[78]\.\d \[\+\d\.\d, \+\d\.\d\], evaluation -[23]\.\d \[", line)
     assert "batch size" not in line
     assert "reproduction gap +10.7 (printed 65.7, ours 55.0)" in line
-    few = shares.method_shares(recipe, {s: {k: v for k, v in seeds.items() if k < 2} for s, seeds in gap_values.items()})
+    few = shares.method_shares(recipe, {s: {k: v for k, v in seeds.items() if k < 2}
+                                        for s, seeds in gap_values.items()})
     text = landing.dataset_part("CUB-200-2011", few, levels, labels, None)
     assert "no knob's share is significant (too few seeds: not tested)" in text
     assert re.search(r"largest: data trained on \+[78]\.\d, evaluation -[23]\.\d", text)

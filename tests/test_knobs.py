@@ -89,7 +89,8 @@ def test_a_differing_setting_without_a_knob_is_refused_with_its_name(full):
     without = replace(catalogue, knobs=tuple(replace(k, settings=tuple(s for s in k.settings if s != "model.frozen_bn"))
                                              for k in catalogue.knobs))
     recipe = next(r for r in knob_recipes.recipes(full) if r.paper == "ms" and r.dataset == "cub")
-    with pytest.raises(ConfigError, match=r"setting model\.frozen_bn differs \(False .* True .*\) and belongs to no knob"):
+    with pytest.raises(ConfigError, match=r"setting model\.frozen_bn differs \(False .* True .*\) "
+                                          r"and belongs to no knob"):
         derive(full.resolve(recipe.paper_run), full.resolve(recipe.fair_run), without, "ms on cub")
 
 
@@ -108,7 +109,8 @@ def test_a_misspelt_setting_in_the_knob_file_is_refused(tmp_path):
     data = yaml.safe_load((CONFIG_DIR / "knobs.yaml").read_text())
     data["knobs"]["batchnorm"]["settings"] = ["model.frozen_nb"]
     path.write_text(yaml.safe_dump(data, sort_keys=False))
-    with pytest.raises(ConfigError, match=r"'model\.frozen_nb' is no training setting \(did you mean 'model\.frozen_bn'\?\)"):
+    with pytest.raises(ConfigError, match=r"'model\.frozen_nb' is no training setting "
+                                          r"\(did you mean 'model\.frozen_bn'\?\)"):
         knob_catalogue.parse(load_yaml(path), str(path))
 
 

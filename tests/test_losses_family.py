@@ -33,7 +33,8 @@ def brute_lifted(e, y, margin):
     total = 0
     for i in range(len(y)):
         pos, neg = pairs_of(y, i)
-        value = torch.log(sum(torch.exp(-s[i, k]) for k in pos)) + torch.log(sum(torch.exp(margin + s[i, k]) for k in neg))
+        value = (torch.log(sum(torch.exp(-s[i, k]) for k in pos))
+                 + torch.log(sum(torch.exp(margin + s[i, k]) for k in neg)))
         total = total + torch.clamp(value, min=0)
     return total / len(y)
 
@@ -52,7 +53,8 @@ def brute_lifted_structure(e, y, margin):
                 continue
             _, neg_i = pairs_of(y, i)
             _, neg_j = pairs_of(y, j)
-            value = torch.log(sum(torch.exp(margin - d(i, k)) for k in neg_i) + sum(torch.exp(margin - d(j, l)) for l in neg_j)) + d(i, j)
+            value = torch.log(sum(torch.exp(margin - d(i, k)) for k in neg_i)
+                              + sum(torch.exp(margin - d(j, l)) for l in neg_j)) + d(i, j)
             total = total + torch.clamp(value, min=0) ** 2
             count += 1
     return total / (2 * count)
@@ -221,7 +223,8 @@ def test_proxy_nca(seed):
         total = 0
         for i in range(len(y)):
             d = [((x[i] - p[c]) ** 2).sum() for c in range(4)]
-            total = total - torch.log(torch.exp(-3.0 * d[y[i]]) / sum(torch.exp(-3.0 * d[c]) for c in range(4) if c != y[i]))
+            total = total - torch.log(torch.exp(-3.0 * d[y[i]])
+                                      / sum(torch.exp(-3.0 * d[c]) for c in range(4) if c != y[i]))
         return total / len(y)
 
     check_against(loss, brute, seed)

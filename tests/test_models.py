@@ -48,7 +48,9 @@ def test_bninception_weights_load_when_checksum_matches(tmp_path, monkeypatch):
 def test_bninception_weights_with_wrong_checksum_are_refused(tmp_path):
     path = tmp_path / "bn_inception.pth"
     torch.save({"x": torch.zeros(1)}, path)
-    with pytest.raises(DmlbenchError, match="is not the published 52deb473314542a5c2f87e9e6f26f4ca42fe863d15f986414dbae8c2dfdd2353.*left untouched"):
+    with pytest.raises(DmlbenchError,
+                       match="is not the published 52deb473314542a5c2f87e9e6f26f4ca42fe863d15f986414dbae8c2dfdd2353"
+                             ".*left untouched"):
         EmbeddingNet("bninception", 8, pretrained=True, weights_path=str(path))
     assert path.exists()  # the user's own file
 

@@ -173,7 +173,8 @@ def test_a_probe_worker_imports_nothing_its_fork_server_has_not(monkeypatch):
         def start(self):
             pass
 
-    context = type("Context", (), {"set_forkserver_preload": staticmethod(lambda modules: started.update(preload=modules)),
+    context = type("Context", (), {"set_forkserver_preload":
+                                       staticmethod(lambda modules: started.update(preload=modules)),
                                    "Process": Recorder, "Pipe": staticmethod(workers.multiprocessing.Pipe)})
     monkeypatch.setattr(workers.multiprocessing, "get_context", lambda method: context())
     workers.Worker(1, runner.PROBE_PRELOAD)

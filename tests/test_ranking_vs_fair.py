@@ -62,7 +62,8 @@ def test_the_table_pairs_each_trunk_with_the_fair_methods_under_their_fair_ids(t
     fair = {}
     for method, value in (("ms", 0.62), ("contrastive", 0.58), ("proxy_nca_rc", 0.60)):
         path = tmp_path / f"{method}.json"
-        path.write_text(json.dumps({"per_repetition": [{"concatenated": {"recall@1": value + r / 100}} for r in range(2)]}))
+        path.write_text(json.dumps({"per_repetition": [{"concatenated": {"recall@1": value + r / 100}}
+                                                       for r in range(2)]}))
         fair[method] = str(path)
     table = rvf.write({"runs": str(tmp_path / "runs.csv"), "trunks": {"vit": "ViT"}, "fair": {"cub": fair}}, tmp_path)
     assert table.loc[0, "methods"] == 3 and table.loc[0, "tau"] == pytest.approx(1.0)

@@ -143,7 +143,8 @@ def test_runs_that_differ_in_backbone_get_different_references_and_share_otherwi
 
 
 def summary_with_references():
-    rows = [("digits", "ms", "map@r", 61.3, False, None, None), ("digits", "contrastive", "map@r", 58.0, False, None, None),
+    rows = [("digits", "ms", "map@r", 61.3, False, None, None),
+            ("digits", "contrastive", "map@r", 58.0, False, None, None),
             ("digits", "ms", "recall@1", 98.0, False, None, None),
             ("digits", "no training: raw pixels", "map@r", 60.5, True, "pixels", "d1"),
             ("digits", "no training: net", "map@r", 62.25, True, "initial", "d1"),

@@ -230,7 +230,8 @@ def test_a_damaged_cached_image_sets_the_cache_aside_so_that_a_rerun_makes_it_ag
     cache.build(source, cached, 40)
     victim = next((cached.parent / "images").rglob("*.jpg"))
     victim.write_bytes(victim.read_bytes()[:40])
-    with pytest.raises(DatasetError, match=r"the suite's cached copies: their manifest is set aside as manifest.csv.corrupt"):
+    with pytest.raises(DatasetError, match=r"the suite's cached copies: "
+                                           r"their manifest is set aside as manifest.csv.corrupt"):
         store.build(cached, cached.parent / "store40", 40, log=lambda m: None)
     assert not cached.exists() and (cached.parent / "manifest.csv.corrupt").exists()
     cache.build(source, cached, 40)  # what the rerun's cache step does

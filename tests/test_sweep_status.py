@@ -31,7 +31,8 @@ def trained(tmp_path_factory):
     cfg.update(epochs=2, batches_per_epoch=2)
     run_dir = root / "results" / "smoke" / "suite.baselines" / "cub" / "ms" / "seed0"
     train(cfg, run_dir, log=lambda m: None)
-    (run_dir / "metrics.json").write_text(json.dumps(json.loads((run_dir / "final_metrics.json").read_text())["result"]))
+    (run_dir / "metrics.json").write_text(
+        json.dumps(json.loads((run_dir / "final_metrics.json").read_text())["result"]))
     return cfg, run_dir
 
 
@@ -166,7 +167,8 @@ def test_the_results_table_refuses_impossible_metrics_naming_the_file(trained, t
     result = json.loads((run_dir / "metrics.json").read_text())
     result["metrics"] = {**result["metrics"], "recall@1": 7.5, "nmi": -3}
     (folder / "metrics.json").write_text(json.dumps(result))
-    with pytest.raises(DmlbenchError, match=r"seed0/metrics.json holds metrics outside \[0, 1\]: .*nmi -3.*recall@1 7.5"):
+    with pytest.raises(DmlbenchError, match=r"seed0/metrics.json holds metrics outside \[0, 1\]: "
+                                            r".*nmi -3.*recall@1 7.5"):
         results_table.run_rows(folder, NAMES, run_folder.fingerprint(cfg))
 
 

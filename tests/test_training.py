@@ -147,7 +147,8 @@ def test_m_per_class_refuses_impossible_batches():
 
     with pytest.raises(ConfigError, match="needs 10 classes but the training split has 3"):
         samplers.build("m_per_class", [0, 0, 1, 1, 2, 2], 20, 2, torch.Generator())
-    with pytest.raises(ConfigError, match="the training split offers 5: use a smaller batch or batch.small_classes: repeat"):
+    with pytest.raises(ConfigError, match="the training split offers 5: use a smaller batch or "
+                                          "batch.small_classes: repeat"):
         samplers.build("m_per_class", [0, 0, 1, 2, 3], 8, 2, torch.Generator())
     with pytest.raises(ConfigError, match="not a multiple"):
         samplers.build("m_per_class", [0, 0, 1, 1], 5, 2, torch.Generator())

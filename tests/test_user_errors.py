@@ -188,7 +188,8 @@ def test_a_device_the_machine_lacks_stops_before_any_job_and_in_the_step(tmp_pat
     result = snakemake(tmp_path / "work", "--cores", "1", "--config", "preset=smoke", "experiments=[suite.baselines]",
                        "datasets=[digits]", f"overrides={{device: '{missing}'}}")
     assert result.returncode != 0
-    assert f"device {missing}: a job here sees {torch.cuda.device_count()} CUDA device(s)" in result.stderr + result.stdout
+    assert (f"device {missing}: a job here sees {torch.cuda.device_count()} CUDA device(s)"
+            in result.stderr + result.stdout)
     assert not (tmp_path / "work" / "data").exists() and not (tmp_path / "work" / "results").exists()
     plan = Plan.load(CONFIG_DIR, {"preset": "smoke", "overrides": {"device": missing}})
     spec = __import__("json").dumps(plan.resolve(plan.runs("suite.baselines")[0]))
@@ -317,7 +318,8 @@ def test_a_garbled_value_or_file_in_a_dataset_list_is_named(tmp_path, name, list
     from dmlbench.data import acquire, datasets, fixtures
 
     spec = datasets.get(name)
-    fixtures.write(name, tmp_path / "files", n_classes=4, per_class=2, **({"layout": "folders"} if name == "cars" else {}))
+    fixtures.write(name, tmp_path / "files", n_classes=4, per_class=2,
+                   **({"layout": "folders"} if name == "cars" else {}))
     layout = acquire.complete_layout(spec, tmp_path / "files")
     raw = acquire.extract([tmp_path / "files" / f.filename for f in layout.files], tmp_path / "raw")
     path = next(raw.rglob(listed))

@@ -102,7 +102,8 @@ def test_the_detectable_gain_is_statsmodels_power_computation_and_a_simulations(
     rng = np.random.default_rng(0)
     sd_better, sd_worse, n_better, n_worse, alpha = 0.5, 1.0, 10, 8, 0.01
     se = math.sqrt(sd_better ** 2 / n_better + sd_worse ** 2 / n_worse)
-    welch_df = se ** 4 / ((sd_better ** 2 / n_better) ** 2 / (n_better - 1) + (sd_worse ** 2 / n_worse) ** 2 / (n_worse - 1))
+    welch_df = se ** 4 / ((sd_better ** 2 / n_better) ** 2 / (n_better - 1)
+                          + (sd_worse ** 2 / n_worse) ** 2 / (n_worse - 1))
     gain = claims.detectable_gain(se, welch_df, alpha)
     better = rng.normal(gain, sd_better, (10_000, n_better))
     worse = rng.normal(0.0, sd_worse, (10_000, n_worse))
@@ -420,7 +421,8 @@ def test_verdict_and_results_find_the_preset_that_has_results(tmp_path):
                              env=dict(python_env(), PYTHONPATH=str(REPO)), cwd=tmp_path)
 
     nothing = dmlbench("verdict", "ms")
-    assert nothing.returncode == 1 and "no preset has aggregated results (reports/<preset>/*/runs.csv) yet" in nothing.stderr
+    assert nothing.returncode == 1 and ("no preset has aggregated results (reports/<preset>/*/runs.csv) yet"
+                                        in nothing.stderr)
     assert "Traceback" not in nothing.stderr
     (tmp_path / "reports/smoke/ms.t1").mkdir(parents=True)
     (tmp_path / "reports/smoke/ms.t1/runs.csv").write_text("experiment,dataset,method,seed,recall@1\n")

@@ -41,7 +41,10 @@ def test_full_preset_dry_run_lists_every_job(full_dry_run):
     assert fair == ["suite.fair"] and counts["fair_aggregate"] == 1  # its jobs: tests/test_fair.py
     knobs = [e for e in plan.experiment_ids if plan.is_knobs(e)]
     assert knobs == ["suite.knobs"] and counts["knob_aggregate"] == 1  # its runs: tests/test_knob_paths.py
-    assert counts["knob_concatenate"] == 16 * 2 * 2 * 5  # paths × methods × joined steps × seeds
+    joined = sum(1 for path in plan.knob_paths("suite.knobs") for step in path.paths.steps
+                 if "evaluation" in step.moved)  # the steps that join fold models, over the 16 paths
+    assert len(plan.knob_paths("suite.knobs")) == 16
+    assert counts["knob_concatenate"] == joined * 2 * 5  # × methods × seeds
     assert counts["aggregate"] == len(plan.experiment_ids) - len(analyses) - len(fair) - len(knobs)
     assert counts["analyse"] == len(analyses) >= 1
     ephn = {e for e in plan.experiment_ids if e.startswith("ephn.")}
@@ -118,7 +121,8 @@ def test_wrong_setting_value_stops_before_any_job(tmp_path):
     result = snakemake(tmp_path, "-n", "--cores", "1", "--config", "preset=smoke",
                        "overrides={optimizer: {name: adamax}}")
     assert result.returncode != 0
-    assert "setting optimizer.name: 'adamax' is not one of ['adam', 'adamw', 'rmsprop', 'sgd']" in result.stderr + result.stdout
+    assert ("setting optimizer.name: 'adamax' is not one of ['adam', 'adamw', 'rmsprop', 'sgd']"
+            in result.stderr + result.stdout)
     assert not (tmp_path / "results").exists() and not (tmp_path / "data").exists()
 
 
@@ -356,7 +360,8 @@ def records_of_every_run(workdir: Path, plan) -> None:
     assert asked.returncode == 0, asked.stderr
     answer = pd.read_csv(__import__("io").StringIO(asked.stdout)).set_index(["method", "dataset"])["recall"]
     by_hand = pd.DataFrame([e for e in expected if e[0] == "suite.baselines" and e[4] == "recall@1"],
-                           columns=["e", "dataset", "method", "seed", "m", "v"]).groupby(["method", "dataset"])["v"].mean()
+                           columns=["e", "dataset", "method", "seed", "m", "v"]).groupby(["method",
+                                                                                          "dataset"])["v"].mean()
     assert answer.sort_index().tolist() == pytest.approx(by_hand.sort_index().tolist())
     import shlex
 

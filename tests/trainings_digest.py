@@ -1,6 +1,7 @@
 """The trainings a preset plans, as a digest per experiment: how many, and the sha256 of their
-folders with their resolved settings that decide the numbers (all but keep, tracking, loader). `tests/data/full_trainings.json` holds the digest
-of `full` made by the commit before the jobs were regrouped (0739e16):
+folders with their resolved settings that decide the numbers (all but keep, tracking, loader).
+`tests/data/full_trainings.json` holds the digest of `full` made by the commit before the jobs
+were regrouped (0739e16):
 
     PYTHONPATH=<checkout of 0739e16> python tests/trainings_digest.py > tests/data/full_trainings.json
 

@@ -103,7 +103,8 @@ def run(output_dir: Path, spec: dict, repeats: int = 5) -> None:
     largest = frame[frame["batch"] == frame["batch"].max()].sort_values(["scope", "mean_ms"])
     lines = [f"# {spec['experiment']}: {spec['title']}", "",
              f"Loss side: similarities, mining/weighting, loss, backward to the embeddings"
-             f"{'; whole iteration: BN-Inception forward/backward as well' if len(scopes) > 1 else ' (no GPU here, so no whole-iteration timing)'}"
+             f"{'; whole iteration: BN-Inception forward/backward as well' if len(scopes) > 1 else ''}"
+             f"{'' if len(scopes) > 1 else ' (no GPU here, so no whole-iteration timing)'}"
              f". Mean of {repeats} iterations after one warm-up, on {frame['device'].iloc[0]}. "
              f"At B = {frame['batch'].max()}:"]
     lines += [f"- {r.method} ({r.scope}): {r.mean_ms:.1f} ± {r.std_ms:.1f} ms"

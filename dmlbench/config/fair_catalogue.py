@@ -73,7 +73,8 @@ def check_fair_methods(plan, key: str, where: str) -> None:
     exp, fair = plan.experiments[key], plan.experiments.get("suite.fair") or {}
     for method, other in (exp.get("fair_methods") or {}).items():
         if method not in exp["methods"]:
-            raise ConfigError(f"{where}.fair_methods: {method!r} is not a method of {key}{did_you_mean(method, exp['methods'])}")
+            raise ConfigError(f"{where}.fair_methods: {method!r} is not a method of {key}"
+                              f"{did_you_mean(method, exp['methods'])}")
         if other is not None and other not in fair.get("methods", []):
             raise ConfigError(f"{where}.fair_methods.{method}: {other!r} is not a method of suite.fair"
                               f"{did_you_mean(str(other), fair.get('methods', []))}; null where suite.fair has none")

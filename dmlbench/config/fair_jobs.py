@@ -56,7 +56,8 @@ class FairJobs:
     def fair_stage_spec(self, experiment, dataset, method, stage) -> dict:
         """A search job: its rounds in turn, each with the file that records what its slots were
         told; the settings the folds share once (`base`), each fold's as changes to them."""
-        rounds = [self.fair_round_spec(experiment, dataset, method, r) for r in self.fair_stage_rounds(experiment, stage)]
+        rounds = [self.fair_round_spec(experiment, dataset, method, r)
+                  for r in self.fair_stage_rounds(experiment, stage)]
         base = rounds[0]["ask"]["run"]
         return {"ask": rounds[0]["ask"], "space": rounds[0]["space"], "base": base,
                 "rounds": [{"output": self.fair_round_marker(experiment, dataset, method, r),

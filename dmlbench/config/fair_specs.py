@@ -199,7 +199,8 @@ class FairSpecs(FairJobs):
                 for t in range(self.fair_settings(experiment)["trials"])]
 
     def fair_summary_inputs(self, experiment, dataset, method) -> list[str]:
-        return [self.fair_group_marker(experiment, dataset, method, g) for g in range(self.fair_final_groups(experiment))]
+        return [self.fair_group_marker(experiment, dataset, method, g)
+                for g in range(self.fair_final_groups(experiment))]
 
     def fair_test_embeddings(self, experiment, dataset, method) -> list[str]:
         """The final folds' test.npz, repetition by repetition (written by the repetitions)."""
@@ -229,9 +230,11 @@ class FairSpecs(FairJobs):
                 "necessities": {m: needs for m, needs in (exp.get("necessities") or {}).items() if m in methods},
                 "omitted": {self.methods[m].get("label", m): why for m, why in (exp.get("omitted") or {}).items()},
                 "embedding_dims": self.fair_embedding_dims(experiment),
-                "epoch_caps": sorted({self._fair_base(experiment, d, m)["epochs"] for d, m in self.fair_pairs(experiment)}),
+                "epoch_caps": sorted({self._fair_base(experiment, d, m)["epochs"]
+                                      for d, m in self.fair_pairs(experiment)}),
                 "folder": self.fair_folder(experiment, "DATASET", "METHOD")}
 
     def fair_embedding_dims(self, experiment: str) -> list[int]:
         """The embedding sizes of the experiment's fold trainings (one, unless a dataset changes it)."""
-        return sorted({self._fair_base(experiment, d, m)["model"]["embedding_dim"] for d, m in self.fair_pairs(experiment)})
+        return sorted({self._fair_base(experiment, d, m)["model"]["embedding_dim"]
+                       for d, m in self.fair_pairs(experiment)})

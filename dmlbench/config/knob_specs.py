@@ -104,7 +104,8 @@ class KnobSpecs:
                         concatenated = self._moves(path, step, "evaluation")
                         for seed in seeds:
                             for fold in range(folds) if concatenated else [None]:
-                                name = self.knob_step_name(path, method, step) + (f".fold{fold}" if concatenated else "")
+                                name = (self.knob_step_name(path, method, step)
+                                        + (f".fold{fold}" if concatenated else ""))
                                 index[Run(experiment, path.dataset, name, seed)] = KnobRun(
                                     path, method, fair_method, step, fold)
             cache[experiment] = index

@@ -46,5 +46,6 @@ def check_scheme_needs(cfg: RunConfig, where: str) -> None:
                           f"pairs to restrict ({loss.source}): set scheme.pairs: all")
     if scheme.hncm and not with_images and not loss.class_vectors:
         raise ConfigError(f"{where}: scheme.hncm with representatives: none needs a loss with class centres "
-                          f"(class_vectors(): {', '.join(n for n, c in declared.components('loss').items() if c.class_vectors)}), "
+                          "(class_vectors(): "
+                          f"{', '.join(n for n, c in declared.components('loss').items() if c.class_vectors)}), "
                           f"not {loss.name!r}")

@@ -1,13 +1,13 @@
 """From a preset and the experiment catalogue to the list of runs and each run's resolved config.
 
 Every training setting and its default is a field of `dmlbench.run_config`; the catalogue lives in
-`workflow/config/`: `methods.yaml`, `experiments/<paper>.yaml` (ids `<paper>.t<N>` / `.f<N>`: the catalogue, docs/generated/catalogue.md) and `presets/<name>.yaml`.
-A run's settings are merged in this order: defaults < experiment `train` < experiment
-`per_dataset[dataset]` < method `train` < method `per_dataset[dataset]` < preset `overrides` < preset `per_dataset[dataset]` <
-preset `cpu_fallback` (no CUDA) < preset `subset[experiment].train` < sweep variant `train`. The
-swept setting comes last because it is the experiment's x axis: a preset shrinks a sweep by
-choosing variants (`subset`), it cannot flatten it. Validation lives in `validation`, the paths and
-specs of the pipeline's steps in `steps`.
+`workflow/config/`: `methods.yaml`, `experiments/<paper>.yaml` (ids `<paper>.t<N>` / `.f<N>`: the catalogue,
+docs/generated/catalogue.md) and `presets/<name>.yaml`. A run's settings are merged in this order: defaults <
+experiment `train` < experiment `per_dataset[dataset]` < method `train` < method `per_dataset[dataset]` <
+preset `overrides` < preset `per_dataset[dataset]` < preset `cpu_fallback` (no CUDA) < preset
+`subset[experiment].train` < sweep variant `train`. The swept setting comes last because it is the
+experiment's x axis: a preset shrinks a sweep by choosing variants (`subset`), it cannot flatten it.
+Validation lives in `validation`, the paths and specs of the pipeline's steps in `steps`.
 """
 
 from __future__ import annotations

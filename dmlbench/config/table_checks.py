@@ -34,7 +34,8 @@ def check_title(plan, exp: dict, where: str) -> None:
         for part in path.split("."):
             if not isinstance(value, dict) or part not in value:
                 raise ConfigError(f"{where}.title: {{{path}}} is no training setting; name a key path of "
-                                  f"the settings (docs/generated/settings.md; e.g. {{record.scatter_epochs}}) or write the value")
+                                  f"the settings (docs/generated/settings.md; e.g. {{record.scatter_epochs}}) "
+                                  "or write the value")
             value = value[part]
 
 

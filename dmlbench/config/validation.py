@@ -219,7 +219,8 @@ def check_knob_experiment(plan, key: str, exp: dict, where: str) -> None:
     for dataset, source in (exp.get("stand_in") or {}).items():
         if dataset not in exp["datasets"] or source not in DATASETS.names():
             raise ConfigError(f"{where}.stand_in.{dataset}: {source!r}: a dataset of the experiment takes the "
-                              f"recipe of another dataset (dataset: one of {exp['datasets']}; recipe's: a dataset name)")
+                              f"recipe of another dataset (dataset: one of {exp['datasets']}; "
+                              "recipe's: a dataset name)")
 
 
 def _check_seeds(seeds, where: str) -> None:

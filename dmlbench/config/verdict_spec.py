@@ -110,7 +110,8 @@ def untestable_claims(plan) -> dict[str, tuple[int, int]]:
             if claim.get("kind") in ("increasing", "decreasing"):
                 continue
             suffixes = [f"@{v}" for v in claim.get("variants") or []] or [""]
-            rows = ([claim["better"] + v for v in suffixes] + [claim["worse"] + v for v in suffixes] if "better" in claim
+            rows = ([claim["better"] + v for v in suffixes] + [claim["worse"] + v for v in suffixes]
+                    if "better" in claim
                     else [f"{claim['method']}{v}" for v in suffixes])
             counts = [seeds[row, d] for row in rows for d in listed(claim["dataset"]) if (row, d) in seeds]
             trained += bool(counts)
@@ -129,11 +130,13 @@ def undecidable_line(plan) -> str | None:
     parts = []
     if found:
         few, total = sum(f for f, _ in found.values()), sum(t for _, t in found.values())
-        parts.append(f"{few} of the {total} paper numbers these experiments train cannot reach a verdict at the planned "
+        parts.append(f"{few} of the {total} paper numbers these experiments train cannot reach a verdict "
+                     "at the planned "
                      f"seeds (fewer than {MIN_SEEDS}: inconclusive whatever the results): "
                      + ", ".join(f"{key} {f}/{t}" for key, (f, t) in found.items()))
     if claims:
         few, total = sum(f for f, _ in claims.values()), sum(t for _, t in claims.values())
-        parts.append(f"{few} of the {total} claims these experiments test have a row trained with one seed (no test: single run): "
+        parts.append(f"{few} of the {total} claims these experiments test have a row trained with one seed "
+                     "(no test: single run): "
                      + ", ".join(f"{key} {f}/{t}" for key, (f, t) in claims.items()))
     return "; ".join(parts) or None

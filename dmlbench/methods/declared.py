@@ -5,8 +5,8 @@ before any job, and the plan does not import torch).
 A component is what a module of its family registers with `@LOSSES.register("name")` (`MINERS`,
 `SAMPLERS`); its parameters are its `__init__`'s, with a base class's added where `__init__`
 passes `**kwargs` on (or has none); a loss's `takes_miner`, `restricts_pairs` and `needs` are its
-class attributes (or a base's), `class_vectors` whether it defines that method. `tests/test_declared.py` checks the reading against Python's
-own `inspect.signature` of every registered component.
+class attributes (or a base's), `class_vectors` whether it defines that method. `tests/test_declared.py`
+checks the reading against Python's own `inspect.signature` of every registered component.
 
 The same reading covers a user's own components, without importing them: an installed package's
 entry points (`dmlbench.losses`, `dmlbench.miners`, `dmlbench.samplers`: name = "module:Class")
@@ -104,7 +104,8 @@ def external(family: str, target: str, name: str) -> Component:
                           f"{did_you_mean(attribute, [n.name for n in tree.body if hasattr(n, 'name')])}")
     _, classes, constants = _package(family)
     own = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
-    return _component(name, node, {**classes, **own}, {**constants, **source_reading.literal_constants([tree])}, f"{path}:{node.lineno}")
+    return _component(name, node, {**classes, **own}, {**constants, **source_reading.literal_constants([tree])},
+                      f"{path}:{node.lineno}")
 
 
 class Known(dict):
@@ -141,7 +142,8 @@ def components(family: str) -> Known:
                                          f"{path.relative_to(METHODS.parent)}:{node.lineno}")
     for point in entry_points(GROUPS[family]):
         if point.name in found:
-            raise ConfigError(f"{family} {point.name!r} of the installed package {point.dist.name if point.dist else '?'} "
+            raise ConfigError(f"{family} {point.name!r} of the installed package "
+                              f"{point.dist.name if point.dist else '?'} "
                               f"(entry point {GROUPS[family]}) is a built-in name too; rename it there")
         found[point.name] = external(family, point.value, point.name)
     return Known(family, found)
@@ -194,7 +196,8 @@ def check_values(component: Component, values: dict, where: str, family: str) ->
     types, limits = dict(zip(component.params, component.types)), dict(component.limits)
     for key, value in values.items():
         kind, limit = types.get(key), limits.get(key)
-        told = f"{family} {component.name!r} takes {key}: {kind}{f', {shown_limit(limit)}' if limit else ''} ({component.source})"
+        told = (f"{family} {component.name!r} takes {key}: {kind}{f', {shown_limit(limit)}' if limit else ''} "
+                f"({component.source})")
         if kind and not _of_type(value, kind):
             raise ConfigError(f"{where}.{key}: {value!r} is not of that kind; {told}")
         if limit is not None and value is not None and not _within(value, limit):
@@ -228,7 +231,8 @@ def _within(value, limit) -> bool:
         if text.startswith(sign):
             return test(float(value), float(text[len(sign):]))
     low, high = (float(end) for end in text[1:-1].split(","))
-    return ((low <= value) if text[0] == "[" else (low < value)) and ((value <= high) if text[-1] == "]" else (value < high))
+    return (((low <= value) if text[0] == "[" else (low < value))
+            and ((value <= high) if text[-1] == "]" else (value < high)))
 
 
 def shown_limit(limit) -> str:

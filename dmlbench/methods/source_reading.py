@@ -77,7 +77,8 @@ def class_attribute(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], name: s
     it is looked up among the class's own literal attributes, then `constants` (the literal
     module constants of the methods' files)."""
     for node in cls.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        targets = (node.targets if isinstance(node, ast.Assign)
+                   else [node.target] if isinstance(node, ast.AnnAssign) else [])
         if any(isinstance(t, ast.Name) and t.id == name for t in targets) and node.value is not None:
             return literal(node.value, {**(constants or {}), **literal_constants([cls])})
     base = next((classes[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in classes), None)

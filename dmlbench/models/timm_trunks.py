@@ -183,31 +183,38 @@ DINOV2_OVERLAP = ("LVD-142M was retrieved with CUB-200-2011's and Stanford Cars'
 TRUNKS: dict[str, TimmTrunk] = {
     "vit_s16_in21k": TimmTrunk(
         "vit_small_patch16_224.augreg_in21k", None, "", *INCEPTION, native_size=224,
-        pretraining="ImageNet-21k, supervised (AugReg, arXiv 2106.10270)", overlap=IN21K_OVERLAP, label="ViT-S/16 (ImageNet-21k)"),
+        pretraining="ImageNet-21k, supervised (AugReg, arXiv 2106.10270)", overlap=IN21K_OVERLAP,
+        label="ViT-S/16 (ImageNet-21k)"),
     "vit_b16_in21k": TimmTrunk(
         "vit_base_patch16_224.augreg_in21k", None, "", *INCEPTION, native_size=224,
-        pretraining="ImageNet-21k, supervised (AugReg, arXiv 2106.10270)", overlap=IN21K_OVERLAP, label="ViT-B/16 (ImageNet-21k)"),
+        pretraining="ImageNet-21k, supervised (AugReg, arXiv 2106.10270)", overlap=IN21K_OVERLAP,
+        label="ViT-B/16 (ImageNet-21k)"),
     "vit_s16_dino": TimmTrunk(
         "vit_small_patch16_224.dino", None, "", *IMAGENET, native_size=224,
-        pretraining="ImageNet-1k without labels (DINO, arXiv 2104.14294)", overlap=IN1K_OVERLAP, label="ViT-S/16 (DINO)"),
+        pretraining="ImageNet-1k without labels (DINO, arXiv 2104.14294)", overlap=IN1K_OVERLAP,
+        label="ViT-S/16 (DINO)"),
     "vit_b16_dino": TimmTrunk(
         "vit_base_patch16_224.dino", "93181583427d6de3e18ab0e6ee4df35736cfc51a3c1bf9ae0e9b53b1316598dc",
         "https://huggingface.co/timm/vit_base_patch16_224.dino/blob/refs%2Fpr%2F2/model.safetensors "
         "(the file unchanged on main since 9578d38)", *IMAGENET, native_size=224,
-        pretraining="ImageNet-1k without labels (DINO, arXiv 2104.14294)", overlap=IN1K_OVERLAP, label="ViT-B/16 (DINO)"),
+        pretraining="ImageNet-1k without labels (DINO, arXiv 2104.14294)", overlap=IN1K_OVERLAP,
+        label="ViT-B/16 (DINO)"),
     "dinov2_s14": TimmTrunk(
         "vit_small_patch14_dinov2.lvd142m", None, "", *IMAGENET, native_size=518, img_size=224,
-        pretraining="LVD-142M, self-supervised (DINOv2, arXiv 2304.07193)", overlap=DINOV2_OVERLAP, label="DINOv2 ViT-S/14"),
+        pretraining="LVD-142M, self-supervised (DINOv2, arXiv 2304.07193)", overlap=DINOV2_OVERLAP,
+        label="DINOv2 ViT-S/14"),
     "dinov2_b14": TimmTrunk(
         "vit_base_patch14_dinov2.lvd142m", "55cbb5d887b336d430e649c277b85a1429e724871f9d02ac16203235886d8c7b",
         "https://huggingface.co/timm/vit_base_patch14_dinov2.lvd142m/blob/main/model.safetensors",
         *IMAGENET, native_size=518, img_size=224,
-        pretraining="LVD-142M, self-supervised (DINOv2, arXiv 2304.07193)", overlap=DINOV2_OVERLAP, label="DINOv2 ViT-B/14"),
+        pretraining="LVD-142M, self-supervised (DINOv2, arXiv 2304.07193)", overlap=DINOV2_OVERLAP,
+        label="DINOv2 ViT-B/14"),
     "timm_resnet50": TimmTrunk(
         "resnet50.a1_in1k", "773525d5821de224f8f30c33377b7a795d7863e08522698200d3217d3f2a41bb",
         "https://huggingface.co/timm/resnet50.a1_in1k/blob/5d9e13b8fdab4d9718bcf2c8f5c3af01878367e8/"
         "model.safetensors (main changed only README.md since)", *IMAGENET, native_size=224, cls_token=False,
-        pretraining="ImageNet-1k, supervised (ResNet strikes back A1, arXiv 2110.00476)", overlap=IN1K_OVERLAP, label="ResNet-50 (timm A1)"),
+        pretraining="ImageNet-1k, supervised (ResNet strikes back A1, arXiv 2110.00476)", overlap=IN1K_OVERLAP,
+        label="ResNet-50 (timm A1)"),
     "vit_tiny_test": TimmTrunk(
         "test_vit.r160_in1k", None, "", *INCEPTION, native_size=160,
         pretraining="none: timm's smallest ViT, used with random initialisation (CPU presets, tests)",

@@ -6,8 +6,8 @@ For a run r of group g on the real dataset:
                training split: ⌊N / B⌋; category pairs: C(S, 2) × per_pair; VehicleID ≈ 2N / B)
   evals(r)   = 1 + ⌈epochs / every⌉ (per-epoch evaluations, then the final one; 1 without)
   (a fold training of the fair protocol evaluates its validation fold, N / folds images, and a
-  final one, like suite.knobs' runs on folds, also embeds the test half once; its epochs are the most it may train: the budget
-  is an upper bound, since early stopping ends most folds sooner)
+  final one, like suite.knobs' runs on folds, also embeds the test half once; its epochs are the
+  most it may train: the budget is an upper bound, since early stopping ends most folds sooner)
   time(r)    = (steps(r) + probe steps) × t_step(g) + (evals(r) × test images
                + scatter epochs × training images) × t_image(g)
 

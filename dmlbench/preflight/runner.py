@@ -79,7 +79,8 @@ def bounded(groups: list[Group]) -> list[Group]:
 def device_label(device: torch.device) -> str:
     if device.type == "cuda":
         return f"{torch.cuda.get_device_name(device)} (CUDA)"
-    return f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, {torch.get_num_threads()} threads"
+    return (f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+            f"{torch.get_num_threads()} threads")
 
 
 def run(plan: Plan, workdir: Path, output_dir: Path, image_side: int | None, device: str,
@@ -119,7 +120,8 @@ def run(plan: Plan, workdir: Path, output_dir: Path, image_side: int | None, dev
         by_group = table.set_index("group")
         for group in groups:  # projected once its timings are known (a light group's: its shape's)
             if group.key in done and group.key not in projected and (
-                    by_group.loc[group.key, "status"] != "passed" or pd.notna(by_group.loc[group.key, "seconds_per_step"])):
+                    by_group.loc[group.key, "status"] != "passed"
+                    or pd.notna(by_group.loc[group.key, "seconds_per_step"])):
                 projected[group.key] = project_group(plan, group, by_group.loc[group.key], image_side)
         _write_table(table, output_dir, plan.name, measured_on, image_side, len(groups) - len(done))
         rows = [row for group in groups for row in projected.get(group.key, [])]

@@ -53,4 +53,5 @@ def render(cert: dict, link: str) -> str:
             f"settings fingerprint <code>{html.escape(cert['fingerprint'][:16])}</code>; "
             f"<a href='{link}/certificate.md'>certificate.md</a>, <a href='{link}/certificate.json'>JSON</a> "
             f"(with the data checksums); the same from the terminal: "
-            f"<code>python -m dmlbench verdict {html.escape(cert['paper'])} --preset {html.escape(cert['preset'])}</code>.</p>")
+            f"<code>python -m dmlbench verdict {html.escape(cert['paper'])} "
+            f"--preset {html.escape(cert['preset'])}</code>.</p>")

@@ -65,7 +65,8 @@ def _review(plan: Plan, paper: str) -> list[str]:
     counts = {what: sum(what in e for e in entries) for what in ("catalogued", "same_as", "left_out")}
     lines = [f"**Independent review** (`workflow/config/claims_review.yaml`): {len(entries)} sentences read from the "
              f"text alone; {counts['catalogued']} catalogued, {counts['same_as']} the same statement as another, "
-             f"{counts['left_out']} left out.", "", "| reviewer's reading | where | kind | in the catalogue |", "|---|---|---|---|"]
+             f"{counts['left_out']} left out.", "",
+             "| reviewer's reading | where | kind | in the catalogue |", "|---|---|---|---|"]
     for e in entries:
         if "catalogued" in e:
             answer = "; ".join(f"`{key}`: " + ", ".join(f"`{i}`" for i in ids) for key, ids in e["catalogued"].items())

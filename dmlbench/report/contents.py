@@ -65,7 +65,8 @@ def contents(plan: Plan, preset_dir: Path) -> dict:
         for key in keys:
             folder = preset_dir / key
             status, detail = _status(plan, key, folder)
-            figures = sorted(p.name for p in folder.glob("*.png")) if status not in ("quoted only", FIGURE_ONLY, NOT_RUN) else []
+            figures = (sorted(p.name for p in folder.glob("*.png"))
+                       if status not in ("quoted only", FIGURE_ONLY, NOT_RUN) else [])
             entries.append({"id": key, "title": plan.title(key), "status": status,
                             "detail": detail, "figures": figures})
         if entries:

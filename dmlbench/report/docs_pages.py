@@ -78,7 +78,8 @@ def catalogue(plans: dict[str, Plan]) -> str:
              GENERATED.format(source="`workflow/config/experiments/*.yaml`"), "",
              "Each experiment id names a table (`t`), figure (`f`) or analysis of a source paper, or one of "
              "the suite's own experiments (`suite.*`). Settings are those of the experiment on top of "
-             "the defaults ([Settings reference](settings.md)); a method's own `train` block and a preset's `subset` come on "
+             "the defaults ([Settings reference](settings.md)); a method's own `train` block and a preset's "
+             "`subset` come on "
              "top of them ([Presets](../presets.md)). Notes are the comments of the experiment file.", ""]
     files = sorted({plan.sources[k] for k in plan.experiments})
     notes = {path: catalogue_notes(path) for path in files}
@@ -218,7 +219,8 @@ def write(folder: Path) -> list[Path]:
     """Write the generated pages into `folder`; returns their paths."""
     plans = {name: Plan.load(CONFIG_DIR, {"preset": name}) for name in PRESETS}
     folder.mkdir(parents=True, exist_ok=True)
-    pages = {folder / "catalogue.md": catalogue(plans), folder / "methods-reference.md": methods_reference(plans["full"]),
+    pages = {folder / "catalogue.md": catalogue(plans),
+             folder / "methods-reference.md": methods_reference(plans["full"]),
              folder / "settings.md": settings_reference(plans["full"]), folder / "knobs.md": knobs_page(plans["full"]),
              folder / "claims.md": claims_page.page(plans["full"], GENERATED.format(
                  source="the experiments' `claims:` and `workflow/config/margins.yaml`"))}

@@ -85,7 +85,8 @@ def dataset_table(frame: pd.DataFrame, dataset: str, papers: dict, pairs: pd.Dat
                         f"<td class='paper'>{html.escape(_setting(first['paper_setting']))}</td>"
                         f"<td>{int(first['trials'])} ({int(first['diverged_trials'])})</td>"
                         f"<td>{capped(first)}</td></tr>")
-    return (f"<h4>{html.escape(dataset)}</h4><div class='scroll'><table class='paper-table'>{head}<tbody>{''.join(body)}</tbody>"
+    return (f"<h4>{html.escape(dataset)}</h4><div class='scroll'><table class='paper-table'>{head}"
+            f"<tbody>{''.join(body)}</tbody>"
             f"</table></div>")
 
 
@@ -102,7 +103,8 @@ def paper_vs_fair_table(frame: pd.DataFrame, toy: bool) -> str:
     return ("<h4>Paper vs fair</h4><p class='note'>The paper's own Recall@1 (its backbone, embedding size, batch "
             "and model selection, as the catalogue quotes it) beside the fair P@1 (separated): how much of "
             "each claimed number survives one protocol." + (" Fixture data: no difference is shown." if toy else "")
-            + "</p><div class='scroll'><table class='paper-table'><thead><tr><th>method</th><th>dataset</th><th class='paper'>paper R@1</th>"
+            + "</p><div class='scroll'><table class='paper-table'><thead><tr><th>method</th><th>dataset</th>"
+            "<th class='paper'>paper R@1</th>"
             "<th>quoted in</th><th>fair P@1</th><th>fair − paper</th></tr></thead><tbody>" + rows
             + "</tbody></table></div>")
 

@@ -191,8 +191,10 @@ def statistics_markdown(frame: pd.DataFrame, pairs: pd.DataFrame, record: dict, 
         lines.append(f"No ranking over the datasets: {record['none']}.")
     else:
         ranks = average_ranks_text(record, labels)
-        lines.append(f"Friedman test over {len(record['datasets'])} datasets: χ² = {record['friedman']['statistic']:.2f}, "
-                     f"p = {record['friedman']['p']:.3g}; Nemenyi critical difference {record['critical_difference']:.2f} "
+        lines.append(f"Friedman test over {len(record['datasets'])} datasets: "
+                     f"χ² = {record['friedman']['statistic']:.2f}, "
+                     f"p = {record['friedman']['p']:.3g}; "
+                     f"Nemenyi critical difference {record['critical_difference']:.2f} "
                      f"(α = {record['alpha']}). Average ranks: {ranks}. Diagram: fair_cd.png.")
     return lines + [""]
 

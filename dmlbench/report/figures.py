@@ -42,7 +42,8 @@ def recall_curves(summary: pd.DataFrame, spec: dict, path: Path) -> None:
     parts = summary["metric"].str.extract(RECALL)
     recall = summary[parts["k"].notna()].copy()
     recall["k"] = parts.loc[recall.index, "k"].astype(int)
-    recall["panel"] = recall["dataset"] + parts.loc[recall.index, "list"].map(lambda v: f" ({v})" if isinstance(v, str) else "")
+    recall["panel"] = recall["dataset"] + parts.loc[recall.index, "list"].map(lambda v: f" ({v})"
+                                                                              if isinstance(v, str) else "")
     panels = list(dict.fromkeys(recall["panel"]))
     fig, axes = _axes(len(panels), f"{spec['experiment']}: Recall@K")
     for ax, panel in zip(axes, panels):

@@ -21,9 +21,11 @@ def render(folder: Path, url) -> str:
         if table:
             head, *rows = [markdown.cells(line) for line in table if not line.startswith("|---")]
             header = "".join(f"<th>{html.escape(c)}</th>" for c in head)
-            body = "".join(f"<tr><th>{html.escape(row[0])}</th>" + "".join(f"<td>{html.escape(c)}</td>" for c in row[1:])
+            body = "".join(f"<tr><th>{html.escape(row[0])}</th>"
+                           + "".join(f"<td>{html.escape(c)}</td>" for c in row[1:])
                            + "</tr>" for row in rows)
-            parts.append(f"<div class='scroll'><table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table></div>")
+            parts.append(f"<div class='scroll'><table><thead><tr>{header}</tr></thead>"
+                         f"<tbody>{body}</tbody></table></div>")
             table.clear()
 
     for line in lines:

@@ -67,7 +67,8 @@ def _method_rows(recipe: dict, name: str, label: str, result: dict) -> tuple[lis
                      "label": knob, "share": part["effect"], "share_low": part["low"], "share_high": part["high"]})
     steps = result["steps"]
     lines.append(f"| {label} | remainder (higher-order) | | | | {_fmt(**_trio(result['remainder']))} | | |")
-    lines.append(f"| {label} | total (paper {steps['paper']['mean']:.1f} → fair {steps[result['fair_step']]['mean']:.1f}) "
+    lines.append(f"| {label} | total (paper {steps['paper']['mean']:.1f} "
+                 f"→ fair {steps[result['fair_step']]['mean']:.1f}) "
                  f"| | | | {_fmt(**_trio(result['total']))} | | |")
     return rows, lines
 
@@ -120,7 +121,8 @@ def aggregate(spec: dict, output_dir: Path) -> dict:
         printed = float(recipe["paper_number"]) if recipe["paper_number"] else None
         reproduction = (printed, steps["paper"]["mean"]) if printed is not None else None
         source = f" (the {_label(recipe['stand_in'])} recipe)" if recipe["stand_in"] else ""
-        body += [f"## {recipe['paper']}: {head_label} on {dataset}{source}", "", f"![waterfall]({recipe['figure']})", "",
+        body += [f"## {recipe['paper']}: {head_label} on {dataset}{source}", "",
+                 f"![waterfall]({recipe['figure']})", "",
                  f"Paper's recipe: {recipe['source']}. Recall@1 in %, effects in points with their paired 95 % "
                  f"interval over seeds {spec['seeds']}. Forward: the knob moved from the paper's recipe; backward: "
                  f"reverted from the fair recipe; share: their mean, seed by seed (order-free; p Holm-adjusted "

@@ -232,7 +232,8 @@ def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str
                     elif metric in layout.selected and row.reference:
                         parts.append(cells.ours(dataset, method, metric) * 2)
                     elif metric in layout.selected:
-                        parts.append(cells.ours(dataset, method, metric) + cells.ours(dataset, method, metric + SELECTED))
+                        parts.append(cells.ours(dataset, method, metric)
+                                     + cells.ours(dataset, method, metric + SELECTED))
                     else:
                         parts.append(cells.ours(dataset, method, metric))
                 if with_paper and not group.reference:

@@ -107,7 +107,8 @@ def panel(plan, preset_dir: Path) -> str:
     header = "".join(f"<th colspan='2' class='group'>{n}</th>" for n in names)
     sub = "<th class='ours'>ours</th><th class='paper'>paper</th>" * len(names)
     table = (f"<div class='scroll'><table><caption>Each experiment's first run in this preset beside the "
-             f"paper's setting (the catalogue's, without this preset's settings); test images: this preset's / the real dataset's.</caption>"
+             "paper's setting (the catalogue's, without this preset's settings); "
+             "test images: this preset's / the real dataset's.</caption>"
              f"<thead><tr><th rowspan='2'>experiment</th>{header}<th rowspan='2'>seeds</th>"
              f"<th rowspan='2'>test images</th></tr><tr>{sub}</tr></thead><tbody>{''.join(lines)}</tbody>"
              f"</table></div>") if lines else ""

@@ -13,7 +13,8 @@ NUMBER_COLUMNS = (("reproduced", (numbers.REPRODUCED,)), ("inconclusive", (numbe
                   ("not run", (numbers.NOT_RUN,)))
 CLAIM_COLUMNS = (("hold", (claims.HOLDS, claims.SMALLER, claims.LARGER)), ("equivalent", (claims.EQUIVALENT,)),
                  ("underpowered", (claims.UNDERPOWERED,)), ("partly run", (claims.PARTIAL,)),
-                 ("not significant", (claims.NOT_SIGNIFICANT,)), ("reversed, differs", (claims.REVERSED, claims.DIFFERS)),
+                 ("not significant", (claims.NOT_SIGNIFICANT,)),
+                 ("reversed, differs", (claims.REVERSED, claims.DIFFERS)),
                  ("untested", (claims.NOT_RUN, claims.SINGLE_RUN)))
 
 

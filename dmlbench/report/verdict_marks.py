@@ -19,7 +19,8 @@ def legend() -> str:
     items = "".join(f"<span class='delta {verdict_class(v)}'>{numbers.SYMBOLS[v]} {html.escape(v)}</span> "
                     f"{html.escape(numbers.MEANINGS[v])}; " for v in numbers.VERDICTS)
     return (f"<p class='legend'>Δ: this suite − paper, in points; the verdict's symbol beside it: {items}"
-            f"interval: 95 % Student t over the n seeds; δ: the experiment's margin (workflow/config/margins.yaml) plus half the "
+            "interval: 95 % Student t over the n seeds; δ: the experiment's margin (workflow/config/margins.yaml) "
+            "plus half the "
             f"paper's last printed digit (docs/verdicts.md).</p>")
 
 

@@ -58,10 +58,10 @@ def build(groups: list[dict], cfg: Optimizer):
 
 
 def build_optimizer(model, criterion, cfg: Optimizer):
-    """The run's optimiser (`dmlbench.training.optimisers`) over the trunk (lr; with `layer_decay` < 1 a timm transformer's
-    blocks at lr × layer_decay^(depth − block)), the embedding layer (lr × head_lr_mult) and, when they
-    share it (`loss_params.optimizer: shared`), the loss's own parameters such as proxies
-    (lr × loss_lr_mult)."""
+    """The run's optimiser (`dmlbench.training.optimisers`) over the trunk (lr; with `layer_decay` < 1
+    a timm transformer's blocks at lr × layer_decay^(depth − block)), the embedding layer (lr ×
+    head_lr_mult) and, when they share it (`loss_params.optimizer: shared`), the loss's own parameters
+    such as proxies (lr × loss_lr_mult)."""
     groups = model.parameter_groups(cfg.lr, cfg.head_lr_mult, cfg.layer_decay)
     loss_params = [p for p in criterion.parameters() if p.requires_grad]
     if loss_params and cfg.loss_params.optimizer == "shared":

@@ -236,8 +236,8 @@ def train_step(model, criterion, optimizers, images, labels, pairs=None, penalty
     when asked), the method's loss (restricted to `pairs` when given) plus the scheme's
     `penalty()`, backward, the gradients of the run's optimiser (not a loss's own) scaled to a
     total norm of at most `clip_grad_norm` when set, and every optimiser's step, stopping
-    (DivergedError) on a non-finite loss, gradient or parameter. Returns the loss, the embeddings and whether a step was taken
-    (a batch without a valid pair or triplet has no gradient)."""
+    (DivergedError) on a non-finite loss, gradient or parameter. Returns the loss, the embeddings
+    and whether a step was taken (a batch without a valid pair or triplet has no gradient)."""
     optimizer = optimizers[0]
     with torch.autocast(images.device.type, dtype=torch.bfloat16, enabled=bf16):
         embeddings = model(images)

@@ -63,7 +63,8 @@ def _claims(exp: dict, runs: pd.DataFrame | None) -> list[dict]:
     out = []
     for claim in exp["claims"]:
         metrics = claim_kinds.listed(claim["metric"])
-        result = claim_kinds.evaluate(claim, lambda row, dataset, metric: _per_seed(runs, row, dataset, _column(exp, metric)),
+        result = claim_kinds.evaluate(claim,
+                                      lambda row, dataset, metric: _per_seed(runs, row, dataset, _column(exp, metric)),
                                       lambda metric: numbers.band_of(exp["margin"], metric))
         entry = {**{k: v for k, v in claim.items() if k != "gain"}, "gain_paper": claim.get("gain"),
                  "text": claim["text"] + (f" [unlike settings: {claim['unlike']}]" if claim.get("unlike") else ""),
@@ -188,7 +189,8 @@ def markdown(cert: dict, only: str | None = None) -> str:
         if decided:  # what is not reproduced, and what more seeds would decide
             lines += ["| row | dataset | metric | paper | this suite (95 % interval, n) | δ | verdict |",
                       "|---|---|---|---|---|---|---|"]
-            lines += [f"| {x['row']} | {x['dataset']} | {x['metric']}{' (test-selected)' if x['test_selected'] else ''} "
+            lines += [f"| {x['row']} | {x['dataset']} | {x['metric']}"
+                      f"{' (test-selected)' if x['test_selected'] else ''} "
                       f"| {x['paper']} | {_interval(x['mean'], x['half'])} (n={x['n']}) | ±{x['delta']:.3f} "
                       f"| {numbers.SYMBOLS[x['verdict']]} {x['verdict']}{_why(x)} |" for x in decided]
             lines.append("")

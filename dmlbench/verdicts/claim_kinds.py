@@ -1,8 +1,9 @@
 """What a claim's sentence says, tested as it says it (docs/verdicts.md, "Claims"). `kind:`
 
 - `gain` (the default): `better` beats `worse`. A list of datasets or metrics (or, in a swept
-  experiment, of `variants`, the settings of the sweep) is one statement over them all: an intersection-union test, significant only where every part is (p = the
-  largest part's p), its gain the smallest part's.
+  experiment, of `variants`, the settings of the sweep) is one statement over them all: an
+  intersection-union test, significant only where every part is (p = the largest part's p), its
+  gain the smallest part's.
 - `equivalent` ("≈", "recovers", "comparable"): two one-sided tests of better − worse inside ±δ
   (p = the larger one-sided p); *differs* where the 95 % interval lies wholly outside ±δ.
 - `no_gain` ("gives no gain over"): non-superiority, better − worse < δ shown by a one-sided
@@ -245,7 +246,8 @@ def verdict(claim: dict, result: dict, adjusted_p: float, detectable: float) -> 
             return DIFFERS if kind != "no_gain" else gain_tests.REVERSED
         return gain_tests.UNDERPOWERED
     if kind == "gain" and len(parts) == 1:
-        found = gain_tests.verdict(gain_tests.ClaimTest(**{k: result[k] for k in gain_tests.ClaimTest.__dataclass_fields__}),
+        found = gain_tests.verdict(gain_tests.ClaimTest(**{k: result[k]
+                                                           for k in gain_tests.ClaimTest.__dataclass_fields__}),
                                    adjusted_p, claim.get("gain"), detectable)
         # `unlike`: the paper's gain compares other settings than the suite's rows (dro's MS at
         # d = 512 against its own runs at 1024): the suite tests the like-for-like gain, and its

@@ -61,7 +61,8 @@ class MarginLoss(PairLoss):
     equal.
     """
 
-    limits = {"margin": ">= 0", "beta": ">= 0", "nu": ">= 0", "num_classes": ">= 1"}  # checked when the plan loads (methods/declared.py)
+    # checked when the plan loads (methods/declared.py)
+    limits = {"margin": ">= 0", "beta": ">= 0", "nu": ">= 0", "num_classes": ">= 1"}
 
     needs = ("num_classes",)  # one β per class, the training's number of classes
 

@@ -107,7 +107,8 @@ class BinomialDevianceLoss(PairLoss):
     for negatives. Defaults α = 2, β = 50, γ = 0.5 (ms section 6). `reduction="mean"` divides by m.
     """
 
-    limits = {"alpha": "> 0", "beta": "> 0", "gamma": "[-1, 1]", "reduction": ("sum", "mean")}  # checked when the plan loads (methods/declared.py)
+    # checked when the plan loads (methods/declared.py)
+    limits = {"alpha": "> 0", "beta": "> 0", "gamma": "[-1, 1]", "reduction": ("sum", "mean")}
 
     def __init__(self, alpha: float = 2.0, beta: float = 50.0, gamma: float = 0.5,
                  reduction: str = "sum"):

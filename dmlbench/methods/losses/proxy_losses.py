@@ -23,7 +23,8 @@ class ProxyNCALoss(nn.Module):
     The paper has s = 1 (the default); many implementations scale distances (s = 3 or more).
     """
 
-    limits = {"num_classes": ">= 2", "embedding_dim": ">= 1", "scale": "> 0"}  # checked when the plan loads (methods/declared.py)
+    # checked when the plan loads (methods/declared.py)
+    limits = {"num_classes": ">= 2", "embedding_dim": ">= 1", "scale": "> 0"}
 
     takes_miner = False  # every sample against every proxy
     restricts_pairs = False

@@ -122,7 +122,8 @@ class FastAPLoss(PairLoss):
     (1/N⁺) Σ_l H⁺_l h⁺_l / H_l on soft histograms of squared distances. Parameters: `num_bins`
     L = 10, `bins` paper | code, `gradient` closed_form | autograd (see the module docstring)."""
 
-    limits = {"num_bins": ">= 2", "bins": BINS, "gradient": GRADIENTS}  # checked when the plan loads (methods/declared.py)
+    # checked when the plan loads (methods/declared.py)
+    limits = {"num_bins": ">= 2", "bins": BINS, "gradient": GRADIENTS}
 
     takes_miner = False  # every query's whole ranking of the batch
     restricts_pairs = False

@@ -208,7 +208,8 @@ class DROKLGrouped(DROLoss):
     With γ = 1 and the margin loss (no pair clipped) the gradient is the lifted-structure one;
     with pseudo pairs, γ_pos = 1/α, γ_neg = 1/β it is MS's with thresholds c± = λ ± m."""
 
-    limits = {"gamma": "> 0", "gamma_pos": "> 0", "gamma_neg": "> 0"}  # checked when the plan loads (methods/declared.py)
+    # checked when the plan loads (methods/declared.py)
+    limits = {"gamma": "> 0", "gamma_pos": "> 0", "gamma_neg": "> 0"}
 
     def __init__(self, gamma: float = 1.0, gamma_pos: float | None = None,
                  gamma_neg: float | None = None, pseudo_pair: bool = False, **base):

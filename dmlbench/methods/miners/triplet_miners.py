@@ -30,7 +30,8 @@ class PerAnchorTripletMiner:
     their HardNegative code keep it (default False).
     """
 
-    limits = {"positive": POSITIVES, "negative": NEGATIVES, "duplicate_threshold": "[-1, 1]"}  # checked when the plan loads (methods/declared.py)
+    # checked when the plan loads (methods/declared.py)
+    limits = {"positive": POSITIVES, "negative": NEGATIVES, "duplicate_threshold": "[-1, 1]"}
 
     def __init__(self, positive: str = "easy", negative: str = "hard",
                  one_triplet_per_image: bool = False, duplicate_threshold: float | None = None,

@@ -37,7 +37,7 @@ VARIABLE = "DMLBENCH_WARM_START"
 PREFIX = "dmlbench-warm-"  # the server's socket is <temporary folder>/dmlbench-warm-*/socket
 # the steps that start torch, pandas, scipy or matplotlib for seconds of work, and what they import
 COMMANDS = ("train", "fair-stage", "fair-final", "evaluate", "reference", "fair-summary", "aggregate", "analyse",
-            "fair-aggregate", "knob-concatenate", "knob-aggregate", "verdict", "report", "results-table")
+            "fair-aggregate", "knob-joined", "knob-aggregate", "verdict", "report", "results-table")
 PRELOAD = ("torch", "dmlbench.training.train", "dmlbench.fair.rounds", "dmlbench.evaluation.evaluate_run",
            "dmlbench.knobs.concatenate", "dmlbench.report.knob_tables", "dmlbench.evaluation.reference",
            "dmlbench.fair.summary", "dmlbench.report.aggregate", "dmlbench.analysis", "dmlbench.report.fair_tables",

@@ -35,7 +35,9 @@ def test_full_preset_dry_run_lists_every_job(full_dry_run):
     listed = "\n".join(line for line in result.stdout.splitlines() if "metrics.json" in line or "summary.md" in line)
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     assert counts["prepare"] == len(plan.datasets) == 6
-    assert counts["train"] == len(plan.runs()) and "evaluate" not in counts  # train writes metrics.json
+    fold_runs = [run for run in plan.runs("suite.knobs") if plan.knob_run_index("suite.knobs")[run].fold is not None]
+    # train writes metrics.json; a joined knob step's fold runs are its knob_joined job's
+    assert counts["train"] == len(plan.runs()) - len(fold_runs) and "evaluate" not in counts
     analyses = [e for e in plan.experiment_ids if plan.is_analysis(e)]
     fair = [e for e in plan.experiment_ids if plan.is_fair(e)]
     assert fair == ["suite.fair"] and counts["fair_aggregate"] == 1  # its jobs: tests/test_fair.py
@@ -44,7 +46,8 @@ def test_full_preset_dry_run_lists_every_job(full_dry_run):
     joined = sum(1 for path in plan.knob_paths("suite.knobs") for step in path.paths.steps
                  if "evaluation" in step.moved)  # the steps that join fold models, over the 16 paths
     assert len(plan.knob_paths("suite.knobs")) == 16
-    assert counts["knob_concatenate"] == joined * 2 * 5  # × methods × seeds
+    assert counts["knob_joined"] == joined * 2 * 5  # × methods × seeds: one job trains a step's folds and joins them
+    assert len(fold_runs) == counts["knob_joined"] * plan.knob_folds
     assert counts["aggregate"] == len(plan.experiment_ids) - len(analyses) - len(fair) - len(knobs)
     assert counts["analyse"] == len(analyses) >= 1
     ephn = {e for e in plan.experiment_ids if e.startswith("ephn.")}

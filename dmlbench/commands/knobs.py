@@ -1,4 +1,5 @@
-"""The knob experiment's steps (`suite.knobs`): a concatenated step's numbers, and the report folder."""
+"""The knob experiment's steps (`suite.knobs`): a joined step's fold runs and their concatenated
+numbers (one job), and the report folder."""
 
 from __future__ import annotations
 
@@ -7,10 +8,14 @@ from pathlib import Path
 from dmlbench.commands.common import spec_json
 
 
-def cmd_knob_concatenate(args) -> None:
+def cmd_knob_joined(args) -> None:
+    from dmlbench.commands.steps import train_run
     from dmlbench.knobs import concatenate
 
-    result = concatenate.concatenate([Path(p) for p in args.run_dirs], Path(args.output))
+    folds = spec_json(args.spec)["folds"]
+    for fold in folds:  # in turn; a fold trained before with these settings is kept
+        train_run({**fold["spec"], **fold["side"]}, Path(fold["metrics"]).parent, Path(fold["metrics"]))
+    result = concatenate.concatenate([Path(fold["metrics"]).parent for fold in folds], Path(args.output))
     print(f"{args.output}: {result['folds']} fold models joined, recall@1 {result['metrics']['recall@1']:.4f}")
 
 
@@ -23,10 +28,11 @@ def cmd_knob_aggregate(args) -> None:
 
 def add(sub) -> None:
     """Add these commands to the command line's subparsers."""
-    s = sub.add_parser("knob-concatenate", help="join the fold models' test embeddings of one knob step and seed")
-    s.add_argument("--run-dirs", nargs="+", required=True, help="the fold runs' folders (each with model.pt)")
-    s.add_argument("--output", required=True, help="concatenated.json")
-    s.set_defaults(func=cmd_knob_concatenate)
+    s = sub.add_parser("knob-joined", help="train a joined knob step's fold runs (one seed) and join their "
+                                           "test embeddings")
+    s.add_argument("--spec", required=True, help="JSON: what dmlbench.config.knob_jobs.joined_spec gives")
+    s.add_argument("--output", required=True, help="the step's concatenated.json")
+    s.set_defaults(func=cmd_knob_joined)
 
     s = sub.add_parser("knob-aggregate", help="the knob experiment's steps, attribution, waterfalls and landing lines")
     s.add_argument("--spec", required=True, help="JSON: what Plan.knob_aggregate_spec gives")

@@ -54,21 +54,25 @@ def cmd_store(args) -> None:
 
 
 def cmd_train(args) -> None:
-    from dmlbench.evaluation import final_metrics
-    from dmlbench.training import run_folder, train
-
     cfg = _run_config(args)
     if args.run_dir is None:
         if not args.metrics:
             raise DmlbenchError("train: name the run folder (--run-dir) or the metrics file in it (--metrics)")
         args.run_dir = str(Path(args.metrics).parent)
-    if args.metrics and run_folder.trained_with(Path(args.run_dir), cfg) \
-            and final_metrics.reuse(Path(args.run_dir), Path(args.metrics)):
+    train_run(cfg, Path(args.run_dir), Path(args.metrics) if args.metrics else None)
+
+
+def train_run(cfg: dict, run_dir: Path, metrics: Path | None) -> None:
+    """Train a run (resuming its checkpoint) and write its `metrics.json` from the model's final
+    evaluation; nothing to train where the folder holds a model of these settings."""
+    from dmlbench.evaluation import final_metrics
+    from dmlbench.training import run_folder, train
+
+    if metrics and run_folder.trained_with(run_dir, cfg) and final_metrics.reuse(run_dir, metrics):
         return  # trained before with these settings (its metrics.json lost or set aside): nothing to train
-    train.train(cfg, Path(args.run_dir), log=train.log_stderr)
-    if args.metrics:  # the train step's own evaluation of the model it wrote
-        if not final_metrics.reuse(Path(args.run_dir), Path(args.metrics)):
-            raise DmlbenchError(f"{args.run_dir}: no final evaluation of its model.pt to write to {args.metrics}")
+    train.train(cfg, run_dir, log=train.log_stderr)
+    if metrics and not final_metrics.reuse(run_dir, metrics):  # the train step's own evaluation
+        raise DmlbenchError(f"{run_dir}: no final evaluation of its model.pt to write to {metrics}")
 
 
 def cmd_evaluate(args) -> None:

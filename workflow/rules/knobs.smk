@@ -1,25 +1,36 @@
 # The knob experiment (`suite.knobs`, dmlbench/config/knob_specs.py): its steps are train jobs
-# of the plan's runs; a step that moves the evaluation knob joins its fold models
-# (knob_concatenate); one job writes the report folder (knob_aggregate).
+# of the plan's runs; a step that moves the evaluation knob is one job per seed that trains its
+# fold runs and joins their models (knob_joined, dmlbench/config/knob_jobs.py); one job writes the
+# report folder (knob_aggregate).
 KNOB_STEP_DIR = "results/{preset}/{experiment}/{dataset}/{method}/seed{seed}"
+KNOB_STEP = r"[A-Za-z0-9_.-]+@[A-Za-z0-9_-]+"   # <method>@<paper>-<step>: no dot after the @, so no .fold<k>
 
 
-rule knob_concatenate:
+rule knob_joined:
     input:
-        lambda w: [f"{folder}/metrics.json" for folder in   # their model.pt beside it
-                   PLAN.knob_fold_dirs(w.experiment, w.dataset, w.method, int(w.seed))],
-    output:
-        f"{KNOB_STEP_DIR}/concatenated.json",
+        lambda w: knob_jobs.joined_inputs(PLAN, w.experiment, w.dataset, w.method, int(w.seed)),
+    output:   # and each fold run's model.pt, not declared (as the train rule's)
+        concatenated=f"{KNOB_STEP_DIR}/concatenated.json",
+        folds=[f"results/{{preset}}/{{experiment}}/{{dataset}}/{{method}}.fold{k}/seed{{seed}}/metrics.json"
+               for k in range(PLAN.knob_folds)],
+    wildcard_constraints:
+        method=KNOB_STEP,
     params:
-        run_dirs=lambda w: PLAN.knob_fold_dirs(w.experiment, w.dataset, w.method, int(w.seed)),
+        settings=lambda w: knob_jobs.joined_settings(PLAN, w.experiment, w.dataset, w.method, int(w.seed)),
+        spec=lambda w: Untracked(lambda: as_json(knob_jobs.joined_spec(PLAN, w.experiment, w.dataset, w.method,
+                                                                       int(w.seed)))),
     resources:
         gpu=1,
-        runtime=job_minutes(0.0),   # an evaluation: the floor (SLURM)
+        runtime=job_runtime(lambda w: [run.path(PRESET) for run in knob_jobs.joined_runs(
+            PLAN, w.experiment, w.dataset, w.method, int(w.seed))]),   # minutes (SLURM)
     log:
         f"logs/{{preset}}/knobs/{{experiment}}/{{dataset}}/{{method}}/seed{{seed}}.log",
     shell:
-        "gpu_slot \"$DMLBENCH_PYTHON\" -m dmlbench knob-concatenate --run-dirs {params.run_dirs:q} --output {output:q}"
-        " 2> >(tee {log:q} >&2)"
+        "gpu_slot \"$DMLBENCH_PYTHON\" -m dmlbench knob-joined --spec {params.spec:q} --output {output.concatenated:q}"
+        " 2> >(tee -a {log:q} >&2)"
+
+
+ruleorder: knob_joined > train   # a joined step's fold runs are trained by its job, not one by one
 
 
 rule knob_aggregate:

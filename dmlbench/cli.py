@@ -91,6 +91,7 @@ def main(argv: list[str] | None = None) -> None:
     if handed is not None:  # run by the warm-start server (CPU presets under Snakemake)
         sys.exit(handed)
     args = parser().parse_args(argv)
+    args.command_line = main  # what the warm-start server's forked children run
     try:
         args.func(args)
     except BrokenPipeError:  # the reader went away (`… | head`): nothing more to say, as `cat` would

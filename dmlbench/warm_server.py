@@ -33,8 +33,10 @@ class _Job:
         self.pid, self.pidfd, self.connection = pid, os.pidfd_open(pid), connection
 
 
-def serve(path: Path, owner: int) -> None:
-    """Import what the jobs share, then fork one child per request until SIGTERM or `owner` ends."""
+def serve(path: Path, owner: int, command_line) -> None:
+    """Import what the jobs share, then fork one child per request until SIGTERM or `owner` ends;
+    each child runs `command_line(argv)` (the command line's `main`, handed in: this module does
+    not import the command line that starts it)."""
     import importlib
 
     from dmlbench.children import die_with_parent
@@ -60,7 +62,7 @@ def serve(path: Path, owner: int) -> None:
             ended = {job.pidfd: job for job in jobs}
             for ready in select.select([listener, *connections, *ended], [], [])[0]:
                 if ready is listener:
-                    job = _fork(listener, jobs)
+                    job = _fork(listener, jobs, command_line)
                     if job:
                         jobs.append(job)
                 elif ready in connections:
@@ -74,7 +76,7 @@ def serve(path: Path, owner: int) -> None:
         remove_socket(path)
 
 
-def _fork(listener: socket.socket, jobs: list[_Job]) -> _Job | None:
+def _fork(listener: socket.socket, jobs: list[_Job], command_line) -> _Job | None:
     """Fork the child of the next job; None when the job went away before sending its request."""
     connection = listener.accept()[0]
     try:
@@ -92,7 +94,7 @@ def _fork(listener: socket.socket, jobs: list[_Job]) -> _Job | None:
             if job.connection:
                 job.connection.close()
         connection.close()
-        _run_child(request, fds, server)
+        _run_child(request, fds, server, command_line)
     for fd in fds:
         os.close(fd)
     job = _Job(pid, connection)
@@ -127,7 +129,7 @@ def _request(connection: socket.socket) -> tuple[dict, list[int]]:
         raise
 
 
-def _run_child(request: dict, fds: list[int], server: int) -> None:
+def _run_child(request: dict, fds: list[int], server: int, command_line) -> None:
     """In the forked child: the job's streams, folder, environment and threads, then its command."""
     code = 1
     try:
@@ -150,9 +152,7 @@ def _run_child(request: dict, fds: list[int], server: int) -> None:
 
             torch.set_num_threads(int(threads))
         sys.argv = [sys.argv[0], *request["argv"]]
-        from dmlbench import cli
-
-        cli.main(request["argv"])
+        command_line(request["argv"])
         code = 0
     except SystemExit as ended:
         code = ended.code if isinstance(ended.code, int) else (0 if ended.code is None else 1)

@@ -110,7 +110,7 @@ def cmd_gpu_slot(args) -> None:
 def cmd_warm_start(args) -> None:
     from dmlbench import warm_server
 
-    warm_server.serve(Path(args.socket), args.owner)
+    warm_server.serve(Path(args.socket), args.owner, args.command_line)
 
 
 def add(sub) -> None:

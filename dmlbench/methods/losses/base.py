@@ -41,6 +41,28 @@ class PairLoss(nn.Module):
         raise NotImplementedError
 
 
+class ProxyLoss(nn.Module):
+    """A loss that compares each embedding with learnable class vectors (proxies, centres) rather
+    than with the batch's other embeddings: the interface of Proxy-NCA, SoftTriple and
+    Proxy-Anchor, and of a user's own.
+
+    - The training fills in `num_classes` and `embedding_dim` (its constructor takes both; the
+      labels arrive renumbered 0..C−1) and calls `forward(embeddings, labels, miner=None)` with
+      the embeddings as the head gives them (not L2-normalised: normalise where the loss does).
+    - Its `nn.Parameter`s (the proxies) are trained by the run's optimiser, at
+      `optimizer.loss_lr_mult` times the trunk's rate (Proxy-Anchor's code: 100).
+    - It takes no miner (`takes_miner = False`: a method giving it one is refused when the plan
+      loads) and no pair restriction (`restricts_pairs = False`); a `class_vectors()` method, one
+      unit vector per class, lets PROFS-HNCM rank classes by it."""
+
+    takes_miner = False
+    restricts_pairs = False
+    needs: tuple[str, ...] = ("num_classes", "embedding_dim")
+
+    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor, miner=None) -> torch.Tensor:
+        raise NotImplementedError
+
+
 def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Mean of `values` where `mask` holds; 0 (still attached to the graph) when nothing does."""
     count = mask.sum()

@@ -1,7 +1,6 @@
-"""Proxy-based losses: each class has learnable proxies/centres, trained with the network.
-
-They take `num_classes` and `embedding_dim` (filled in by training) and expect labels 0..C-1.
-"""
+"""Proxy-based losses: each class has learnable proxies/centres, trained with the network
+(`ProxyLoss`: they take `num_classes` and `embedding_dim`, filled in by training, labels 0..C-1,
+and no miner)."""
 
 from __future__ import annotations
 
@@ -11,11 +10,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from dmlbench.methods.losses.base import LOSSES
+from dmlbench.methods.losses.base import LOSSES, ProxyLoss
 
 
 @LOSSES.register("proxy_nca")
-class ProxyNCALoss(nn.Module):
+class ProxyNCALoss(ProxyLoss):
     """Proxy-NCA (Movshovitz-Attias et al. 2017), one proxy p_c per class, x and p L2-normalised:
 
     L = mean_i -log( exp(-s·d(x_i, p_{y_i})) / Σ_{z≠y_i} exp(-s·d(x_i, p_z)) ),  d = ‖x - p‖²
@@ -26,9 +25,6 @@ class ProxyNCALoss(nn.Module):
     # checked when the plan loads (methods/declared.py)
     limits = {"num_classes": ">= 2", "embedding_dim": ">= 1", "scale": "> 0"}
 
-    takes_miner = False  # every sample against every proxy
-    restricts_pairs = False
-    needs = ("num_classes", "embedding_dim")
 
     def __init__(self, num_classes: int, embedding_dim: int, scale: float = 1.0):
         super().__init__()
@@ -49,7 +45,7 @@ class ProxyNCALoss(nn.Module):
 
 
 @LOSSES.register("softtriple")
-class SoftTripleLoss(nn.Module):
+class SoftTripleLoss(ProxyLoss):
     """SoftTriple (Qian et al. 2019): K centres w_c^k per class, x and w L2-normalised.
 
     S_{i,c} = Σ_k softmax_k(x_iᵀw_c^k / γ) x_iᵀw_c^k
@@ -61,9 +57,6 @@ class SoftTripleLoss(nn.Module):
     limits = {"num_classes": ">= 2", "embedding_dim": ">= 1", "centres_per_class": ">= 1", "la": "> 0",
               "gamma": "> 0", "tau": ">= 0", "margin": ">= 0"}  # checked when the plan loads (methods/declared.py)
 
-    takes_miner = False  # every sample against every class centre
-    restricts_pairs = False
-    needs = ("num_classes", "embedding_dim")
 
     def __init__(self, num_classes: int, embedding_dim: int, centres_per_class: int = 10,
                  la: float = 20.0, gamma: float = 0.1, tau: float = 0.2, margin: float = 0.01):
@@ -96,7 +89,7 @@ class SoftTripleLoss(nn.Module):
 
 
 @LOSSES.register("proxy_anchor")
-class ProxyAnchorLoss(nn.Module):
+class ProxyAnchorLoss(ProxyLoss):
     """Proxy-Anchor (Kim et al., CVPR 2020, eq. 4), one proxy p per class, x and p L2-normalised,
     s(x, p) their cosine:
 
@@ -110,9 +103,6 @@ class ProxyAnchorLoss(nn.Module):
 
     limits = {"num_classes": ">= 2", "embedding_dim": ">= 1", "alpha": "> 0", "delta": ">= 0"}
 
-    takes_miner = False  # every sample against every proxy
-    restricts_pairs = False
-    needs = ("num_classes", "embedding_dim")
 
     def __init__(self, num_classes: int, embedding_dim: int, alpha: float = 32.0, delta: float = 0.1):
         super().__init__()

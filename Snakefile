@@ -6,9 +6,9 @@ import sys
 from pathlib import Path
 
 from dmlbench.config.plan import Plan
-from dmlbench.errors import DmlbenchError
-from dmlbench import warm_start
-from dmlbench.machine import check_devices, check_folders, check_paths
+from dmlbench.core.errors import DmlbenchError
+from dmlbench.orchestration import warm_start
+from dmlbench.core.machine import check_devices, check_folders, check_paths
 
 CONFIG_DIR = Path(workflow.basedir) / "workflow" / "config"
 try:  # a wrong setting, file or folder: its message, without Snakemake's trace of the Snakefile

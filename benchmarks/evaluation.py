@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dmlbench.environment import peak_resident_mib
+from dmlbench.core.environment import peak_resident_mib
 
 SIZES = {  # (gallery items, gallery classes, queries or None for self-retrieval, ks)
     "sop": (60502, 11316, None, (1, 10, 100, 1000)),

@@ -13,7 +13,7 @@ import signal
 import sys
 
 from dmlbench.commands import fair, knobs, results, steps
-from dmlbench.errors import DmlbenchError, explain_os_error
+from dmlbench.core.errors import DmlbenchError, explain_os_error
 
 USER_COMMANDS = ("results", "verdict", "plan", "doctor", "preflight")
 STEP_GROUPS = (steps, results, fair, knobs)
@@ -85,7 +85,7 @@ def _own_message(error: DmlbenchError) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from dmlbench import warm_start
+    from dmlbench.orchestration import warm_start
 
     handed = warm_start.hand_off(sys.argv[1:] if argv is None else argv)
     if handed is not None:  # run by the warm-start server (CPU presets under Snakemake)

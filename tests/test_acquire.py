@@ -11,7 +11,7 @@ import pytest
 from dmlbench.data import acquire, datasets, fixtures
 from dmlbench.data.datasets import Layout, SourceFile
 from dmlbench.data.prepare import prepare
-from dmlbench.errors import ChecksumError, DatasetError
+from dmlbench.core.errors import ChecksumError, DatasetError
 
 
 class Server:

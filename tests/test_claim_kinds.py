@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dmlbench.errors import ConfigError
+from dmlbench.core.errors import ConfigError
 from dmlbench.verdicts import claim_kinds, claims
 
 # made-up per-seed Recall@1 (%): row → dataset → seed → value

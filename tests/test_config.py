@@ -5,7 +5,7 @@ import re
 import pytest
 
 from dmlbench.config.plan import Plan
-from dmlbench.errors import ConfigError
+from dmlbench.core.errors import ConfigError
 from dmlbench.run_config import RunConfig
 
 from conftest import CONFIG_DIR

@@ -9,7 +9,7 @@ import torch
 from dmlbench.config.plan import Plan
 from dmlbench.data import batches, cache, manifest, store
 from dmlbench.data.prepare import prepare
-from dmlbench.errors import ConfigError, DatasetError, DmlbenchError
+from dmlbench.core.errors import ConfigError, DatasetError, DmlbenchError
 from dmlbench.run_config import RunConfig
 
 from conftest import CONFIG_DIR

@@ -10,7 +10,7 @@ import pytest
 from dmlbench.data import datasets, fixtures, manifest
 from dmlbench.data.datasets import cars, cub
 from dmlbench.data.prepare import prepare
-from dmlbench.errors import DatasetError
+from dmlbench.core.errors import DatasetError
 from dmlbench.run_config import Input
 
 from conftest import REPO
@@ -323,7 +323,7 @@ def test_a_manifest_that_breaks_the_protocol_is_refused_even_with_its_checksum(t
 
     from dmlbench.data import manifest as manifest_io
     from dmlbench.data.prepare import prepare
-    from dmlbench.errors import DatasetError
+    from dmlbench.core.errors import DatasetError
 
     path = tmp_path / "fixture" / "cub" / "manifest.csv"
     prepare("cub", "fixture", tmp_path, path, fixture_size={"n_classes": 8, "per_class": 4, "image_size": 16})

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from dmlbench.config.plan import Plan
-from dmlbench.errors import ConfigError
+from dmlbench.core.errors import ConfigError
 from dmlbench.methods import declared
 from dmlbench.methods.losses import LOSSES
 from dmlbench.methods.miners import MINERS

@@ -7,7 +7,7 @@ import pytest
 
 from dmlbench.config.plan import Plan
 from dmlbench.config.run import Run
-from dmlbench.errors import ConfigError
+from dmlbench.core.errors import ConfigError
 from dmlbench.fair import rounds
 from dmlbench.fair import space as spaces
 

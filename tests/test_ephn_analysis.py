@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from dmlbench.analysis import triplet_updates as tu
-from dmlbench.errors import DmlbenchError
+from dmlbench.core.errors import DmlbenchError
 
 S_VALUES = np.array([0.0, 0.13, 0.5, 0.77, 0.95, 0.999])
 

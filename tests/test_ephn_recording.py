@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from dmlbench.config.plan import Plan
-from dmlbench.errors import ConfigError
+from dmlbench.core.errors import ConfigError
 from dmlbench.methods.criterion import Criterion
 from dmlbench.plots import FIGURES
 from dmlbench.plots import triplets as triplet_figures

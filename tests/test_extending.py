@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from dmlbench.data import class_folders
-from dmlbench.errors import DatasetError
+from dmlbench.core.errors import DatasetError
 
 from conftest import REPO, python_env
 

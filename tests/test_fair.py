@@ -24,10 +24,10 @@ from dmlbench.config.run import FairRun
 from dmlbench.data import folds, manifest
 from dmlbench.data.datasets import cub
 from dmlbench.data.prepare import prepare
-from dmlbench.errors import ConfigError, DatasetError, DmlbenchError
+from dmlbench.core.errors import ConfigError, DatasetError, DmlbenchError
 from dmlbench.fair import fold_run, space, study
 from dmlbench.fair.intervals import mean_interval
-from dmlbench.io import read_json, write_json
+from dmlbench.core.io import read_json, write_json
 from dmlbench.run_config import RunConfig
 
 from conftest import CONFIG_DIR, REPO, python_env

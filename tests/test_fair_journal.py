@@ -11,9 +11,9 @@ import yaml
 from test_corrupt_files import garble
 from test_fair import _fair_plan, _fixture_fold_spec
 
-from dmlbench.errors import DmlbenchError
+from dmlbench.core.errors import DmlbenchError
 from dmlbench.fair import fold_run, space, study
-from dmlbench.io import write_json
+from dmlbench.core.io import write_json
 
 import processes
 from conftest import REPO, python_env

@@ -5,7 +5,7 @@ from collections import Counter
 import pytest
 import torch
 
-from dmlbench.errors import ConfigError
+from dmlbench.core.errors import ConfigError
 from dmlbench.methods import samplers
 
 

@@ -93,7 +93,7 @@ def test_child_dies_with_the_wrapper_so_the_device_is_not_shared(tmp_path, how):
 
 
 def test_waiting_job_says_so_and_gives_up_after_its_timeout(tmp_path):
-    from dmlbench.gpu_slots import claim_device
+    from dmlbench.orchestration.gpu_slots import claim_device
 
     with claim_device(1, tmp_path):
         command = [sys.executable, "-m", "dmlbench", "gpu-slot", "--slots", "1", "--lock-dir",

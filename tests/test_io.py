@@ -5,7 +5,7 @@ import os
 import pytest
 import torch
 
-from dmlbench.io import DiskFullError, atomic_dir, atomic_path, write_json
+from dmlbench.core.io import DiskFullError, atomic_dir, atomic_path, write_json
 
 from processes import run
 

@@ -225,7 +225,7 @@ def test_the_paper_epoch_chosen_on_the_test_set_is_read_only_where_epochs_were_s
 
 @pytest.mark.parametrize("text", ["", '{"metrics": {"recall@1": 0.5', '{"metrics": {}}'])
 def test_a_garbled_step_result_is_named_with_what_to_do(tmp_path, text):
-    from dmlbench.errors import DmlbenchError
+    from dmlbench.core.errors import DmlbenchError
 
     path = tmp_path / "metrics.json"
     path.write_text(text)

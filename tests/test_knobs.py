@@ -10,7 +10,7 @@ import yaml
 from dmlbench.config import knob_recipes
 from dmlbench.config.loading import load_yaml
 from dmlbench.config.plan import Plan
-from dmlbench.errors import ConfigError
+from dmlbench.core.errors import ConfigError
 from dmlbench.knobs import catalogue as knob_catalogue
 from dmlbench.knobs.derive import derive
 

@@ -7,14 +7,15 @@ from conftest import REPO
 
 # lowest first; a part may import from its own layer's other parts and from every layer below
 LAYERS = [
-    {"errors", "io", "children", "registry", "settings", "run_config", "environment", "machine", "progress"},
+    {"core"},
+    {"run_config"},
     {"data", "models", "methods", "plots"},
     {"evaluation"},
     {"training"},
     {"analysis", "fair", "verdicts", "knobs"},
     {"config"},
-    {"report", "preflight", "doctor", "gpu_slots", "slurm_profile"},
-    {"cli", "commands", "__main__", "warm_start", "warm_server"},
+    {"report", "preflight", "doctor", "orchestration"},
+    {"cli", "commands", "__main__"},
 ]
 LAYER_OF = {part: n for n, parts in enumerate(LAYERS) for part in parts}
 

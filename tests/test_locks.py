@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from dmlbench.config.plan import Plan
-from dmlbench.io import LockPathError, open_lock
+from dmlbench.core.io import LockPathError, open_lock
 from dmlbench.preflight import probe
 
 from conftest import CONFIG_DIR, python_env

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from dmlbench import models
-from dmlbench.errors import DmlbenchError
+from dmlbench.core.errors import DmlbenchError
 from dmlbench.models import bninception, timm_trunks, weights
 from dmlbench.models.backbones import BACKBONES
 from dmlbench.models.embedding import EmbeddingNet
@@ -169,7 +169,7 @@ def test_head_learning_rate_multiplier():
 
 
 def test_unknown_backbone_is_named():
-    from dmlbench.errors import ConfigError
+    from dmlbench.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="unknown backbone 'resnet51'"):
         EmbeddingNet("resnet51", 8, pretrained=False)

@@ -8,7 +8,7 @@ from PIL import Image
 
 from dmlbench.data import cache, parallel, store
 from dmlbench.data.prepare import prepare
-from dmlbench.errors import DatasetError
+from dmlbench.core.errors import DatasetError
 
 pytestmark = pytest.mark.xdist_group("test_parallel_decoding")  # one worker: its module fixture once
 

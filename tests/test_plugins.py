@@ -78,6 +78,17 @@ def test_a_mistake_in_the_users_methods_file_is_named_before_any_job(installed, 
     methods.write_text(text.replace(old, new, 1))
     result = _plan(env, methods)
     assert result.returncode != 0 and said in result.stderr, result.stderr[-2000:]
+    assert "methods.yaml" not in result.stderr.replace(methods.name, "")  # the user's file, not the catalogue's
+
+
+def test_a_module_that_is_not_on_the_path_is_named_with_what_to_do(installed):
+    env, methods = installed
+    methods.write_text(methods.read_text().replace("name: hinge_pairs,", "name: my_dmll.losses:HingePairs,"))
+    result = _plan(env, methods)
+    assert result.returncode != 0
+    assert (f"{methods}: method hinge_pairs.loss: loss 'my_dmll.losses:HingePairs': module 'my_dmll.losses' cannot "
+            f"be found (No module named 'my_dmll'); install the package or put its folder on PYTHONPATH"
+            ) in result.stderr
 
 
 def test_the_loss_named_by_module_and_class_needs_no_entry_point(installed):
@@ -112,7 +123,7 @@ def test_the_users_loss_goes_through_the_smoke_fair_table_beside_the_papers_meth
 
 
 def test_a_registry_takes_an_installed_packages_entry_points_and_refuses_a_built_in_name(tmp_path, monkeypatch):
-    from dmlbench.registry import Registry
+    from dmlbench.core.registry import Registry
 
     (tmp_path / "their_pkg.py").write_text("SPEC = 'their spec'\nOTHER = 'other'\n")
     info = tmp_path / "their_pkg-1.0.dist-info"

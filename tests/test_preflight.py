@@ -220,7 +220,7 @@ def test_one_worker_probes_group_after_group_and_a_crash_fails_only_its_group(tm
 def test_peak_memory_starts_afresh_for_each_group_in_a_worker():
     import numpy as np
 
-    from dmlbench import environment
+    from dmlbench.core import environment
     from dmlbench.preflight.workers import reset_peak_memory
 
     block = np.ones(200 * 2**20 // 8)  # 200 MiB resident

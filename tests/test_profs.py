@@ -208,7 +208,7 @@ def test_lifted_and_ms_drop_exactly_the_pairs_between_non_representatives():
 
 
 def test_pair_restriction_needs_a_pair_loss():
-    from dmlbench.errors import ConfigError
+    from dmlbench.core.errors import ConfigError
     cfg = profs_cfg()
     cfg["method"] = {"name": "npair", "loss": {"name": "npair", "l2_reg": 0.002}, "miner": None,
                      "sampler": "m_per_class"}

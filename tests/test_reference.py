@@ -183,7 +183,7 @@ def references_module():
 
 
 def test_a_garbled_reference_file_is_named_set_aside_and_the_page_removed(tmp_path):
-    from dmlbench.errors import DmlbenchError
+    from dmlbench.core.errors import DmlbenchError
     from dmlbench.report import aggregate
 
     run = tmp_path / "run" / "metrics.json"
@@ -201,3 +201,23 @@ def test_a_garbled_reference_file_is_named_set_aside_and_the_page_removed(tmp_pa
         aggregate.aggregate(spec, [run], page.parent / "x", [garbled])
     assert not garbled.exists() and list(garbled.parent.glob("metrics.json.corrupt*"))
     assert not page.exists()
+
+
+def test_a_suite_experiments_quoted_row_stands_in_its_own_columns_with_no_verdict_column():
+    """suite.modern quotes Sph-ViT's trunk-feature numbers: every metric keeps its column, the
+    quoted number sits in the one it matches, and the rows have as many cells as the header (a
+    quoted row once made the table a paper's, and each row gained a verdict cell its header lacked)."""
+    import re
+
+    from dmlbench.report import layout
+
+    exp = {"paper": None, "methods": ["ms", "contrastive"], "datasets": ["digits"],
+           "table": {"metrics": ["map@r", "recall@1"]}, "quoted": {"Authors": {"digits": {"recall@1": 78.7}}}}
+    grid = layout.table_layout(exp, {"ms": "MS", "contrastive": "Contrastive"})
+    page = layout.render(exp, grid, summary_with_references(), "caption")
+    head, body = page.split("<tbody>")
+    assert "verdict" not in head and "paper" not in head.split("</tr>")[1]  # ours alone, every metric
+    widths = {len(re.findall(r"<t[dh][ >]", row)) for row in body.split("</tr>") if "<t" in row}
+    assert widths == {1 + 2}  # the row's name and its two metrics
+    quoted = next(row for row in body.split("</tr>") if "Authors" in row)
+    assert re.findall(r"<td[^>]*>([^<]*)</td>", quoted) == ["–", "78.7"]

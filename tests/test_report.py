@@ -151,7 +151,7 @@ def test_dro_f1_f5_mark_the_recalls_the_supplement_prints(tmp_path, monkeypatch,
 def test_paper_numbers_must_name_a_run_of_their_experiment(tmp_path):
     import shutil
 
-    from dmlbench.errors import ConfigError
+    from dmlbench.core.errors import ConfigError
 
     config = tmp_path / "config"
     shutil.copytree(CONFIG_DIR, config)
@@ -171,7 +171,7 @@ def test_paper_numbers_must_name_a_run_of_their_experiment(tmp_path):
 def test_a_joined_row_names_a_method_and_a_quoted_row(tmp_path, layout, message):
     import shutil
 
-    from dmlbench.errors import ConfigError
+    from dmlbench.core.errors import ConfigError
 
     config = tmp_path / "config"
     shutil.copytree(CONFIG_DIR, config)
@@ -186,7 +186,7 @@ def test_a_joined_row_names_a_method_and_a_quoted_row(tmp_path, layout, message)
 def test_header_bands_are_consecutive_columns(tmp_path):
     import shutil
 
-    from dmlbench.errors import ConfigError
+    from dmlbench.core.errors import ConfigError
 
     config = tmp_path / "config"
     shutil.copytree(CONFIG_DIR, config)
@@ -202,7 +202,7 @@ def test_header_bands_are_consecutive_columns(tmp_path):
 def test_a_title_names_the_epochs_this_preset_records(tmp_path):
     import shutil
 
-    from dmlbench.errors import ConfigError
+    from dmlbench.core.errors import ConfigError
 
     for preset in ("demo", "smoke", "full"):
         plan = Plan.load(CONFIG_DIR, {"preset": preset})

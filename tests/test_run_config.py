@@ -5,9 +5,10 @@ import dataclasses
 import jsonschema
 import pytest
 
-from dmlbench import run_config, settings
+from dmlbench import run_config
+from dmlbench.run_config import values
 from dmlbench.config.plan import Plan
-from dmlbench.errors import ConfigError
+from dmlbench.core.errors import ConfigError
 from dmlbench.run_config import Optimizer, RunConfig, TrainingSettings
 from dmlbench.training.optimisers import OPTIMISERS
 
@@ -50,7 +51,7 @@ def test_the_generated_schema_refuses_values_outside_each_fields_rules(key, valu
     section, name = key.rsplit(".", 1) if "." in key else (None, key)
     update = {section: {name: value}} if section else {name: value}
     with pytest.raises(ConfigError, match=f"setting {key}: .*{message}"):
-        settings.check(update, run_config.json_schema(OPTIMISERS.names()), "where")
+        values.check(update, run_config.json_schema(OPTIMISERS.names()), "where")
 
 
 def test_every_resolved_run_of_full_round_trips_through_the_typed_config():

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from dmlbench.config.plan import Plan
-from dmlbench.errors import ConfigError
+from dmlbench.core.errors import ConfigError
 from dmlbench.fair import rounds
-from dmlbench.machine import check_paths
+from dmlbench.core.machine import check_paths
 from dmlbench.training import run_folder
 
 import processes

@@ -184,13 +184,13 @@ def test_small_chain_through_the_slurm_profile(running, tmp_path):
 
 
 def test_status_command_follows_accounting(running):
-    from dmlbench import slurm_profile
+    from dmlbench.orchestration import slurm_profile
 
     assert slurm_profile.status_command() == ("sacct" if running.accounting else "squeue")
 
 
 def test_profile_values_come_from_the_environment(monkeypatch):
-    from dmlbench import slurm_profile
+    from dmlbench.orchestration import slurm_profile
 
     monkeypatch.setenv("DMLBENCH_SLURM_GPU_PARTITION", "a100")
     monkeypatch.setenv("DMLBENCH_SLURM_ACCOUNT", "lab42")

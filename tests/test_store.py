@@ -11,7 +11,7 @@ from PIL import Image
 
 from dmlbench.data import batches, images, manifest, store
 from dmlbench.data.prepare import prepare
-from dmlbench.errors import DatasetError
+from dmlbench.core.errors import DatasetError
 from dmlbench.run_config import RunConfig
 
 pytestmark = pytest.mark.xdist_group("test_store")  # one worker: its module fixture once
@@ -186,7 +186,7 @@ def test_a_killed_build_leaves_a_temporary_that_the_rerun_removes(cub, tmp_path)
     import sys
 
     from dmlbench import doctor
-    from dmlbench.io import stale_temporaries
+    from dmlbench.core.io import stale_temporaries
 
     from conftest import python_env
     from processes import start, stop
@@ -222,7 +222,7 @@ def test_a_damaged_cached_image_sets_the_cache_aside_so_that_a_rerun_makes_it_ag
     manifest aside (the cache step then runs again from the originals), as docs/interrupted-runs.md says."""
     from dmlbench.data import cache, store
     from dmlbench.data.prepare import prepare
-    from dmlbench.errors import DatasetError
+    from dmlbench.core.errors import DatasetError
 
     source = tmp_path / "fixture" / "cub" / "manifest.csv"
     prepare("cub", "fixture", tmp_path, source, fixture_size={"n_classes": 8, "per_class": 4, "image_size": 48})

@@ -11,7 +11,7 @@ import pytest
 
 from dmlbench.config.plan import Plan
 from dmlbench.data.prepare import prepare
-from dmlbench.errors import DmlbenchError
+from dmlbench.core.errors import DmlbenchError
 from dmlbench.report import aggregate, results_table, run_status
 from dmlbench.training import run_folder
 from dmlbench.training.train import train

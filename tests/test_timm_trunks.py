@@ -13,7 +13,7 @@ pytest.importorskip("timm")
 import timm  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 
-from dmlbench.errors import ConfigError, DmlbenchError  # noqa: E402
+from dmlbench.core.errors import ConfigError, DmlbenchError  # noqa: E402
 from dmlbench.models import build, timm_trunks  # noqa: E402
 from dmlbench.models.backbones import BACKBONES  # noqa: E402
 from dmlbench.run_config import Model, RunConfig

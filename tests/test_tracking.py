@@ -182,7 +182,7 @@ def test_the_results_table_splits_vehicleid_lists_and_the_test_selected_epoch(tm
     pd.DataFrame(rows, columns=results_table.COLUMNS).to_parquet(path)
     answer = results_table.query(path, "SELECT sum(value) AS total FROM runs WHERE split <> 'test_selected'")
     assert answer["total"].tolist() == [pytest.approx(1.5)]
-    from dmlbench.errors import DmlbenchError
+    from dmlbench.core.errors import DmlbenchError
 
     with pytest.raises(DmlbenchError, match="the query failed"):
         results_table.query(path, "SELECT nothing FROM runs")
@@ -214,7 +214,7 @@ def test_the_ledger_adds_up_each_experiments_trainings_and_leaves_superseded_one
 
 
 def test_a_damaged_model_of_a_run_without_checkpoint_is_kept_aside_while_the_run_trains_again(small_run, tmp_path):
-    from dmlbench.errors import DmlbenchError
+    from dmlbench.core.errors import DmlbenchError
     from dmlbench.evaluation.evaluate_run import evaluate
     from dmlbench.training.train import train
 
@@ -233,7 +233,7 @@ def test_a_damaged_model_of_a_run_without_checkpoint_is_kept_aside_while_the_run
 
 def test_a_tracking_uri_with_credentials_is_refused_before_anything_is_written(tmp_path):
     from dmlbench.config.plan import Plan
-    from dmlbench.errors import ConfigError
+    from dmlbench.core.errors import ConfigError
     from dmlbench.training.train import train
 
     from conftest import CONFIG_DIR

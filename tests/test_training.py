@@ -143,7 +143,7 @@ def test_fill_and_repeat_agree_when_every_class_is_large_enough():
 
 
 def test_m_per_class_refuses_impossible_batches():
-    from dmlbench.errors import ConfigError
+    from dmlbench.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="needs 10 classes but the training split has 3"):
         samplers.build("m_per_class", [0, 0, 1, 1, 2, 2], 20, 2, torch.Generator())
@@ -232,7 +232,7 @@ def test_a_run_whose_weights_blow_up_stops_and_writes_no_model(run_config, tmp_p
 
 @pytest.mark.parametrize("key, value", [("optimizer.lr", "nan"), ("schedule.gamma", "nan"), ("optimizer.lr", "inf")])
 def test_non_finite_settings_are_refused_before_any_job(key, value):
-    from dmlbench.errors import ConfigError
+    from dmlbench.core.errors import ConfigError
 
     section, name = key.split(".")
     with pytest.raises(ConfigError, match=rf"setting {key}: {value} is not a finite number"):

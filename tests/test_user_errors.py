@@ -283,7 +283,7 @@ def test_a_fair_table_label_with_a_bar_or_a_line_break_stays_in_its_cell(tmp_pat
 
     import pandas as pd
 
-    from dmlbench.io import write_json
+    from dmlbench.core.io import write_json
     from dmlbench.report import fair_tables, markdown
 
     plan = Plan.load(CONFIG_DIR, {"preset": "smoke", "experiments": ["suite.fair"]})
@@ -464,7 +464,7 @@ def test_the_sql_prompt_is_bounded_and_says_what_an_empty_query_is(tmp_path):
      "key data.fixture.image_size: 100000 is greater than the maximum of 1024"),
 ])
 def test_a_root_that_is_no_folder_a_seed_twice_or_a_huge_fixture_is_refused_when_the_plan_loads(config, said):
-    from dmlbench.errors import ConfigError
+    from dmlbench.core.errors import ConfigError
 
     with pytest.raises(ConfigError) as error:
         Plan.load(CONFIG_DIR, {"preset": "smoke", **config})
@@ -476,7 +476,7 @@ def test_a_root_that_is_no_folder_a_seed_twice_or_a_huge_fixture_is_refused_when
 def test_a_yaml_alias_bomb_is_refused_before_it_fills_the_memory(tmp_path):
     import time
 
-    from dmlbench.errors import ConfigError
+    from dmlbench.core.errors import ConfigError
 
     lines = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
     for level in range(1, 9):  # ten to the ninth values once expanded

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from dmlbench.data.prepare import prepare
-from dmlbench.errors import DatasetError
+from dmlbench.core.errors import DatasetError
 from dmlbench.evaluation.metrics import retrieval_metrics, vehicleid_metrics
 
 

@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 from dmlbench.config.plan import Plan
-from dmlbench.errors import ConfigError
+from dmlbench.core.errors import ConfigError
 from dmlbench.fair.intervals import mean_interval
 from dmlbench.verdicts import claim_kinds, claims, numbers
 

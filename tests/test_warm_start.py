@@ -1,5 +1,5 @@
 """Training steps forked from the warm-start server: handed off, streams and exit status passed
-through, signals passed on, nothing left running (dmlbench/warm_start.py)."""
+through, signals passed on, nothing left running (dmlbench/orchestration/warm_start.py)."""
 
 import json
 import os
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dmlbench import warm_start
+from dmlbench.orchestration import warm_start
 from dmlbench.config.plan import Plan
 
 from conftest import CONFIG_DIR, REPO, python_env
@@ -155,7 +155,7 @@ def test_jobs_that_go_away_before_their_child_starts_cost_the_other_jobs_nothing
 
 
 def test_the_server_ends_with_the_process_that_started_it_and_removes_its_socket(tmp_path):
-    code = ("import os, sys, time; sys.path.insert(0, sys.argv[1]); from dmlbench import warm_start;"
+    code = ("import os, sys, time; sys.path.insert(0, sys.argv[1]); from dmlbench.orchestration import warm_start;"
             "server = warm_start.start(); print(server.pid, os.environ[warm_start.VARIABLE], flush=True);"
             "time.sleep(600)")
     owner = start([sys.executable, "-c", code, str(REPO)], stdout=subprocess.PIPE, text=True, env=python_env())

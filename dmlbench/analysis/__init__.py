@@ -6,7 +6,7 @@ Snakemake invocation) does not pay for importing torch.
 
 from pathlib import Path
 
-from dmlbench.registry import Registry
+from dmlbench.core.registry import Registry
 
 ANALYSES = Registry("analysis")
 for _name in ("pair_weights", "dro_identities", "loss_timing", "triplet_updates", "fastap_gradient"):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from dmlbench.io import atomic_path
+from dmlbench.core.io import atomic_path
 from dmlbench.methods import losses
 from dmlbench.methods.losses.ranking_losses import bin_centres
 

@@ -19,7 +19,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from dmlbench.io import atomic_path
+from dmlbench.core.io import atomic_path
 from dmlbench.methods import losses, miners
 
 BATCHES = (80, 160, 320, 480, 640)

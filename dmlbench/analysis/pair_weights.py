@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from dmlbench.io import atomic_path
+from dmlbench.core.io import atomic_path
 from dmlbench.methods import losses
 from dmlbench.methods.pairs import PairBatch
 

@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from dmlbench.errors import DmlbenchError
-from dmlbench.io import atomic_path
+from dmlbench.core.errors import DmlbenchError
+from dmlbench.core.io import atomic_path
 from dmlbench.methods import losses
 
 STEP = 0.1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from dmlbench.errors import DmlbenchError
+from dmlbench.core.errors import DmlbenchError
 
 CONFIG_DIR = "workflow/config"
 CONFIG_DIR_HELP = "the catalogue folder (default: this checkout's workflow/config)"

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from dmlbench.commands.common import CONFIG_DIR, CONFIG_DIR_HELP, positive, preset_with_results, spec_json
-from dmlbench.errors import DmlbenchError
+from dmlbench.core.errors import DmlbenchError
 
 
 def cmd_aggregate(args) -> None:
@@ -52,7 +52,7 @@ def cmd_results(args) -> None:
 def cmd_verdict(args) -> None:
     from dmlbench.config import verdict_spec
     from dmlbench.config.plan import Plan
-    from dmlbench.io import atomic_path, write_json
+    from dmlbench.core.io import atomic_path, write_json
     from dmlbench.report.provenance import commit
     from dmlbench.verdicts import certificate, terminal
 
@@ -98,7 +98,7 @@ def cmd_doctor(args) -> None:
 
 
 def cmd_preflight(args) -> None:
-    from dmlbench.children import exit_on_signals
+    from dmlbench.core.children import exit_on_signals
     from dmlbench.config.plan import Plan
     from dmlbench.preflight import runner
 

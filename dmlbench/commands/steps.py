@@ -9,7 +9,7 @@ from pathlib import Path
 
 from dmlbench.commands.common import (CONFIG_DIR, CONFIG_DIR_HELP, max_image_pixels_option, positive, side_option,
                                       spec_json, whole)
-from dmlbench.errors import DmlbenchError
+from dmlbench.core.errors import DmlbenchError
 
 
 def _run_config(args) -> dict:
@@ -99,7 +99,7 @@ def cmd_analyse(args) -> None:
 
 
 def cmd_gpu_slot(args) -> None:
-    from dmlbench.gpu_slots import run_on_free_device
+    from dmlbench.orchestration.gpu_slots import run_on_free_device
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
@@ -108,7 +108,7 @@ def cmd_gpu_slot(args) -> None:
 
 
 def cmd_warm_start(args) -> None:
-    from dmlbench import warm_server
+    from dmlbench.orchestration import warm_server
 
     warm_server.serve(Path(args.socket), args.owner, args.command_line)
 

@@ -10,8 +10,8 @@
 from __future__ import annotations
 
 from dmlbench.config.loading import printed
-from dmlbench.errors import ConfigError
-from dmlbench.registry import did_you_mean
+from dmlbench.core.errors import ConfigError
+from dmlbench.core.registry import did_you_mean
 
 # settings that no necessity can unlock: the trunk, the input and the budget every method shares
 PROTOCOL_CORE = ("model.backbone", "model.pretrained", "model.embedding_dim", "model.pooling", "model.frozen_bn",

@@ -6,7 +6,7 @@ changes to them (`dmlbench.run_config.delta`)."""
 
 from __future__ import annotations
 
-from dmlbench.errors import ConfigError
+from dmlbench.core.errors import ConfigError
 from dmlbench.run_config import delta
 from dmlbench.training import run_folder
 

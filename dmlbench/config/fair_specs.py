@@ -17,7 +17,7 @@ from pathlib import Path
 from dmlbench.config import fair_catalogue
 from dmlbench.config.fair_jobs import FairJobs, part
 from dmlbench.config.run import FairRun
-from dmlbench.errors import ConfigError
+from dmlbench.core.errors import ConfigError
 from dmlbench.fair import space as spaces
 from dmlbench.training import run_folder
 

@@ -15,7 +15,7 @@ def joined_runs(plan, experiment: str, dataset: str, step: str, seed: int) -> li
     index = plan.knob_run_index(experiment)
     missing = [run for run in runs if run not in index]
     if missing:
-        from dmlbench.errors import ConfigError
+        from dmlbench.core.errors import ConfigError
 
         raise ConfigError(f"preset {plan.name} has no fold runs {missing[0].path(plan.name)} …: "
                           f"{experiment}/{dataset}/{step} joins no folds")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from dmlbench.config.loading import load_yaml
 from dmlbench.config.run import Run
-from dmlbench.errors import ConfigError
+from dmlbench.core.errors import ConfigError
 from dmlbench.knobs import catalogue as knob_catalogue
 from dmlbench.knobs.derive import Knob, derive
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from dmlbench.config import fair_catalogue, knob_recipes
 from dmlbench.config.loading import deep_merge, plain_copy
 from dmlbench.config.run import Run
-from dmlbench.errors import ConfigError
+from dmlbench.core.errors import ConfigError
 from dmlbench.knobs import paths as knob_paths
 from dmlbench.knobs.derive import Knob
 

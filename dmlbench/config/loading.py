@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from dmlbench.errors import ConfigError
-from dmlbench.registry import did_you_mean
+from dmlbench.core.errors import ConfigError
+from dmlbench.core.registry import did_you_mean
 
 
 class PaperNumber(float):

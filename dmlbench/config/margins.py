@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 
 from dmlbench.config.loading import load_yaml
-from dmlbench.errors import ConfigError
+from dmlbench.core.errors import ConfigError
 
 MARGINS_FILE = "margins.yaml"
 KEYS = {"band", "source"}

@@ -3,9 +3,10 @@ parameters, a miner only where the loss takes one, and what a training scheme ne
 
 from __future__ import annotations
 
-from dmlbench.errors import ConfigError
+from dmlbench.config import own_methods
+from dmlbench.core.errors import ConfigError
 from dmlbench.methods import declared
-from dmlbench.registry import did_you_mean
+from dmlbench.core.registry import did_you_mean
 from dmlbench.run_config import RunConfig
 
 
@@ -13,9 +14,8 @@ def check_methods(plan, method_keys: set[str]) -> None:
     """Every method of methods.yaml: its keys, its loss, miner and sampler (registered names, the
     parameters their constructors take: `dmlbench.methods.declared`), and the loss and miner
     parameters its search space names (its training settings: `validation.check_catalogue`)."""
-    source = plan.config_dir / "methods.yaml"
     for name, method in plan.methods.items():
-        where = f"{source}: method {name}"
+        where = f"{own_methods.source(plan, name)}: method {name}"
         unknown = set(method) - method_keys
         if unknown:
             raise ConfigError(f"{where}: unknown keys {sorted(unknown)}{did_you_mean(min(unknown), method_keys)}")

@@ -17,14 +17,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from dmlbench.config.loading import load_yaml, plain_numbers
-from dmlbench.errors import ConfigError
-from dmlbench.registry import did_you_mean
+from dmlbench.core.errors import ConfigError
+from dmlbench.core.registry import did_you_mean
 
 KEYS = {"methods", "join"}
 
 
+def source(plan, name: str) -> Path:
+    """The file that defines method `name`: the user's methods file or the catalogue's."""
+    return plan.method_files.get(name, plan.config_dir / "methods.yaml")
+
+
 def merge(plan) -> None:
-    """Add the preset's `methods_file` (if any) to `plan.methods` and the experiments it joins."""
+    """Add the preset's `methods_file` (if any) to `plan.methods` and the experiments it joins;
+    `plan.method_files` records which method came from it."""
+    plan.method_files = {}
     given = plan.preset.get("methods_file")
     if not given:
         return
@@ -40,6 +47,7 @@ def merge(plan) -> None:
         if name in plan.methods:
             raise ConfigError(f"{path}: method {name!r} is a name the catalogue has already; choose another")
         plan.methods[name] = plain_numbers(entry)
+        plan.method_files[name] = path
     joined = own.get("join") or []
     if not isinstance(joined, list):
         raise ConfigError(f"{path}: join: a list of experiment ids, e.g. [suite.fair]")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import jsonschema
 
-from dmlbench import run_config, settings
+from dmlbench.run_config import defaults, json_schema, values
 from dmlbench.config import knob_recipes, own_methods, validation
 from dmlbench.config.fair_specs import FairSpecs
 from dmlbench.config.knob_specs import KnobSpecs
@@ -27,8 +27,8 @@ from dmlbench.config.loading import (deep_merge, load_yaml, merge_layers, plain_
 from dmlbench.config.run import FairRun, Run
 from dmlbench.config.steps import StepSpecs
 from dmlbench.data.datasets import DATASETS
-from dmlbench.errors import ConfigError
-from dmlbench.registry import did_you_mean
+from dmlbench.core.errors import ConfigError
+from dmlbench.core.registry import did_you_mean
 from dmlbench.training.optimisers import OPTIMISERS
 
 PAPER_NUMBERS = ("reported", "quoted")  # an experiment's keys whose numbers keep the paper's digits
@@ -67,8 +67,8 @@ class Plan(StepSpecs, FairSpecs, KnobSpecs):
         self.config_dir = Path(config_dir)
         self.preset = preset
         self.name = preset["preset"]
-        self.defaults = run_config.defaults()
-        self.settings_schema = run_config.json_schema(OPTIMISERS.names())
+        self.defaults = defaults()
+        self.settings_schema = json_schema(OPTIMISERS.names())
         self.methods = load_yaml(self.config_dir / "methods.yaml")
         self.papers = load_yaml(self.config_dir / "papers.yaml")
         self.experiments = self._load_experiments()
@@ -88,7 +88,7 @@ class Plan(StepSpecs, FairSpecs, KnobSpecs):
         config_dir = Path(config_dir)
         name, preset_file = preset_source(config_dir, config.get("preset"), config.pop("preset_file", None))
         schema = with_dataset_names(load_yaml(config_dir / "schema.yaml"), DATASETS.names())
-        config = settings.coerce(config, with_settings(schema, run_config.json_schema(OPTIMISERS.names())))
+        config = values.coerce(config, with_settings(schema, json_schema(OPTIMISERS.names())))
         preset = deep_merge(load_yaml(preset_file), config)
         preset["preset"] = name
         try:

@@ -14,7 +14,7 @@ RUN_METHOD = r"[A-Za-z0-9_.@-]+"
 
 def check_id(kind: str, value, pattern: str, where: str) -> None:
     """Refuse an id the workflow's wildcards cannot hold, naming it and where it is defined."""
-    from dmlbench.errors import ConfigError
+    from dmlbench.core.errors import ConfigError
 
     if not (isinstance(value, str) and re.fullmatch(pattern, value)):
         raise ConfigError(f"{where}: {kind} id {value!r} has characters the workflow's file names cannot hold: "

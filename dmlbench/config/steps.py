@@ -11,7 +11,7 @@ from dmlbench.config.loading import deep_merge, printed_numbers
 from dmlbench.config.run import Run
 from dmlbench.data import fixtures
 from dmlbench.data.datasets import DATASETS
-from dmlbench.errors import ConfigError
+from dmlbench.core.errors import ConfigError
 from dmlbench.evaluation import reference
 from dmlbench.models import timm_trunks
 from dmlbench.run_config import RunConfig

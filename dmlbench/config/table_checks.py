@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dmlbench.errors import ConfigError
+from dmlbench.core.errors import ConfigError
 
 
 def check_reported(exp: dict, where: str) -> None:

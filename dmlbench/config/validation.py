@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import json
 
-from dmlbench import settings
+from dmlbench.run_config import values
 from dmlbench.analysis import ANALYSES
-from dmlbench.config import margins, method_checks, table_checks
+from dmlbench.config import margins, method_checks, own_methods, table_checks
 from dmlbench.config.loading import check_keys, deep_merge
 from dmlbench.config.run import EXPERIMENT_ID, METHOD_ID, check_id
 from dmlbench.data.datasets import DATASETS
-from dmlbench.errors import ConfigError
+from dmlbench.core.errors import ConfigError
 from dmlbench.methods import declared
 from dmlbench.models import timm_trunks
 from dmlbench.plots import FIGURES
-from dmlbench.registry import did_you_mean
+from dmlbench.core.registry import did_you_mean
 from dmlbench.run_config import RunConfig
 from dmlbench.verdicts import claim_kinds, claims
 
@@ -32,7 +32,7 @@ METHOD_KEYS = {"label", "paper", "loss", "miner", "sampler", "train", "per_datas
 def check_catalogue(plan) -> None:
     check_settings(plan, plan.defaults, "dmlbench/run_config defaults")
     for name in plan.methods:
-        check_id("method", name, METHOD_ID, f"{plan.config_dir / 'methods.yaml'}")
+        check_id("method", name, METHOD_ID, f"{own_methods.source(plan, name)}")
     for key in plan.experiments:
         check_id("experiment", key, EXPERIMENT_ID, f"{plan.sources[key]}")
         for variant in plan.experiments[key].get("sweep") or {}:
@@ -40,9 +40,9 @@ def check_catalogue(plan) -> None:
     method_checks.check_methods(plan, METHOD_KEYS)
     margins.default(plan.config_dir)
     for name, method in plan.methods.items():
-        check_settings(plan, method.get("train"), f"{plan.config_dir / 'methods.yaml'}: method {name}.train")
+        check_settings(plan, method.get("train"), f"{own_methods.source(plan, name)}: method {name}.train")
         for dataset, own in (method.get("per_dataset") or {}).items():
-            where = f"{plan.config_dir / 'methods.yaml'}: method {name}.per_dataset"
+            where = f"{own_methods.source(plan, name)}: method {name}.per_dataset"
             DATASETS.check(dataset, where, ConfigError)
             check_per_dataset(plan, method, own, f"{where}.{dataset}")
     for key, exp in plan.experiments.items():
@@ -70,8 +70,8 @@ def check_catalogue(plan) -> None:
         for method in exp["methods"]:
             plan.method_of(method, where)
         check_settings(plan, exp.get("train"), f"{where}.train")
-        for dataset, values in (exp.get("per_dataset") or {}).items():
-            check_settings(plan, values, f"{where}.per_dataset.{dataset}")
+        for dataset, update in (exp.get("per_dataset") or {}).items():
+            check_settings(plan, update, f"{where}.per_dataset.{dataset}")
         table = exp.get("table") or {}
         if not set(table) <= {"metrics", "test_selected"}:
             raise ConfigError(f"{where}.table: keys must be among ['metrics', 'test_selected'], "
@@ -118,17 +118,17 @@ def check_catalogue(plan) -> None:
     claims.check_ids(plan.experiments, lambda key: plan.sources[key])
 
 
-def check_fair_settings(values: dict, where: str, complete: bool) -> None:
+def check_fair_settings(given: dict, where: str, complete: bool) -> None:
     """folds, trials, parallel, repetitions: integers at least their least value."""
     from dmlbench.config.fair_specs import FAIR_KEYS
 
-    unknown = set(values) - set(FAIR_KEYS)
-    missing = set(FAIR_KEYS) - set(values) if complete else set()
+    unknown = set(given) - set(FAIR_KEYS)
+    missing = set(FAIR_KEYS) - set(given) if complete else set()
     if unknown or missing:
         raise ConfigError(f"{where}: keys are {sorted(FAIR_KEYS)}; "
                           + "; ".join(f"{what} {sorted(names)}" for what, names in
                                       (("unknown", unknown), ("missing", missing)) if names))
-    for key, value in values.items():
+    for key, value in given.items():
         if not isinstance(value, int) or isinstance(value, bool) or value < FAIR_KEYS[key]:
             raise ConfigError(f"{where}.{key}: an integer ≥ {FAIR_KEYS[key]}, not {value!r}")
 
@@ -163,7 +163,7 @@ def check_per_dataset(plan, method: dict, own, where: str) -> None:
 def check_settings(plan, update: dict | None, where: str) -> None:
     """Names of `update` are settings of dmlbench.run_config, and its values have their type and range."""
     check_keys(update, plan.defaults, where)
-    settings.check(update, plan.settings_schema, where)
+    values.check(update, plan.settings_schema, where)
 
 
 def check_preset(plan) -> None:
@@ -237,14 +237,14 @@ def check_runs(plan) -> None:
     seen = set()
     for run in plan.runs():
         cfg = plan.resolved(run)
-        values = {k: cfg[k] for k in plan.defaults}
+        chosen = {k: cfg[k] for k in plan.defaults}
         test_selected = bool((plan.experiments[run.experiment].get("table") or {}).get("test_selected"))
-        key = (run.dataset, test_selected, json.dumps(values, sort_keys=True, default=str))
+        key = (run.dataset, test_selected, json.dumps(chosen, sort_keys=True, default=str))
         if key in seen:
             continue
         seen.add(key)
         where = f"run {run.path(plan.name)}"
-        settings.check(values, plan.settings_schema, where)
+        values.check(chosen, plan.settings_schema, where)
         typed = _check_typed(plan, cfg, run.dataset, where)
         if test_selected and not typed.eval.every:
             raise ConfigError(f"{where}: the table of {run.experiment} shows a test-selected "
@@ -263,7 +263,7 @@ def check_fair_runs(plan) -> None:
         seen.add((run.experiment, run.dataset, run.method, run.stage))
         cfg = plan.resolved(run)
         where = f"fair run {run.path(plan.name)}"
-        settings.check({k: cfg[k] for k in plan.defaults}, plan.settings_schema, where)
+        values.check({k: cfg[k] for k in plan.defaults}, plan.settings_schema, where)
         typed = _check_typed(plan, cfg, run.dataset, where)
         if not typed.early_stopping.patience:
             raise ConfigError(f"{where}: the fair protocol selects each fold's epoch on its validation fold: "
@@ -275,7 +275,7 @@ def _check_typed(plan, cfg: dict, dataset: str, where: str) -> RunConfig:
     """The typed run (`dmlbench.run_config`) of a resolved config whose values passed the schema,
     and the checks that involve several of its settings."""
     typed = RunConfig.from_dict(cfg, where)
-    settings.check_run(typed, where)
+    values.check_run(typed, where)
     timm_trunks.check_settings(typed, where)
     method_checks.check_scheme_needs(typed, where)
     check_classes(plan, typed, dataset, where)

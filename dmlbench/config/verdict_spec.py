@@ -13,8 +13,8 @@ import json
 from dmlbench.config import margins
 from dmlbench.config.loading import printed_numbers
 from dmlbench.data.manifest import checksum_path
-from dmlbench.errors import ConfigError
-from dmlbench.registry import did_you_mean
+from dmlbench.core.errors import ConfigError
+from dmlbench.core.registry import did_you_mean
 from dmlbench.training.run_folder import fingerprint
 from dmlbench.verdicts.claims import per_variant
 

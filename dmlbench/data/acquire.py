@@ -25,8 +25,8 @@ import zipfile
 from pathlib import Path
 
 from dmlbench.data.datasets import DatasetSpec, Layout, SourceFile
-from dmlbench.errors import ChecksumError, DatasetError
-from dmlbench.io import atomic_dir, atomic_path
+from dmlbench.core.errors import ChecksumError, DatasetError
+from dmlbench.core.io import atomic_dir, atomic_path
 
 CHUNK = 1 << 20
 HTML_MARKERS = (b"<!doctype html", b"<html", b"<head", b"<!--")

@@ -7,8 +7,8 @@ from pathlib import Path
 from PIL import Image, UnidentifiedImageError
 
 from dmlbench.data import image_files, manifest, parallel
-from dmlbench.errors import DatasetError
-from dmlbench.io import atomic_dir, removed_if_left_empty
+from dmlbench.core.errors import DatasetError
+from dmlbench.core.io import atomic_dir, removed_if_left_empty
 
 UNREADABLE = (OSError, UnidentifiedImageError, SyntaxError, ValueError)  # what PIL raises on bad files
 

@@ -14,7 +14,7 @@ import pandas as pd
 from dmlbench.data.datasets.spec import find_file
 from dmlbench.data.fixture_images import add_bytes, class_image, image_size_of, jpeg, split_stats
 from dmlbench.data.manifest import SplitStats, half_split
-from dmlbench.errors import DatasetError
+from dmlbench.core.errors import DatasetError
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dmlbench.errors import DatasetError
-from dmlbench.io import atomic_path
+from dmlbench.core.errors import DatasetError
+from dmlbench.core.io import atomic_path
 
 COLUMNS = ["path", "label", "part"]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from dmlbench.errors import DatasetError
+from dmlbench.core.errors import DatasetError
 
 PIL_LIMIT = 2 * Image.MAX_IMAGE_PIXELS  # PIL refuses images of more pixels than this (178,956,970)
 _limit = PIL_LIMIT  # this process's, and its forked decoding workers'

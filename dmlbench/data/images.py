@@ -9,8 +9,8 @@ import torch
 from PIL import UnidentifiedImageError
 
 from dmlbench.data.image_files import open_image
-from dmlbench.errors import DatasetError
-from dmlbench.io import set_aside
+from dmlbench.core.errors import DatasetError
+from dmlbench.core.io import set_aside
 from dmlbench.run_config import Input
 
 

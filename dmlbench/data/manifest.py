@@ -14,8 +14,8 @@ from pathlib import Path, PurePosixPath
 
 import pandas as pd
 
-from dmlbench.errors import DatasetError
-from dmlbench.io import atomic_path, set_aside
+from dmlbench.core.errors import DatasetError
+from dmlbench.core.io import atomic_path, set_aside
 
 COLUMNS = ["path", "label", "split", "super"]
 NESTED_TEST_LISTS = {"test_small", "test_medium", "test_large"}  # VehicleID's: they share images

@@ -10,8 +10,8 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable
 
-from dmlbench.children import die_with_parent
-from dmlbench.progress import Bar
+from dmlbench.core.children import die_with_parent
+from dmlbench.core.progress import Bar
 
 BLOCK = 256  # images per task: large enough to hide the hand-over, small enough to spread the work
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pandas as pd
 
 from dmlbench.data import acquire, datasets, duplicates, fixtures, manifest
-from dmlbench.errors import DatasetError
-from dmlbench.machine import data_root_problem
-from dmlbench.io import atomic_dir
+from dmlbench.core.errors import DatasetError
+from dmlbench.core.machine import data_root_problem
+from dmlbench.core.io import atomic_dir
 
 
 def prepare(dataset: str, source: str, root: Path, output: Path, user_path: str | None = None,

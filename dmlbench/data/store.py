@@ -22,8 +22,8 @@ from PIL import Image
 
 from dmlbench.data import image_files, manifest, parallel
 from dmlbench.data.cache import UNREADABLE
-from dmlbench.errors import DatasetError
-from dmlbench.io import (DiskFullError, atomic_dir, read_json, remove_stale_temporaries, removed_if_left_empty,
+from dmlbench.core.errors import DatasetError
+from dmlbench.core.io import (DiskFullError, atomic_dir, read_json, remove_stale_temporaries, removed_if_left_empty,
                          set_aside, write_json)
 
 VERSION = 1

@@ -7,7 +7,7 @@ from pathlib import Path
 from dmlbench.data import acquire, datasets, manifest
 from dmlbench.doctor.checks import ACTION, OK, Check, Probe
 from dmlbench.doctor.weights import weights_needed
-from dmlbench.errors import DmlbenchError
+from dmlbench.core.errors import DmlbenchError
 
 
 def _prepared(plan, name: str) -> Check | None:

@@ -55,7 +55,7 @@ def results_disk_check(plan, free_bytes: int | None = None) -> Check:
 def stale_check(plan) -> Check | None:
     """Half-written outputs of killed steps (a store build killed with -9, say) under the data
     root, down to the store folders: each counts against the free space until removed."""
-    from dmlbench.io import stale_temporaries
+    from dmlbench.core.io import stale_temporaries
 
     root = Path(plan.preset["data"]["root"])
     folders = [root] + [p for depth in ("*", "*/*", "*/*/*") for p in root.glob(depth) if p.is_dir()]

@@ -6,7 +6,7 @@ import importlib.metadata
 import importlib.util
 import platform
 
-from dmlbench import machine
+from dmlbench.core import machine
 from dmlbench.doctor.checks import ACTION, INFO, OK, Check
 
 

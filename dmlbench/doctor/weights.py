@@ -44,7 +44,7 @@ def timmweights_needed(plan) -> list[tuple[str, object, Path, str | None]]:
 def timm_weight_checks(plan) -> list[Check]:
     """Each timm trunk's file: where it goes, its expected sha256 and whether the file there has it
     (no hub access: the file is placed by hand)."""
-    from dmlbench.errors import DmlbenchError
+    from dmlbench.core.errors import DmlbenchError
     from dmlbench.models import timm_trunks
 
     checks = []

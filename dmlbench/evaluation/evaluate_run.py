@@ -10,12 +10,13 @@ from pathlib import Path
 
 import torch
 
-from dmlbench import environment, models
+from dmlbench.core import environment
+from dmlbench import models
 from dmlbench.data import folds, manifest
-from dmlbench.errors import DmlbenchError
+from dmlbench.core.errors import DmlbenchError
 from dmlbench.evaluation import model_eval
 from dmlbench.evaluation.reference import TrunkFeatures
-from dmlbench.io import atomic_path, set_aside, write_json
+from dmlbench.core.io import atomic_path, set_aside, write_json
 from dmlbench.run_config import RunConfig
 
 

@@ -13,7 +13,7 @@ import hashlib
 import sys
 from pathlib import Path
 
-from dmlbench.io import read_json, write_json
+from dmlbench.core.io import read_json, write_json
 
 RECORD = "final_metrics.json"
 CHUNK = 1 << 20

@@ -9,7 +9,7 @@ import torch
 
 from dmlbench.data import batches
 from dmlbench.evaluation.metrics import retrieval_metrics, vehicleid_metrics
-from dmlbench.progress import Bar
+from dmlbench.core.progress import Bar
 from dmlbench.run_config import RunConfig
 
 

@@ -114,7 +114,8 @@ def compute(spec: dict) -> dict:
     """The metrics of every reference kind of `spec`."""
     import torch
 
-    from dmlbench import environment, models
+    from dmlbench.core import environment
+    from dmlbench import models
     from dmlbench.data import manifest
     from dmlbench.evaluation.model_eval import evaluate_model
 
@@ -138,7 +139,7 @@ def compute(spec: dict) -> dict:
 
 def run(spec: dict, output: Path) -> dict:
     """The reference step: compute and write `metrics.json` (key, rows, seconds, device)."""
-    from dmlbench.io import write_json
+    from dmlbench.core.io import write_json
 
     started = time.perf_counter()
     rows = compute(spec)

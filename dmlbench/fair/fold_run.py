@@ -15,13 +15,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dmlbench import environment, models
+from dmlbench.core import environment
+from dmlbench import models
 from dmlbench.data import folds, manifest
-from dmlbench.errors import DmlbenchError
+from dmlbench.core.errors import DmlbenchError
 from dmlbench.evaluation.model_eval import embed, split_loader
 from dmlbench.fair import space as spaces
 from dmlbench.fair.study import read_json
-from dmlbench.io import atomic_path, write_json
+from dmlbench.core.io import atomic_path, write_json
 from dmlbench.run_config import RunConfig
 from dmlbench.training import run_folder, train
 

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from dmlbench.fair import fold_run, study
-from dmlbench.io import write_json
+from dmlbench.core.io import write_json
 from dmlbench.run_config import delta
 
 

@@ -15,7 +15,7 @@ import copy
 import math
 from dataclasses import dataclass
 
-from dmlbench.errors import ConfigError
+from dmlbench.core.errors import ConfigError
 
 RANGE_KEYS = {"low", "high", "log", "int"}
 

@@ -25,9 +25,9 @@ import os
 import sys
 from pathlib import Path
 
-from dmlbench.errors import DmlbenchError
+from dmlbench.core.errors import DmlbenchError
 from dmlbench.fair import space as spaces
-from dmlbench.io import atomic_path, write_json
+from dmlbench.core.io import atomic_path, write_json
 from dmlbench.training import run_folder
 
 OBJECTIVE = "map@r"
@@ -38,7 +38,7 @@ SETTINGS = "dmlbench_settings"  # those settings, to name what changed
 
 def read_json(path: Path) -> dict:
     """A step's JSON file; a damaged one is named, with what to do."""
-    from dmlbench.io import read_json as read
+    from dmlbench.core.io import read_json as read
 
     try:
         return read(path)

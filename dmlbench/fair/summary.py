@@ -15,7 +15,7 @@ import numpy as np
 from dmlbench.evaluation.metrics import retrieval_metrics
 from dmlbench.fair.intervals import mean_interval
 from dmlbench.fair.study import read_json
-from dmlbench.io import write_json
+from dmlbench.core.io import write_json
 
 MODES = ("separated", "concatenated")
 

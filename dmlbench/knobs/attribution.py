@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dmlbench.errors import DmlbenchError
-from dmlbench.io import read_json
+from dmlbench.core.errors import DmlbenchError
+from dmlbench.core.io import read_json
 from dmlbench.knobs import paired, shares
 
 METRIC = "recall@1"

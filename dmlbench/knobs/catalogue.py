@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dmlbench import run_config
-from dmlbench.errors import ConfigError
-from dmlbench.registry import did_you_mean
+from dmlbench.core.errors import ConfigError
+from dmlbench.core.registry import did_you_mean
 
 PROTOCOLS = ("selection", "folds", "evaluation")  # what a knob may add beyond settings
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dmlbench.errors import DmlbenchError
+from dmlbench.core.errors import DmlbenchError
 from dmlbench.fair.fold_run import test_embeddings
 from dmlbench.fair.summary import joined_metrics
-from dmlbench.io import write_json
+from dmlbench.core.io import write_json
 from dmlbench.run_config import RunConfig
 
 

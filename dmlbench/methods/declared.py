@@ -13,7 +13,7 @@ entry points (`dmlbench.losses`, `dmlbench.miners`, `dmlbench.samplers`: name = 
 and a name written `module:Class` in a methods file; the module's source is found on the path
 (`importlib.util.find_spec`) and its class read as the package's are, its bases among its own
 classes and the package's (`PairLoss`, …). This is the registry the plan validates against: the
-one the training builds from (`dmlbench.registry.Registry`) knows the same names.
+one the training builds from (`dmlbench.core.registry.Registry`) knows the same names.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from dmlbench.errors import ConfigError
+from dmlbench.core.errors import ConfigError
 from dmlbench.methods import source_reading
-from dmlbench.registry import did_you_mean, entry_points, importable
+from dmlbench.core.registry import did_you_mean, entry_points, importable
 
 METHODS = Path(__file__).resolve().parent
 FAMILIES = {"loss": ("LOSSES", "losses"), "miner": ("MINERS", "miners"), "sampler": ("SAMPLERS", "samplers.py")}
@@ -92,7 +92,8 @@ def external(family: str, target: str, name: str) -> Component:
     try:
         spec = util.find_spec(module)
     except (ImportError, ValueError) as error:
-        raise ConfigError(f"{family} {name!r}: module {module!r} cannot be found ({error})") from None
+        raise ConfigError(f"{family} {name!r}: module {module!r} cannot be found ({error}); install the package "
+                          f"or put its folder on PYTHONPATH") from None
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
         raise ConfigError(f"{family} {name!r}: {module!r} is no Python source file on the path; install the "
                           f"package or put its folder on PYTHONPATH")
@@ -156,6 +157,11 @@ def check(family: str, entry, where: str) -> None:
     the closest known name."""
     known = components(family)
     name = entry.get("name") if isinstance(entry, dict) else entry
+    if isinstance(name, str) and name.count(":") == 1 and name not in known:
+        try:  # says why: the module is not on the path
+            external(family, name, name)
+        except ConfigError as error:
+            raise ConfigError(f"{where}: {error}") from None
     if name not in known:
         raise ConfigError(f"{where}: unknown {family} {name!r}{did_you_mean(name, known)}; "
                           f"known: {', '.join(sorted(known))}")

@@ -17,8 +17,8 @@ import itertools
 import numpy as np
 import torch
 
-from dmlbench.errors import ConfigError
-from dmlbench.registry import Registry
+from dmlbench.core.errors import ConfigError
+from dmlbench.core.registry import Registry
 from dmlbench.run_config import RunConfig
 
 SAMPLERS = Registry("sampler", group="dmlbench.samplers")

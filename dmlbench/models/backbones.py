@@ -11,9 +11,9 @@ from typing import Callable
 
 from torch import nn
 
-from dmlbench.errors import ConfigError
+from dmlbench.core.errors import ConfigError
 from dmlbench.models import bninception, timm_trunks, weights
-from dmlbench.registry import Registry
+from dmlbench.core.registry import Registry
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from dmlbench.errors import ConfigError
+from dmlbench.core.errors import ConfigError
 from dmlbench.models import bninception
 from dmlbench.models.backbones import BACKBONES
 from dmlbench.run_config import Model

@@ -13,7 +13,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from dmlbench.errors import ConfigError, DmlbenchError
+from dmlbench.core.errors import ConfigError, DmlbenchError
 from dmlbench.run_config import RunConfig
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from dmlbench.errors import DmlbenchError
+from dmlbench.core.errors import DmlbenchError
 
 
 def cache_dir() -> Path:

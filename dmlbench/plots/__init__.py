@@ -2,7 +2,7 @@
 (`canvas`). `FIGURES` names the extra figures an experiment may ask for (`figures:` in the
 catalogue), drawn from what its runs record; they are imported only when drawn."""
 
-from dmlbench.registry import Registry
+from dmlbench.core.registry import Registry
 
 FIGURES = Registry("figure")
 FIGURES.register_lazy("triplet_scatter", "dmlbench.plots.triplets:triplet_scatter")

@@ -10,7 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from dmlbench.io import atomic_path  # noqa: E402
+from dmlbench.core.io import atomic_path  # noqa: E402
 
 STAMP = "fixture data: tests the pipeline, not the paper's numbers"
 

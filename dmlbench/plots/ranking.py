@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from dmlbench.io import atomic_path  # noqa: E402
+from dmlbench.core.io import atomic_path  # noqa: E402
 from dmlbench.plots.canvas import save  # noqa: E402
 
 PAPERS = "the papers' trunks (their printed numbers)"

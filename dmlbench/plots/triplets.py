@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from dmlbench.io import RUN_RECORD_FIX, atomic_path, read_record  # noqa: E402
+from dmlbench.core.io import RUN_RECORD_FIX, atomic_path, read_record  # noqa: E402
 from dmlbench.plots.canvas import save  # noqa: E402
 
 QUADRANTS = ("top-right", "top-left", "bottom-left", "bottom-right")

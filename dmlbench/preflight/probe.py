@@ -16,12 +16,12 @@ from pathlib import Path
 
 import torch
 
-from dmlbench import environment
+from dmlbench.core import environment
 from dmlbench.data import folds, store
 from dmlbench.data import manifest as manifest_io
 from dmlbench.data.prepare import prepare
 from dmlbench.evaluation import final_metrics
-from dmlbench.io import open_lock
+from dmlbench.core.io import open_lock
 from dmlbench.run_config import RunConfig
 from dmlbench.training.train import train
 

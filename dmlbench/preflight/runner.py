@@ -11,14 +11,15 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from dmlbench import environment, training
+from dmlbench.core import environment
+from dmlbench import training
 from dmlbench.config.plan import Plan
 from dmlbench.data import datasets
-from dmlbench.io import atomic_path
+from dmlbench.core.io import atomic_path
 from dmlbench.preflight import budget, disk, workers
 from dmlbench.preflight.grouping import Group, group_runs, shape_owners, with_shape_timings
 from dmlbench.preflight.probe import LIGHT_SIDE, LIGHT_TRUNK
-from dmlbench.progress import Bar
+from dmlbench.core.progress import Bar
 from dmlbench.report import markdown
 from dmlbench.run_config import RunConfig
 

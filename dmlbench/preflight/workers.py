@@ -15,8 +15,8 @@ from pathlib import Path
 
 import torch
 
-from dmlbench import environment
-from dmlbench.children import end_with
+from dmlbench.core import environment
+from dmlbench.core.children import end_with
 from dmlbench.preflight.probe import probe
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pandas as pd
 
 from dmlbench.config.loading import printed
-from dmlbench.errors import DmlbenchError
+from dmlbench.core.errors import DmlbenchError
 from dmlbench.fair.intervals import mean_interval
-from dmlbench.io import atomic_path, set_aside
+from dmlbench.core.io import atomic_path, set_aside
 from dmlbench.models import timm_trunks
 from dmlbench.plots import FIGURES
 from dmlbench.report import figures, references, run_status

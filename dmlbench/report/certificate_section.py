@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from dmlbench.io import read_json
+from dmlbench.core.io import read_json
 from dmlbench.report.verdict_marks import verdict_class
 from dmlbench.verdicts import certificate, claim_kinds, claims, numbers
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from dmlbench import run_config
 from dmlbench.config import knob_recipes
 from dmlbench.config.plan import Plan
-from dmlbench.io import atomic_path
+from dmlbench.core.io import atomic_path
 from dmlbench.methods import declared
 from dmlbench.report import claims_page
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from dmlbench.fair.comparisons import ALPHA, versus_best
-from dmlbench.io import read_json
+from dmlbench.core.io import read_json
 from dmlbench.report.fair_tables import METRICS, MODES, RANKED, average_ranks_text, capped, notes
 
 

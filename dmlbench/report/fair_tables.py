@@ -17,7 +17,7 @@ import pandas as pd
 from dmlbench.config.loading import printed
 from dmlbench.fair import comparisons
 from dmlbench.fair.intervals import overlaps
-from dmlbench.io import atomic_path, read_json, write_json
+from dmlbench.core.io import atomic_path, read_json, write_json
 from dmlbench.plots import canvas
 from dmlbench.plots.critical_difference import diagram
 from dmlbench.report.markdown import row as markdown_row

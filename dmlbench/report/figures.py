@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from dmlbench.io import RUN_RECORD_FIX, read_record  # noqa: E402
+from dmlbench.core.io import RUN_RECORD_FIX, read_record  # noqa: E402
 from dmlbench.plots.canvas import save  # noqa: E402
 
 MIN_SPAN = 10.0  # percentage points: a y-axis of recalls spans at least this much

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dmlbench.io import atomic_path, json_text, read_json
+from dmlbench.core.io import atomic_path, json_text, read_json
 from dmlbench.models import timm_trunks
 from dmlbench.report import (certificate_section, contents, fair_section, knob_section, layout, ledger, markdown,
                              provenance, references, scorecard)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from dmlbench.data import datasets
-from dmlbench.io import atomic_path, read_json, write_json
+from dmlbench.core.io import atomic_path, read_json, write_json
 from dmlbench.knobs import attribution, landing, paired, shares
 from dmlbench.plots import waterfall
 

@@ -93,8 +93,11 @@ def paper_number(exp: dict, row: str, dataset: str, metric: str) -> str | None:
 
 
 def _paper_metrics(exp: dict, dataset: str) -> tuple[str, ...]:
-    """The table's metrics the paper gives a number for on `dataset` (all of them if none)."""
+    """The table's metrics the paper gives a number for on `dataset` (all of them if none, or in
+    the suite's own experiments, whose quoted rows stand beside every metric it measures)."""
     metrics = (exp.get("table") or {}).get("metrics") or []
+    if exp.get("paper") is None:
+        return tuple(metrics)
     given = {m for source in ("reported", "quoted") for per in (exp.get(source) or {}).values()
              for m in per.get(dataset, {})}
     return tuple(m for m in metrics if m in given) or tuple(metrics)
@@ -185,7 +188,8 @@ def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str
     experiments) only ours."""
     cells = Cells(summary) if summary is not None else None
     layout = with_references(layout, summary)
-    with_paper = cells is None or bool(exp.get("reported") or exp.get("quoted"))
+    # paper sub-columns for a paper's numbers; a suite experiment's quoted rows fill its own columns
+    with_paper = cells is None or bool(exp.get("reported") or (exp.get("quoted") and exp.get("paper") is not None))
     per_value = (3 if with_paper else 1) if cells is not None else 1  # ours, paper, Δ
     judged = cells is not None and with_paper and bool(exp.get("reported"))  # a verdict column, first and pinned
     first = "<th rowspan='{}' class='row-verdict'>verdict</th>" if judged else ""
@@ -227,7 +231,9 @@ def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str
                 if paper is None and row.joined:
                     paper, quoted_as = paper_number(exp, row.joined, dataset, metric), row.joined
                 if cells is not None:
-                    if row.quoted:
+                    if row.quoted and not with_paper:  # the suite's own table: the quoted number in our column
+                        parts.append(_paper_cell(paper, row.key if paper is not None else None))
+                    elif row.quoted:
                         parts.append("<td class='muted'>quoted</td>" * (2 if metric in layout.selected else 1))
                     elif metric in layout.selected and row.reference:
                         parts.append(cells.ours(dataset, method, metric) * 2)
@@ -239,10 +245,10 @@ def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str
                 if with_paper and not group.reference:
                     parts.append(_paper_cell(paper, quoted_as if paper is not None else None))
                     if cells is not None:
-                        judged = metric + SELECTED if metric in layout.selected else metric
+                        judged_on = metric + SELECTED if metric in layout.selected else metric
                         parts.append("<td class='delta'></td>" if paper is None or row.quoted
-                                     else cells.delta(dataset, method, judged))
-                        verdicts += [] if paper is None or row.quoted else [cells.verdict(dataset, method, judged)]
+                                     else cells.delta(dataset, method, judged_on))
+                        verdicts += [] if paper is None or row.quoted else [cells.verdict(dataset, method, judged_on)]
         parts = ([row_verdict(verdicts)] if judged else []) + parts
         body.append(("<tr class='reference'>" if row.reference else "<tr>") + "".join(parts) + "</tr>")
     bands = _bands_row(layout, widths, first.format(3)) + "</tr>" if layout.bands else ""

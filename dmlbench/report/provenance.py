@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 from dmlbench.data import datasets, manifest
-from dmlbench.errors import DmlbenchError
+from dmlbench.core.errors import DmlbenchError
 from dmlbench.run_config import RunConfig
 
 REPO = Path(__file__).resolve().parents[2]

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from dmlbench.io import atomic_path, read_json
+from dmlbench.core.io import atomic_path, read_json
 
 ALPHA = 0.05
 DRAWS = 2000

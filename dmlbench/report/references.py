@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from dmlbench.errors import DmlbenchError
+from dmlbench.core.errors import DmlbenchError
 from dmlbench.evaluation import reference
-from dmlbench.io import set_aside
+from dmlbench.core.io import set_aside
 from dmlbench.report.layout import dataset_label, metric_label
 
 KIND_ORDER = {kind: i for i, kind in enumerate(reference.KINDS)}

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from dmlbench.errors import DmlbenchError
-from dmlbench.io import atomic_path
+from dmlbench.core.errors import DmlbenchError
+from dmlbench.core.io import atomic_path
 from dmlbench.report import run_status
 
 COST_COLUMNS = ["device", "gpu_hours", "device_seconds", "train_seconds", "images_per_second",

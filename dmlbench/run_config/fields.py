@@ -8,8 +8,8 @@ import functools
 import typing
 from dataclasses import field
 
-from dmlbench.errors import ConfigError
-from dmlbench.registry import did_you_mean
+from dmlbench.core.errors import ConfigError
+from dmlbench.core.registry import did_you_mean
 
 
 def setting(default, doc: str, **rules):

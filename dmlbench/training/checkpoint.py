@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from dmlbench.io import atomic_path
+from dmlbench.core.io import atomic_path
 from dmlbench.training import cost, run_folder
 
 

@@ -5,8 +5,8 @@ and the run's optimisers over a model and its loss. Importing this module does n
 
 from __future__ import annotations
 
-from dmlbench.errors import ConfigError
-from dmlbench.registry import Registry
+from dmlbench.core.errors import ConfigError
+from dmlbench.core.registry import Registry
 from dmlbench.run_config import Optimizer
 
 OPTIMISERS = Registry("optimizer", error=ConfigError)

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from dmlbench.data import batches
-from dmlbench.io import atomic_path
+from dmlbench.core.io import atomic_path
 from dmlbench.methods import samplers
 from dmlbench.run_config import RunConfig
 

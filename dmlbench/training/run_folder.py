@@ -19,8 +19,8 @@ import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
-from dmlbench.errors import DmlbenchError
-from dmlbench.io import atomic_path, open_lock, set_aside
+from dmlbench.core.errors import DmlbenchError
+from dmlbench.core.io import atomic_path, open_lock, set_aside
 
 LOCK = ".train.lock"
 

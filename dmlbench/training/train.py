@@ -21,12 +21,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dmlbench import environment, models, settings
+from dmlbench.core import environment
+from dmlbench import models
+from dmlbench.run_config import values
 from dmlbench.data import batches, folds, manifest
-from dmlbench.errors import DmlbenchError
+from dmlbench.core.errors import DmlbenchError
 from dmlbench.evaluation import evaluate_run, final_metrics
 from dmlbench.evaluation.model_eval import embed, evaluate_model, loader_options, split_loader
-from dmlbench.io import atomic_path, write_json
+from dmlbench.core.io import atomic_path, write_json
 from dmlbench.methods.criterion import Criterion
 from dmlbench.run_config import RunConfig
 from dmlbench.training import checkpoint, cost, early_stopping, optimisers, recording, run_folder, schemes
@@ -77,7 +79,7 @@ def train(cfg: dict | RunConfig, run_dir: Path, log=print, final_evaluation: boo
     per-epoch validation and its test embeddings, skips it.
     """
     config = cfg if isinstance(cfg, RunConfig) else RunConfig.from_dict(cfg)
-    settings.check_tracking_uri(config.tracking.mlflow, str(run_dir))  # before anything is written
+    values.check_tracking_uri(config.tracking.mlflow, str(run_dir))  # before anything is written
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     with run_folder.exclusive(run_dir), stops_as_exit():

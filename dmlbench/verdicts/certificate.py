@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dmlbench.errors import DmlbenchError
+from dmlbench.core.errors import DmlbenchError
 from dmlbench.verdicts import claim_kinds, numbers
 from dmlbench.verdicts import claims as claim_tests
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 
-from dmlbench.errors import ConfigError
+from dmlbench.core.errors import ConfigError
 from dmlbench.verdicts import claims as gain_tests
 
 PAIR_KINDS = ("gain", "equivalent", "no_gain")

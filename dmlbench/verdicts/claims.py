@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dmlbench.errors import ConfigError
+from dmlbench.core.errors import ConfigError
 
 ALPHA = 0.05
 REQUIRED = {"id", "text", "dataset", "metric", "source"}  # and those of the claim's kind (claim_kinds)

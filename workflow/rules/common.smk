@@ -8,7 +8,7 @@ from dmlbench.config import knob_jobs, verdict_spec
 from dmlbench.config.job_params import Untracked, as_json
 from dmlbench.config.plan import PRESET_NAME
 from dmlbench.config.run import EXPERIMENT_ID, RUN_METHOD, TRAIN_LOG
-from dmlbench.slurm_profile import job_minutes
+from dmlbench.orchestration.slurm_profile import job_minutes
 from dmlbench.training.run_folder import numbers_and_side
 from dmlbench.data.datasets import NAME_PATTERN as DATASET_NAME
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 
 from dmlbench.data.datasets.spec import DatasetSpec, Layout, SourceFile
-from dmlbench.errors import DatasetError
-from dmlbench.registry import Registry
+from dmlbench.core.errors import DatasetError
+from dmlbench.core.registry import Registry
 
 __all__ = ["DATASETS", "NAME_PATTERN", "DatasetSpec", "Layout", "SourceFile", "get", "register"]
 

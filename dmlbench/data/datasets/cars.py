@@ -16,7 +16,7 @@ from dmlbench.data.datasets import register
 from dmlbench.data.datasets.spec import DatasetSpec, Layout, SourceFile, find_file, read_lines, repeated
 from dmlbench.data.fixture_images import add_bytes, class_image, image_size_of, jpeg, split_stats
 from dmlbench.data.manifest import SplitStats, half_split
-from dmlbench.errors import DatasetError
+from dmlbench.core.errors import DatasetError
 
 CARS_MANUAL = (
     "Cars196's original addresses no longer serve it. Put the files of one of its layouts in "

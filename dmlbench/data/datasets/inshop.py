@@ -12,7 +12,7 @@ from dmlbench.data.datasets import register
 from dmlbench.data.datasets.spec import DatasetSpec, Layout, SourceFile, find_file, read_lines, whole_numbers
 from dmlbench.data.fixture_images import class_image, image_size_of, jpeg, split_stats
 from dmlbench.data.manifest import SplitStats
-from dmlbench.errors import DatasetError
+from dmlbench.core.errors import DatasetError
 
 INSHOP_MANUAL = (
     "In-Shop Clothes Retrieval must be downloaded by hand: the publisher serves it from a Google "

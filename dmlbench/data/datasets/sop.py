@@ -12,7 +12,7 @@ from dmlbench.data.datasets import register
 from dmlbench.data.datasets.spec import DatasetSpec, Layout, SourceFile, find_file, whole_numbers
 from dmlbench.data.fixture_images import class_image, image_size_of, jpeg, split_stats
 from dmlbench.data.manifest import SplitStats
-from dmlbench.errors import DatasetError
+from dmlbench.core.errors import DatasetError
 
 
 def parse_sop(root: Path) -> pd.DataFrame:

@@ -10,7 +10,7 @@ from typing import Callable
 import pandas as pd
 
 from dmlbench.data.manifest import SplitStats
-from dmlbench.errors import DatasetError
+from dmlbench.core.errors import DatasetError
 
 
 @dataclass(frozen=True)

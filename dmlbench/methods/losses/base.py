@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from dmlbench.methods.pairs import PairBatch
-from dmlbench.registry import Registry
+from dmlbench.core.registry import Registry
 
 LOSSES = Registry("loss", package="dmlbench.methods.losses", group="dmlbench.losses")  # every module registers its own
 

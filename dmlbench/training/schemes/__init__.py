@@ -4,8 +4,8 @@ alternating-projections paper (dmlbench/training/schemes/profs.py)."""
 
 from __future__ import annotations
 
-from dmlbench.errors import ConfigError
-from dmlbench.registry import Registry
+from dmlbench.core.errors import ConfigError
+from dmlbench.core.registry import Registry
 from dmlbench.run_config import RunConfig
 from dmlbench.training.schemes.base import PlainScheme, Step, TrainingScheme
 from dmlbench.training.schemes.profs import ProfsScheme

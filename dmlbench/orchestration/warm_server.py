@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from dmlbench import training
-from dmlbench.warm_start import PRELOAD, VARIABLE, remove_socket
+from dmlbench.orchestration.warm_start import PRELOAD, VARIABLE, remove_socket
 
 REQUEST_SECONDS = 30  # a job sends its request as soon as it has connected
 
@@ -39,7 +39,7 @@ def serve(path: Path, owner: int, command_line) -> None:
     not import the command line that starts it)."""
     import importlib
 
-    from dmlbench.children import die_with_parent
+    from dmlbench.core.children import die_with_parent
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     # Ctrl-C reaches the whole process group: the children end their steps (each says where a
@@ -133,7 +133,7 @@ def _run_child(request: dict, fds: list[int], server: int, command_line) -> None
     """In the forked child: the job's streams, folder, environment and threads, then its command."""
     code = 1
     try:
-        from dmlbench.children import die_with_parent
+        from dmlbench.core.children import die_with_parent
 
         die_with_parent(server)
         for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):

@@ -24,9 +24,9 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from dmlbench.children import die_with_parent
-from dmlbench.errors import DmlbenchError
-from dmlbench.io import open_lock
+from dmlbench.core.children import die_with_parent
+from dmlbench.core.errors import DmlbenchError
+from dmlbench.core.io import open_lock
 
 
 class NoFreeDeviceError(DmlbenchError):

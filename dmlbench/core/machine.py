@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from dmlbench.errors import ConfigError
+from dmlbench.core.errors import ConfigError
 
 DEVICE_HINT = "use device: auto (the first GPU where there is one, else the CPU) or cpu"
 

@@ -9,8 +9,8 @@ import sys
 
 import torch
 
-from dmlbench.errors import ConfigError
-from dmlbench.machine import device_problem
+from dmlbench.core.errors import ConfigError
+from dmlbench.core.machine import device_problem
 
 
 def pick_device(requested: str) -> torch.device:

@@ -21,7 +21,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from dmlbench.errors import DmlbenchError
+from dmlbench.core.errors import DmlbenchError
 
 LOW_SPACE = 16 << 20  # bytes; a write that fails with less free than this is blamed on the disk
 

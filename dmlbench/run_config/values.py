@@ -14,8 +14,8 @@ import re
 
 import jsonschema
 
-from dmlbench.errors import ConfigError
-from dmlbench.run_config import RunConfig
+from dmlbench.core.errors import ConfigError
+from dmlbench.run_config.sections import RunConfig
 
 _NULL = {"null", "none", "~"}
 _BOOLEAN = {"true": True, "false": False}

@@ -77,3 +77,14 @@ def test_the_readme_is_a_short_entry_point_whose_links_resolve():
     assert "make demo" in readme and "make test" in readme
     for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme):
         assert (REPO / target).exists(), target
+
+
+def test_the_methods_page_names_every_registered_loss_miner_and_sampler():
+    from dmlbench.methods.losses import LOSSES
+    from dmlbench.methods.miners import MINERS
+    from dmlbench.methods.samplers import SAMPLERS
+
+    page = (REPO / "docs" / "methods.md").read_text()
+    missing = [f"{registry.kind} {name}" for registry in (LOSSES, MINERS, SAMPLERS) for name in registry.names()
+               if f"`{name}`" not in page]
+    assert missing == [], f"docs/methods.md names none of {missing}: add each one's row (equation, parameters)"

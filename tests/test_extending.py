@@ -2,6 +2,7 @@
 Proxy-Anchor loss (code, test, methods.yaml: three files) and a dataset of class folders (code,
 test, an experiment file listing it: three files); each is then tested, planned and run by the
 pipeline (the loss after an experiment lists it), and nothing else is edited."""
+import re
 import shutil
 import subprocess
 import sys
@@ -89,23 +90,7 @@ PROXY_ANCHOR_METHOD = textwrap.dedent('''
       sampler: m_per_class
 ''')
 
-DOGS = textwrap.dedent('''
-    """Stanford Dogs (Khosla et al. 2011): 20,580 images of 120 breeds, one folder per breed in
-    `Images/`; breeds 1-60 train, 61-120 test (the zero-shot split of the class-folder parser)."""
-    from functools import partial
-
-    from dmlbench.data import class_folders
-    from dmlbench.data.datasets import register
-    from dmlbench.data.datasets.spec import DatasetSpec, Layout, SourceFile
-    from dmlbench.data.manifest import SplitStats
-
-    SPEC = register(DatasetSpec(
-        "stanford_dogs", "Stanford Dogs",
-        (Layout("publisher", (SourceFile("images.tar", ("http://vision.stanford.edu/aditya86/ImageNetDogs/images.tar",)),)),),
-        SplitStats({"train": 10_000, "test": 10_580}, {"train": 60, "test": 60}),
-        partial(class_folders.parse, top="Images"), disk_gb=1.6, label="Stanford Dogs",
-        write_fixture=partial(class_folders.write_fixture, archive="images.tar", top="Images")))
-''')
+DOGS = re.search(r"```python\n(.*?)```", (REPO / "docs" / "howto" / "add-dataset.md").read_text(), re.S).group(1)
 
 DOGS_TEST = textwrap.dedent('''
     from dmlbench.data import datasets

@@ -516,6 +516,14 @@ def test_the_first_help_shows_the_users_commands_and_the_steps_have_their_own():
         assert ended.value.code == 0
 
 
+def test_a_top_level_methods_choice_is_refused_with_the_subset_it_means():
+    from dmlbench.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"\('methods' was unexpected\); an experiment's methods are chosen per "
+                                          r"experiment: 'subset=\{<experiment>: \{methods: \[...\]\}\}'"):
+        Plan.load(CONFIG_DIR, {"preset": "smoke", "methods": ["ms"]})
+
+
 def test_every_option_of_every_command_says_what_it_is():
     import argparse
 

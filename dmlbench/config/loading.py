@@ -191,3 +191,16 @@ def check_keys(update: dict, reference: dict, where: str) -> None:
                               f"known: {', '.join(reference)}")
         if isinstance(value, dict) and isinstance(reference[key], dict):
             check_keys(value, reference[key], f"{where}.{key}")
+
+
+SUBSET_KEYS = ("methods", "variants", "knobs")  # a preset chooses these per experiment, in `subset`
+
+
+def schema_hint(error) -> str:
+    """What to do about a preset's schema error, where the suite knows a likely intent: a top-level
+    `methods=[…]` (or variants, knobs) means an experiment's, chosen in `subset`."""
+    unexpected = [key for key in SUBSET_KEYS if f"'{key}'" in error.message]
+    if error.validator == "additionalProperties" and not list(error.absolute_path) and unexpected:
+        return (f"; an experiment's {unexpected[0]} are chosen per experiment: "
+                f"'subset={{<experiment>: {{{unexpected[0]}: [...]}}}}' (docs/presets.md)")
+    return ""

@@ -22,8 +22,8 @@ from dmlbench.run_config import defaults, json_schema, values
 from dmlbench.config import knob_recipes, own_methods, validation
 from dmlbench.config.fair_specs import FairSpecs
 from dmlbench.config.knob_specs import KnobSpecs
-from dmlbench.config.loading import (deep_merge, load_yaml, merge_layers, plain_copy, plain_numbers, with_dataset_names,
-                                     with_settings)
+from dmlbench.config.loading import (deep_merge, load_yaml, merge_layers, plain_copy, plain_numbers, schema_hint,
+                                     with_dataset_names, with_settings)
 from dmlbench.config.run import FairRun, Run
 from dmlbench.config.steps import StepSpecs
 from dmlbench.data.datasets import DATASETS
@@ -95,7 +95,7 @@ class Plan(StepSpecs, FairSpecs, KnobSpecs):
             jsonschema.validate(preset, schema)
         except jsonschema.ValidationError as error:
             where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
-            raise ConfigError(f"config of preset {name!r}, key {where}: {error.message}") from None
+            raise ConfigError(f"config of preset {name!r}, key {where}: {error.message}{schema_hint(error)}") from None
         preset["data"]["root"] = os.path.normpath(preset["data"]["root"])  # data/, ./data: one folder, one run
         return cls(config_dir, preset)
 

@@ -70,6 +70,22 @@ def test_each_components_parameters_are_its_constructors(family, name):
     defaults = _python_defaults(REGISTRIES[family].get(name))
     assert [None if d is None else ast.literal_eval(d) for d in component.defaults] == [defaults[p] for p in names]
     assert component.doc == inspect.getdoc(REGISTRIES[family].get(name))
+    implementation = REGISTRIES[family].get(name)
+    for attribute in ("limits", "about"):  # as Python sees it (a class: its bases' entries under its own)
+        seen = {}
+        for cls in reversed(getattr(implementation, "__mro__", None) or (implementation,)):
+            seen.update(cls.__dict__.get(attribute, {}))
+        assert dict(getattr(component, attribute)) == {p: v for p, v in seen.items() if p in names}
+
+
+@pytest.mark.parametrize("family, name", [(f, n) for f, r in REGISTRIES.items() for n in r.names()])
+def test_every_parameter_says_what_it_is_and_where_it_comes_from(family, name):
+    """The methods reference shows each parameter's meaning and source (`about`), one place with its
+    type (the annotation), range (`limits`) and default (the signature)."""
+    component = declared.components(family)[name]
+    about = dict(component.about)
+    missing = [p for p in component.params if not (isinstance(about.get(p), str) and "; " in about[p])]
+    assert missing == [], f"{family} {name} ({component.source}): no 'meaning; source' in `about` for {missing}"
 
 
 def test_a_miner_given_to_a_loss_that_takes_none_is_refused(tmp_path):

@@ -48,6 +48,7 @@ class Component:
     doc: str = ""               # the class's docstring: equation, parameters, paper
     types: tuple = ()           # each parameter's annotation as written (None: not annotated)
     limits: tuple = ()          # (parameter, limit) pairs: "> 0", "[-1, 1]", or the values allowed
+    about: tuple = ()           # (parameter, "meaning; source") pairs: the class's `about`
 
 
 def _files(family: str) -> list[Path]:
@@ -66,13 +67,16 @@ def _package(family: str) -> tuple[dict, dict, dict]:
     return trees, classes, source_reading.literal_constants(trees.values())
 
 
-def _component(name: str, node, classes: dict, constants: dict, source: str) -> Component:
+def _component(name: str, node, classes: dict, constants: dict, source: str,
+               tree: ast.Module | None = None) -> Component:
     params, required, open_ = (source_reading.constructor_signature(node, classes) if isinstance(node, ast.ClassDef)
                                else source_reading.parameters(node, skip=0))
     texts = source_reading.default_texts(node, classes)
     annotations = source_reading.default_texts(node, classes, source_reading.parameter_annotations)
     is_class = isinstance(node, ast.ClassDef)
-    limits = source_reading.class_limits(node, classes, constants) if is_class else {}
+    limits = source_reading.class_mapping(node, classes, constants, "limits") if is_class else {}
+    about = (source_reading.class_mapping(node, classes, constants, "about") if is_class
+             else source_reading.function_mapping(tree, node.name, "about", constants) if tree else {})
     return Component(
         name, source, tuple(params), tuple(required), open_,
         is_class and source_reading.class_attribute(node, classes, "takes_miner", False),
@@ -80,7 +84,8 @@ def _component(name: str, node, classes: dict, constants: dict, source: str) -> 
         tuple(source_reading.class_attribute(node, classes, "needs", ())) if is_class else (),
         is_class and source_reading.defines(node, classes, "class_vectors"),
         tuple(texts.get(p) for p in params), ast.get_docstring(node) or "",
-        tuple(annotations.get(p) for p in params), tuple((p, limits[p]) for p in params if p in limits))
+        tuple(annotations.get(p) for p in params), tuple((p, limits[p]) for p in params if p in limits),
+        tuple((p, about[p]) for p in params if p in about))
 
 
 def external(family: str, target: str, name: str) -> Component:
@@ -106,7 +111,7 @@ def external(family: str, target: str, name: str) -> Component:
     _, classes, constants = _package(family)
     own = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
     return _component(name, node, {**classes, **own}, {**constants, **source_reading.literal_constants([tree])},
-                      f"{path}:{node.lineno}")
+                      f"{path}:{node.lineno}", tree)
 
 
 class Known(dict):
@@ -140,7 +145,7 @@ def components(family: str) -> Known:
             name = source_reading.registered_name(node, registry)
             if name is not None:
                 found[name] = _component(name, node, classes, constants,
-                                         f"{path.relative_to(METHODS.parent)}:{node.lineno}")
+                                         f"{path.relative_to(METHODS.parent)}:{node.lineno}", tree)
     for point in entry_points(GROUPS[family]):
         if point.name in found:
             raise ConfigError(f"{family} {point.name!r} of the installed package "

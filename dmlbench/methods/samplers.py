@@ -39,6 +39,13 @@ class MPerClassBatches:
     One epoch = `batches` batches (default: number of images // batch size).
     """
 
+    about = {"labels": "training class label of each image, filled in by the training; the suite",
+             "batch_size": "images per batch (batch.size); the suite",
+             "per_class": "images per class in a batch (batch.per_class, the ms paper's K); ms paper section 6",
+             "generator": "torch generator that makes the batches deterministic, filled in by the training; the suite",
+             "batches": "batches per epoch (default images // batch size); the suite's choice",
+             "small_classes": "a class short of per_class: fill (more classes) or repeat (ms code); the suite's choice"}
+
     def __init__(self, labels, batch_size: int, per_class: int, generator: torch.Generator,
                  batches: int | None = None, small_classes: str = "fill"):
         if batch_size % per_class:
@@ -91,6 +98,11 @@ class MPerClassBatches:
 class ShuffledBatches:
     """Plain shuffling: a random permutation cut into batches of `batch_size` (last partial dropped)."""
 
+    about = {"labels": "training class label of each image, filled in by the training; the suite",
+             "batch_size": "images per batch (batch.size); the suite",
+             "generator": "torch generator that makes the batches deterministic, filled in by the training; the suite",
+             "batches": "batches per epoch (default images // batch size); the suite's choice"}
+
     def __init__(self, labels, batch_size: int, generator: torch.Generator, batches: int | None = None):
         self.n, self.batch_size, self.generator = len(labels), batch_size, generator
         self.batches = batches or max(1, self.n // batch_size)
@@ -142,6 +154,11 @@ class RandomClassBatches(_WholeClasses):
     """fastap "random": classes drawn from the whole training set, each with all its images,
     until the batch has `batch_size` images. One epoch = images // batch size batches."""
 
+    about = {"labels": "training class label of each image, filled in by the training; the suite",
+             "batch_size": "minibatch size M (batch.size); fastap supplement section A",
+             "generator": "torch generator that makes the batches deterministic, filled in by the training; the suite",
+             "batches": "batches per epoch (default images // batch size); the suite's choice"}
+
     def __init__(self, labels, batch_size: int, generator: torch.Generator, batches: int | None = None):
         super().__init__(labels, None, generator)
         if len(labels) < batch_size:
@@ -165,6 +182,12 @@ class CategoryPairBatches(_WholeClasses):
     each. One epoch visits every pair of distinct categories `per_pair` times (sop: 66 × 5 = 330
     batches, inshop: 253 × 2 = 506), in random order; `batches` cuts an epoch short."""
 
+    about = {"labels": "training class label of each image, filled in by the training; the suite",
+             "batch_size": "minibatch size M, M/2 from each category (batch.size); fastap supplement section A",
+             "generator": "torch generator that makes the batches deterministic, filled in by the training; the suite",
+             "supers": "super-category of each image, filled in by the training; fastap supplement section A",
+             "per_pair": "minibatches per category pair per epoch (sop 5, inshop 2); fastap supplement section A",
+             "batches": "cuts an epoch short (default every category pair per_pair times); the suite's choice"}
     def __init__(self, labels, batch_size: int, generator: torch.Generator, supers=None,
                  per_pair: int = 5, batches: int | None = None):
         super().__init__(labels, supers, generator)
@@ -196,6 +219,12 @@ class VehicleIDBatches(_WholeClasses):
     """fastap, PKU VehicleID: batch_size/2 images of whole vehicles of one labelled model, and
     batch_size/2 of vehicles without a model label (super-category "none"). One epoch =
     Σ_c 2 N_c / batch_size batches (N_c images of model c; at least one per model), in random order."""
+
+    about = {"labels": "training class label of each image, filled in by the training; the suite",
+             "batch_size": "minibatch size M, M/2 from one vehicle model (batch.size); fastap supplement section A",
+             "generator": "torch generator that makes the batches deterministic, filled in by the training; the suite",
+             "supers": "super-category of each image, filled in by the training; fastap supplement section A",
+             "batches": "cuts an epoch short (default Σ_c 2 N_c / M batches); the suite's choice"}
 
     UNLABELLED = "none"
 
@@ -229,6 +258,15 @@ def hard_batches(labels, batch_size: int, generator: torch.Generator, supers=Non
     if supers is not None and VehicleIDBatches.UNLABELLED in set(supers):
         return VehicleIDBatches(labels, batch_size, generator, supers, batches)
     return CategoryPairBatches(labels, batch_size, generator, supers, per_pair, batches)
+
+
+hard_batches.about = {  # what it hands on to category_pairs (or the VehicleID batches)
+    "labels": "training class label of each image, filled in by the training; the suite",
+    "batch_size": "minibatch size M, M/2 from each category (batch.size); fastap supplement section A",
+    "generator": "torch generator that makes the batches deterministic, filled in by the training; the suite",
+    "supers": "super-category of each image, filled in by the training; fastap supplement section A",
+    "per_pair": "minibatches per category pair per epoch (sop 5, inshop 2); fastap supplement section A",
+    "batches": "cuts an epoch short (default every category pair per_pair times); the suite's choice"}
 
 
 def build(name: str, labels, batch_size: int, per_class: int, generator, batches=None,

@@ -85,12 +85,12 @@ def class_attribute(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], name: s
     return class_attribute(base, classes, name, default, constants) if base is not None else default
 
 
-def class_limits(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], constants: dict) -> dict:
-    """The class's `limits` over those of its bases (its own win)."""
+def class_mapping(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], constants: dict, name: str = "limits") -> dict:
+    """The class's mapping attribute `name` (`limits`, `about`) over those of its bases (its own win)."""
     base = next((classes[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in classes), None)
-    inherited = class_limits(base, classes, constants) if base is not None else {}
+    inherited = class_mapping(base, classes, constants, name) if base is not None else {}
     own = next((node for node in cls.body if isinstance(node, ast.Assign) and any(
-        isinstance(t, ast.Name) and t.id == "limits" for t in node.targets)), None)
+        isinstance(t, ast.Name) and t.id == name for t in node.targets)), None)
     return inherited | (literal(own.value, {**constants, **literal_constants([cls])}) if own is not None else {})
 
 
@@ -126,3 +126,13 @@ def defines(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], method: str) ->
         return True
     base = next((classes[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in classes), None)
     return base is not None and defines(base, classes, method)
+
+
+def function_mapping(tree: ast.Module, function: str, name: str, constants: dict) -> dict:
+    """A function's mapping attribute set at the top of its module (`hard_batches.about = {…}`)."""
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute)
+                and node.targets[0].attr == name and isinstance(node.targets[0].value, ast.Name)
+                and node.targets[0].value.id == function):
+            return literal(node.value, constants)
+    return {}

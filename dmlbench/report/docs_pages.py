@@ -114,17 +114,19 @@ def catalogue(plans: dict[str, Plan]) -> str:
 
 
 def _parameters(component: declared.Component) -> str:
-    """Each parameter: its type, what it allows (checked when the plan loads) and its default."""
+    """Each parameter: its type, what it allows (checked when the plan loads), its default, and
+    what it is and where it comes from (the class's `about`), one line each."""
     if not component.params:
-        return "none"
-    limits = dict(component.limits)
+        return "- none"
+    limits, about = dict(component.limits), dict(component.about)
 
     def described(param, kind, default) -> str:
         allowed = f", {declared.shown_limit(limits[param])}" if param in limits else ""
         told = f" ({kind}{allowed})" if kind else ""
-        return f"`{param}`{told}" + (f" = `{default}`" if default is not None else " (required)")
-    return ", ".join(described(p, k, d) for p, k, d in zip(component.params, component.types or
-                                                             (None,) * len(component.params), component.defaults))
+        meaning = f": {about[param]}" if param in about else ""
+        return f"- `{param}`{told}" + (f" = `{default}`" if default is not None else " (required)") + meaning
+    return "\n".join(described(p, k, d) for p, k, d in zip(component.params, component.types or
+                                                            (None,) * len(component.params), component.defaults))
 
 
 def methods_reference(plan: Plan) -> str:
@@ -139,8 +141,8 @@ def methods_reference(plan: Plan) -> str:
     for family, title in (("loss", "Losses"), ("miner", "Miners"), ("sampler", "Samplers")):
         lines += [f"## {title}", ""]
         for name, component in sorted(declared.components(family).items()):
-            lines += [f"### `{name}`", "", f"Source: `dmlbench/{component.source}`. "
-                      f"Parameters: {_parameters(component)}."]
+            where = component.source if component.source.startswith("/") else f"dmlbench/{component.source}"
+            lines += [f"### `{name}`", "", f"Source: `{where}`. Parameters:", "", _parameters(component), ""]
             if family == "loss":
                 lines.append(f"Takes a miner: {'yes' if component.takes_miner else 'no'}.")
             lines += ["", "```text", component.doc or "(no docstring)", "```", ""]

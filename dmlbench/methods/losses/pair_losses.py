@@ -27,6 +27,8 @@ class ContrastiveLoss(PairLoss):
     """
 
     limits = {"neg_margin": "[-1, 1]", "pos_margin": "[-1, 1]"}  # checked when the plan loads (methods/declared.py)
+    about = {"neg_margin": "threshold λ: negatives are pushed below this similarity; ms paper eq. 5",
+             "pos_margin": "similarity positives are pulled up to (1: eq. 5's -S up to a constant); the suite's choice"}
 
     def __init__(self, neg_margin: float = 0.5, pos_margin: float = 1.0):
         super().__init__()
@@ -63,6 +65,7 @@ class TripletLoss(TripletFormLoss):
     """Triplet loss with margin, ms eq. 7: L = mean_{(a,p,n)} [S_an - S_ap + λ]_+."""
 
     limits = {"margin": ">= 0"}  # checked when the plan loads (methods/declared.py)
+    about = {"margin": "margin λ by which S_ap should exceed S_an; ms paper eq. 7"}
 
     scale = 1.0  # the distance form is the same hinge on 2(S_an - S_ap), since D² = 2 - 2S
 
@@ -84,6 +87,9 @@ class MultiSimilarityLoss(PairLoss):
     """
 
     limits = {"alpha": "> 0", "beta": "> 0", "gamma": "[-1, 1]"}  # checked when the plan loads (methods/declared.py)
+    about = {"alpha": "scale α of the positive pairs' term; ms paper eq. 17",
+             "beta": "scale β of the negative pairs' term (the authors' code: 40); ms paper eq. 17",
+             "gamma": "similarity threshold γ both terms are taken about; ms paper eq. 17"}
 
     def __init__(self, alpha: float = 2.0, beta: float = 50.0, gamma: float = 0.5):
         super().__init__()
@@ -109,6 +115,10 @@ class BinomialDevianceLoss(PairLoss):
 
     # checked when the plan loads (methods/declared.py)
     limits = {"alpha": "> 0", "beta": "> 0", "gamma": "[-1, 1]", "reduction": ("sum", "mean")}
+    about = {"alpha": "sensitivity α of the positive pairs to the threshold γ; ms paper eq. 12",
+             "beta": "sensitivity β of the negative pairs to the threshold γ; ms paper eq. 12",
+             "gamma": "soft similarity threshold γ; ms paper eq. 12",
+             "reduction": "sum over the anchors as eq. 12 writes it, or mean over the m anchors; the suite's choice"}
 
     def __init__(self, alpha: float = 2.0, beta: float = 50.0, gamma: float = 0.5,
                  reduction: str = "sum"):
@@ -140,6 +150,7 @@ class GeneralisedLiftedLoss(PairLoss):
     """
 
     limits = {"margin": ">= 0"}  # checked when the plan loads (methods/declared.py)
+    about = {"margin": "margin λ added to the negative similarities; ms paper eq. 9"}
 
     def __init__(self, margin: float = 1.0):
         super().__init__()
@@ -165,6 +176,7 @@ class LiftedStructureLoss(PairLoss):
     """
 
     limits = {"margin": ">= 0"}  # checked when the plan loads (methods/declared.py)
+    about = {"margin": "margin α the negative distances D_ik should exceed; Oh Song et al. 2016"}
 
     def __init__(self, margin: float = 1.0):
         super().__init__()
@@ -190,6 +202,8 @@ class PairSumLoss(PairLoss):
 
     L = 1/m Σ_i ( Σ_{k∈N_i} S_ik - Σ_{k∈P_i} S_ik ),   so w = 1 for every kept pair (Theorem 3.1).
     """
+
+    about = {}  # no parameters
 
     def compute(self, batch: PairBatch) -> torch.Tensor:
         s = batch.sim

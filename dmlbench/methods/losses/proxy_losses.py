@@ -24,6 +24,9 @@ class ProxyNCALoss(ProxyLoss):
 
     # checked when the plan loads (methods/declared.py)
     limits = {"num_classes": ">= 2", "embedding_dim": ">= 1", "scale": "> 0"}
+    about = {"num_classes": "number of training classes, one proxy each, filled in by the training; the suite",
+             "embedding_dim": "embedding size, the proxies' dimension, filled in by the training; the suite",
+             "scale": "scale s of the squared distances (1 in the paper, often 3+); Movshovitz-Attias et al. 2017"}
 
 
     def __init__(self, num_classes: int, embedding_dim: int, scale: float = 1.0):
@@ -56,6 +59,13 @@ class SoftTripleLoss(ProxyLoss):
 
     limits = {"num_classes": ">= 2", "embedding_dim": ">= 1", "centres_per_class": ">= 1", "la": "> 0",
               "gamma": "> 0", "tau": ">= 0", "margin": ">= 0"}  # checked when the plan loads (methods/declared.py)
+    about = {"num_classes": "number of training classes C, filled in by the training; the suite",
+             "embedding_dim": "embedding size, the centres' dimension, filled in by the training; the suite",
+             "centres_per_class": "number of centres K per class; Qian et al. 2019",
+             "la": "scale λ of the class similarities in the softmax; Qian et al. 2019",
+             "gamma": "temperature γ of the soft assignment to a class's centres; Qian et al. 2019",
+             "tau": "weight τ of the regulariser R that merges a class's centres; Qian et al. 2019",
+             "margin": "margin δ taken off the own class's similarity; Qian et al. 2019"}
 
 
     def __init__(self, num_classes: int, embedding_dim: int, centres_per_class: int = 10,
@@ -102,6 +112,10 @@ class ProxyAnchorLoss(ProxyLoss):
     """
 
     limits = {"num_classes": ">= 2", "embedding_dim": ">= 1", "alpha": "> 0", "delta": ">= 0"}
+    about = {"num_classes": "number of training classes, one proxy each, filled in by the training; the suite",
+             "embedding_dim": "embedding size, the proxies' dimension, filled in by the training; the suite",
+             "alpha": "scale α of the proxy-embedding similarities; Kim et al. 2020 eq. 4",
+             "delta": "margin δ; Kim et al. 2020 eq. 4"}
 
 
     def __init__(self, num_classes: int, embedding_dim: int, alpha: float = 32.0, delta: float = 0.1):

@@ -124,6 +124,9 @@ class FastAPLoss(PairLoss):
 
     # checked when the plan loads (methods/declared.py)
     limits = {"num_bins": ">= 2", "bins": BINS, "gradient": GRADIENTS}
+    about = {"num_bins": "number L of histogram bins over squared distances in [0, 4]; fastap supplement C.1",
+             "bins": "paper: L bin centres, or code: L + 1 as in the authors' code; fastap supplement C.1",
+             "gradient": "closed_form: the supplement's gradient (eqs. 17-30), or autograd; fastap supplement C.3"}
 
     takes_miner = False  # every query's whole ranking of the batch
     restricts_pairs = False

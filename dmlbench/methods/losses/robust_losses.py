@@ -56,6 +56,14 @@ class DROLoss(PairLoss):
 
     limits = {"base": BASES, "variant": VARIANTS, "margin": ">= 0", "lam": "[-1, 1]", "alpha": "> 0",
               "beta": "> 0", "K": ">= 1", "k_per_anchor": "> 0"}  # checked when the plan loads (methods/declared.py)
+    about = {"base": "base pair loss l_ij: margin L_M, binomial L_B or linear (L_M unclipped); dro paper section 4",
+             "margin": "margin m of the margin base loss L_M; dro paper section 4",
+             "lam": "similarity threshold λ of both base losses; dro paper section 4",
+             "alpha": "scale α of the binomial base loss's positive pairs; dro paper section 4",
+             "beta": "scale β of the binomial base loss's negative pairs (50, code variant 40); dro paper section 4",
+             "variant": "paper: the text, or code: the authors' released code (DRO/*.py); the suite's choice",
+             "K": "number K of distinct pairs the robust step keeps (top K); dro paper section 3.2",
+             "k_per_anchor": "K per image of the batch, K = k_per_anchor × B (paper: K = 2B); dro paper section 4.2"}
 
     def __init__(self, base: str = "margin", margin: float = 0.2, lam: float = 0.5,
                  alpha: float = 2.0, beta: float | None = None, variant: str = "paper",
@@ -137,6 +145,8 @@ class DROTopKPN(DROLoss):
     divided by K (zeros fill a side with fewer non-zero pairs). `variant: code`: see the module
     docstring."""
 
+    about = {"K": "number K of pairs kept, the K/2 largest positive and K/2 largest negative; dro paper section 3.2"}
+
     def compute(self, batch: PairBatch) -> torch.Tensor:
         l, pos, neg = self.robust_pairs(batch)
         l_pos, l_neg = l[pos], l[neg]
@@ -172,6 +182,9 @@ class DROKL(DROLoss):
     the tables' DRO-KL_M, section 4.1). `variant: code`: see the module docstring."""
 
     limits = {"gamma": "> 0"}  # checked when the plan loads (methods/declared.py)
+    about = {"gamma": "weight γ of the KL divergence from the uniform distribution; dro paper section 3.2",
+             "sample": "draw K pairs from p* and average their losses (DRO-KL_M); dro paper sections 3.2, 4.1",
+             "K": "number K of pairs drawn from p* (sample true, or variant code); dro paper section 3.2"}
 
     def __init__(self, gamma: float = 0.1, sample: bool = False, **base):
         super().__init__(**base)
@@ -210,6 +223,12 @@ class DROKLGrouped(DROLoss):
 
     # checked when the plan loads (methods/declared.py)
     limits = {"gamma": "> 0", "gamma_pos": "> 0", "gamma_neg": "> 0"}
+    about = {"gamma": "KL weight γ of both groups, where gamma_pos or gamma_neg is not given; dro paper eq. 7",
+             "gamma_pos": "KL weight γ_i^+ of each anchor's positive group; dro paper eq. 7",
+             "gamma_neg": "KL weight γ_i^- of each anchor's negative group; dro paper eq. 7",
+             "pseudo_pair": "add one zero-loss pair to each group (recovers MS); dro paper supplement 6.1.2",
+             "K": "not used by this loss (weights per anchor group); the suite",
+             "k_per_anchor": "not used by this loss (weights per anchor group); the suite"}
 
     def __init__(self, gamma: float = 1.0, gamma_pos: float | None = None,
                  gamma_neg: float | None = None, pseudo_pair: bool = False, **base):
@@ -238,6 +257,9 @@ class PairMarginAverage(DROLoss):
     """The base margin loss averaged over the pairs a miner kept (non-zero losses only): the
     semi-hard (SH) and distance-weighted (DWS) baselines of the dro paper. A pair a sampling
     miner drew several times counts that many times."""
+
+    about = {"K": "not used by this loss (the miner picks the pairs); the suite",
+             "k_per_anchor": "not used by this loss (the miner picks the pairs); the suite"}
 
     def compute(self, batch: PairBatch) -> torch.Tensor:
         l, pos, neg = self.pair_losses(batch)

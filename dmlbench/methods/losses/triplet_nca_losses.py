@@ -27,6 +27,7 @@ class TripletNCALoss(TripletFormLoss):
     """
 
     limits = {"temperature": "> 0"}  # checked when the plan loads (methods/declared.py)
+    about = {"temperature": "temperature T dividing the similarities (paper 1, authors' code 0.1); ephn paper eq. 1"}
 
     def __init__(self, temperature: float = 1.0):
         super().__init__()
@@ -47,6 +48,7 @@ class SecondOrderTripletLoss(TripletFormLoss):
     """
 
     limits = {"temperature": "> 0"}  # checked when the plan loads (methods/declared.py)
+    about = {"temperature": "temperature T dividing the exponents (eq. 16 has T = 1); the suite's choice"}
 
     def __init__(self, temperature: float = 1.0):
         super().__init__()

@@ -32,6 +32,7 @@ class NPairLoss(PairLoss):
     """
 
     limits = {"l2_reg": ">= 0"}  # checked when the plan loads (methods/declared.py)
+    about = {"l2_reg": "weight of the L2 regulariser on the embeddings (mean squared norm); Sohn 2016"}
 
     takes_miner = False  # builds its own tuples
     restricts_pairs = False
@@ -74,6 +75,7 @@ class AngularLoss(PairLoss):
     """
 
     limits = {"alpha_degrees": "(0, 90)"}  # checked when the plan loads (methods/declared.py)
+    about = {"alpha_degrees": "angle bound α of the triangle at the negative, in degrees; Wang et al. 2017"}
 
     def __init__(self, alpha_degrees: float = 40.0):
         super().__init__()

@@ -24,8 +24,20 @@ from dmlbench.run_config import RunConfig
 SAMPLERS = Registry("sampler", group="dmlbench.samplers")
 
 
+class BatchSampler:
+    """A sampler: iterating it gives one epoch's batches (lists of indices into the training table),
+    `len` the batches per epoch; its constructor takes those of `build`'s offers it names (labels,
+    batch_size, per_class, generator, batches, small_classes, supers, per_pair)."""
+
+    def __iter__(self):
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+
 @SAMPLERS.register("m_per_class")
-class MPerClassBatches:
+class MPerClassBatches(BatchSampler):
     """Batches of `batch_size / per_class` distinct classes × `per_class` images each.
 
     Classes are drawn uniformly without replacement within a batch, images of a class without
@@ -95,7 +107,7 @@ class MPerClassBatches:
 
 
 @SAMPLERS.register("shuffle")
-class ShuffledBatches:
+class ShuffledBatches(BatchSampler):
     """Plain shuffling: a random permutation cut into batches of `batch_size` (last partial dropped)."""
 
     about = {"labels": "training class label of each image, filled in by the training; the suite",
@@ -121,7 +133,7 @@ class ShuffledBatches:
                 produced += 1
 
 
-class _WholeClasses:
+class _WholeClasses(BatchSampler):
     """Shared part of the fastap samplers: classes grouped by super-category, and filling a
     number of places with whole classes drawn in random order (the last one cut to fit)."""
 

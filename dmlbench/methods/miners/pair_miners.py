@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import torch
 
-from dmlbench.methods.miners.base import MINERS
+from dmlbench.methods.miners.base import MINERS, Miner
 from dmlbench.methods.pairs import PairBatch
 
 
 @MINERS.register("semihard")
-class SemiHardMiner:
+class SemiHardMiner(Miner):
     """For every positive pair (a, p), the most similar negative n that is still less similar than p
     by less than the margin: S_ap - λ < S_an < S_ap. Pairs with no such negative give no triplet."""
 
@@ -32,7 +32,7 @@ class SemiHardMiner:
 
 
 @MINERS.register("multi_similarity")
-class MultiSimilarityMiner:
+class MultiSimilarityMiner(Miner):
     """VTHM (ms paper, section 5.1), also called multi-similarity mining. For anchor i:
     keep negative j if S_ij > min_{k∈P_i} S_ik - λ; keep positive j if S_ij < max_{k∈N_i} S_ik + λ.
     Paper default λ = 0.1. `duplicate_threshold`: positives with S ≥ this are dropped before
@@ -59,7 +59,7 @@ class MultiSimilarityMiner:
 
 
 @MINERS.register("hardest")
-class HardestMiner:
+class HardestMiner(Miner):
     """Hard mining per anchor.
 
     `negatives: per_anchor` (default; Hermans et al. 2017's batch-hard): the least similar
@@ -98,7 +98,7 @@ class HardestMiner:
 
 
 @MINERS.register("distance_weighted")
-class DistanceWeightedMiner:
+class DistanceWeightedMiner(Miner):
     """Distance-weighted sampling (Wu et al. 2017). For every positive pair (a, p), one negative n
     drawn with probability ∝ 1/q(D_an), where q(d) ∝ d^{n-2} (1 - d²/4)^{(n-3)/2} is the density of
     distances between uniform points on the unit sphere in n = embedding-size dimensions; D is
@@ -137,7 +137,7 @@ class DistanceWeightedMiner:
 
 
 @MINERS.register("semihard_threshold")
-class SemiHardThresholdMiner:
+class SemiHardThresholdMiner(Miner):
     """Semi-hard pair mining for pair losses (the dro paper's SH baseline): with no positive to
     compare against, λ stands in for S_ap: negatives with λ - m < S < λ are kept, and every
     positive pair. Defaults λ 0.5, m 0.2."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from dmlbench.methods.miners.base import MINERS
+from dmlbench.methods.miners.base import MINERS, Miner
 from dmlbench.methods.pairs import PairBatch
 
 POSITIVES = ("easy", "hard")
@@ -12,7 +12,7 @@ NEGATIVES = ("hard", "semihard", "easy")
 
 
 @MINERS.register("per_anchor")
-class PerAnchorTripletMiner:
+class PerAnchorTripletMiner(Miner):
     """For every anchor a, one triplet (a, p, n):
 
     - positive `easy`: the most similar positive (max S_ap); `hard`: the least similar;

@@ -11,8 +11,10 @@ import math
 from dmlbench.knobs import paired
 
 
-def _points(value: float) -> str:
-    return f"{value:+.1f}"
+def points(value: float) -> str:
+    """Signed, one decimal; a value that rounds to zero is +0.0, never −0.0."""
+    text = f"{value:+.1f}"
+    return "+0.0" if text == "-0.0" else text
 
 
 def _interval(row: dict) -> str:
@@ -24,8 +26,8 @@ def dataset_part(dataset: str, gap: dict, levels: tuple[float, float], labels: d
     """One dataset's clause. `gap`: `shares.method_shares` of the gap; `levels`: the gap's mean under
     the paper's and the fair recipe; `reproduction`: (printed, ours under the paper's recipe)."""
     paper, fair = levels
-    text = f"{dataset}: gap {_points(paper)} under the paper's recipe, {_points(fair)} under the fair one"
-    named = [f"{labels[row['knob']]} {_points(row['effect'])}{_interval(row)}"
+    text = f"{dataset}: gap {points(paper)} under the paper's recipe, {points(fair)} under the fair one"
+    named = [f"{labels[row['knob']]} {points(row['effect'])}{_interval(row)}"
              for row in sorted(gap["shares"], key=lambda r: -abs(r["effect"])) if row["significant"]]
     if named:
         text += f"; moved by {', '.join(named)}"
@@ -34,11 +36,11 @@ def dataset_part(dataset: str, gap: dict, levels: tuple[float, float], labels: d
         largest = sorted(gap["shares"], key=lambda r: -abs(r["effect"]))[:3]
         why = f" ({', '.join(sorted(untested))}: not tested)" if untested else ""
         text += (f"; no knob's share is significant{why}; largest: "
-                 + ", ".join(f"{labels[r['knob']]} {_points(r['effect'])}" for r in largest)) if largest else ""
-    text += f"; higher-order remainder {_points(gap['remainder']['effect'])}"
+                 + ", ".join(f"{labels[r['knob']]} {points(r['effect'])}" for r in largest)) if largest else ""
+    text += f"; higher-order remainder {points(gap['remainder']['effect'])}"
     if reproduction is not None:
         printed, ours = reproduction
-        text += f"; reproduction gap {_points(printed - ours)} (printed {printed:.1f}, ours {ours:.1f})"
+        text += f"; reproduction gap {points(printed - ours)} (printed {printed:.1f}, ours {ours:.1f})"
     return text
 
 

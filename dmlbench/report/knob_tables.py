@@ -33,7 +33,7 @@ def _tuned(path: str | None) -> tuple[float, float] | None:
 
 
 def _fmt(mean: float, low: float = math.nan, high: float = math.nan) -> str:
-    return f"{mean:+.1f}" + ("" if math.isnan(low) else f" [{low:+.1f}, {high:+.1f}]")
+    return landing.points(mean) + ("" if math.isnan(low) else f" [{landing.points(low)}, {landing.points(high)}]")
 
 
 def _p(row: dict) -> str:

@@ -5,6 +5,7 @@
 import sys
 from pathlib import Path
 
+from dmlbench.config import jobs
 from dmlbench.config.plan import Plan
 from dmlbench.core.errors import DmlbenchError
 from dmlbench.orchestration import warm_start
@@ -18,6 +19,7 @@ try:  # a wrong setting, file or folder: its message, without Snakemake's trace 
 except DmlbenchError as error:
     sys.exit(f"dmlbench: error: {error}")
 PRESET = PLAN.name
+JOBS = jobs.of(PLAN)  # what the rules ask of the plan: each step's inputs, spec and trigger (config/jobs.py)
 for experiment, reason in PLAN.skipped.items():
     print(f"dmlbench: skipping {experiment}: {reason}", file=sys.stderr)
 

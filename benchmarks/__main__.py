@@ -17,6 +17,7 @@ import torch
 from benchmarks import budget_check, evaluation, gpu_feed, input_pipeline, losses, preflight_time, training, workflow
 from dmlbench.analysis import loss_timing
 from dmlbench.config.plan import Plan
+from dmlbench.config.jobs import of as jobs_of
 
 
 def _target(ok: bool) -> str:
@@ -141,7 +142,8 @@ def main(argv=None) -> None:
     results = {"machine": platform.platform(), "tiny": tiny}
     results["losses"] = [r for b in ((20,) if tiny else (80, 640)) for d in ((32,) if tiny else (512, 1024))
                          for r in losses.measure(b, d, 2 if tiny else 15)]
-    dro_methods = Plan.load(Path(__file__).parents[1] / "workflow" / "config").analysis_spec("dro.f3")["methods"]
+    plan = Plan.load(Path(__file__).parents[1] / "workflow" / "config")
+    dro_methods = jobs_of(plan).analysis_spec("dro.f3")["methods"]
     results["dro"] = loss_timing.measure(dro_methods, repeats=1 if tiny else 5,
                                          batches=(20,) if tiny else loss_timing.BATCHES).to_dict("records")
     sizes = ("tiny",) if tiny else ("sop", "inshop")

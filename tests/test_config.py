@@ -9,6 +9,7 @@ from dmlbench.core.errors import ConfigError
 from dmlbench.run_config import RunConfig
 
 from conftest import CONFIG_DIR
+from dmlbench.config.jobs import of as jobs_of
 
 
 @pytest.mark.parametrize("config, message", [
@@ -219,7 +220,7 @@ def test_every_run_of_the_cpu_presets_gets_its_batches(preset, tmp_path):
     plan = Plan.load(CONFIG_DIR, {"preset": preset, "data": {"root": str(tmp_path)}})
     tables = {}
     for dataset in plan.datasets:
-        spec = plan.prepare_spec(dataset)
+        spec = jobs_of(plan).prepare_spec(dataset)
         out = tmp_path / spec["source"] / dataset / "manifest.csv"
         prepare(dataset, spec["source"], tmp_path, out, fixture_size=spec["fixture"])
         table = manifest.read(out)

@@ -9,6 +9,7 @@ from test_losses import batch, check_against, cosine
 from dmlbench.analysis import dro_identities
 from dmlbench.methods import losses
 from dmlbench.methods.pairs import PairBatch
+from dmlbench.config.jobs import of as jobs_of
 
 
 def brute_pair_losses(e, y, m=0.2, lam=0.5):
@@ -275,7 +276,7 @@ def test_loss_timing_measures_both_scopes():
     from conftest import CONFIG_DIR
 
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
-    methods = plan.analysis_spec("dro.f3")["methods"]
+    methods = jobs_of(plan).analysis_spec("dro.f3")["methods"]
     frame = loss_timing.measure(methods, repeats=1, batches=(10,), whole_iteration=True,
                                 backbone="small_cnn", image_size=16)
     assert set(frame["scope"]) == {"loss side", "whole iteration"}
@@ -289,7 +290,7 @@ def test_dro_f3_times_the_same_baselines_as_the_other_figures():
     from conftest import CONFIG_DIR
 
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
-    timed = plan.analysis_spec("dro.f3")["methods"]
+    timed = jobs_of(plan).analysis_spec("dro.f3")["methods"]
     for name in ("sh_m", "dws_m", "ms", "dro_topk_m", "dro_topk_pn_m"):
         assert name in plan.experiments["dro.f1"]["methods"] + plan.experiments["dro.t1"]["methods"]
         assert timed[name]["loss"] == plan.methods[name]["loss"]

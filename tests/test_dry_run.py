@@ -12,6 +12,7 @@ from dmlbench.fair import rounds
 from dmlbench.fair import space as spaces
 
 from conftest import CONFIG_DIR
+from dmlbench.config.jobs import of as jobs_of
 
 SELECTION = {"preset": "full", "experiments": ["suite.fair", "ms.t2"], "datasets": ["cub"]}
 
@@ -31,13 +32,15 @@ def rule_views(plan: Plan) -> list[str]:
     inputs and the method's side settings."""
     views = []
     for dataset, method in plan.fair_pairs("suite.fair"):
-        side = plan.fair_side("suite.fair", dataset, method)
+        side = jobs_of(plan).fair_side("suite.fair", dataset, method)
         for j in range(plan.fair_stages("suite.fair")):
-            views.append(json.dumps([plan.fair_stage_spec("suite.fair", dataset, method, j),
-                                     plan.fair_stage_inputs("suite.fair", dataset, method, j), side], sort_keys=True))
+            views.append(json.dumps([jobs_of(plan).fair_stage_spec("suite.fair", dataset, method, j),
+                                     jobs_of(plan).fair_stage_inputs("suite.fair", dataset, method, j), side],
+                                    sort_keys=True))
         for g in range(plan.fair_final_groups("suite.fair")):
-            views.append(json.dumps([plan.fair_group_spec("suite.fair", dataset, method, g),
-                                     plan.fair_repetition_inputs("suite.fair", dataset, method), side], sort_keys=True))
+            views.append(json.dumps([jobs_of(plan).fair_group_spec("suite.fair", dataset, method, g),
+                                     jobs_of(plan).fair_repetition_inputs("suite.fair", dataset, method), side],
+                                    sort_keys=True))
     return views
 
 

@@ -31,6 +31,7 @@ from dmlbench.core.io import read_json, write_json
 from dmlbench.run_config import RunConfig
 
 from conftest import CONFIG_DIR, REPO, python_env
+from dmlbench.config.jobs import of as jobs_of
 from processes import run, start, stop
 
 
@@ -109,12 +110,13 @@ def _fair_plan(**fair) -> Plan:
 def _fold_spec(plan, method: str, stage: str, fold: int) -> dict:
     """What a round (search) or a repetition (final) job hands fold_run for one fold on cub."""
     if stage == "search":
-        job = plan.fair_round_spec("suite.fair", "cub", method, 0)
+        job = jobs_of(plan).fair_round_spec("suite.fair", "cub", method, 0)
         folds = job["trials"][0]["folds"]
     else:
-        job = plan.fair_repetition_spec("suite.fair", "cub", method, 0)
+        job = jobs_of(plan).fair_repetition_spec("suite.fair", "cub", method, 0)
         folds = job["folds"]
-    return {"run": {**folds[fold]["run"], **plan.fair_side("suite.fair", "cub", method)}, "space": job["space"]}
+    side = jobs_of(plan).fair_side("suite.fair", "cub", method)
+    return {"run": {**folds[fold]["run"], **side}, "space": job["space"]}
 
 
 def _fixture_fold_spec(tmp_path, method="ms", stage="search", fold=0) -> tuple[dict, Path]:
@@ -149,7 +151,7 @@ def test_the_search_reads_the_validation_fold_only_never_the_test_half(tmp_path)
 
 def _ask_spec(tmp_path, slot: int) -> dict:
     plan = _fair_plan()
-    spec = plan.fair_ask_spec("suite.fair", "cub", "ms", slot)
+    spec = jobs_of(plan).fair_ask_spec("suite.fair", "cub", "ms", slot)
     spec["journal"] = str(tmp_path / "study.journal")
     return spec
 
@@ -335,7 +337,7 @@ def test_final_repetitions_use_seeds_no_trial_used():
     assert final_seeds and not final_seeds & trial_seeds
     repetitions = plan.fair_settings("suite.fair")["repetitions"]
     assert len({r.seed for r in final if r.method == "ms" and r.dataset == "cub"}) == repetitions  # one each
-    handed = plan.fair_repetition_spec("suite.fair", "cub", "ms", 0)["folds"][1]["run"]  # what the job trains
+    handed = jobs_of(plan).fair_repetition_spec("suite.fair", "cub", "ms", 0)["folds"][1]["run"]  # what the job trains
     assert handed["seed"] not in trial_seeds and handed["seed"] in {r.seed for r in final}
 
 
@@ -432,7 +434,7 @@ def test_the_fair_tables_show_trials_capped_folds_notes_and_the_embedding_size(t
     from dmlbench.report import fair_section, fair_tables
 
     plan = Plan.load(CONFIG_DIR, {"preset": "smoke", "experiments": ["suite.fair"]})
-    spec = json.loads(json.dumps(plan.fair_aggregate_spec("suite.fair")))
+    spec = json.loads(json.dumps(jobs_of(plan).fair_aggregate_spec("suite.fair")))
     spec["folder"] = str(tmp_path / "DATASET" / "METHOD")
     metrics = {"p@1": 0.5, "r_precision": 0.3, "map@r": 0.2}
     for i, method in enumerate(spec["methods"]):  # method i: i + 1 capped final folds, i capped trial folds

@@ -17,6 +17,7 @@ from dmlbench.core.io import write_json
 
 import processes
 from conftest import REPO, python_env
+from dmlbench.config.jobs import of as jobs_of
 
 pytestmark = pytest.mark.xdist_group("test_fair_journal")  # one worker: its module fixture once
 
@@ -105,7 +106,7 @@ def test_a_slot_whose_earlier_slots_are_missing_from_the_emptied_journal_is_refu
 
 
 def _ask_spec(tmp_path, slot):
-    spec = _fair_plan().fair_ask_spec("suite.fair", "cub", "ms", slot)
+    spec = jobs_of(_fair_plan()).fair_ask_spec("suite.fair", "cub", "ms", slot)
     spec["journal"] = str(tmp_path / "study.journal")
     return spec
 

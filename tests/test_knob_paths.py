@@ -234,7 +234,7 @@ def test_a_garbled_step_result_is_named_with_what_to_do(tmp_path, text):
 
 
 def _recipe_of(knobs: list[str], needs: dict) -> dict:
-    """The aggregate spec's view of `paths.build` (as `Plan.knob_aggregate_spec` writes it)."""
+    """The aggregate spec's view of `paths.build` (as `Jobs.knob_aggregate_spec` writes it)."""
     built = paths.build(knobs, needs)
     return {"knobs": [{"name": k} for k in knobs], "cumulative": [s.name for s in built.cumulative],
             "alone": {k: [a.name, b.name] for k, (a, b) in built.alone.items()},

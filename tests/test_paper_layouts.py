@@ -13,6 +13,7 @@ from dmlbench.config.plan import Plan
 from dmlbench.report import aggregate, index, layout
 
 from conftest import CONFIG_DIR
+from dmlbench.config.jobs import of as jobs_of
 
 FULL = Plan.load(CONFIG_DIR, {"preset": "full"})
 TABLES = [k for k in FULL.experiments if not FULL.is_analysis(k) and re.fullmatch(r"[a-z]+\.t\d+", k)]
@@ -109,7 +110,7 @@ def test_tables_that_ran_keep_the_papers_layout_with_ours_beside(tmp_path, key):
     plan = Plan.load(CONFIG_DIR, {"preset": "demo"})
     files = [fake_run(tmp_path, run, {f"recall@{k}": 0.5 for k in (1, 2, 4, 8, 10, 100)}
                       | {"nmi": 0.4, "f1": 0.3, "large_recall@1": 0.2}) for run in plan.runs(key)]
-    aggregate.aggregate(plan.aggregate_spec(key), files, tmp_path / "reports" / "demo" / key)
+    aggregate.aggregate(jobs_of(plan).aggregate_spec(key), files, tmp_path / "reports" / "demo" / key)
     index.write(plan, tmp_path / "reports" / "demo" / "index.html")
     page = (tmp_path / "reports/demo/index.html").read_text()
     check_tables(page, "demo", plan)
@@ -208,7 +209,7 @@ def test_ours_is_only_the_papers_and_the_suite_is_this_suite(tmp_path):
     say "this suite"."""
     plan = Plan.load(CONFIG_DIR, {"preset": "demo"})
     files = [fake_run(tmp_path, run, {"recall@1": 0.5}) for run in plan.runs("ms.t1")]
-    aggregate.aggregate(plan.aggregate_spec("ms.t1"), files, tmp_path / "reports" / "demo" / "ms.t1")
+    aggregate.aggregate(jobs_of(plan).aggregate_spec("ms.t1"), files, tmp_path / "reports" / "demo" / "ms.t1")
     index.write(plan, tmp_path / "reports" / "demo" / "index.html")
     section = page_sections((tmp_path / "reports/demo/index.html").read_text(), "demo")["ms.t1"]
     text = re.sub(r"<[^>]+>", " ", section)
@@ -222,13 +223,13 @@ def test_the_markdown_table_names_both_header_levels_and_prints_the_papers_digit
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     runs = [r for r in plan.runs("fastap.t2") if r.dataset == "sop"]
     files = [fake_run(tmp_path, run, {"recall@1": 0.5}) for run in runs]
-    aggregate.aggregate(plan.aggregate_spec("fastap.t2"), files, tmp_path / "t2")
+    aggregate.aggregate(jobs_of(plan).aggregate_spec("fastap.t2"), files, tmp_path / "t2")
     text = (tmp_path / "t2/table.md").read_text()
     assert {"| ResNet-18 Random |", "| ResNet-18 Hard |", "| ResNet-50 Random |", "| ResNet-50 Hard |"} <= {
         line[: line.index("|", 1) + 1] for line in text.splitlines() if line.startswith("| ResNet")}
     runs = [r for r in plan.runs("ms.t1") if r.dataset == "cars" and r.method == "raw_dw"]
     files = [fake_run(tmp_path, run, {"recall@1": 0.5}) for run in runs]
-    aggregate.aggregate(plan.aggregate_spec("ms.t1"), files, tmp_path / "t1")
+    aggregate.aggregate(jobs_of(plan).aggregate_spec("ms.t1"), files, tmp_path / "t1")
     assert " / 80.70 / " in (tmp_path / "t1/table.md").read_text()  # the paper prints 80.70
 
 

@@ -19,6 +19,7 @@ from dmlbench.run_config import Model, RunConfig
 
 import processes
 from conftest import python_env
+from dmlbench.config.jobs import of as jobs_of
 
 CONFIG_DIR = "workflow/config"
 METRICS = ("recall@1", "recall@2", "map@r")
@@ -126,9 +127,9 @@ def test_every_table_of_the_full_plan_has_its_reference_jobs():
         first = min(run.seed for run in plan.runs(experiment))
         assert {(r.dataset, r.method) for r in plan.runs(experiment) if r.seed == first} == set(mapping)
         for name in set(mapping.values()):
-            spec = plan.reference_spec(name)
+            spec = jobs_of(plan).reference_spec(name)
             assert spec["key"]["dataset"] == name.split("-")[0]
-            assert plan.manifest(spec["key"]["dataset"]) in plan.reference_inputs(name)
+            assert plan.manifest(spec["key"]["dataset"]) in jobs_of(plan).reference_inputs(name)
     # shared: one job per dataset × backbone × input × embedding size, not one per run
     assert len(plan._references()) < len(plan.runs()) / 10
 

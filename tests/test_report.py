@@ -10,6 +10,7 @@ from dmlbench.config.plan import Plan
 from dmlbench.report import aggregate, index
 
 from conftest import CONFIG_DIR
+from dmlbench.config.jobs import of as jobs_of
 
 
 def fake_run(root, run, metrics, epochs=2):
@@ -27,7 +28,7 @@ def fake_run(root, run, metrics, epochs=2):
 
 def test_seeds_aggregate_with_paper_numbers(tmp_path):
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
-    spec = plan.aggregate_spec("dro.f4")
+    spec = jobs_of(plan).aggregate_spec("dro.f4")
     files = []
     values = {0: 0.60, 1: 0.62, 2: 0.64, 3: 0.66, 4: 0.68}
     for run in plan.runs("dro.f4"):
@@ -51,7 +52,7 @@ def test_sweep_experiment_draws_its_figure(tmp_path):
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     files = [fake_run(tmp_path, run, {"recall@1": 0.5}) for run in plan.runs("dro.f1")]
     out = tmp_path / "reports" / "full" / "dro.f1"
-    aggregate.aggregate(plan.aggregate_spec("dro.f1"), files, out)
+    aggregate.aggregate(jobs_of(plan).aggregate_spec("dro.f1"), files, out)
     assert (out / "sweep.png").stat().st_size > 0
     table = pd.read_csv(out / "table.csv")
     assert len(table) == 25 and set(table["method"].str.split("@").str[1]) == {"B80", "B160", "B320", "B480", "B640"}
@@ -65,7 +66,7 @@ def test_quoted_rows_are_marked_as_quoted(tmp_path):
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     files = [fake_run(tmp_path, run, {f"recall@{k}": 0.5 for k in (1, 2, 4, 8, 16, 32)})
              for run in plan.runs("ms.t2")]
-    aggregate.aggregate(plan.aggregate_spec("ms.t2"), files, tmp_path / "out")
+    aggregate.aggregate(jobs_of(plan).aggregate_spec("ms.t2"), files, tmp_path / "out")
     text = (tmp_path / "out/table.md").read_text()
     assert "| HDC (quoted by the paper, not run) | 53.6 |" in text
     assert "50.00 ± 0.00 (n=5) / 66.85 / -16.85 / ▼ below" in text
@@ -82,7 +83,7 @@ def test_report_has_contents_statuses_and_every_link_resolves(tmp_path):
                                   "datasets": ["digits"]})
     files = [fake_run(tmp_path, run, {"recall@1": 0.5, "recall@2": 0.6}) for run in plan.runs()[:2]]
     out = tmp_path / "reports" / "demo" / "suite.baselines"
-    aggregate.aggregate(plan.aggregate_spec("suite.baselines"), files, out)
+    aggregate.aggregate(jobs_of(plan).aggregate_spec("suite.baselines"), files, out)
     index.write(plan, tmp_path / "reports" / "demo" / "index.html")
     info = json.loads((tmp_path / "reports/demo/contents.json").read_text())
     statuses = {e["id"]: e["status"] for p in info["papers"] for e in p["experiments"]}
@@ -114,7 +115,7 @@ def test_fixture_tables_say_so_and_show_verdicts_stamped_as_fixture_data(tmp_pat
     """Fixtures: the difference and the verdict are computed (they test the code) under the note
     that the numbers are not comparable with the paper's."""
     plan = Plan.load(CONFIG_DIR, {"preset": "demo"})
-    spec = plan.aggregate_spec("ephn.t1")
+    spec = jobs_of(plan).aggregate_spec("ephn.t1")
     files = [fake_run(tmp_path, run, {f"recall@{k}": 0.5 for k in (1, 2, 4, 8)}) for run in plan.runs("ephn.t1")]
     aggregate.aggregate(spec, files, tmp_path / "out")
     table = pd.read_csv(tmp_path / "out/table.csv")
@@ -137,7 +138,7 @@ def test_dro_f1_f5_mark_the_recalls_the_supplement_prints(tmp_path, monkeypatch,
     files = [fake_run(tmp_path, run, {"recall@1": 0.5}) for run in plan.runs(key)]
     drawn = {}
     monkeypatch.setattr(figures, "save", lambda fig, path, spec=None: drawn.setdefault(path.name, fig))
-    aggregate.aggregate(plan.aggregate_spec(key), files, tmp_path / "out")
+    aggregate.aggregate(jobs_of(plan).aggregate_spec(key), files, tmp_path / "out")
     table = pd.read_csv(tmp_path / "out/table.csv").set_index("method")
     for method, value in zip(("dro_topk_m", "dro_topk_pn_m", "dro_kl_m"), values):
         assert table.loc[f"{method}@B640", "paper"] == value
@@ -208,7 +209,7 @@ def test_a_title_names_the_epochs_this_preset_records(tmp_path):
         plan = Plan.load(CONFIG_DIR, {"preset": preset})
         epochs = plan.resolve(plan.runs("ephn.f6")[0])["record"]["scatter_epochs"]
         assert f"after epochs {', '.join(map(str, epochs))} (the paper: 0, 5, 10, 15, 40)" in plan.title("ephn.f6")
-        assert plan.aggregate_spec("ephn.f6")["title"] == plan.title("ephn.f6")
+        assert jobs_of(plan).aggregate_spec("ephn.f6")["title"] == plan.title("ephn.f6")
     config = tmp_path / "config"
     shutil.copytree(CONFIG_DIR, config)
     path = config / "experiments" / "ephn.yaml"
@@ -253,7 +254,7 @@ def test_dro_f2_plots_every_recall_of_its_table(tmp_path, monkeypatch):
     files = [fake_run(tmp_path, run, {f"recall@{k}": 0.5 + k / 200 for k in ks}) for run in plan.runs("dro.f2")]
     drawn = {}
     monkeypatch.setattr(figures, "save", lambda fig, path, spec=None: drawn.setdefault(path.name, fig))
-    aggregate.aggregate(plan.aggregate_spec("dro.f2"), files, tmp_path / "out")
+    aggregate.aggregate(jobs_of(plan).aggregate_spec("dro.f2"), files, tmp_path / "out")
     lines = drawn["sweep.png"].axes[0].get_legend_handles_labels()[1]
     assert lines == [f"DRO-TopK_M, recall@{k}" for k in ks]
 
@@ -262,7 +263,7 @@ def test_dro_quotes_wang_et_al_rows_as_quoted_not_as_its_own(tmp_path):
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     ks = (1, 2, 4, 8, 16, 32)
     files = [fake_run(tmp_path, run, {f"recall@{k}": 0.5 for k in ks}) for run in plan.runs("dro.t1")]
-    aggregate.aggregate(plan.aggregate_spec("dro.t1"), files, tmp_path / "out")
+    aggregate.aggregate(jobs_of(plan).aggregate_spec("dro.t1"), files, tmp_path / "out")
     table = pd.read_csv(tmp_path / "out/table.csv")
     assert table[table["method"] == "ms"]["paper"].isna().all()  # our MS run: no paper number
     assert table[table["method"] == "dro_topk_m"]["paper"].notna().all()
@@ -288,7 +289,7 @@ def test_test_selected_epoch_is_the_best_recall_at_1_and_shown_beside_the_last(t
     assert test_selected_epoch(history) is None
 
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
-    spec = plan.aggregate_spec("profs.f3")
+    spec = jobs_of(plan).aggregate_spec("profs.f3")
     files = []
     for number, run in enumerate(plan.runs("profs.f3")):
         path = fake_run(tmp_path, run, {"recall@1": 0.5})

@@ -21,6 +21,7 @@ from dmlbench.training import run_folder
 
 import processes
 from conftest import CONFIG_DIR, REPO, python_env
+from dmlbench.config.jobs import of as jobs_of
 from trainings_digest import digest
 
 DATA = Path(__file__).parent / "data"
@@ -39,13 +40,13 @@ def test_the_fair_jobs_train_every_fold_once_with_its_planned_settings(preset):
     plan = Plan.load(CONFIG_DIR, {"preset": preset})
     trained: dict[str, dict] = {}
     for dataset, method in plan.fair_pairs("suite.fair"):
-        side = plan.fair_side("suite.fair", dataset, method)
+        side = jobs_of(plan).fair_side("suite.fair", dataset, method)
         assert set(side) == set(run_folder.NOT_IN_FINGERPRINT)
         jobs = [round_spec["trials"] for s in range(plan.fair_stages("suite.fair"))
-                for round_spec in rounds.stage_rounds(plan.fair_stage_spec("suite.fair", dataset, method, s))]
+                for round_spec in rounds.stage_rounds(jobs_of(plan).fair_stage_spec("suite.fair", dataset, method, s))]
         folds = [fold for trials in jobs for trial in trials for fold in trial["folds"]]
         folds += [fold for g in range(plan.fair_final_groups("suite.fair"))
-                  for rep in rounds.final_repetitions(plan.fair_group_spec("suite.fair", dataset, method, g))
+                  for rep in rounds.final_repetitions(jobs_of(plan).fair_group_spec("suite.fair", dataset, method, g))
                   for fold in rep["folds"]]
         for fold in folds:
             assert fold["run_dir"] not in trained, fold["run_dir"]  # once
@@ -75,11 +76,11 @@ def test_a_round_asks_its_slots_in_order_after_the_round_before_was_told():
     assert [r for part in stages for r in part] == list(range(n_rounds))
     assert all(len(part) <= s["rounds_per_job"] for part in stages) and len(stages) < n_rounds
     for j, part in enumerate(stages):
-        whole = rounds.stage_rounds(plan.fair_stage_spec("suite.fair", "cub", "ms", j))
+        whole = rounds.stage_rounds(jobs_of(plan).fair_stage_spec("suite.fair", "cub", "ms", j))
         assert [r["output"] for r in whole] == [plan.fair_round_marker("suite.fair", "cub", "ms", r) for r in part]
         assert [{k: r[k] for k in ("ask", "space", "trials")} for r in whole] == [
-            plan.fair_round_spec("suite.fair", "cub", "ms", r) for r in part]
-        inputs = plan.fair_stage_inputs("suite.fair", "cub", "ms", j)
+            jobs_of(plan).fair_round_spec("suite.fair", "cub", "ms", r) for r in part]
+        inputs = jobs_of(plan).fair_stage_inputs("suite.fair", "cub", "ms", j)
         before = plan.fair_stage_marker("suite.fair", "cub", "ms", j - 1)
         assert (before in inputs) == (j > 0)
     with pytest.raises(ConfigError, match="no search job"):
@@ -87,11 +88,11 @@ def test_a_round_asks_its_slots_in_order_after_the_round_before_was_told():
 
 
 def test_the_round_trigger_follows_the_settings_that_decide_the_numbers():
-    base = Plan.load(CONFIG_DIR, {"preset": "smoke"})
-    quiet = Plan.load(CONFIG_DIR, {"preset": "smoke", "overrides": {"tracking": {"tensorboard": False},
-                                                                   "keep": {"checkpoint": True},
-                                                                   "loader": {"workers": 3}}})
-    louder = Plan.load(CONFIG_DIR, {"preset": "smoke", "overrides": {"optimizer": {"weight_decay": 0.001}}})
+    base = jobs_of(Plan.load(CONFIG_DIR, {"preset": "smoke"}))
+    quiet = jobs_of(Plan.load(CONFIG_DIR, {"preset": "smoke", "overrides": {"tracking": {"tensorboard": False},
+                                                                           "keep": {"checkpoint": True},
+                                                                           "loader": {"workers": 3}}}))
+    louder = jobs_of(Plan.load(CONFIG_DIR, {"preset": "smoke", "overrides": {"optimizer": {"weight_decay": 0.001}}}))
     key = ("suite.fair", "cub", "ms")
     assert quiet.fair_stage_trigger(*key, 0) == base.fair_stage_trigger(*key, 0)
     assert louder.fair_stage_trigger(*key, 0) != base.fair_stage_trigger(*key, 0)
@@ -230,9 +231,10 @@ def test_a_gpu_jobs_spec_carries_the_shared_settings_once_and_stays_far_below_th
     from dmlbench.run_config import delta
 
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
-    stage = plan.fair_stage_spec("suite.fair", "sop", "ms", 0)
-    group = plan.fair_group_spec("suite.fair", "sop", "ms", 0)
-    whole = [plan.fair_round_spec("suite.fair", "sop", "ms", r) for r in plan.fair_stage_rounds("suite.fair", 0)]
+    stage = jobs_of(plan).fair_stage_spec("suite.fair", "sop", "ms", 0)
+    group = jobs_of(plan).fair_group_spec("suite.fair", "sop", "ms", 0)
+    whole = [jobs_of(plan).fair_round_spec("suite.fair", "sop", "ms", r)
+             for r in plan.fair_stage_rounds("suite.fair", 0)]
     assert len(json.dumps(stage)) * 5 < len(json.dumps(whole)) and len(json.dumps(stage)) < 32 * 1024
     assert len(json.dumps(group)) < 32 * 1024
     folds = [f for r in stage["rounds"] for t in r["trials"] for f in t["folds"]]

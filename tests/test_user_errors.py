@@ -13,6 +13,7 @@ import pytest
 from dmlbench.config.plan import Plan
 
 from conftest import CONFIG_DIR, REPO, python_env
+from dmlbench.config.jobs import of as jobs_of
 from processes import run
 
 VENV_BIN = Path(sys.executable).parent
@@ -265,7 +266,7 @@ def test_a_label_with_a_bar_or_a_line_break_stays_in_its_markdown_cell(tmp_path)
     label = "MS | margin\nλ=0.5"
     assert markdown.cells(markdown.row([label, "1.00"])) == ["MS | margin λ=0.5", "1.00"]
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
-    spec = plan.aggregate_spec("dro.f4")
+    spec = jobs_of(plan).aggregate_spec("dro.f4")
     method = plan.runs("dro.f4")[0].method
     spec["method_labels"][method] = label
     files = [fake_run(tmp_path, run, {"recall@1": 0.6, "recall@2": 0.7}) for run in plan.runs("dro.f4")]
@@ -287,7 +288,7 @@ def test_a_fair_table_label_with_a_bar_or_a_line_break_stays_in_its_cell(tmp_pat
     from dmlbench.report import fair_tables, markdown
 
     plan = Plan.load(CONFIG_DIR, {"preset": "smoke", "experiments": ["suite.fair"]})
-    spec = json.loads(json.dumps(plan.fair_aggregate_spec("suite.fair")))
+    spec = json.loads(json.dumps(jobs_of(plan).fair_aggregate_spec("suite.fair")))
     spec["folder"] = str(tmp_path / "DATASET" / "METHOD")
     first = next(iter(spec["methods"]))
     spec["methods"][first]["label"] = "MS | α\nβ"

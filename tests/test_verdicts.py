@@ -19,6 +19,7 @@ from dmlbench.verdicts import claim_kinds, claims, numbers
 
 import processes
 from conftest import CONFIG_DIR, REPO, python_env
+from dmlbench.config.jobs import of as jobs_of
 
 T_975_4 = 2.7764451051977987  # Student t, 0.975 quantile, 4 degrees of freedom (tables: 2.776)
 
@@ -256,7 +257,7 @@ def test_the_demo_page_shows_intervals_verdicts_claims_and_the_certificate(tmp_p
     value = {"binomial": [0.600, 0.604, 0.602], "ms": [0.620, 0.625, 0.621]}
     files = [fake_run(tmp_path, run, {"recall@1": value[run.method][run.seed]}) for run in plan.runs("ms.t1")]
     folder = tmp_path / "reports/demo/ms.t1"
-    aggregate.aggregate(plan.aggregate_spec("ms.t1"), files, folder)
+    aggregate.aggregate(jobs_of(plan).aggregate_spec("ms.t1"), files, folder)
     monkeypatch.chdir(tmp_path)
     cert = certificate.build(verdict_spec.certificate_spec(plan, "ms"), "abc")
     (tmp_path / "reports/demo/ms").mkdir()
@@ -363,7 +364,7 @@ def test_a_suite_claim_is_tested_on_every_trunk_the_preset_runs(tmp_path, monkey
              ("ms", "dinov2_s14"): [0.700, 0.702, 0.698], ("dro_topk_m", "dinov2_s14"): [0.690, 0.6919, 0.6881]}
     files = [fake_run(tmp_path, run, {"recall@1": value[tuple(run.method.split("@"))][run.seed]})
              for run in plan.runs("suite.modern")]
-    aggregate.aggregate(plan.aggregate_spec("suite.modern"), files, tmp_path / "reports/demo/suite.modern")
+    aggregate.aggregate(jobs_of(plan).aggregate_spec("suite.modern"), files, tmp_path / "reports/demo/suite.modern")
     monkeypatch.chdir(tmp_path)
     cert = certificate.build(verdict_spec.certificate_spec(plan, "suite"), "abc")
     tested = {c["id"]: c for e in cert["experiments"] for c in e["claims"] if "p" in c}

@@ -14,6 +14,7 @@ from dmlbench.config.plan import Plan
 
 import processes
 from conftest import CONFIG_DIR, REPO, python_env
+from dmlbench.config.jobs import of as jobs_of
 
 
 def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
@@ -309,7 +310,7 @@ def knobs_ran(workdir: Path, plan, statuses: dict) -> None:
     paper = steps[(steps["method"] == "ms") & (steps["step"] == "paper")]
     stored = [json.loads((workdir / plan.find_run("suite.knobs", "cub", "ms@ms-paper", s).path("smoke")
                           / "metrics.json").read_text()) for s in (0, 1)]
-    selects_on_test = plan.knob_aggregate_spec("suite.knobs")["recipes"][0]["test_selected"]  # ms.t2's table
+    selects_on_test = jobs_of(plan).knob_aggregate_spec("suite.knobs")["recipes"][0]["test_selected"]  # ms.t2's table
     assert paper[["seed0", "seed1"]].iloc[0].tolist() == pytest.approx(
         [100 * (m["test_selected"] if selects_on_test else m["metrics"])["recall@1"] for m in stored], abs=1e-3)
     for run in plan.runs("suite.knobs"):  # which rows a fold's scoring reads: tests/test_knob_paths.py

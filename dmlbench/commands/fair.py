@@ -61,13 +61,13 @@ def add(sub) -> None:
 
     s = sub.add_parser("fair-stage", help="a search job: its rounds in turn (ask each round's trial slots, "
                                           "train their folds, tell)")
-    s.add_argument("--spec", required=True, help="JSON: what Plan.fair_stage_spec gives")
+    s.add_argument("--spec", required=True, help="JSON: what Jobs.fair_stage_spec gives")
     side_option(s)
     s.add_argument("--output", required=True, help="stage<N>.json: the rounds and what each slot was told")
     s.set_defaults(func=cmd_fair_stage)
 
     s = sub.add_parser("fair-final", help="a final job: train its repetitions' folds with the best parameters")
-    s.add_argument("--spec", required=True, help="JSON: what Plan.fair_group_spec gives")
+    s.add_argument("--spec", required=True, help="JSON: what Jobs.fair_group_spec gives")
     side_option(s)
     s.add_argument("--best", required=True, help="best.json of the search")
     s.add_argument("--output", required=True, help="group<N>.json: the repetitions' fold results")
@@ -80,12 +80,12 @@ def add(sub) -> None:
     s.set_defaults(func=cmd_fair_best)
 
     s = sub.add_parser("fair-summary", help="test metrics separated and concatenated, mean and 95 %% interval")
-    s.add_argument("--spec", required=True, help="JSON: what Plan.fair_summary_spec gives")
+    s.add_argument("--spec", required=True, help="JSON: what Jobs.fair_summary_spec gives")
     s.add_argument("--embeddings", nargs="+", required=True, help="test.npz, repetition by repetition")
     s.add_argument("--output", required=True, help="summary.json to write")
     s.set_defaults(func=cmd_fair_summary)
 
     s = sub.add_parser("fair-aggregate", help="the fair tables, figure and paper-vs-fair table")
-    s.add_argument("--spec", required=True, help="JSON: what Plan.fair_aggregate_spec gives")
+    s.add_argument("--spec", required=True, help="JSON: what Jobs.fair_aggregate_spec gives")
     s.add_argument("--output-dir", required=True, help="the fair table's report folder")
     s.set_defaults(func=cmd_fair_aggregate)

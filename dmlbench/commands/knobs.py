@@ -35,6 +35,6 @@ def add(sub) -> None:
     s.set_defaults(func=cmd_knob_joined)
 
     s = sub.add_parser("knob-aggregate", help="the knob experiment's steps, attribution, waterfalls and landing lines")
-    s.add_argument("--spec", required=True, help="JSON: what Plan.knob_aggregate_spec gives")
+    s.add_argument("--spec", required=True, help="JSON: what Jobs.knob_aggregate_spec gives")
     s.add_argument("--output-dir", required=True, help="the knob experiment's report folder")
     s.set_defaults(func=cmd_knob_aggregate)

@@ -117,7 +117,7 @@ def cmd_preflight(args) -> None:
 def add(sub) -> None:
     """Add the pipeline steps among these commands (tables, report, results table)."""
     s = sub.add_parser("aggregate", help="one experiment's runs → tables (CSV, Markdown) and figures")
-    s.add_argument("--spec", required=True, help="JSON: what Plan.aggregate_spec gives")
+    s.add_argument("--spec", required=True, help="JSON: what Jobs.aggregate_spec gives")
     s.add_argument("--metrics", nargs="+", required=True, help="the runs' metrics.json files")
     s.add_argument("--references", nargs="*", default=[],
                    help="metrics.json of the reference jobs (embeddings before training)")

@@ -158,18 +158,18 @@ def add(sub) -> None:
 
     s = sub.add_parser("reference", help="evaluate the embeddings before any training step "
                                          "(network at initialisation, trunk features, raw pixels)")
-    s.add_argument("--spec", required=True, help="JSON: what Plan.reference_spec gives")
+    s.add_argument("--spec", required=True, help="JSON: what Jobs.reference_spec gives")
     side_option(s)
     s.add_argument("--output", required=True, help="the metrics.json of the reference row to write")
     s.set_defaults(func=cmd_reference)
 
     s = sub.add_parser("analyse", help="compute a CPU-exact figure (kind: analysis experiments)")
-    s.add_argument("--spec", required=True, help="JSON: what Plan.analysis_spec gives")
+    s.add_argument("--spec", required=True, help="JSON: what Jobs.analysis_spec gives")
     s.add_argument("--output-dir", required=True, help="the experiment's report folder")
     s.set_defaults(func=cmd_analyse)
 
     s = sub.add_parser("ranking-vs-fair", help="a trunk ranking's Kendall τ against the fair table's ranking")
-    s.add_argument("--spec", required=True, help="JSON: what Plan.ranking_vs_fair_spec gives")
+    s.add_argument("--spec", required=True, help="JSON: what Jobs.ranking_vs_fair_spec gives")
     s.add_argument("--output-dir", required=True, help="the experiment's report folder")
     s.set_defaults(func=cmd_ranking_vs_fair)
 

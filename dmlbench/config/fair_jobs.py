@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dmlbench.core.errors import ConfigError
 from dmlbench.run_config import delta
-from dmlbench.training import run_folder
 
 
 class FairJobs:
@@ -47,38 +46,6 @@ class FairJobs:
         """The run folders of a final job's fold trainings (its repetitions')."""
         return [path for r in self.fair_group_repetitions(experiment, group)
                 for path in self.fair_repetition_runs(experiment, dataset, method, r)]
-
-    def fair_stage_trigger(self, experiment, dataset, method, stage) -> str:
-        """The rerun trigger of a search job: the fold trainings' fingerprint and its rounds' slots."""
-        slots = [t for r in self.fair_stage_rounds(experiment, stage) for t in self.fair_round_slots(experiment, r)]
-        return f"{self.fair_fingerprint(experiment, dataset, method)} slots {','.join(map(str, slots))}"
-
-    def fair_stage_spec(self, experiment, dataset, method, stage) -> dict:
-        """A search job: its rounds in turn, each with the file that records what its slots were
-        told; the settings the folds share once (`base`), each fold's as changes to them."""
-        rounds = [self.fair_round_spec(experiment, dataset, method, r)
-                  for r in self.fair_stage_rounds(experiment, stage)]
-        base = rounds[0]["ask"]["run"]
-        return {"ask": rounds[0]["ask"], "space": rounds[0]["space"], "base": base,
-                "rounds": [{"output": self.fair_round_marker(experiment, dataset, method, r),
-                            "trials": [{**t, "folds": [_compact(base, f) for f in t["folds"]]} for t in spec["trials"]]}
-                           for r, spec in zip(self.fair_stage_rounds(experiment, stage), rounds)]}
-
-    def fair_group_spec(self, experiment, dataset, method, group) -> dict:
-        """A final job: its repetitions, each with the file that records its folds' results; the
-        settings the folds share once (`base`), each fold's as changes to them."""
-        base = run_folder.numbers_and_side(self._fair_base(experiment, dataset, method))[0]
-        return {"space": self._space_json(method), "base": base, "repetitions": [
-            {"output": self.fair_repetition_marker(experiment, dataset, method, r),
-             "folds": [_compact(base, f) for f in self.fair_repetition_spec(experiment, dataset, method, r)["folds"]]}
-            for r in self.fair_group_repetitions(experiment, group)]}
-
-    def fair_stage_inputs(self, experiment, dataset, method, stage) -> list[str]:
-        """The data, and the search job before (its rounds told: the sequencing of the search)."""
-        s = int(stage)
-        before = [self.fair_stage_marker(experiment, dataset, method, s - 1)] if s > 0 else []
-        return before + self._fold_data_inputs(experiment, dataset, method)
-
 
 def part(index: int, size: int, total: int, missing: str, where: str, unit: str) -> list[int]:
     """Part `index` of 0..total−1 cut into parts of `size` (the last may hold fewer); an index

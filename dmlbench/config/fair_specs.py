@@ -14,10 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dmlbench.config import fair_catalogue
 from dmlbench.config.fair_jobs import FairJobs, part
 from dmlbench.config.run import FairRun
-from dmlbench.core.errors import ConfigError
 from dmlbench.fair import space as spaces
 from dmlbench.training import run_folder
 
@@ -115,20 +113,6 @@ class FairSpecs(FairJobs):
             cache[experiment, dataset, method] = self.resolved(FairRun(experiment, dataset, method, 0))
         return cache[experiment, dataset, method]
 
-    def fair_side(self, experiment, dataset, method) -> dict:
-        """The side settings (tracking, keep, loader) of the method's fold trainings: no rerun trigger."""
-        return run_folder.numbers_and_side(self._fair_base(experiment, dataset, method))[1]
-
-    def fair_fingerprint(self, experiment, dataset, method) -> str:
-        """What decides the numbers of the method's fold trainings (their shared settings and the
-        search space): the rerun trigger of its rounds and repetitions, whose specs follow from it."""
-        cache = self.__dict__.setdefault("_fair_fingerprints", {})
-        if (experiment, dataset, method) not in cache:
-            numbers = run_folder.numbers_and_side(self._fair_base(experiment, dataset, method))[0]
-            cache[experiment, dataset, method] = run_folder.fingerprint(
-                {"run": numbers, "space": self._space_json(method)})
-        return cache[experiment, dataset, method]
-
     def fair_round_runs(self, experiment, dataset, method, round_index) -> list[str]:
         """The run folders of a round's fold trainings."""
         folds = self.fair_settings(experiment)["folds"]
@@ -151,88 +135,11 @@ class FairSpecs(FairJobs):
             spaces_json[method] = spaces.to_json(self.fair_space(method))
         return spaces_json[method]
 
-    def fair_ask_spec(self, experiment, dataset, method, slot) -> dict:
-        """What slot `slot` of the method's search is asked with (`study.ask`)."""
-        base = self._fair_base(experiment, dataset, method)
-        folder = self.fair_folder(experiment, dataset, method)
-        return {"journal": f"{folder}/search/study.journal", "study": f"{experiment}/{dataset}/{method}",
-                "space": self._space_json(method), "paper": spaces.paper_setting(self.fair_space(method), base),
-                "run": base, "slot": slot}  # the space and the run: the study's fingerprint
-
-    def fair_round_spec(self, experiment, dataset, method, round_index) -> dict:
-        """A search round: what its slots ask with and the folds each slot trains."""
-        folds = self.fair_settings(experiment)["folds"]
-        ask = self.fair_ask_spec(experiment, dataset, method, None)
-        ask = {**ask, "run": run_folder.numbers_and_side(ask["run"])[0]}  # the side settings come apart
-        trials = [{"slot": t, "params": self.fair_params(experiment, dataset, method, t),
-                   "result": self.fair_result(experiment, dataset, method, t),
-                   "folds": [self._fold_job(FairRun(experiment, dataset, method, SEARCH_SEED, "search", t, k))
-                             for k in range(folds)]}
-                  for t in self.fair_round_slots(experiment, round_index)]
-        return {"ask": ask, "space": ask["space"], "trials": trials}
-
-    def fair_repetition_spec(self, experiment, dataset, method, repetition) -> dict:
-        """A final repetition: its folds, trained with the best parameters."""
-        r, s = int(repetition), self.fair_settings(experiment)
-        if not 0 <= r < s["repetitions"]:
-            raise ConfigError(f"{experiment} has no final repetition {r} in preset {self.name} "
-                              f"({s['repetitions']} repetitions)")
-        return {"space": self._space_json(method),
-                "folds": [self._fold_job(FairRun(experiment, dataset, method, final_seed(r), "final", r, k))
-                          for k in range(s["folds"])]}
-
     def _fold_data_inputs(self, experiment, dataset, method) -> list[str]:
         folds = self.fair_settings(experiment)["folds"]
         store = self._fair_base(experiment, dataset, method)["data"].get("store")
         # the split file and the store are made from the manifest: it is not named beside them
         return [self.fair_splits(dataset, folds), *([f"{store}/store.json"] if store else [])]
-
-    def fair_repetition_inputs(self, experiment, dataset, method) -> list[str]:
-        return [self.fair_best(experiment, dataset, method), *self._fold_data_inputs(experiment, dataset, method)]
-
-    def fair_best_inputs(self, experiment, dataset, method) -> list[str]:
-        return [self.fair_stage_marker(experiment, dataset, method, s) for s in range(self.fair_stages(experiment))]
-
-    def fair_results(self, experiment, dataset, method) -> list[str]:
-        """Every trial's result.json (written by the rounds)."""
-        return [self.fair_result(experiment, dataset, method, t)
-                for t in range(self.fair_settings(experiment)["trials"])]
-
-    def fair_summary_inputs(self, experiment, dataset, method) -> list[str]:
-        return [self.fair_group_marker(experiment, dataset, method, g)
-                for g in range(self.fair_final_groups(experiment))]
-
-    def fair_test_embeddings(self, experiment, dataset, method) -> list[str]:
-        """The final folds' test.npz, repetition by repetition (written by the repetitions)."""
-        s = self.fair_settings(experiment)
-        return [f"{FairRun(experiment, dataset, method, final_seed(r), 'final', r, k).path(self.name)}/test.npz"
-                for r in range(s["repetitions"]) for k in range(s["folds"])]
-
-    def fair_summary_spec(self, experiment, dataset, method) -> dict:
-        s = self.fair_settings(experiment)
-        return {"method": method, "dataset": dataset, "folds": s["folds"], "repetitions": s["repetitions"],
-                "ks": self._fair_base(experiment, dataset, method)["eval"]["ks"]}
-
-    def fair_aggregate_inputs(self, experiment: str) -> list[str]:
-        return [path for d, m in self.fair_pairs(experiment)
-                for path in (self.fair_summary(experiment, d, m), self.fair_best(experiment, d, m))]
-
-    def fair_aggregate_spec(self, experiment: str) -> dict:
-        exp = self.experiments[experiment]
-        methods = self.fair_methods(experiment)
-        return {"experiment": experiment, "title": exp.get("title", experiment), "toy_data": self.toy_data,
-                "settings": self.fair_settings(experiment), "datasets": self.datasets_of(experiment),
-                "methods": {m: {"label": self.methods[m].get("label", m), "paper": self.methods[m].get("paper"),
-                                "space": self.fair_space(m).describe()} for m in methods},
-                "papers": dict(self.papers),
-                "paper_recall": fair_catalogue.paper_recall_at_1(self, experiment, self.datasets_of(experiment)),
-                "no_paper_number": fair_catalogue.no_paper_number(self, experiment),
-                "necessities": {m: needs for m, needs in (exp.get("necessities") or {}).items() if m in methods},
-                "omitted": {self.methods[m].get("label", m): why for m, why in (exp.get("omitted") or {}).items()},
-                "embedding_dims": self.fair_embedding_dims(experiment),
-                "epoch_caps": sorted({self._fair_base(experiment, d, m)["epochs"]
-                                      for d, m in self.fair_pairs(experiment)}),
-                "folder": self.fair_folder(experiment, "DATASET", "METHOD")}
 
     def fair_embedding_dims(self, experiment: str) -> list[int]:
         """The embedding sizes of the experiment's fold trainings (one, unless a dataset changes it)."""

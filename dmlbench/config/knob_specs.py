@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from dmlbench.config import fair_catalogue, knob_recipes
+from dmlbench.config import knob_recipes
 from dmlbench.config.loading import deep_merge, plain_copy
 from dmlbench.config.run import Run
 from dmlbench.core.errors import ConfigError
@@ -232,53 +232,10 @@ class KnobSpecs:
     def knob_seeds(self, experiment: str) -> list[int]:
         return sorted({run.seed for run in self.knob_run_index(experiment)})
 
-    def knob_aggregate_inputs(self, experiment: str) -> list[str]:
-        out = [self.knob_result(path, method, fair_method, step, seed) for path in self.knob_paths(experiment)
-               for method, fair_method in path.methods for step in path.paths.steps
-               for seed in self.knob_seeds(experiment)]
-        return out + [self.fair_summary(knob_recipes.FAIR, d, m) for d, m in self._knob_tuned(experiment)]
-
     def _knob_tuned(self, experiment: str) -> list[tuple[str, str]]:
         """(dataset, fair method) whose tuned result suite.fair gives in this preset (the paths' last step)."""
         fair = set(self.fair_pairs(knob_recipes.FAIR)) if knob_recipes.FAIR in self.experiment_ids else set()
         return sorted({(p.dataset, m) for p in self.knob_paths(experiment) for _, m in p.methods} & fair)
-
-    def knob_aggregate_spec(self, experiment: str) -> dict:
-        catalogue = knob_recipes.catalogue(self)
-        seeds = self.knob_seeds(experiment)
-        tuned = set(self._knob_tuned(experiment))
-        printed_recall = fair_catalogue.paper_recall_at_1(self, knob_recipes.FAIR, self.datasets_of(experiment))
-        recipes = []
-        for path in self.knob_paths(experiment):
-            source = self.experiments[path.recipe.paper_run.experiment]
-            printed = (printed_recall.get(path.methods[0][1], {}).get(path.dataset, [None])[0]
-                       if path.stand_in is None else None)
-            test_selected = "recall@1" in ((source.get("table") or {}).get("test_selected") or [])
-            methods = {}
-            for method, fair_method in path.methods:
-                methods[method] = {
-                    "label": self.methods[method].get("label", method), "fair_method": fair_method,
-                    "steps": {step.name: [self.knob_result(path, method, fair_method, step, s) for s in seeds]
-                              for step in path.paths.steps},
-                    "tuned": (self.fair_summary(knob_recipes.FAIR, path.dataset, fair_method)
-                              if (path.dataset, fair_method) in tuned else None)}
-            recipes.append({
-                "paper": path.paper, "dataset": path.dataset, "source": path.recipe.paper_run.experiment,
-                "stand_in": path.stand_in,
-                "headline": path.methods[0][0], "baseline": path.methods[1][0], "paper_number": printed,
-                "test_selected": test_selected,
-                "knobs": [{"name": k.name, "label": k.label,
-                           "paper": {key: _text(v) for key, v in k.paper.items()},
-                           "fair": {key: _text(v) for key, v in k.fair.items()}} for k in path.knobs],
-                "cumulative": [s.name for s in path.paths.cumulative],
-                "alone": {name: [step.name, base.name] for name, (step, base) in path.paths.alone.items()},
-                "back": {name: [step.name, base.name] for name, (step, base) in path.paths.back.items()},
-                "moved": {s.name: list(s.moved) for s in path.paths.steps},
-                "figure": f"waterfalls/{path.paper}_{path.dataset}.png", "methods": methods})
-        return {"experiment": experiment, "title": self.title(experiment), "toy_data": self.toy_data,
-                "seeds": seeds, "papers": {p: self.papers.get(p, p) for p in catalogue.headline},
-                "protocol_reads": "selection", "recipes": recipes}
-
 
 def _text(value) -> str:
     return ", ".join(str(v) for v in value) if isinstance(value, (list, tuple)) else str(value)

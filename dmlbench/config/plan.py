@@ -124,23 +124,6 @@ class Plan(StepSpecs, FairSpecs, KnobSpecs):
         """CPU-exact experiments (`kind: analysis`) compute a figure from formulas, no training."""
         return self.experiments[experiment].get("kind") == "analysis"
 
-    def report_marker(self, experiment: str) -> str:
-        """The file whose presence says the experiment's report folder is complete."""
-        name = ("summary.md" if self.is_analysis(experiment)
-                else "fair_table.csv" if self.is_fair(experiment)
-                else "attribution.csv" if self.is_knobs(experiment) else "table.csv")
-        return f"reports/{self.name}/{experiment}/{name}"
-
-    def analysis_spec(self, experiment: str) -> dict:
-        exp = self.experiments[experiment]
-        overrides = exp.get("loss_overrides") or {}
-        methods = {name: {"label": self.methods[name].get("label", name),
-                          "loss": deep_merge(self.methods[name]["loss"], overrides.get(name)),
-                          "miner": self.methods[name].get("miner")}
-                   for name in exp.get("methods") or []}
-        return {"experiment": experiment, "title": exp.get("title", experiment),
-                "paper": exp.get("paper"), "analysis": exp["analysis"], "methods": methods}
-
     @property
     def chosen_ids(self) -> list[str]:
         """The experiments the preset (and the command line) name, whether or not they have runs."""

@@ -18,6 +18,7 @@ import pandas as pd
 from dmlbench.fair.comparisons import ALPHA, versus_best
 from dmlbench.core.io import read_json
 from dmlbench.report.fair_tables import METRICS, MODES, RANKED, average_ranks_text, capped, notes
+from dmlbench.config.jobs import of as jobs_of
 
 
 def caption(dims: list[int], folds: int) -> str:
@@ -150,7 +151,7 @@ def render(folder: Path, plan, key: str, url) -> str:
              f"{caption(plan.fair_embedding_dims(key), settings['folds'])}</p>"]
     for dataset in dict.fromkeys(frame["dataset"]):
         parts.append(dataset_table(frame, dataset, plan.papers, pairs))
-    spec = plan.fair_aggregate_spec(key)
+    spec = jobs_of(plan).fair_aggregate_spec(key)
     parts.append("<ul class='note'>" + "".join(f"<li>{html.escape(note)}</li>" for note in notes(spec)) + "</ul>")
     parts.append(f"<figure><img src='{url('fair_map_r.png')}' alt='{html.escape(key)}: MAP@R per method'></figure>")
     parts.append(ranking_block(read_json(folder / "fair_ranking.json"), url("fair_cd.png"), key,

@@ -4,7 +4,7 @@ import re
 import shlex
 import sys
 
-from dmlbench.config import knob_jobs, verdict_spec
+from dmlbench.config import verdict_spec
 from dmlbench.config.job_params import Untracked, as_json
 from dmlbench.config.plan import PRESET_NAME
 from dmlbench.config.run import EXPERIMENT_ID, RUN_METHOD, TRAIN_LOG

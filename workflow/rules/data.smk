@@ -9,7 +9,7 @@ rule prepare:
     output:
         f"{PLAN.data_dir}/{{dataset}}/manifest.csv",
     params:
-        spec=lambda w: json.dumps(PLAN.prepare_spec(w.dataset)),
+        spec=lambda w: json.dumps(JOBS.prepare_spec(w.dataset)),
     log:
         f"logs/{PRESET}/prepare/{{dataset}}.log",
     shell:

@@ -27,13 +27,13 @@ rule fair_splits:
 
 rule fair_stage:
     input:
-        lambda w: PLAN.fair_stage_inputs(w.experiment, w.dataset, w.method, w.stage),
+        lambda w: JOBS.fair_stage_inputs(w.experiment, w.dataset, w.method, w.stage),
     output:
         f"{FAIR_DIR}/search/stage{{stage}}.json",
     params:
-        settings=lambda w: PLAN.fair_stage_trigger(w.experiment, w.dataset, w.method, w.stage),
-        spec=lambda w: Untracked(lambda: as_json(PLAN.fair_stage_spec(w.experiment, w.dataset, w.method, w.stage))),
-        side=lambda w: Untracked(lambda: as_json(PLAN.fair_side(w.experiment, w.dataset, w.method))),
+        settings=lambda w: JOBS.fair_stage_trigger(w.experiment, w.dataset, w.method, w.stage),
+        spec=lambda w: Untracked(lambda: as_json(JOBS.fair_stage_spec(w.experiment, w.dataset, w.method, w.stage))),
+        side=lambda w: Untracked(lambda: as_json(JOBS.fair_side(w.experiment, w.dataset, w.method))),
     resources:
         gpu=1,
         runtime=job_runtime(stage_runs),   # minutes (SLURM)
@@ -46,26 +46,26 @@ rule fair_stage:
 
 rule fair_best:
     input:
-        lambda w: PLAN.fair_best_inputs(w.experiment, w.dataset, w.method),
+        lambda w: JOBS.fair_best_inputs(w.experiment, w.dataset, w.method),
     output:
         best=f"{FAIR_DIR}/search/best.json",
         trials=f"{FAIR_DIR}/search/trials.csv",
     params:
-        results=lambda w: PLAN.fair_results(w.experiment, w.dataset, w.method),
+        results=lambda w: JOBS.fair_results(w.experiment, w.dataset, w.method),
     shell:
         "\"$DMLBENCH_PYTHON\" -m dmlbench fair-best --results {params.results:q} --output {output.best:q} --trials {output.trials:q}"
 
 
 rule fair_final:
     input:
-        lambda w: PLAN.fair_repetition_inputs(w.experiment, w.dataset, w.method),
+        lambda w: JOBS.fair_repetition_inputs(w.experiment, w.dataset, w.method),
     output:
         f"{FAIR_DIR}/final/group{{group}}.json",
     params:
-        settings=lambda w: PLAN.fair_fingerprint(w.experiment, w.dataset, w.method)   # the rerun trigger
+        settings=lambda w: JOBS.fair_fingerprint(w.experiment, w.dataset, w.method)   # the rerun trigger
         + " repetitions " + ",".join(map(str, PLAN.fair_group_repetitions(w.experiment, w.group))),
-        spec=lambda w: Untracked(lambda: as_json(PLAN.fair_group_spec(w.experiment, w.dataset, w.method, w.group))),
-        side=lambda w: Untracked(lambda: as_json(PLAN.fair_side(w.experiment, w.dataset, w.method))),
+        spec=lambda w: Untracked(lambda: as_json(JOBS.fair_group_spec(w.experiment, w.dataset, w.method, w.group))),
+        side=lambda w: Untracked(lambda: as_json(JOBS.fair_side(w.experiment, w.dataset, w.method))),
     resources:
         gpu=1,
         runtime=job_runtime(group_runs),   # minutes (SLURM)
@@ -78,12 +78,12 @@ rule fair_final:
 
 rule fair_summary:
     input:
-        lambda w: PLAN.fair_summary_inputs(w.experiment, w.dataset, w.method),
+        lambda w: JOBS.fair_summary_inputs(w.experiment, w.dataset, w.method),
     output:
         f"{FAIR_DIR}/final/summary.json",
     params:
-        spec=lambda w: as_json(PLAN.fair_summary_spec(w.experiment, w.dataset, w.method)),
-        embeddings=lambda w: PLAN.fair_test_embeddings(w.experiment, w.dataset, w.method),
+        spec=lambda w: as_json(JOBS.fair_summary_spec(w.experiment, w.dataset, w.method)),
+        embeddings=lambda w: JOBS.fair_test_embeddings(w.experiment, w.dataset, w.method),
     shell:
         "\"$DMLBENCH_PYTHON\" -m dmlbench fair-summary --spec {params.spec:q} --embeddings {params.embeddings:q}"
         " --output {output:q}"
@@ -91,7 +91,7 @@ rule fair_summary:
 
 rule fair_aggregate:
     input:
-        lambda w: PLAN.fair_aggregate_inputs(w.experiment),
+        lambda w: JOBS.fair_aggregate_inputs(w.experiment),
     output:
         table=f"reports/{{preset}}/{{experiment}}/fair_table.csv",
         markdown=f"reports/{{preset}}/{{experiment}}/fair_table.md",
@@ -103,7 +103,7 @@ rule fair_aggregate:
         figure=report(f"reports/{{preset}}/{{experiment}}/fair_map_r.png",
                       caption="../report/fair.rst", category="{experiment}"),
     params:
-        spec=lambda w: json.dumps(PLAN.fair_aggregate_spec(w.experiment)),
+        spec=lambda w: json.dumps(JOBS.fair_aggregate_spec(w.experiment)),
         folder=f"reports/{{preset}}/{{experiment}}",
     shell:
         "\"$DMLBENCH_PYTHON\" -m dmlbench fair-aggregate --spec {params.spec:q} --output-dir {params.folder:q}"

@@ -1,11 +1,11 @@
 rule reference:
     input:
-        lambda w: PLAN.reference_inputs(w.reference),
+        lambda w: JOBS.reference_inputs(w.reference),
     output:
         f"results/{{preset}}/reference/{{reference}}/metrics.json",
     params:
-        spec=lambda w: as_json(numbers_and_side(PLAN.reference_spec(w.reference))[0]),   # the rerun trigger
-        side=lambda w: Untracked(lambda: as_json(numbers_and_side(PLAN.reference_spec(w.reference))[1])),
+        spec=lambda w: as_json(numbers_and_side(JOBS.reference_spec(w.reference))[0]),   # the rerun trigger
+        side=lambda w: Untracked(lambda: as_json(numbers_and_side(JOBS.reference_spec(w.reference))[1])),
     resources:
         gpu=1,
         runtime=job_minutes(0.0),   # an evaluation: the floor (SLURM)

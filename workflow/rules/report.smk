@@ -1,7 +1,7 @@
 rule aggregate:
     input:
         metrics=experiment_metrics,
-        references=lambda w: PLAN.experiment_references(w.experiment),
+        references=lambda w: JOBS.experiment_references(w.experiment),
     output:
         table=f"reports/{{preset}}/{{experiment}}/table.csv",
         markdown=f"reports/{{preset}}/{{experiment}}/table.md",
@@ -11,7 +11,7 @@ rule aggregate:
         curves=report(f"reports/{{preset}}/{{experiment}}/learning_curves.png",
                       caption="../report/curves.rst", category="{experiment}"),
     params:
-        spec=lambda w: json.dumps(PLAN.aggregate_spec(w.experiment)),
+        spec=lambda w: json.dumps(JOBS.aggregate_spec(w.experiment)),
         folder=f"reports/{{preset}}/{{experiment}}",
     shell:
         "\"$DMLBENCH_PYTHON\" -m dmlbench aggregate --spec {params.spec:q} --metrics {input.metrics:q}"
@@ -25,7 +25,7 @@ rule analyse:
         figure=report(f"reports/{{preset}}/{{experiment}}/figure.png",
                       caption="../report/analysis.rst", category="{experiment}"),
     params:
-        spec=lambda w: json.dumps(PLAN.analysis_spec(w.experiment)),
+        spec=lambda w: json.dumps(JOBS.analysis_spec(w.experiment)),
         folder=f"reports/{{preset}}/{{experiment}}",
     shell:
         "\"$DMLBENCH_PYTHON\" -m dmlbench analyse --spec {params.spec:q} --output-dir {params.folder:q}"
@@ -63,12 +63,12 @@ rule results_table:
 
 rule ranking_vs_fair:
     input:
-        lambda w: PLAN.ranking_vs_fair_inputs(w.experiment),
+        lambda w: JOBS.ranking_vs_fair_inputs(w.experiment),
     output:
         markdown=f"reports/{{preset}}/{{experiment}}/ranking_vs_fair.md",
         table=f"reports/{{preset}}/{{experiment}}/ranking_vs_fair.csv",
     params:
-        spec=lambda w: json.dumps(PLAN.ranking_vs_fair_spec(w.experiment)),
+        spec=lambda w: json.dumps(JOBS.ranking_vs_fair_spec(w.experiment)),
         folder=f"reports/{{preset}}/{{experiment}}",
     shell:
         "\"$DMLBENCH_PYTHON\" -m dmlbench ranking-vs-fair --spec {params.spec:q} --output-dir {params.folder:q}"
@@ -76,8 +76,8 @@ rule ranking_vs_fair:
 
 rule report:
     input:
-        [PLAN.report_marker(experiment) for experiment in PLAN.experiment_ids],
-        [f"reports/{PRESET}/{experiment}/ranking_vs_fair.md" for experiment in PLAN.ranked_against_fair()],
+        [JOBS.report_marker(experiment) for experiment in PLAN.experiment_ids],
+        [f"reports/{PRESET}/{experiment}/ranking_vs_fair.md" for experiment in JOBS.ranked_against_fair()],
         [f"reports/{PRESET}/{paper}/certificate.json" for paper in verdict_spec.certified_papers(PLAN)],
         f"results/{PRESET}/runs.parquet",
     output:

@@ -1,6 +1,6 @@
 rule train:
     input:
-        lambda w: PLAN.train_inputs(run_of(w)),   # manifest, store, fold splits (suite.knobs)
+        lambda w: JOBS.train_inputs(run_of(w)),   # manifest, store, fold splits (suite.knobs)
     output:   # and model.pt, not declared: a lost metrics.json is written again from the model and its
               # evaluation when they are this run's, instead of Snakemake deleting the model to train again
         metrics=f"{RUN_DIR}/metrics.json",

@@ -140,3 +140,13 @@ def test_a_registry_takes_an_installed_packages_entry_points_and_refuses_a_built
     clash.register("theirs")("a built-in")
     with pytest.raises(KeyError, match="'theirs' of the installed package their-pkg .* is a built-in name too"):
         clash.names()
+
+
+def test_a_plugins_name_whose_package_is_not_on_the_path_says_what_to_do(installed):
+    env, methods = installed
+    env = {**env, "PYTHONPATH": ""}  # the package and its entry point out of reach
+    result = _plan(env, methods)
+    assert result.returncode != 0
+    assert "unknown loss 'hinge_pairs'" in result.stderr
+    assert ("(a plugin's name: its package's entry point dmlbench.losses was not found; install the package, or put "
+            "its folder, with its .dist-info, on PYTHONPATH)") in result.stderr

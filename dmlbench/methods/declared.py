@@ -168,8 +168,10 @@ def check(family: str, entry, where: str) -> None:
         except ConfigError as error:
             raise ConfigError(f"{where}: {error}") from None
     if name not in known:
-        raise ConfigError(f"{where}: unknown {family} {name!r}{did_you_mean(name, known)}; "
-                          f"known: {', '.join(sorted(known))}")
+        raise ConfigError(f"{where}: unknown {family} {name!r}{did_you_mean(name, known)}; known: "
+                          f"{', '.join(sorted(known))} (a plugin's name: its package's entry point "
+                          f"{GROUPS[family]} was not found; install the package, or put its folder, with its "
+                          f".dist-info, on PYTHONPATH)")
     if not isinstance(entry, dict):
         return
     check_params(family, name, [k for k in entry if k != "name"], where)

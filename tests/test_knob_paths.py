@@ -316,14 +316,30 @@ def test_the_landing_line_names_knobs_both_ways_and_where_the_paper_recipe_shows
     part = landing.dataset_part("CUB-200-2011", gap, levels, labels, (65.7, 55.0))
     line = landing.landing_line("ms", "MS", "contrastive", [part])
     assert f"gap {levels[0]:+.1f} under the paper's recipe" in line and levels[0] < -3
-    assert re.search(r"moved by data trained on \+[78]\.\d \[\+\d\.\d, \+\d\.\d\], evaluation -[23]\.\d \[", line)
+    assert re.search(r"moved by data trained on \+[78]\.\d \[\+\d\.\d, \+\d\.\d\] \*, evaluation -[23]\.\d \[", line)
     assert "batch size" not in line
     assert "reproduction gap +10.7 (printed 65.7, ours 55.0)" in line
     few = shares.method_shares(recipe, {s: {k: v for k, v in seeds.items() if k < 2}
                                         for s, seeds in gap_values.items()})
     text = landing.dataset_part("CUB-200-2011", few, levels, labels, None)
-    assert "no knob's share is significant (too few seeds: not tested)" in text
+    assert "no knob's share has an interval that excludes zero (too few seeds: not tested)" in text
     assert re.search(r"largest: data trained on \+[78]\.\d, evaluation -[23]\.\d", text)
+
+
+def test_a_share_whose_interval_excludes_zero_is_named_though_holm_keeps_it_apart():
+    """The issue's rule (every knob whose interval excludes zero) with Holm's adjustment shown, not
+    applied: an independent review's case, p 0.047 alone and 0.094 after Holm (5 seeds)."""
+    per_seed = {"batch": [1.0, 1.2, 0.9, 1.1, 0.3], "input": [0.5, 1.4, 0.0, 1.0, 0.5],
+                "optimiser": [0.1, -0.2, 0.0, 0.15, -0.1]}
+    rows = paired.holm([{"knob": k, **paired.of_differences(dict(enumerate(v)))} for k, v in per_seed.items()])
+    remainder = paired.of_differences(dict(enumerate([0.1, -0.1, 0.2, 0.0, 0.1])))
+    text = landing.dataset_part("CUB", {"shares": rows, "remainder": remainder}, (1.0, 3.0),
+                                {"batch": "batch", "input": "input", "optimiser": "optimiser"}, None)
+    test = stats.ttest_1samp(per_seed["input"], 0.0)
+    low = test.confidence_interval(0.95).low
+    assert low > 0 and 0.04 < test.pvalue < 0.05  # excludes zero alone, not after Holm over three
+    assert re.search(r"moved by batch \+0\.9 \[[^]]*\] \*, input \+0\.7 \[\+0\.0, \+1\.3\](;|,)", text)
+    assert "optimiser" not in text and re.search(r"remainder \+0\.1 \[-0\.\d, \+0\.\d\]", text)
 
 
 def test_digits_takes_the_cub_recipe_where_a_preset_names_it():

@@ -1,8 +1,10 @@
 """The landing page's line per paper (suite.knobs): per dataset, the headline method's gap over the
-baseline under the paper's recipe and under the fair one, the knobs whose share of its change is
-significant (Holm p < 0.05 over the recipe's knobs: its 95 % interval excludes zero), in both
-directions, the higher-order remainder, and the reproduction gap (the paper's printed number − ours
-under the paper's recipe). Nothing is averaged over datasets, where opposite moves would cancel."""
+baseline under the paper's recipe and under the fair one, every knob whose share of its change has
+a 95 % interval that excludes zero, in both directions (a share over fewer than 3 seeds or without
+spread is never named), marked `*` where it also holds after Holm's adjustment over the recipe's
+knobs; the higher-order remainder with its interval, and the reproduction gap (the paper's printed
+number − ours under the paper's recipe). Nothing is averaged over datasets, where opposite moves
+would cancel."""
 
 from __future__ import annotations
 
@@ -18,7 +20,12 @@ def points(value: float) -> str:
 
 
 def _interval(row: dict) -> str:
-    return "" if math.isnan(row["low"]) else f" [{row['low']:+.1f}, {row['high']:+.1f}]"
+    return "" if math.isnan(row["low"]) else f" [{points(row['low'])}, {points(row['high'])}]"
+
+
+def excludes_zero(row: dict) -> bool:
+    """A tested share (3 seeds or more, with spread) whose 95 % interval lies on one side of zero."""
+    return row["untested"] is None and (row["low"] > 0 or row["high"] < 0)
 
 
 def dataset_part(dataset: str, gap: dict, levels: tuple[float, float], labels: dict[str, str],
@@ -27,17 +34,17 @@ def dataset_part(dataset: str, gap: dict, levels: tuple[float, float], labels: d
     the paper's and the fair recipe; `reproduction`: (printed, ours under the paper's recipe)."""
     paper, fair = levels
     text = f"{dataset}: gap {points(paper)} under the paper's recipe, {points(fair)} under the fair one"
-    named = [f"{labels[row['knob']]} {points(row['effect'])}{_interval(row)}"
-             for row in sorted(gap["shares"], key=lambda r: -abs(r["effect"])) if row["significant"]]
+    named = [f"{labels[row['knob']]} {points(row['effect'])}{_interval(row)}{' *' if row['significant'] else ''}"
+             for row in sorted(gap["shares"], key=lambda r: -abs(r["effect"])) if excludes_zero(row)]
     if named:
         text += f"; moved by {', '.join(named)}"
     else:
         untested = {row["untested"] for row in gap["shares"] if row["untested"]}
         largest = sorted(gap["shares"], key=lambda r: -abs(r["effect"]))[:3]
         why = f" ({', '.join(sorted(untested))}: not tested)" if untested else ""
-        text += (f"; no knob's share is significant{why}; largest: "
+        text += (f"; no knob's share has an interval that excludes zero{why}; largest: "
                  + ", ".join(f"{labels[r['knob']]} {points(r['effect'])}" for r in largest)) if largest else ""
-    text += f"; higher-order remainder {points(gap['remainder']['effect'])}"
+    text += f"; higher-order remainder {points(gap['remainder']['effect'])}{_interval(gap['remainder'])}"
     if reproduction is not None:
         printed, ours = reproduction
         text += f"; reproduction gap {points(printed - ours)} (printed {printed:.1f}, ours {ours:.1f})"
@@ -47,4 +54,4 @@ def dataset_part(dataset: str, gap: dict, levels: tuple[float, float], labels: d
 def landing_line(paper: str, headline: str, baseline: str, parts: list[str]) -> str:
     """The paper's line: its datasets' clauses (`dataset_part`)."""
     return (f"{paper}: the gap of {headline} over {baseline} (Recall@1, points; knobs named where their "
-            f"share's Holm p < {paired.ALPHA}) — " + ". ".join(parts))
+            f"share's 95 % interval excludes zero, * where Holm's p < {paired.ALPHA} too) — " + ". ".join(parts))

@@ -11,7 +11,7 @@ TEST_WORKERS ?= auto
 # where `make wheelhouse` writes every wheel the project needs (for machines without a package index)
 WHEELHOUSE ?= wheelhouse
 
-.PHONY: demo test smoke dry-run doctor preflight test-slurm clean-demo wheelhouse install-offline docs
+.PHONY: demo test smoke dry-run doctor preflight test-slurm clean-demo wheelhouse install-offline docs format
 
 # what the pipeline needs (the demo's install); the tests' own needs come on top (`.dev`)
 $(VENV)/.installed: pyproject.toml
@@ -30,6 +30,10 @@ demo: $(VENV)/.installed  ## fixtures of the four datasets + digits, every rule,
 
 test: $(VENV)/.dev  ## unit tests + the smoke preset through the real Snakemake DAG + a bounded preflight
 	python -m pytest -n $(TEST_WORKERS) --dist loadgroup
+
+format: $(VENV)/.dev  ## write the code as ruff formats it and lint it (tests/test_lint.py checks both)
+	python -m ruff format dmlbench tests benchmarks
+	python -m ruff check dmlbench tests benchmarks
 
 smoke: $(VENV)/.installed
 	snakemake --cores $(CORES) --config preset=smoke

@@ -43,15 +43,24 @@ def run(epochs: int = 3, batches: int = 20, warm_steps: int = 5) -> dict:
         test_images = int((table["split"] != "train").sum())
         typed = RunConfig.from_dict(cfg)
         steps = typed.epochs * budget.steps_per_epoch(typed, "cub")
-        projected = (steps * measured_probe["seconds_per_step"]
-                     + budget.evaluations(typed) * test_images * measured_probe["eval_seconds_per_image"])
+        projected = (
+            steps * measured_probe["seconds_per_step"]
+            + budget.evaluations(typed) * test_images * measured_probe["eval_seconds_per_image"]
+        )
         started = time.perf_counter()
         train(cfg, root / "run", log=lambda m: None)
         measured = time.perf_counter() - started
     ratio = projected / measured
-    row = {"steps": steps, "test_images": test_images, "warm_steps": warm_steps,
-           "seconds_per_step": measured_probe["seconds_per_step"], "projected_s": projected,
-           "measured_s": measured, "ratio": ratio, "within_15_percent": math.isclose(ratio, 1, abs_tol=0.15)}
+    row = {
+        "steps": steps,
+        "test_images": test_images,
+        "warm_steps": warm_steps,
+        "seconds_per_step": measured_probe["seconds_per_step"],
+        "projected_s": projected,
+        "measured_s": measured,
+        "ratio": ratio,
+        "within_15_percent": math.isclose(ratio, 1, abs_tol=0.15),
+    }
     print(f"budget: projected {projected:.1f} s, measured {measured:.1f} s ({ratio:.2f}×)", flush=True)
     return row
 

@@ -28,15 +28,24 @@ FAIR_OPTIMIZER = {"name": "rmsprop", "lr": 1.0e-6, "loss_lr_mult": 100.0, "weigh
 METHOD = {"loss": {"name": "multi_similarity"}, "miner": {"name": "multi_similarity"}}
 
 
-def run(device: str = "cpu", folder: Path | None = None, repeats: int = 5, backbone: str = "bninception",
-        side: int = 227, batch: int = 32) -> dict:
+def run(
+    device: str = "cpu",
+    folder: Path | None = None,
+    repeats: int = 5,
+    backbone: str = "bninception",
+    side: int = 227,
+    batch: int = 32,
+) -> dict:
     device = torch.device(device)
     torch.manual_seed(0)
     model = EmbeddingNet(backbone, 128, pretrained=False).to(device).train()
     criterion = Criterion(METHOD, num_classes=batch // 4, embedding_dim=128).to(device)
     settings = from_mapping(Optimizer, FAIR_OPTIMIZER, "optimizer")
-    optimizers = [o for o in (build_optimizer(model, criterion, settings), build_loss_optimizer(criterion, settings))
-                  if o is not None]
+    optimizers = [
+        o
+        for o in (build_optimizer(model, criterion, settings), build_loss_optimizer(criterion, settings))
+        if o is not None
+    ]
     images = torch.rand(batch, 3, side, side, device=device)
     labels = torch.arange(batch // 4, device=device).repeat_interleave(4)
     train_step(model, criterion, optimizers, images, labels)
@@ -54,11 +63,19 @@ def run(device: str = "cpu", folder: Path | None = None, repeats: int = 5, backb
             seconds.append(time.perf_counter() - started)
         size = (run_dir / "checkpoint.pt").stat().st_size
     seconds.sort()
-    row = {"device": str(device), "backbone": backbone, "megabytes": round(size / 1e6, 1),
-           "median_s": round(seconds[len(seconds) // 2], 3), "min_s": round(seconds[0], 3),
-           "max_s": round(seconds[-1], 3)}
-    print(f"checkpoint of {backbone} on {device}: {row['megabytes']} MB, {row['median_s']} s median "
-          f"({row['min_s']}-{row['max_s']} s over {repeats} writes)", flush=True)
+    row = {
+        "device": str(device),
+        "backbone": backbone,
+        "megabytes": round(size / 1e6, 1),
+        "median_s": round(seconds[len(seconds) // 2], 3),
+        "min_s": round(seconds[0], 3),
+        "max_s": round(seconds[-1], 3),
+    }
+    print(
+        f"checkpoint of {backbone} on {device}: {row['megabytes']} MB, {row['median_s']} s median "
+        f"({row['min_s']}-{row['max_s']} s over {repeats} writes)",
+        flush=True,
+    )
     return row
 
 

@@ -73,8 +73,15 @@ def run(cores: int, reuse_venv: Path | None) -> dict:
     jobs, per_rule = rule_times(log)
     results_mb = sum(f.stat().st_size for f in (clone / "results").rglob("*") if f.is_file()) / 1e6
     shutil.rmtree(work, ignore_errors=True)
-    return {"install_s": install, "pipeline_s": pipeline, "jobs": jobs, "per_rule_s": per_rule,
-            "cores": os.cpu_count(), "reused_venv": bool(reuse_venv), "results_mb": results_mb}
+    return {
+        "install_s": install,
+        "pipeline_s": pipeline,
+        "jobs": jobs,
+        "per_rule_s": per_rule,
+        "cores": os.cpu_count(),
+        "reused_venv": bool(reuse_venv),
+        "results_mb": results_mb,
+    }
 
 
 def main(argv=None) -> None:

@@ -59,14 +59,20 @@ def _contender(name: str, ks):
     if name == "pml":
         from pytorch_metric_learning.utils.accuracy_calculator import AccuracyCalculator
 
-        calc = AccuracyCalculator(include=("precision_at_1", "r_precision",
-                                           "mean_average_precision_at_r", "NMI"),
-                                  k="max_bin_count", device=None)
+        calc = AccuracyCalculator(
+            include=("precision_at_1", "r_precision", "mean_average_precision_at_r", "NMI"),
+            k="max_bin_count",
+            device=None,
+        )
 
         def pml(g, gl, q, ql):
             raw = calc.get_accuracy(g, gl) if q is None else calc.get_accuracy(q, ql, g, gl)
-            return {"recall@1": raw["precision_at_1"], "r_precision": raw["r_precision"],
-                    "map@r": raw["mean_average_precision_at_r"], "nmi": raw["NMI"]}
+            return {
+                "recall@1": raw["precision_at_1"],
+                "r_precision": raw["r_precision"],
+                "map@r": raw["mean_average_precision_at_r"],
+                "nmi": raw["NMI"],
+            }
 
         return pml
     if name == "sklearn_knn":
@@ -88,7 +94,7 @@ def _contender(name: str, ks):
             queries = torch.from_numpy(g if q is None else q)
             out = torch.empty((min(CHUNK, len(queries)), len(gallery)))
             for chunk in torch.split(queries, CHUNK):
-                torch.matmul(chunk, gallery.T, out=out[:len(chunk)])
+                torch.matmul(chunk, gallery.T, out=out[: len(chunk)])
             return {}
 
         return roofline
@@ -106,8 +112,13 @@ def worker(contender: str, size: str, data: Path) -> dict:
     start = time.perf_counter()
     metrics = compute(gallery, g_labels, queries, q_labels)
     seconds = time.perf_counter() - start
-    return {"contender": contender, "size": size, "seconds": seconds,
-            "peak_extra_mib": max(peak_resident_mib() - before, 0.0), "metrics": metrics}
+    return {
+        "contender": contender,
+        "size": size,
+        "seconds": seconds,
+        "peak_extra_mib": max(peak_resident_mib() - before, 0.0),
+        "metrics": metrics,
+    }
 
 
 CONTENDERS = ["roofline", "suite_knn_only", "suite", "pml"]  # timed `repeats` times
@@ -130,8 +141,11 @@ def run(size: str, contenders=tuple(CONTENDERS), repeats: int = 3, once=tuple(ON
     rows = [_fastest(rows) for rows in runs.values()]
     timed = {row["contender"]: row["seconds"] for row in rows if "seconds" in row}
     if {"roofline", "suite_knn_only"} <= set(timed):
-        print(f"evaluation {size:6s} without clustering / bare matrix products: "
-              f"{timed['suite_knn_only'] / timed['roofline']:.2f}x (fastest runs)", flush=True)
+        print(
+            f"evaluation {size:6s} without clustering / bare matrix products: "
+            f"{timed['suite_knn_only'] / timed['roofline']:.2f}x (fastest runs)",
+            flush=True,
+        )
     return rows
 
 
@@ -140,30 +154,41 @@ def _fastest(rows: list[dict]) -> dict:
     if not timed:
         return rows[0]
     best = dict(min(timed, key=lambda r: r["seconds"]))
-    best.update(runs=len(timed), all_seconds=[r["seconds"] for r in timed],
-                peak_extra_mib=max(r["peak_extra_mib"] for r in timed))
+    best.update(
+        runs=len(timed),
+        all_seconds=[r["seconds"] for r in timed],
+        peak_extra_mib=max(r["peak_extra_mib"] for r in timed),
+    )
     return best
 
 
 def _run_worker(contender: str, size: str, data: Path) -> dict:
     """One contender in its own process, so that its peak memory is its own."""
-    out = subprocess.run([sys.executable, "-m", "benchmarks.evaluation", "--worker", contender,
-                          "--size", size, "--data", str(data)], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.evaluation", "--worker", contender, "--size", size, "--data", str(data)],
+        capture_output=True,
+        text=True,
+    )
     if out.returncode:
         row = {"contender": contender, "size": size, "error": out.stderr.strip()[-500:]}
     else:
         row = json.loads(out.stdout.strip().splitlines()[-1])
-    print(f"evaluation {size:6s} {contender:15s} "
-          + (f"{row['seconds']:8.1f} s  peak +{row['peak_extra_mib']:.0f} MiB"
-             if "seconds" in row else f"failed: {row['error'][:200]}"), flush=True)
+    print(
+        f"evaluation {size:6s} {contender:15s} "
+        + (
+            f"{row['seconds']:8.1f} s  peak +{row['peak_extra_mib']:.0f} MiB"
+            if "seconds" in row
+            else f"failed: {row['error'][:200]}"
+        ),
+        flush=True,
+    )
     return row
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--size", choices=list(SIZES), default="sop")
-    parser.add_argument("--contenders", help="comma-separated, of " + ", ".join(CONTENDERS + ONCE)
-                        + " (default: all)")
+    parser.add_argument("--contenders", help="comma-separated, of " + ", ".join(CONTENDERS + ONCE) + " (default: all)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -173,8 +198,7 @@ def main(argv=None) -> None:
         chosen = args.contenders.split(",")
         unknown = sorted(set(chosen) - set(CONTENDERS + ONCE))
         if unknown:
-            parser.error(f"--contenders: unknown {', '.join(unknown)}; choose from "
-                         + ", ".join(CONTENDERS + ONCE))
+            parser.error(f"--contenders: unknown {', '.join(unknown)}; choose from " + ", ".join(CONTENDERS + ONCE))
         run(args.size, [c for c in CONTENDERS if c in chosen], once=[c for c in ONCE if c in chosen])
     else:
         run(args.size)

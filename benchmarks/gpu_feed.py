@@ -23,8 +23,12 @@ from dmlbench.data.prepare import prepare
 from dmlbench.training.train import train
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "workflow" / "config"
-CONFIGS = (("ms.t2", "ms"), ("ephn.t1", "ephn_1st"), ("profs.t1", "contrastive_hard"),
-           ("fastap.t2", "fastap_random_r18"))  # BN-Inception, ResNet-50, GoogLeNet, ResNet-18
+CONFIGS = (
+    ("ms.t2", "ms"),
+    ("ephn.t1", "ephn_1st"),
+    ("profs.t1", "contrastive_hard"),
+    ("fastap.t2", "fastap_random_r18"),
+)  # BN-Inception, ResNet-50, GoogLeNet, ResNet-18
 TARGET = 0.9
 
 
@@ -49,8 +53,9 @@ def fixture(root: Path, cfg: dict, image_size: int) -> Path:
     """A SOP-format fixture with enough classes for the batch, and its store at the run's size."""
     classes = 2 * max(12, 2 * cfg["batch"]["size"] // cfg["batch"]["per_class"])
     manifest = root / "fixture" / "sop" / "manifest.csv"
-    prepare("sop", "fixture", root, manifest,
-            fixture_size={"n_classes": classes, "per_class": 6, "image_size": image_size})
+    prepare(
+        "sop", "fixture", root, manifest, fixture_size={"n_classes": classes, "per_class": 6, "image_size": image_size}
+    )
     return manifest
 
 
@@ -67,13 +72,28 @@ def measure(experiment: str, method: str, root: Path, cuda: bool, steps: int) ->
     batch, side = cfg["batch"]["size"], cfg["input"]["crop"]
     end_to_end = batch / epochs[-1]["warm_seconds_per_step"]
     device = torch.device(cfg["device"])
-    model_only = training.images_per_second(cfg["model"]["backbone"], side, batch, device, steps=steps - 1,
-                                            embedding_dim=cfg["model"]["embedding_dim"], method=cfg["method"],
-                                            optimizer=cfg["optimizer"])
-    return {"experiment": experiment, "backbone": cfg["model"]["backbone"], "crop": side, "batch": batch,
-            "workers": cfg["loader"]["workers"], "store": bool(cfg["data"].get("store")),
-            "end_to_end": end_to_end, "model_only": model_only, "ratio": end_to_end / model_only,
-            "target_met": end_to_end / model_only >= TARGET}
+    model_only = training.images_per_second(
+        cfg["model"]["backbone"],
+        side,
+        batch,
+        device,
+        steps=steps - 1,
+        embedding_dim=cfg["model"]["embedding_dim"],
+        method=cfg["method"],
+        optimizer=cfg["optimizer"],
+    )
+    return {
+        "experiment": experiment,
+        "backbone": cfg["model"]["backbone"],
+        "crop": side,
+        "batch": batch,
+        "workers": cfg["loader"]["workers"],
+        "store": bool(cfg["data"].get("store")),
+        "end_to_end": end_to_end,
+        "model_only": model_only,
+        "ratio": end_to_end / model_only,
+        "target_met": end_to_end / model_only >= TARGET,
+    }
 
 
 def run(steps: int = 20, configs=CONFIGS) -> dict:
@@ -84,9 +104,12 @@ def run(steps: int = 20, configs=CONFIGS) -> dict:
         for experiment, method in configs:
             row = measure(experiment, method, Path(tmp), cuda, steps)
             rows.append(row)
-            print(f"GPU feed {row['backbone']} {row['crop']} px B {row['batch']}: end to end "
-                  f"{row['end_to_end']:.0f} img/s, model only {row['model_only']:.0f} img/s "
-                  f"({row['ratio']:.2f}×, target ≥ {TARGET}×)", flush=True)
+            print(
+                f"GPU feed {row['backbone']} {row['crop']} px B {row['batch']}: end to end "
+                f"{row['end_to_end']:.0f} img/s, model only {row['model_only']:.0f} img/s "
+                f"({row['ratio']:.2f}×, target ≥ {TARGET}×)",
+                flush=True,
+            )
     return {"rows": rows, "device": device, "cuda": cuda}
 
 

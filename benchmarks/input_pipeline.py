@@ -37,18 +37,22 @@ def write_images(folder: Path, count: int, size=(500, 375), seed: int = 0) -> Pa
     return folder / "manifest.csv"
 
 
-def images_per_second(manifest_path: Path, workers: int, input_cfg: dict, samples: int, passes: int = 2,
-                      store_folder: Path | None = None) -> dict:
+def images_per_second(
+    manifest_path: Path, workers: int, input_cfg: dict, samples: int, passes: int = 2, store_folder: Path | None = None
+) -> dict:
     """Training images per second in steady state (persistent workers, after a warm-up pass):
     `loader`, the batches the workers deliver ready for the device (the store's still uint8, its
     crop and flip are device work), and `cpu_batch`, through `device_batch` on this CPU too."""
     table = manifest.read(manifest_path)
-    cfg = RunConfig.from_dict({"data": {"manifest": str(manifest_path),
-                                        "store": str(store_folder) if store_folder else None}, "input": input_cfg})
+    cfg = RunConfig.from_dict(
+        {
+            "data": {"manifest": str(manifest_path), "store": str(store_folder) if store_folder else None},
+            "input": input_cfg,
+        }
+    )
     data = batches.split_images(table, table.index, manifest_path.parent, cfg, train=True)
     sampler = torch.utils.data.RandomSampler(data, num_samples=samples, generator=torch.Generator().manual_seed(0))
-    loader = batches.loader(data, batch_size=32, sampler=sampler, num_workers=workers,
-                            persistent_workers=workers > 0)
+    loader = batches.loader(data, batch_size=32, sampler=sampler, num_workers=workers, persistent_workers=workers > 0)
     cpu = torch.device("cpu")
     sum(1 for _ in loader)  # warm-up: worker start, page cache
     rates = {"loader": 0.0, "cpu_batch": 0.0}
@@ -75,14 +79,20 @@ def run(count: int = 400, workers=(1, 2), samples: int = 1600) -> list[dict]:
             store_rate = images_per_second(cached, w, input_cfg, samples, store_folder=stored)
             row = {"workers": w}
             for kind in ("loader", "cpu_batch"):
-                row[kind] = {"full_size_images_per_s": full_rate[kind], "cached_images_per_s": cache_rate[kind],
-                             "store_images_per_s": store_rate[kind],
-                             "store_over_cache": store_rate[kind] / cache_rate[kind],
-                             "store_over_full": store_rate[kind] / full_rate[kind]}
+                row[kind] = {
+                    "full_size_images_per_s": full_rate[kind],
+                    "cached_images_per_s": cache_rate[kind],
+                    "store_images_per_s": store_rate[kind],
+                    "store_over_cache": store_rate[kind] / cache_rate[kind],
+                    "store_over_full": store_rate[kind] / full_rate[kind],
+                }
                 r = row[kind]
-                print(f"input pipeline ({kind}), {w} workers: full-size {r['full_size_images_per_s']:.0f} img/s, "
-                      f"cache {r['cached_images_per_s']:.0f} img/s, store {r['store_images_per_s']:.0f} img/s "
-                      f"(× {r['store_over_cache']:.1f} the cache, × {r['store_over_full']:.1f} full-size)", flush=True)
+                print(
+                    f"input pipeline ({kind}), {w} workers: full-size {r['full_size_images_per_s']:.0f} img/s, "
+                    f"cache {r['cached_images_per_s']:.0f} img/s, store {r['store_images_per_s']:.0f} img/s "
+                    f"(× {r['store_over_cache']:.1f} the cache, × {r['store_over_full']:.1f} full-size)",
+                    flush=True,
+                )
             rows.append(row)
     return rows
 
@@ -109,7 +119,14 @@ def decoding_rates(count: int = 600, workers=(1, 2)) -> list[dict]:
             start = time.perf_counter()
             store.build(cached, cached.parent / "store256", 256, log=lambda m: None, workers=n)
             store_rate = count / (time.perf_counter() - start)
-            rows.append({"workers": n, "cache_images_per_s": cache_rate, "store_images_per_s": store_rate,
-                         "cache_per_worker": cache_rate / n, "store_per_worker": store_rate / n,
-                         "sop_minutes": SOP_IMAGES / cache_rate / 60 + SOP_IMAGES / store_rate / 60})
+            rows.append(
+                {
+                    "workers": n,
+                    "cache_images_per_s": cache_rate,
+                    "store_images_per_s": store_rate,
+                    "cache_per_worker": cache_rate / n,
+                    "store_per_worker": store_rate / n,
+                    "sop_minutes": SOP_IMAGES / cache_rate / 60 + SOP_IMAGES / store_rate / 60,
+                }
+            )
     return rows

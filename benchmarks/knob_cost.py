@@ -46,8 +46,10 @@ def main() -> None:
             rate, side = MEASURED[cfg.model.backbone]
             backward[0] += 1
             backward[1] += seen / (rate * (side / cfg.input.crop) ** 2) / 3600
-    print(f"suite.knobs at full: {sum(runs.values()):,} runs; early-stopped runs counted at epoch {args.stop} "
-          f"(and at their cap)")
+    print(
+        f"suite.knobs at full: {sum(runs.values()):,} runs; early-stopped runs counted at epoch {args.stop} "
+        f"(and at their cap)"
+    )
     print("| trunk | side | runs | training images (M) | GPU-hours | at the cap (M images / GPU-hours) |")
     print("|---|---|---:|---:|---:|---:|")
     totals = [0.0, 0.0]
@@ -57,12 +59,18 @@ def main() -> None:
         hours, cap_hours = at_stop[(backbone, side)] / rate / 3600, at_cap[(backbone, side)] / rate / 3600
         totals[0] += hours
         totals[1] += cap_hours
-        print(f"| {backbone} | {side} | {count} | {at_stop[(backbone, side)] / 1e6:,.0f} | {hours:,.0f} | "
-              f"{at_cap[(backbone, side)] / 1e6:,.0f} / {cap_hours:,.0f} |")
-    print(f"total: {totals[0]:,.0f} GPU-hours ({totals[0] / GPUS / 24:.1f} days on {GPUS} GPUs); "
-          f"at every cap {totals[1]:,.0f} GPU-hours ({totals[1] / GPUS / 24:.1f} days)")
-    print(f"of which the backward path's own steps: {backward[0]:,} runs, {backward[1]:,.0f} GPU-hours "
-          f"({backward[1] / GPUS / 24:.1f} days on {GPUS} GPUs)")
+        print(
+            f"| {backbone} | {side} | {count} | {at_stop[(backbone, side)] / 1e6:,.0f} | {hours:,.0f} | "
+            f"{at_cap[(backbone, side)] / 1e6:,.0f} / {cap_hours:,.0f} |"
+        )
+    print(
+        f"total: {totals[0]:,.0f} GPU-hours ({totals[0] / GPUS / 24:.1f} days on {GPUS} GPUs); "
+        f"at every cap {totals[1]:,.0f} GPU-hours ({totals[1] / GPUS / 24:.1f} days)"
+    )
+    print(
+        f"of which the backward path's own steps: {backward[0]:,} runs, {backward[1]:,.0f} GPU-hours "
+        f"({backward[1] / GPUS / 24:.1f} days on {GPUS} GPUs)"
+    )
 
 
 def _backward_only(info) -> bool:

@@ -30,11 +30,12 @@ def suite_cases(num_classes: int, dim: int):
         "lifted_structure": (losses.build("lifted_structure", margin=1.0), None),
         "npair": (losses.build("npair"), None),
         "angular": (losses.build("angular"), None),
-        "margin+distance_weighted": (losses.build("margin", num_classes=num_classes),
-                                     miners.build("distance_weighted")),
+        "margin+distance_weighted": (
+            losses.build("margin", num_classes=num_classes),
+            miners.build("distance_weighted"),
+        ),
         # pytorch-metric-learning's SoftTriple has no centre regulariser (τ R), so τ = 0 here
-        "softtriple": (losses.build("softtriple", num_classes=num_classes, embedding_dim=dim,
-                                    tau=0.0), None),
+        "softtriple": (losses.build("softtriple", num_classes=num_classes, embedding_dim=dim, tau=0.0), None),
         "proxy_nca": (losses.build("proxy_nca", num_classes=num_classes, embedding_dim=dim), None),
         # pytorch-metric-learning bins as the authors' code (L + 1 centres): bins="code" here
         "fastap (closed-form backward)": (losses.build("fastap", bins="code", gradient="closed_form"), None),
@@ -51,17 +52,22 @@ def pml_cases(num_classes: int, dim: int):
     cos = distances.CosineSimilarity()
     return {
         "contrastive": (L.ContrastiveLoss(pos_margin=1, neg_margin=0.5, distance=cos), None),
-        "triplet+semihard": (L.TripletMarginLoss(margin=0.1, distance=cos),
-                             M.TripletMarginMiner(margin=0.1, type_of_triplets="semihard", distance=cos)),
-        "multi_similarity+miner": (L.MultiSimilarityLoss(alpha=2, beta=50, base=0.5),
-                                   M.MultiSimilarityMiner(epsilon=0.1)),
+        "triplet+semihard": (
+            L.TripletMarginLoss(margin=0.1, distance=cos),
+            M.TripletMarginMiner(margin=0.1, type_of_triplets="semihard", distance=cos),
+        ),
+        "multi_similarity+miner": (
+            L.MultiSimilarityLoss(alpha=2, beta=50, base=0.5),
+            M.MultiSimilarityMiner(epsilon=0.1),
+        ),
         "lifted (generalised)": (L.GeneralizedLiftedStructureLoss(neg_margin=1, pos_margin=0), None),
         "lifted_structure": (L.LiftedStructureLoss(neg_margin=1, pos_margin=0), None),
         "npair": (L.NPairsLoss(), None),
         "angular": (L.AngularLoss(alpha=40), None),
-        "margin+distance_weighted": (L.MarginLoss(margin=0.2, beta=1.2, learn_beta=True,
-                                                  num_classes=num_classes),
-                                     M.DistanceWeightedMiner(cutoff=0.5, nonzero_loss_cutoff=1.4)),
+        "margin+distance_weighted": (
+            L.MarginLoss(margin=0.2, beta=1.2, learn_beta=True, num_classes=num_classes),
+            M.DistanceWeightedMiner(cutoff=0.5, nonzero_loss_cutoff=1.4),
+        ),
         "softtriple": (L.SoftTripleLoss(num_classes, dim), None),
         "proxy_nca": (L.ProxyNCALoss(num_classes, dim), None),
         "fastap (closed-form backward)": (L.FastAPLoss(num_bins=10), None),
@@ -95,6 +101,7 @@ def measure(batch: int, dim: int, repeats: int) -> list[dict]:
     for name in suite:
         result = {"loss": name, "batch": batch, "dim": dim}
         for side, (loss, miner) in (("suite", suite[name]), ("pml", pml[name])):
+
             def step(loss=loss, miner=miner, side=side):
                 x = base.clone().requires_grad_(True)
                 if side == "suite":
@@ -109,18 +116,25 @@ def measure(batch: int, dim: int, repeats: int) -> list[dict]:
             result[f"{side}_spread_ms"] = 1000 * (max(times) - min(times))
         result["ratio"] = result["suite_ms"] / result["pml_ms"]
         rows.append(result)
-        print(f"{name:26s} B={batch:4d} d={dim:4d}  suite {result['suite_ms']:8.2f} ms  "
-              f"pml {result['pml_ms']:8.2f} ms  ratio {result['ratio']:.2f}", flush=True)
+        print(
+            f"{name:26s} B={batch:4d} d={dim:4d}  suite {result['suite_ms']:8.2f} ms  "
+            f"pml {result['pml_ms']:8.2f} ms  ratio {result['ratio']:.2f}",
+            flush=True,
+        )
     return rows
 
 
 def markdown(rows: list[dict]) -> str:
-    lines = [f"# Loss forward + backward time (CPU, {torch.get_num_threads()} threads, median)", "",
-             "| loss | batch | d | suite (ms) | pytorch-metric-learning (ms) | suite / pml |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        f"# Loss forward + backward time (CPU, {torch.get_num_threads()} threads, median)",
+        "",
+        "| loss | batch | d | suite (ms) | pytorch-metric-learning (ms) | suite / pml |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['loss']} | {r['batch']} | {r['dim']} | {r['suite_ms']:.2f} | "
-                     f"{r['pml_ms']:.2f} | {r['ratio']:.2f} |")
+        lines.append(
+            f"| {r['loss']} | {r['batch']} | {r['dim']} | {r['suite_ms']:.2f} | {r['pml_ms']:.2f} | {r['ratio']:.2f} |"
+        )
     return "\n".join(lines) + "\n"
 
 

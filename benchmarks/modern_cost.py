@@ -56,16 +56,37 @@ def run(steps: int = 5) -> dict:
             side, batch, bf16 = 64, 16, False
         if cuda:
             torch.cuda.reset_peak_memory_stats()
-        train_rate = training.images_per_second(backbone, side, batch, device, bf16=bf16, steps=steps,
-                                                embedding_dim=cfg["model"]["embedding_dim"], method=cfg["method"],
-                                                optimizer=cfg["optimizer"])
+        train_rate = training.images_per_second(
+            backbone,
+            side,
+            batch,
+            device,
+            bf16=bf16,
+            steps=steps,
+            embedding_dim=cfg["model"]["embedding_dim"],
+            method=cfg["method"],
+            optimizer=cfg["optimizer"],
+        )
         peak = torch.cuda.max_memory_allocated() / 2**30 if cuda else None
         eval_rate = embed_rate(backbone, side, min(batch, 256), device, bf16, steps)
-        rows.append({"trunk": variant, "backbone": backbone, "side": side, "batch": batch, "bf16": bf16,
-                     "train_img_s": train_rate, "peak_gib": peak, "eval_img_s": eval_rate})
-        print(f"{variant} ({backbone}, {side} px, B {batch}, bf16 {bf16}): training {train_rate:.0f} img/s"
-              + (f", peak {peak:.1f} GiB" if peak is not None else "") + f"; embedding {eval_rate:.0f} img/s",
-              flush=True)
+        rows.append(
+            {
+                "trunk": variant,
+                "backbone": backbone,
+                "side": side,
+                "batch": batch,
+                "bf16": bf16,
+                "train_img_s": train_rate,
+                "peak_gib": peak,
+                "eval_img_s": eval_rate,
+            }
+        )
+        print(
+            f"{variant} ({backbone}, {side} px, B {batch}, bf16 {bf16}): training {train_rate:.0f} img/s"
+            + (f", peak {peak:.1f} GiB" if peak is not None else "")
+            + f"; embedding {eval_rate:.0f} img/s",
+            flush=True,
+        )
         if cuda:
             seconds = 0.0
             for r in (r for r in runs if r.variant == variant):
@@ -75,10 +96,12 @@ def run(steps: int = 5) -> dict:
             projection[variant] = seconds / 3600
     if projection:
         total = sum(projection.values())
-        print(f"{EXPERIMENT} at full ({len(runs)} runs): "
-              + ", ".join(f"{v} {h:.0f} GPU-h" for v, h in projection.items())
-              + f"; {total:.0f} GPU-hours, {total / GPUS:.1f} h on {GPUS} GPUs (training steps and one embedding of "
-              f"each test set, at the loop's model-only speed: a lower bound)")
+        print(
+            f"{EXPERIMENT} at full ({len(runs)} runs): "
+            + ", ".join(f"{v} {h:.0f} GPU-h" for v, h in projection.items())
+            + f"; {total:.0f} GPU-hours, {total / GPUS:.1f} h on {GPUS} GPUs (training steps and one embedding of "
+            f"each test set, at the loop's model-only speed: a lower bound)"
+        )
     return {"rows": rows, "gpu_hours": projection, "device": torch.cuda.get_device_name(0) if cuda else "cpu"}
 
 

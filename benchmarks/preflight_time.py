@@ -26,8 +26,7 @@ def run(experiments=EXPERIMENTS) -> dict:
     plan = Plan.load(CONFIG_DIR, {"preset": "full", "experiments": list(experiments)})
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
-        passed = runner.run(plan, Path(tmp) / "work", Path(tmp) / "out", image_side, "auto", 8,
-                            log=lambda m: None)
+        passed = runner.run(plan, Path(tmp) / "work", Path(tmp) / "out", image_side, "auto", 8, log=lambda m: None)
         seconds = time.perf_counter() - started
         table = pd.read_csv(Path(tmp) / "out" / "preflight.csv")
     light = table["timed_by"] != table["group"]
@@ -36,14 +35,26 @@ def run(experiments=EXPERIMENTS) -> dict:
     at_once = runner.parallel_probes(torch.device("cuda" if cuda else "cpu"))
     per_full, per_light = table.loc[~light, "seconds"].mean(), table.loc[light, "seconds"].mean()
     projected = (shapes * per_full + (len(full_owners) - shapes) * (per_light if light.any() else per_full)) / at_once
-    row = {"experiments": ", ".join(experiments), "groups": len(table), "seconds": seconds, "passed": passed,
-           "image_side": "real input sizes" if cuda else f"{image_side}-px crops", "cuda": cuda,
-           "device": torch.cuda.get_device_name(0) if cuda else "CPU (no GPU)", "full_groups": len(full_owners),
-           "full_shapes": shapes, "seconds_per_trunk_probe": per_full,
-           "seconds_per_code_path_probe": per_light if light.any() else None, "full_minutes": projected / 60}
-    print(f"preflight: {len(table)} group(s) in {seconds:.1f} s ({per_full:.1f} s a probe on its trunk, "
-          f"{row['seconds_per_code_path_probe'] or 0:.1f} s on the small one); {len(full_owners)} groups "
-          f"({shapes} shapes) at these rates {row['full_minutes']:.1f} min", flush=True)
+    row = {
+        "experiments": ", ".join(experiments),
+        "groups": len(table),
+        "seconds": seconds,
+        "passed": passed,
+        "image_side": "real input sizes" if cuda else f"{image_side}-px crops",
+        "cuda": cuda,
+        "device": torch.cuda.get_device_name(0) if cuda else "CPU (no GPU)",
+        "full_groups": len(full_owners),
+        "full_shapes": shapes,
+        "seconds_per_trunk_probe": per_full,
+        "seconds_per_code_path_probe": per_light if light.any() else None,
+        "full_minutes": projected / 60,
+    }
+    print(
+        f"preflight: {len(table)} group(s) in {seconds:.1f} s ({per_full:.1f} s a probe on its trunk, "
+        f"{row['seconds_per_code_path_probe'] or 0:.1f} s on the small one); {len(full_owners)} groups "
+        f"({shapes} shapes) at these rates {row['full_minutes']:.1f} min",
+        flush=True,
+    )
     return row
 
 

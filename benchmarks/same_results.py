@@ -40,6 +40,7 @@ def _numbers(path: Path):
 
 def compare(before: Path, after: Path, preset: str, dropped: tuple[str, ...] = ()) -> dict:
     """Files only in one checkout, files whose numbers differ, and how many were compared."""
+
     def files(root: Path) -> dict:
         found = {p.relative_to(root): p for p in (root / "results" / preset).rglob("*") if p.name in RECORDS}
         found.update({p.relative_to(root): p for p in (root / "reports" / preset).rglob("*.csv")})
@@ -49,10 +50,14 @@ def compare(before: Path, after: Path, preset: str, dropped: tuple[str, ...] = (
     shared = sorted(set(a) & set(b))
     differ = [str(r) for r in shared if r.name not in TIMINGS and _numbers(a[r]) != _numbers(b[r])]
     gone = sorted(str(r) for r in set(a) - set(b) if any(r.match(pattern) for pattern in dropped))
-    return {"compared": len(shared), "dropped": gone,
-            "only_before": sorted(str(r) for r in set(a) - set(b) if str(r) not in gone),
-            "only_after": sorted(map(str, set(b) - set(a))), "differ": differ,
-            "timings": [str(r) for r in shared if r.name in TIMINGS]}
+    return {
+        "compared": len(shared),
+        "dropped": gone,
+        "only_before": sorted(str(r) for r in set(a) - set(b) if str(r) not in gone),
+        "only_after": sorted(map(str, set(b) - set(a))),
+        "differ": differ,
+        "timings": [str(r) for r in shared if r.name in TIMINGS],
+    }
 
 
 def main(argv=None) -> int:
@@ -60,14 +65,21 @@ def main(argv=None) -> int:
     parser.add_argument("before", type=Path)
     parser.add_argument("after", type=Path)
     parser.add_argument("--preset", default="demo")
-    parser.add_argument("--dropped", action="append", default=[], metavar="GLOB",
-                        help="records no longer written on purpose (relative path pattern; repeatable)")
+    parser.add_argument(
+        "--dropped",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="records no longer written on purpose (relative path pattern; repeatable)",
+    )
     args = parser.parse_args(argv)
     found = compare(args.before, args.after, args.preset, tuple(args.dropped))
-    print(f"{found['compared']} files compared; {len(found['differ'])} differ; "
-          f"{len(found['only_before'])} only before, {len(found['only_after'])} only after; "
-          f"{len(found['dropped'])} dropped on purpose ({', '.join(args.dropped) or 'none named'}); "
-          f"timings not compared: {', '.join(found['timings']) or 'none'}")
+    print(
+        f"{found['compared']} files compared; {len(found['differ'])} differ; "
+        f"{len(found['only_before'])} only before, {len(found['only_after'])} only after; "
+        f"{len(found['dropped'])} dropped on purpose ({', '.join(args.dropped) or 'none named'}); "
+        f"timings not compared: {', '.join(found['timings']) or 'none'}"
+    )
     for key in ("differ", "only_before", "only_after"):
         for name in found[key][:20]:
             print(f"  {key}: {name}")

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-SNAKEFILE = '''
+SNAKEFILE = """
 COUNT = int(config["count"])
 rule all:
     input: expand("out/{i}.done", i=range(COUNT))
@@ -26,21 +26,40 @@ rule job:
     resources: gpu=1
     log: "logs/{i}.log"
     shell: "echo {params.spec:q} > {output:q} 2> {log:q}"
-'''
+"""
 
 
 def run(jobs: int = 20_000) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "Snakefile").write_text(SNAKEFILE)
         started = time.perf_counter()
-        out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "all", "--resources", "gpu=8",
-                              "--config", f"count={jobs}"], cwd=folder, capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "snakemake",
+                "-n",
+                "--cores",
+                "all",
+                "--resources",
+                "gpu=8",
+                "--config",
+                f"count={jobs}",
+            ],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         seconds = time.perf_counter() - started
     match = re.search(r"^total\s+(\d+)$", out.stdout, re.M)
     listed = int(match.group(1)) if match else None
     row = {"jobs": listed, "seconds": seconds, "ms_per_job": 1000 * seconds / max(listed or 1, 1)}
-    print(f"snakemake -n of {listed} trivial jobs: {seconds:.1f} s, {row['ms_per_job']:.2f} ms a job "
-          f"(30 s holds about {int(30 / seconds * (listed or 0)):,} such jobs)", flush=True)
+    print(
+        f"snakemake -n of {listed} trivial jobs: {seconds:.1f} s, {row['ms_per_job']:.2f} ms a job "
+        f"(30 s holds about {int(30 / seconds * (listed or 0)):,} such jobs)",
+        flush=True,
+    )
     return row
 
 

@@ -19,9 +19,18 @@ from dmlbench.training.train import train_step
 METHOD = {"loss": {"name": "multi_similarity"}, "miner": {"name": "multi_similarity"}}
 
 
-def images_per_second(backbone: str, size: int, batch: int, device, bf16=False,
-                      channels_last=False, steps: int = 5, embedding_dim: int = 128, method=METHOD,
-                      optimizer: dict | None = None) -> float:
+def images_per_second(
+    backbone: str,
+    size: int,
+    batch: int,
+    device,
+    bf16=False,
+    channels_last=False,
+    steps: int = 5,
+    embedding_dim: int = 128,
+    method=METHOD,
+    optimizer: dict | None = None,
+) -> float:
     """The training loop's own step (`dmlbench.training.train.train_step`) on random images already on
     the device: the model's speed with nothing to load. `optimizer`: a run's optimizer settings
     (default: Adam at 1e-4 over every parameter)."""
@@ -56,22 +65,43 @@ def images_per_second(backbone: str, size: int, batch: int, device, bf16=False,
 
 def run(steps: int = 5) -> dict:
     cpu = torch.device("cpu")
-    rows = [{"device": "cpu", "backbone": b, "size": s, "batch": 32, "setting": "plain",
-             "images_per_s": images_per_second(b, s, 32, cpu, steps=steps)}
-            for b, s in (("small_cnn", 32), ("resnet18", 64))]
+    rows = [
+        {
+            "device": "cpu",
+            "backbone": b,
+            "size": s,
+            "batch": 32,
+            "setting": "plain",
+            "images_per_s": images_per_second(b, s, 32, cpu, steps=steps),
+        }
+        for b, s in (("small_cnn", 32), ("resnet18", 64))
+    ]
     gpu_note = "no GPU"
     if torch.cuda.is_available():
         gpu = torch.device("cuda")
         gpu_note = torch.cuda.get_device_name(gpu)
-        for setting, options in (("plain", {}), ("bf16", {"bf16": True}),
-                                 ("channels_last", {"channels_last": True}),
-                                 ("bf16+channels_last", {"bf16": True, "channels_last": True})):
-            rows.append({"device": "cuda", "backbone": "resnet50", "size": 224, "batch": 64,
-                         "setting": setting, "images_per_s": images_per_second(
-                             "resnet50", 224, 64, gpu, steps=steps, **options)})
+        for setting, options in (
+            ("plain", {}),
+            ("bf16", {"bf16": True}),
+            ("channels_last", {"channels_last": True}),
+            ("bf16+channels_last", {"bf16": True, "channels_last": True}),
+        ):
+            rows.append(
+                {
+                    "device": "cuda",
+                    "backbone": "resnet50",
+                    "size": 224,
+                    "batch": 64,
+                    "setting": setting,
+                    "images_per_s": images_per_second("resnet50", 224, 64, gpu, steps=steps, **options),
+                }
+            )
     for row in rows:
-        print(f"training step {row['device']} {row['backbone']} {row['size']} px "
-              f"{row['setting']}: {row['images_per_s']:.0f} img/s", flush=True)
+        print(
+            f"training step {row['device']} {row['backbone']} {row['size']} px "
+            f"{row['setting']}: {row['images_per_s']:.0f} img/s",
+            flush=True,
+        )
     return {"rows": rows, "gpu": gpu_note}
 
 

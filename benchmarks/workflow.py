@@ -22,8 +22,9 @@ def papers_experiments() -> list[str]:
     return [key for key in plan.experiment_ids if plan.experiments[key].get("kind") not in ("fair", "knobs")]
 
 
-def run(repeats: int = 3, experiments: list[str] | None = None, what: str = "papers' experiments",
-        quiet: bool = False) -> dict:
+def run(
+    repeats: int = 3, experiments: list[str] | None = None, what: str = "papers' experiments", quiet: bool = False
+) -> dict:
     """`experiments`: None for the papers' experiments, [] for the whole preset. `quiet`: `snakemake
     -n -q`, the plan without Snakemake's description of every job (nor its job count)."""
     times, jobs = [], None
@@ -32,18 +33,44 @@ def run(repeats: int = 3, experiments: list[str] | None = None, what: str = "pap
         for _ in range(repeats):
             start = time.perf_counter()
             chosen = ["--config", f"experiments=[{','.join(experiments)}]"] if experiments else []
-            out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-s", str(REPO / "Snakefile"),
-                                  "-d", workdir, "--cores", "all", "--resources", "gpu=8", *chosen,
-                                  *(["-q"] if quiet else [])],
-                                 capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "snakemake",
+                    "-n",
+                    "-s",
+                    str(REPO / "Snakefile"),
+                    "-d",
+                    workdir,
+                    "--cores",
+                    "all",
+                    "--resources",
+                    "gpu=8",
+                    *chosen,
+                    *(["-q"] if quiet else []),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             times.append(time.perf_counter() - start)
             match = re.search(r"^total\s+(\d+)$", out.stdout, re.M)
             jobs = int(match.group(1)) if match else None
     times.sort()
-    row = {"median_s": times[len(times) // 2], "min_s": times[0], "max_s": times[-1], "jobs": jobs, "what": what,
-           "quiet": quiet}
-    print(f"snakemake -n{' -q' if quiet else ''} (full preset, {what}): {row['median_s']:.1f} s median"
-          f"{f' for {jobs} jobs' if jobs else ''}", flush=True)
+    row = {
+        "median_s": times[len(times) // 2],
+        "min_s": times[0],
+        "max_s": times[-1],
+        "jobs": jobs,
+        "what": what,
+        "quiet": quiet,
+    }
+    print(
+        f"snakemake -n{' -q' if quiet else ''} (full preset, {what}): {row['median_s']:.1f} s median"
+        f"{f' for {jobs} jobs' if jobs else ''}",
+        flush=True,
+    )
     return row
 
 

@@ -34,16 +34,21 @@ class _Unlisted:
 def parser() -> argparse.ArgumentParser:
     from dmlbench import __version__
 
-    p = argparse.ArgumentParser(prog="dmlbench", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="dmlbench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--version", action="version", version=f"dmlbench {__version__}")
-    sub = p.add_subparsers(dest="step", required=True, title="commands",
-                           metavar="{" + ",".join((*USER_COMMANDS, "steps")) + "}")
+    sub = p.add_subparsers(
+        dest="step", required=True, title="commands", metavar="{" + ",".join((*USER_COMMANDS, "steps")) + "}"
+    )
     results.add_user(sub)
-    listed = sub.add_parser("steps", help="the pipeline's steps, as the Snakemake rules run them "
-                                          "(`dmlbench steps --help`; each also as `dmlbench <step>`)",
-                            description="The pipeline's steps. The Snakemake rules run each as "
-                                        "`python -m dmlbench <step> …`; `dmlbench steps <step> …` is the same.")
+    listed = sub.add_parser(
+        "steps",
+        help="the pipeline's steps, as the Snakemake rules run them "
+        "(`dmlbench steps --help`; each also as `dmlbench <step>`)",
+        description="The pipeline's steps. The Snakemake rules run each as "
+        "`python -m dmlbench <step> …`; `dmlbench steps <step> …` is the same.",
+    )
     inner = listed.add_subparsers(dest="step", required=True, title="steps", help="the step to run")
     for commands in STEP_GROUPS:
         commands.add(inner)
@@ -54,8 +59,11 @@ def parser() -> argparse.ArgumentParser:
 def _out_of_memory(error: BaseException) -> bool:
     """Python's, CUDA's (torch.OutOfMemoryError) or torch's CPU allocator's."""
     torch = sys.modules.get("torch")
-    return (isinstance(error, MemoryError) or (torch is not None and isinstance(error, torch.OutOfMemoryError))
-            or "DefaultCPUAllocator: can't allocate memory" in str(error))
+    return (
+        isinstance(error, MemoryError)
+        or (torch is not None and isinstance(error, torch.OutOfMemoryError))
+        or "DefaultCPUAllocator: can't allocate memory" in str(error)
+    )
 
 
 def _how_to_resume(args) -> str:
@@ -80,8 +88,6 @@ def _own_message(error: DmlbenchError) -> str:
     if text.startswith("Caught ") and marker in text:
         return text.rsplit(marker, 1)[1].strip()
     return text
-
-
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -114,7 +120,10 @@ def main(argv: list[str] | None = None) -> None:
     except (MemoryError, RuntimeError) as error:  # torch's OutOfMemoryError is a RuntimeError
         if not _out_of_memory(error):
             raise
-        print(f"dmlbench {args.step}: error: out of memory ({' '.join(str(error).split())[:200]}). Lower "
-              f"batch.size, eval.batch_size or input.resize, or run it on a device (or machine) with more "
-              f"memory", file=sys.stderr)
+        print(
+            f"dmlbench {args.step}: error: out of memory ({' '.join(str(error).split())[:200]}). Lower "
+            f"batch.size, eval.batch_size or input.resize, or run it on a device (or machine) with more "
+            f"memory",
+            file=sys.stderr,
+        )
         sys.exit(1)

@@ -14,9 +14,17 @@ from pathlib import Path
 
 from processes import run
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--hide-scrollbars"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+]
 
 # Run in the page once it has loaded: the facts a reader would notice, as JSON in the DOM.
 CHECKS = """
@@ -49,8 +57,10 @@ def chromium() -> str:
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
         raise Unavailable("no chromium, and installing it needs root and apt-get")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for command in (["apt-get", "update", "-qq"],
-                    ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium"]):
+    for command in (
+        ["apt-get", "update", "-qq"],
+        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium"],
+    ):
         result = run(command, timeout=900, capture_output=True, text=True, env=env)
         if result.returncode:
             raise Unavailable(f"{' '.join(command[:3])} failed: {result.stderr.strip()[-300:]}")
@@ -59,9 +69,20 @@ def chromium() -> str:
 
 def _run(page: Path, extra: list[str], width: int, height: int) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory() as profile:
-        return run([chromium(), *FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}",
-                    "--virtual-time-budget=15000", *extra, page.resolve().as_uri()],
-                   timeout=180, capture_output=True, text=True)
+        return run(
+            [
+                chromium(),
+                *FLAGS,
+                f"--user-data-dir={profile}",
+                f"--window-size={width},{height}",
+                "--virtual-time-budget=15000",
+                *extra,
+                page.resolve().as_uri(),
+            ],
+            timeout=180,
+            capture_output=True,
+            text=True,
+        )
 
 
 def inspect(page: Path, width: int = 1400) -> dict:
@@ -72,10 +93,10 @@ def inspect(page: Path, width: int = 1400) -> dict:
         result = _run(probe, ["--dump-dom"], width, 1000)
     finally:
         probe.unlink()
-    start = result.stdout.find("<pre id=\"checks\">")
+    start = result.stdout.find('<pre id="checks">')
     if start < 0:
         raise AssertionError(f"the page's checks did not run: {result.stderr[-1500:]}")
-    text = result.stdout[start + len("<pre id=\"checks\">"): result.stdout.find("</pre>", start)]
+    text = result.stdout[start + len('<pre id="checks">') : result.stdout.find("</pre>", start)]
     return json.loads(text.replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"'))
 
 

@@ -49,8 +49,22 @@ def full_dry_run(tmp_path_factory):
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not saved.exists():
             workdir.mkdir(exist_ok=True)
-            command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
-                       "--scheduler", "greedy", "-n", "--cores", "all", "--resources", "gpu=8"]
+            command = [
+                sys.executable,
+                "-m",
+                "snakemake",
+                "-s",
+                str(REPO / "Snakefile"),
+                "-d",
+                str(workdir),
+                "--scheduler",
+                "greedy",
+                "-n",
+                "--cores",
+                "all",
+                "--resources",
+                "gpu=8",
+            ]
             result = run(command, timeout=1800, capture_output=True, text=True, env=python_env())
             assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
             saved.write_text(json.dumps({"args": command, "stdout": result.stdout, "stderr": result.stderr}))

@@ -47,8 +47,9 @@ def _holds_its_group(process: subprocess.Popen) -> bool:
     return process.returncode is None or not os.path.exists(f"/proc/{process.pid}")
 
 
-def run(command: list[str], timeout: float, capture_output: bool = False, check: bool = False,
-        **popen_args) -> subprocess.CompletedProcess:
+def run(
+    command: list[str], timeout: float, capture_output: bool = False, check: bool = False, **popen_args
+) -> subprocess.CompletedProcess:
     """`subprocess.run` in a group of its own: the test fails if it runs past `timeout` s."""
     if capture_output:
         popen_args.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -57,8 +58,11 @@ def run(command: list[str], timeout: float, capture_output: bool = False, check:
         stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         stop(process, grace=0)
-        pytest.fail(f"{shlex.join(map(str, command))} ran past its time limit of {timeout:g} s: its process "
-                    f"group was killed (a hang, or a limit too tight for this machine)", pytrace=False)
+        pytest.fail(
+            f"{shlex.join(map(str, command))} ran past its time limit of {timeout:g} s: its process "
+            f"group was killed (a hang, or a limit too tight for this machine)",
+            pytrace=False,
+        )
     finally:
         if process.pid in _running:  # what the command left running in its group, at once
             stop(process, grace=0)
@@ -79,7 +83,7 @@ def alive_in_group(pgid: int) -> list[int]:
                 fields = handle.read()
         except OSError:  # ended meanwhile
             continue
-        state, _parent, group = fields[fields.rindex(")") + 2:].split()[:3]
+        state, _parent, group = fields[fields.rindex(")") + 2 :].split()[:3]
         if int(group) == pgid and state != "Z":
             found.append(int(entry.name))
     return found
@@ -123,6 +127,7 @@ def _on_signal(previous):
             return previous(signum, frame)
         signal.signal(signum, signal.SIG_DFL)  # die of the signal, as without this handler
         os.kill(os.getpid(), signum)
+
     return handler
 
 

@@ -17,6 +17,7 @@ Paper: "Deep Metric Learning with Alternating Projections onto Feasible Sets" (P
 * Section 5.3 (L-PROFS, MS-PROFS): "ignoring the pairwise terms between the non-representative
   samples": the pair (i, j), i != j, is kept iff i or j is a representative.
 """
+
 from collections import Counter
 
 import numpy as np
@@ -78,8 +79,7 @@ def test_reference_counts_on_a_hand_batch():
     #   representative), 1 (.4, beats 2 on the tie) -> (4,5,10) (4,6,8) (4,7,1).
     # rep 8: positives 10 (.2), 9 (.6), 11 (.6); negatives 1 (.85), 4 (.55), 5 (.5, beats 6)
     #   -> (8,10,1) (8,9,4) (8,11,5).  3 positives and 3 hard negatives each: 9 triplets.
-    expected = [(0, 2, 5), (0, 3, 7), (0, 1, 9), (4, 5, 10), (4, 6, 8), (4, 7, 1),
-                (8, 10, 1), (8, 9, 4), (8, 11, 5)]
+    expected = [(0, 2, 5), (0, 3, 7), (0, 1, 9), (4, 5, 10), (4, 6, 8), (4, 7, 1), (8, 10, 1), (8, 9, 4), (8, 11, 5)]
     triplets = mined_pairs(s, labels, reps)
     assert sorted(triplets) == sorted(expected)
     pos, neg = pair_multisets(triplets)

@@ -53,8 +53,10 @@ def install(accounting: bool) -> None:
     if shutil.which("apt-get") is None:
         raise Unavailable("no apt-get: install " + " ".join(wanted) + " by hand")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for command in (["apt-get", "update", "-qq"],
-                    ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *wanted]):
+    for command in (
+        ["apt-get", "update", "-qq"],
+        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *wanted],
+    ):
         result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
         if result.returncode:
             raise Unavailable(f"{' '.join(command[:3])} failed: {result.stderr.strip()[-500:]}")
@@ -88,8 +90,11 @@ class Cluster:
         f = self.folder
         for sub in ("ctld", "d", "log"):
             (f / sub).mkdir(parents=True, exist_ok=True)
-        storage = ("AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost=localhost\n"
-                   if self.accounting else "AccountingStorageType=accounting_storage/none\n")
+        storage = (
+            "AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost=localhost\n"
+            if self.accounting
+            else "AccountingStorageType=accounting_storage/none\n"
+        )
         self.conf.write_text(
             f"ClusterName=dmlbench\nSlurmctldHost={self.host}\nAuthType=auth/munge\n"
             f"SlurmUser=root\nSlurmdUser=root\nProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n"
@@ -103,14 +108,16 @@ class Cluster:
             f"SlurmctldLogFile={f / 'log' / 'slurmctld.log'}\nSlurmdLogFile={f / 'log' / 'slurmd.log'}\n"
             f"NodeName={self.host} CPUs={NODE_CPUS} RealMemory={NODE_MEMORY_MB} Gres=gpu:1 State=UNKNOWN\n"
             f"PartitionName=gpu Nodes={self.host} Default=YES MaxTime=INFINITE State=UP\n"
-            f"PartitionName=cpu Nodes={self.host} MaxTime=INFINITE State=UP\n")
+            f"PartitionName=cpu Nodes={self.host} MaxTime=INFINITE State=UP\n"
+        )
         (f / "gres.conf").write_text(f"NodeName={self.host} Name=gpu File=/dev/null\n")
         # srun inside a job finds the configuration only at the default path (not SLURM_CONF)
         if SYSTEM_CONF.is_symlink() and not SYSTEM_CONF.exists():
             SYSTEM_CONF.unlink()  # left by an earlier run that was killed
         if SYSTEM_CONF.exists() or SYSTEM_CONF.is_symlink():
-            raise Unavailable(f"{SYSTEM_CONF} exists: this machine has a SLURM configuration that "
-                              f"the test would replace")
+            raise Unavailable(
+                f"{SYSTEM_CONF} exists: this machine has a SLURM configuration that the test would replace"
+            )
         SYSTEM_CONF.parent.mkdir(parents=True, exist_ok=True)
         SYSTEM_CONF.symlink_to(self.conf)
 
@@ -143,25 +150,40 @@ class Cluster:
 
     def start_accounting(self) -> None:
         data = self.folder / "mysql"
-        subprocess.run(["mariadb-install-db", "--user=root", f"--datadir={data}"], check=True,
-                       capture_output=True, timeout=120)
+        subprocess.run(
+            ["mariadb-install-db", "--user=root", f"--datadir={data}"], check=True, capture_output=True, timeout=120
+        )
         socket_path = self.folder / "mysql.sock"
         pid = self.folder / "mysql.pid"
         log = open(self.folder / "log" / "mariadb.log", "w")
-        subprocess.Popen(["mariadbd", "--user=root", f"--datadir={data}", f"--socket={socket_path}",
-                          f"--pid-file={pid}", "--port=3306", "--bind-address=127.0.0.1"],
-                         stdout=log, stderr=log, start_new_session=True)
+        subprocess.Popen(
+            [
+                "mariadbd",
+                "--user=root",
+                f"--datadir={data}",
+                f"--socket={socket_path}",
+                f"--pid-file={pid}",
+                "--port=3306",
+                "--bind-address=127.0.0.1",
+            ],
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
         _wait("mariadb", lambda: socket_path.exists() and _pid_written(pid))
         self._record("mariadbd", pid)
-        sql = ("CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurm';"
-               "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1'; FLUSH PRIVILEGES;")
-        subprocess.run(["mariadb", f"--socket={socket_path}", "-e", sql], check=True, capture_output=True,
-                       timeout=60)
+        sql = (
+            "CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurm';"
+            "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1'; FLUSH PRIVILEGES;"
+        )
+        subprocess.run(["mariadb", f"--socket={socket_path}", "-e", sql], check=True, capture_output=True, timeout=60)
         dbd = self.folder / "slurmdbd.conf"
-        dbd.write_text(f"AuthType=auth/munge\nDbdHost=localhost\nSlurmUser=root\nStorageType="
-                       f"accounting_storage/mysql\nStorageHost=127.0.0.1\nStorageLoc=slurm_acct_db\n"
-                       f"StorageUser=slurm\nStoragePass=slurm\nStoragePort=3306\n"
-                       f"PidFile={self.folder / 'slurmdbd.pid'}\nLogFile={self.folder / 'log' / 'slurmdbd.log'}\n")
+        dbd.write_text(
+            f"AuthType=auth/munge\nDbdHost=localhost\nSlurmUser=root\nStorageType="
+            f"accounting_storage/mysql\nStorageHost=127.0.0.1\nStorageLoc=slurm_acct_db\n"
+            f"StorageUser=slurm\nStoragePass=slurm\nStoragePort=3306\n"
+            f"PidFile={self.folder / 'slurmdbd.pid'}\nLogFile={self.folder / 'log' / 'slurmdbd.log'}\n"
+        )
         dbd.chmod(0o600)
         # slurmdbd reads slurmdbd.conf beside the slurm.conf named by SLURM_CONF
         result = subprocess.run(["slurmdbd"], capture_output=True, text=True, env=self.env, timeout=60)
@@ -170,8 +192,7 @@ class Cluster:
         _wait("slurmdbd", lambda: _pid_written(self.folder / "slurmdbd.pid"))
         self._record("slurmdbd", self.folder / "slurmdbd.pid")
         _wait("slurmdbd's port 6819", lambda: _listening(6819), 90)
-        subprocess.run(["sacctmgr", "-i", "add", "cluster", "dmlbench"], capture_output=True, env=self.env,
-                       timeout=60)
+        subprocess.run(["sacctmgr", "-i", "add", "cluster", "dmlbench"], capture_output=True, env=self.env, timeout=60)
 
     def start(self) -> None:
         self.write_config()
@@ -183,8 +204,7 @@ class Cluster:
         _wait("the node", self.node_idle, 90)
 
     def node_idle(self) -> bool:
-        result = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, env=self.env,
-                                timeout=60)
+        result = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, env=self.env, timeout=60)
         return result.returncode == 0 and "idle" in result.stdout
 
     def stop(self) -> None:
@@ -199,8 +219,9 @@ class Cluster:
 
     def diagnostics(self, lines: int = 40) -> str:
         """For a failure message: the SLURM processes on this machine and the daemons' last log lines."""
-        processes = subprocess.run(["ps", "-eo", "pid,ppid,etime,args"], capture_output=True, text=True,
-                                   timeout=60).stdout.splitlines()
+        processes = subprocess.run(
+            ["ps", "-eo", "pid,ppid,etime,args"], capture_output=True, text=True, timeout=60
+        ).stdout.splitlines()
         parts = ["SLURM processes:", *(p for p in processes if "slurm" in p or "munged" in p)]
         for command in (["squeue", "-a", "-o", "%i %j %T %r %M"], ["scontrol", "show", "step"]):
             answer = subprocess.run(command, capture_output=True, text=True, env=self.env, timeout=60)
@@ -210,11 +231,12 @@ class Cluster:
         return "\n".join(parts)
 
     def time_limits(self) -> dict[str, str]:
-        """"<job id> <comment>" (the SLURM plugin's comment names the rule: rule_<name>_…) → the
+        """ "<job id> <comment>" (the SLURM plugin's comment names the rule: rule_<name>_…) → the
         time limit the job asked for (SLURM's own text, e.g. 2-00:00:00), as the controller
         recorded it (scontrol's recent records)."""
-        out = subprocess.run(["scontrol", "show", "job", "-o"], capture_output=True, text=True,
-                             env=self.env, timeout=60).stdout
+        out = subprocess.run(
+            ["scontrol", "show", "job", "-o"], capture_output=True, text=True, env=self.env, timeout=60
+        ).stdout
         limits = {}
         for line in out.splitlines():
             fields = dict(part.split("=", 1) for part in line.split() if "=" in part)
@@ -224,11 +246,17 @@ class Cluster:
     def completed_jobs(self) -> dict[str, str]:
         """State of every job SLURM ran (sacct with accounting, else scontrol's recent records)."""
         if self.accounting:
-            out = subprocess.run(["sacct", "-n", "-X", "-P", "-o", "JobID,JobName,State"], capture_output=True,
-                                 text=True, env=self.env, timeout=60).stdout
+            out = subprocess.run(
+                ["sacct", "-n", "-X", "-P", "-o", "JobID,JobName,State"],
+                capture_output=True,
+                text=True,
+                env=self.env,
+                timeout=60,
+            ).stdout
             return {line.split("|")[0]: line.split("|")[2] for line in out.splitlines() if line}
-        out = subprocess.run(["scontrol", "show", "job", "-o"], capture_output=True, text=True,
-                             env=self.env, timeout=60).stdout
+        out = subprocess.run(
+            ["scontrol", "show", "job", "-o"], capture_output=True, text=True, env=self.env, timeout=60
+        ).stdout
         states = {}
         for line in out.splitlines():
             fields = dict(part.split("=", 1) for part in line.split() if "=" in part)
@@ -249,8 +277,10 @@ def _own_ids_ports_and_patience() -> str:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             ports.append(probe.getsockname()[1])
-    return (f"FirstJobId={random.randrange(10**5, 6 * 10**7)}\nSlurmctldPort={ports[0]}\nSlurmdPort={ports[1]}\n"
-            f"MessageTimeout=60\nBatchStartTimeout=120\nTCPTimeout=30\n")
+    return (
+        f"FirstJobId={random.randrange(10**5, 6 * 10**7)}\nSlurmctldPort={ports[0]}\nSlurmdPort={ports[1]}\n"
+        f"MessageTimeout=60\nBatchStartTimeout=120\nTCPTimeout=30\n"
+    )
 
 
 def _listening(port: int) -> bool:
@@ -311,7 +341,7 @@ def _parent(pid: int) -> int:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return 0
-    return int(stat[stat.rindex(")") + 2:].split()[1])
+    return int(stat[stat.rindex(")") + 2 :].split()[1])
 
 
 def stop_leftovers() -> list[str]:
@@ -421,13 +451,32 @@ def cluster(accounting: bool = False):
 
 def run_workflow(running: Cluster, workdir: Path, config: list[str], timeout: float = 3600):
     """The workflow through the project's SLURM profile on `running`."""
-    env = dict(running.env, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
-               PYTHONPATH=str(REPO), DMLBENCH_SLURM_CPU_PARTITION="cpu")
-    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
-               "--workflow-profile", str(REPO / "workflow" / "profiles" / "slurm"), "--jobs", "4",
-               "--scheduler", "greedy",
-               # a test waits less between status checks than the plugin's 40 s default
-               "--slurm-init-seconds-before-status-checks", "5", "--config", *config]
+    env = dict(
+        running.env,
+        PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
+        PYTHONPATH=str(REPO),
+        DMLBENCH_SLURM_CPU_PARTITION="cpu",
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(workdir),
+        "--workflow-profile",
+        str(REPO / "workflow" / "profiles" / "slurm"),
+        "--jobs",
+        "4",
+        "--scheduler",
+        "greedy",
+        # a test waits less between status checks than the plugin's 40 s default
+        "--slurm-init-seconds-before-status-checks",
+        "5",
+        "--config",
+        *config,
+    ]
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
 
 
@@ -446,8 +495,10 @@ def main(argv=None) -> int:
             print(result.stdout[-3000:], result.stderr[-5000:], sep="\n")
             report = next(workdir.glob("reports/*/index.html"), None)
             failed = {j: s for j, s in jobs.items() if s not in ("COMPLETED",)}
-            print(f"SLURM jobs: {len(jobs)}, not completed: {failed or 'none'}; "
-                  f"report: {'written' if report else 'missing'}")
+            print(
+                f"SLURM jobs: {len(jobs)}, not completed: {failed or 'none'}; "
+                f"report: {'written' if report else 'missing'}"
+            )
             if result.returncode or not jobs or failed or report is None:
                 raise RunFailed(running.folder)  # the cluster keeps its folder
     except Unavailable as reason:
@@ -457,8 +508,10 @@ def main(argv=None) -> int:
         print(f"stopped by {reason}; the cluster's daemons were stopped")
         return 143
     except RunFailed as failed:
-        print(f"FAILED in {time.monotonic() - started:.0f} s; the configuration, the daemons' logs and the "
-              f"run (run/) are kept in {failed}")
+        print(
+            f"FAILED in {time.monotonic() - started:.0f} s; the configuration, the daemons' logs and the "
+            f"run (run/) are kept in {failed}"
+        )
         return 1
     print(f"passed in {time.monotonic() - started:.0f} s")
     return 0

@@ -72,8 +72,9 @@ def cub_archive(tmp_path):
 def served_cub(monkeypatch, server, archive_folder, stats, checksum, urls=None):
     spec = datasets.get("cub")
     source = SourceFile("CUB_200_2011.tgz", tuple(urls or [f"{server.url}/CUB_200_2011.tgz"]), md5=checksum)
-    monkeypatch.setitem(datasets.DATASETS._entries, "cub",
-                        replace(spec, layouts=(Layout("publisher", (source,)),), expected=stats))
+    monkeypatch.setitem(
+        datasets.DATASETS._entries, "cub", replace(spec, layouts=(Layout("publisher", (source,)),), expected=stats)
+    )
 
 
 def test_download_verify_extract_parse(cub_archive, tmp_path, monkeypatch):
@@ -103,16 +104,18 @@ def test_interrupted_download_resumes_with_range(cub_archive, tmp_path):
     archive = folder / "CUB_200_2011.tgz"
     with Server(folder, cut_first_after=1000) as server:
         dest = tmp_path / "CUB_200_2011.tgz"
-        acquire.download(f"{server.url}/CUB_200_2011.tgz", dest,
-                         SourceFile("CUB_200_2011.tgz", md5=md5(archive)), backoff=0.01)
+        acquire.download(
+            f"{server.url}/CUB_200_2011.tgz", dest, SourceFile("CUB_200_2011.tgz", md5=md5(archive)), backoff=0.01
+        )
     assert dest.read_bytes() == archive.read_bytes()
     assert server.requests[0] is None and server.requests[1] == "bytes=1000-"
 
 
 def test_unreachable_server_is_named_with_its_reason(tmp_path):
     with pytest.raises(acquire.SourceError, match="after 2 attempts"):
-        acquire.download("http://127.0.0.1:9/none.tgz", tmp_path / "none.tgz", SourceFile("none.tgz"),
-                         retries=2, backoff=0.01)
+        acquire.download(
+            "http://127.0.0.1:9/none.tgz", tmp_path / "none.tgz", SourceFile("none.tgz"), retries=2, backoff=0.01
+        )
 
 
 def test_corrupt_archive_is_reported_and_kept(tmp_path):
@@ -125,8 +128,11 @@ def test_corrupt_archive_is_reported_and_kept(tmp_path):
 
 def test_missing_dataset_without_download(tmp_path):
     out = tmp_path / "real" / "cars" / "manifest.csv"
-    with pytest.raises(DatasetError, match=r"Cars196: the files are not in .* downloads are off "
-                                           r".*car_ims\.tgz \+ cars_annos\.mat; or cars_train\.tgz"):
+    with pytest.raises(
+        DatasetError,
+        match=r"Cars196: the files are not in .* downloads are off "
+        r".*car_ims\.tgz \+ cars_annos\.mat; or cars_train\.tgz",
+    ):
         prepare("cars", "real", tmp_path, out, allow_download=False)
     assert not out.exists()
 
@@ -149,8 +155,6 @@ def test_checksum_mismatch_of_the_users_own_file_leaves_it(cub_archive, tmp_path
     assert mine.read_bytes() == before and not out.exists()
 
 
-
-
 class Mirrors:
     """A loopback server with one path per kind of source: dead, an HTML page, the wrong file,
     the right file; optionally ignoring Range requests (answering 200 with the whole file)."""
@@ -165,9 +169,12 @@ class Mirrors:
 
             def do_GET(self):
                 outer.requests.append((self.path, self.headers.get("Range")))
-                bodies = {"/good": good, "/wrong": b"x" * len(good),
-                          "/html": b"<!DOCTYPE html><html><body>Google Drive can't scan this file "
-                                   b"for viruses. <form>Download anyway</form></body></html>"}
+                bodies = {
+                    "/good": good,
+                    "/wrong": b"x" * len(good),
+                    "/html": b"<!DOCTYPE html><html><body>Google Drive can't scan this file "
+                    b"for viruses. <form>Download anyway</form></body></html>",
+                }
                 if self.path.split("?")[0] not in bodies:
                     self.send_error(404)
                     return
@@ -198,14 +205,20 @@ class Mirrors:
 def test_sources_fall_through_dead_html_and_wrong_checksum_to_a_good_one(tmp_path):
     good = b"the dataset archive " * 5000
     with Mirrors(good) as server:
-        source = SourceFile("data.zip", tuple(f"{server.url}{p}" for p in ("/dead", "/html?id=1&confirm=t",
-                                                                              "/wrong", "/good")),
-                            size=len(good), sha256=hashlib.sha256(good).hexdigest())
+        source = SourceFile(
+            "data.zip",
+            tuple(f"{server.url}{p}" for p in ("/dead", "/html?id=1&confirm=t", "/wrong", "/good")),
+            size=len(good),
+            sha256=hashlib.sha256(good).hexdigest(),
+        )
         tried: list[str] = []
         path = acquire.fetch(source, tmp_path, tried, backoff=0.01)
     assert path.read_bytes() == good
-    assert [t.split(": ", 1)[0] for t in tried] == [f"{server.url}/dead", f"{server.url}/html?id=1&confirm=t",
-                                                    f"{server.url}/wrong"]
+    assert [t.split(": ", 1)[0] for t in tried] == [
+        f"{server.url}/dead",
+        f"{server.url}/html?id=1&confirm=t",
+        f"{server.url}/wrong",
+    ]
     assert "HTTP 404" in tried[0] and "HTML page" in tried[1] and "sha256" in tried[2]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data.zip"]
 
@@ -213,8 +226,9 @@ def test_sources_fall_through_dead_html_and_wrong_checksum_to_a_good_one(tmp_pat
 def test_when_every_source_fails_each_is_named(tmp_path, monkeypatch):
     good = b"archive" * 1000
     with Mirrors(good) as server:
-        source = SourceFile("CUB_200_2011.tgz", (f"{server.url}/dead", f"{server.url}/html"),
-                            md5=hashlib.md5(good).hexdigest())
+        source = SourceFile(
+            "CUB_200_2011.tgz", (f"{server.url}/dead", f"{server.url}/html"), md5=hashlib.md5(good).hexdigest()
+        )
         spec = replace(datasets.get("cub"), layouts=(Layout("publisher", (source,)),))
         with pytest.raises(DatasetError) as error:
             acquire.obtain(spec, tmp_path / "downloads", allow_download=True, backoff=0.01)
@@ -228,8 +242,11 @@ def test_resume_over_a_server_without_range_support_restarts_cleanly(tmp_path):
     part = tmp_path / "data.zip.part"
     part.write_bytes(b"stale bytes of an earlier attempt" * 10)
     with Mirrors(good, ranges=False) as server:
-        acquire.download(f"{server.url}/good", tmp_path / "data.zip",
-                         SourceFile("data.zip", size=len(good), md5=hashlib.md5(good).hexdigest()))
+        acquire.download(
+            f"{server.url}/good",
+            tmp_path / "data.zip",
+            SourceFile("data.zip", size=len(good), md5=hashlib.md5(good).hexdigest()),
+        )
         assert server.requests[0][1] is not None  # it asked for the rest, got the whole file
     assert (tmp_path / "data.zip").read_bytes() == good and not part.exists()
 
@@ -239,13 +256,18 @@ def test_a_later_layout_is_used_when_the_first_has_no_live_source(tmp_path):
     fixtures.write("cars", served, n_classes=4, per_class=2, layout="devkit")
     with Server(served) as server:
         spec = datasets.get("cars")
-        dead = Layout("original", tuple(SourceFile(f.filename, (f"{server.url}/missing/{f.filename}",))
-                                        for f in spec.layouts[0].files))
-        live = Layout("devkit", tuple(SourceFile(f.filename, (f"{server.url}/{f.filename}",),
-                                                 md5=md5(served / f.filename))
-                                      for f in spec.layouts[1].files))
-        files = acquire.obtain(replace(spec, layouts=(dead, live)), tmp_path / "downloads", True,
-                               backoff=0.01)
+        dead = Layout(
+            "original",
+            tuple(SourceFile(f.filename, (f"{server.url}/missing/{f.filename}",)) for f in spec.layouts[0].files),
+        )
+        live = Layout(
+            "devkit",
+            tuple(
+                SourceFile(f.filename, (f"{server.url}/{f.filename}",), md5=md5(served / f.filename))
+                for f in spec.layouts[1].files
+            ),
+        )
+        files = acquire.obtain(replace(spec, layouts=(dead, live)), tmp_path / "downloads", True, backoff=0.01)
     assert [f.name for f in files] == [f.filename for f in spec.layouts[1].files]
 
 

@@ -11,12 +11,27 @@ from processes import run
 
 @pytest.mark.slow
 def test_tiny_benchmarks_write_their_report(tmp_path):
-    run([sys.executable, "-m", "benchmarks", "--tiny", "--out", str(tmp_path)], timeout=900,
-        cwd=REPO, check=True, env=python_env(), capture_output=True)
+    run(
+        [sys.executable, "-m", "benchmarks", "--tiny", "--out", str(tmp_path)],
+        timeout=900,
+        cwd=REPO,
+        check=True,
+        env=python_env(),
+        capture_output=True,
+    )
     text = (tmp_path / "benchmarks.md").read_text()
-    for heading in ("## Loss side", "## DRO variants", "## Evaluation", "## Input pipeline",
-                    "## Workflow", "## Training step", "## Cache and store steps", "## Compute budget",
-                    "## The GPU fed", "## Preflight per group"):
+    for heading in (
+        "## Loss side",
+        "## DRO variants",
+        "## Evaluation",
+        "## Input pipeline",
+        "## Workflow",
+        "## Training step",
+        "## Cache and store steps",
+        "## Compute budget",
+        "## The GPU fed",
+        "## Preflight per group",
+    ):
         assert heading in text
     results = json.loads((tmp_path / "benchmarks.json").read_text())
     assert results["tiny"] and results["workflow"]["jobs"] > 100

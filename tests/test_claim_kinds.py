@@ -31,8 +31,9 @@ def diffs(better, worse, dataset):
 
 
 def decide(claim, result, family=1):
-    detectable = max(claims.detectable_gain(p["se"], p["df"], claims.ALPHA / family)
-                     for p in result.get("parts") or [result])
+    detectable = max(
+        claims.detectable_gain(p["se"], p["df"], claims.ALPHA / family) for p in result.get("parts") or [result]
+    )
     return claim_kinds.verdict(claim, result, min(1.0, result["p"] * family), detectable)
 
 
@@ -54,7 +55,7 @@ def test_equivalence_is_two_one_sided_tests_by_hand():
     result = claim_kinds.evaluate(claim, per_seed, delta_of)
     d = diffs("a", "c", "cub")
     lower = stats.ttest_1samp(d + 1.0, 0.0, alternative="greater").pvalue  # H0: d ≤ −δ
-    upper = stats.ttest_1samp(d - 1.0, 0.0, alternative="less").pvalue     # H0: d ≥ δ
+    upper = stats.ttest_1samp(d - 1.0, 0.0, alternative="less").pvalue  # H0: d ≥ δ
     assert result["p"] == pytest.approx(max(lower, upper), rel=1e-9)
     assert decide(claim, result) == claims.EQUIVALENT
     apart = {**claim, "worse": "b"}  # a − b ≈ 2.0 points with a tight spread: outside ±1
@@ -73,8 +74,12 @@ def test_no_gain_is_a_one_sided_non_superiority_test():
     assert decide(gaining, claim_kinds.evaluate(gaining, per_seed, delta_of)) == claims.REVERSED
 
 
-SWEEP = {"m@1": {0: 60.0, 1: 60.4, 2: 59.8}, "m@2": {0: 61.1, 1: 61.5, 2: 60.9},
-         "m@3": {0: 62.8, 1: 62.6, 2: 62.7}, "m@4": {0: 61.0, 1: 61.3, 2: 60.8}}
+SWEEP = {
+    "m@1": {0: 60.0, 1: 60.4, 2: 59.8},
+    "m@2": {0: 61.1, 1: 61.5, 2: 60.9},
+    "m@3": {0: 62.8, 1: 62.6, 2: 62.7},
+    "m@4": {0: 61.0, 1: 61.3, 2: 60.8},
+}
 
 
 def sweep_seed(row, dataset, metric):
@@ -89,7 +94,7 @@ def test_a_trend_is_least_squares_over_the_settings_ranks():
     sxx = ((x - x.mean()) ** 2).sum()
     slope = ((x - x.mean()) * (y - y.mean())).sum() / sxx
     residual = y - (y.mean() + slope * (x - x.mean()))
-    se = np.sqrt((residual ** 2).sum() / (len(x) - 2) / sxx)
+    se = np.sqrt((residual**2).sum() / (len(x) - 2) / sxx)
     p = 2 * stats.t.sf(abs(slope / se), len(x) - 2)
     assert result["gain"] == pytest.approx(2 * slope) and result["se"] == pytest.approx(2 * se)
     assert result["p"] == pytest.approx(p, rel=1e-9) and result["df"] == len(x) - 2
@@ -99,29 +104,48 @@ def test_a_trend_is_least_squares_over_the_settings_ranks():
 
 
 def test_a_best_setting_beats_every_other_one_and_a_plateau_is_equivalence_after_it():
-    peak = {"kind": "peak", "method": "m", "variants": ["1", "2", "3", "4"], "at": "3", "dataset": "cub",
-            "metric": "recall@1"}
+    peak = {
+        "kind": "peak",
+        "method": "m",
+        "variants": ["1", "2", "3", "4"],
+        "at": "3",
+        "dataset": "cub",
+        "metric": "recall@1",
+    }
     result = claim_kinds.evaluate(peak, sweep_seed, delta_of)
     assert len(result["parts"]) == 3 and decide(peak, result) == claims.HOLDS
-    worst = max(stats.ttest_rel(list(SWEEP["m@3"].values()), list(SWEEP[r].values())).pvalue
-                for r in ("m@1", "m@2", "m@4"))
+    worst = max(
+        stats.ttest_rel(list(SWEEP["m@3"].values()), list(SWEEP[r].values())).pvalue for r in ("m@1", "m@2", "m@4")
+    )
     assert result["p"] == pytest.approx(worst, rel=1e-12)
     wrong = {**peak, "at": "2"}  # 2 is beaten by 3
     assert decide(wrong, claim_kinds.evaluate(wrong, sweep_seed, delta_of)) == claims.REVERSED
-    plateau = {"kind": "plateau", "method": "m", "variants": ["1", "2", "3", "4"], "at": "2", "dataset": "cub",
-               "metric": "recall@1", "margin": 3.0}  # 3 and 4 within ±3 points of 2
+    plateau = {
+        "kind": "plateau",
+        "method": "m",
+        "variants": ["1", "2", "3", "4"],
+        "at": "2",
+        "dataset": "cub",
+        "metric": "recall@1",
+        "margin": 3.0,
+    }  # 3 and 4 within ±3 points of 2
     result = claim_kinds.evaluate(plateau, sweep_seed, delta_of)
     assert len(result["parts"]) == 2 and decide(plateau, result) == claims.EQUIVALENT
-    assert decide({**plateau, "margin": 0.5}, claim_kinds.evaluate({**plateau, "margin": 0.5}, sweep_seed,
-                                                                   delta_of)) == claims.DIFFERS
+    assert (
+        decide({**plateau, "margin": 0.5}, claim_kinds.evaluate({**plateau, "margin": 0.5}, sweep_seed, delta_of))
+        == claims.DIFFERS
+    )
 
 
-@pytest.mark.parametrize("claim, said", [
-    ({"kind": "trend"}, "kind: one of gain"),
-    ({"kind": "peak", "method": "m", "variants": ["1", "2", "3"]}, "a peak claim names at, method, variants"),
-    ({"kind": "increasing", "method": "m", "variants": ["1", "9", "3"]}, "variants: three or more of the sweep"),
-    ({"kind": "equivalent", "better": "m", "worse": "n", "margin": -1}, "margin: δ of an equivalence"),
-])
+@pytest.mark.parametrize(
+    "claim, said",
+    [
+        ({"kind": "trend"}, "kind: one of gain"),
+        ({"kind": "peak", "method": "m", "variants": ["1", "2", "3"]}, "a peak claim names at, method, variants"),
+        ({"kind": "increasing", "method": "m", "variants": ["1", "9", "3"]}, "variants: three or more of the sweep"),
+        ({"kind": "equivalent", "better": "m", "worse": "n", "margin": -1}, "margin: δ of an equivalence"),
+    ],
+)
 def test_a_claim_of_the_wrong_shape_is_refused(claim, said):
     exp = {"methods": ["m", "n"], "sweep": {"1": {}, "2": {}, "3": {}}, "datasets": ["cub"]}
     with pytest.raises(ConfigError, match=said):

@@ -25,6 +25,10 @@ def test_every_reviewed_claim_is_accounted_for_and_every_catalogued_claim_was_re
                 known = {c["id"] for c in plan.experiments[key].get("claims") or []}
                 assert set(claim_ids) <= known, (entry["reviewer"], set(claim_ids) - known)
                 named |= {(key, claim_id) for claim_id in claim_ids}
-    every = {(key, c["id"]) for key, exp in plan.experiments.items() if exp.get("paper") in review
-             for c in exp.get("claims") or []}
+    every = {
+        (key, c["id"])
+        for key, exp in plan.experiments.items()
+        if exp.get("paper") in review
+        for c in exp.get("claims") or []
+    }
     assert every - named == set(), "catalogued claims no reviewer entry names"

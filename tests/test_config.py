@@ -12,16 +12,21 @@ from conftest import CONFIG_DIR
 from dmlbench.config.jobs import of as jobs_of
 
 
-@pytest.mark.parametrize("config, message", [
-    ({"preset": "demo", "overrides": {"optimiser": {"lr": 1}}},
-     "unknown setting 'optimiser' (did you mean 'optimizer'?)"),
-    ({"preset": "demo", "overrides": {"optimizer": {"lrate": 1}}}, "overrides.optimizer: unknown setting 'lrate'"),
-    ({"preset": "demo", "experiments": ["ms.t9"]}, "unknown experiment id 'ms.t9'"),
-    ({"preset": "demo", "datasets": ["cubb"]}, "key datasets"),
-    ({"preset": "demo", "epochs": 3}, "'epochs' was unexpected"),
-    ({"preset": "demo", "data": {"source": "web"}}, "key data.source"),
-    ({"preset": "nonsense"}, "unknown preset 'nonsense'"),
-])
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        (
+            {"preset": "demo", "overrides": {"optimiser": {"lr": 1}}},
+            "unknown setting 'optimiser' (did you mean 'optimizer'?)",
+        ),
+        ({"preset": "demo", "overrides": {"optimizer": {"lrate": 1}}}, "overrides.optimizer: unknown setting 'lrate'"),
+        ({"preset": "demo", "experiments": ["ms.t9"]}, "unknown experiment id 'ms.t9'"),
+        ({"preset": "demo", "datasets": ["cubb"]}, "key datasets"),
+        ({"preset": "demo", "epochs": 3}, "'epochs' was unexpected"),
+        ({"preset": "demo", "data": {"source": "web"}}, "key data.source"),
+        ({"preset": "nonsense"}, "unknown preset 'nonsense'"),
+    ],
+)
 def test_config_typos_are_named(config, message):
     with pytest.raises(ConfigError) as error:
         Plan.load(CONFIG_DIR, config)
@@ -41,12 +46,12 @@ def test_unknown_method_in_catalogue(tmp_path):
 def test_merge_order_defaults_experiment_dataset_preset():
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     cfg = plan.resolve(plan.find_run("suite.baselines", "sop", "ms", 0))
-    assert cfg["model"]["backbone"] == "bninception"      # experiment
-    assert cfg["batch"]["per_class"] == 4                 # per-dataset
-    assert cfg["optimizer"]["lr"] == 1e-5                 # defaults
+    assert cfg["model"]["backbone"] == "bninception"  # experiment
+    assert cfg["batch"]["per_class"] == 4  # per-dataset
+    assert cfg["optimizer"]["lr"] == 1e-5  # defaults
     demo = Plan.load(CONFIG_DIR, {"preset": "demo"})
     cfg = demo.resolve(demo.find_run("suite.baselines", "sop", "ms", 0))
-    assert cfg["model"]["backbone"] == "small_cnn"        # preset overrides win
+    assert cfg["model"]["backbone"] == "small_cnn"  # preset overrides win
     assert cfg["data"]["manifest"] == "data/fixture/24x10-48px/sop/cache40/manifest.csv"  # the demo's size
 
 
@@ -75,8 +80,7 @@ def test_every_method_builds():
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     labels = torch.arange(4).repeat_interleave(4)
     for name, method in plan.methods.items():
-        criterion = Criterion({"loss": method["loss"], "miner": method.get("miner")},
-                              num_classes=4, embedding_dim=8)
+        criterion = Criterion({"loss": method["loss"], "miner": method.get("miner")}, num_classes=4, embedding_dim=8)
         value = criterion(torch.randn(16, 8, requires_grad=True), labels)
         assert torch.isfinite(value), name
 
@@ -105,11 +109,17 @@ def test_sweeps_expand_into_variants():
 
 # --- values, as Snakemake 9 hands them over from `--config` (nested values arrive as text) ---
 
+
 def test_command_line_text_becomes_the_schema_types():
-    plan = Plan.load(CONFIG_DIR, {"preset": "smoke", "seeds": ["0", "1", "2"],
-                                  "data": {"cache": "null", "download": "false"},
-                                  "overrides": {"optimizer": {"lr": "1e-4"}, "epochs": "3",
-                                                "model": {"pretrained": "false"}}})
+    plan = Plan.load(
+        CONFIG_DIR,
+        {
+            "preset": "smoke",
+            "seeds": ["0", "1", "2"],
+            "data": {"cache": "null", "download": "false"},
+            "overrides": {"optimizer": {"lr": "1e-4"}, "epochs": "3", "model": {"pretrained": "false"}},
+        },
+    )
     assert plan.preset["seeds"] == [0, 1, 2]
     assert plan.preset["data"]["cache"] is None and plan.preset["data"]["download"] is False
     cfg = plan.resolve(plan.runs()[0])
@@ -118,8 +128,9 @@ def test_command_line_text_becomes_the_schema_types():
 
 
 def test_per_dataset_settings_from_the_command_line_are_converted_and_checked_by_value():
-    plan = Plan.load(CONFIG_DIR, {"preset": "smoke", "per_dataset": {"cub": {"epochs": "3",
-                                                                            "optimizer": {"lr": "1e-4"}}}})
+    plan = Plan.load(
+        CONFIG_DIR, {"preset": "smoke", "per_dataset": {"cub": {"epochs": "3", "optimizer": {"lr": "1e-4"}}}}
+    )
     cub = next(run for run in plan.runs() if run.dataset == "cub" and run.experiment == "suite.baselines")
     cfg = plan.resolve(cub)
     assert cfg["epochs"] == 3 and cfg["optimizer"]["lr"] == 1e-4
@@ -128,46 +139,57 @@ def test_per_dataset_settings_from_the_command_line_are_converted_and_checked_by
 
 
 def test_text_stays_text_where_the_schema_wants_text():
-    plan = Plan.load(CONFIG_DIR, {"preset": "smoke", "data": {"paths": {"cub": "1"}},
-                                  "experiments": ["suite.baselines"]})
+    plan = Plan.load(
+        CONFIG_DIR, {"preset": "smoke", "data": {"paths": {"cub": "1"}}, "experiments": ["suite.baselines"]}
+    )
     assert plan.preset["data"]["paths"]["cub"] == "1"
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"optimizer": {"name": "adamax"}},
-     "setting optimizer.name: 'adamax' is not one of ['adam', 'adamw', 'rmsprop', 'sgd']"),
-    ({"optimizer": {"lr": "fast"}}, "setting optimizer.lr: 'fast' is not of type 'number'"),
-    ({"optimizer": {"lr": "1.0e+6"}}, "setting optimizer.lr: 1000000.0 is greater than the maximum of 10"),
-    ({"device": "gpu"}, "setting device: 'gpu' does not match"),
-    ({"model": {"pooling": "mean"}}, "setting model.pooling: 'mean' is not one of ['avg', 'max']"),
-    ({"model": {"backbone": "vgg16"}}, "setting model.backbone: 'vgg16' is not one of"),
-    ({"batch": {"size": -8}}, "setting batch.size: -8 is less than the minimum of 2"),
-    ({"eval": {"ks": []}}, "setting eval.ks: [] should be non-empty"),
-    ({"scheme": {"name": "prof"}}, "setting scheme.name: 'prof' is not one of ['plain', 'profs']"),
-    ({"scheme": {"rho": 0}}, "setting scheme.rho: 0 is less than or equal to the minimum of 0"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (
+            {"optimizer": {"name": "adamax"}},
+            "setting optimizer.name: 'adamax' is not one of ['adam', 'adamw', 'rmsprop', 'sgd']",
+        ),
+        ({"optimizer": {"lr": "fast"}}, "setting optimizer.lr: 'fast' is not of type 'number'"),
+        ({"optimizer": {"lr": "1.0e+6"}}, "setting optimizer.lr: 1000000.0 is greater than the maximum of 10"),
+        ({"device": "gpu"}, "setting device: 'gpu' does not match"),
+        ({"model": {"pooling": "mean"}}, "setting model.pooling: 'mean' is not one of ['avg', 'max']"),
+        ({"model": {"backbone": "vgg16"}}, "setting model.backbone: 'vgg16' is not one of"),
+        ({"batch": {"size": -8}}, "setting batch.size: -8 is less than the minimum of 2"),
+        ({"eval": {"ks": []}}, "setting eval.ks: [] should be non-empty"),
+        ({"scheme": {"name": "prof"}}, "setting scheme.name: 'prof' is not one of ['plain', 'profs']"),
+        ({"scheme": {"rho": 0}}, "setting scheme.rho: 0 is less than or equal to the minimum of 0"),
+    ],
+)
 def test_setting_values_are_checked_before_any_job(overrides, message):
     with pytest.raises(ConfigError) as error:
         Plan.load(CONFIG_DIR, {"preset": "smoke", "overrides": overrides})
     assert f"preset smoke.overrides: {message}" in str(error.value)
 
 
-@pytest.mark.parametrize("key, value, where", [
-    ("per_dataset", {"digits": {"model": {"backbone": "lenet"}}}, "preset smoke.per_dataset.digits"),
-    ("per_dataset", {"mnist": {"epochs": 2}}, "key per_dataset"),
-    ("cpu_fallback", {"input": {"crop": -64}}, "preset smoke.cpu_fallback"),
-])
+@pytest.mark.parametrize(
+    "key, value, where",
+    [
+        ("per_dataset", {"digits": {"model": {"backbone": "lenet"}}}, "preset smoke.per_dataset.digits"),
+        ("per_dataset", {"mnist": {"epochs": 2}}, "key per_dataset"),
+        ("cpu_fallback", {"input": {"crop": -64}}, "preset smoke.cpu_fallback"),
+    ],
+)
 def test_per_dataset_and_cpu_fallback_values_are_checked_before_any_job(key, value, where):
     with pytest.raises(ConfigError, match=re.escape(where)):
         Plan.load(CONFIG_DIR, {"preset": "smoke", key: value})
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"batch": {"size": 18, "per_class": 4}}, "batch.size 18 is not a multiple of batch.per_class 4"),
-    ({"scheme": {"name": "profs"}, "batch": {"size": 16, "per_class": 1}},
-     "batch.per_class must be ≥ 2, not 1"),
-    ({"input": {"resize": 30, "crop": 32, "padding": 0}}, "input.crop 32 is larger than input.resize 30"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"batch": {"size": 18, "per_class": 4}}, "batch.size 18 is not a multiple of batch.per_class 4"),
+        ({"scheme": {"name": "profs"}, "batch": {"size": 16, "per_class": 1}}, "batch.per_class must be ≥ 2, not 1"),
+        ({"input": {"resize": 30, "crop": 32, "padding": 0}}, "input.crop 32 is larger than input.resize 30"),
+    ],
+)
 def test_settings_that_do_not_fit_together_name_the_run(overrides, message):
     with pytest.raises(ConfigError, match=r"run results/smoke/suite\.baselines/\w+/\w+/seed0: ") as error:
         Plan.load(CONFIG_DIR, {"preset": "smoke", "overrides": overrides})
@@ -187,6 +209,7 @@ def test_a_catalogue_value_out_of_range_is_named(tmp_path):
 
 
 # --- narrowing a preset from the command line ---
+
 
 def test_preset_narrowed_to_one_experiment_ignores_the_subsets_of_the_others():
     plan = Plan.load(CONFIG_DIR, {"preset": "smoke", "experiments": ["suite.baselines"]})
@@ -230,18 +253,29 @@ def test_every_run_of_the_cpu_presets_gets_its_batches(preset, tmp_path):
         train = tables[run.dataset]
         labels = train["label"].rank(method="dense").astype(int) - 1
         criterion = Criterion(cfg.method, num_classes=int(labels.max()) + 1, embedding_dim=cfg.model.embedding_dim)
-        scheme = schemes.build(cfg, labels.to_numpy(), train["super"].to_numpy(),
-                               list(criterion.parameters()), criterion)
+        scheme = schemes.build(
+            cfg, labels.to_numpy(), train["super"].to_numpy(), list(criterion.parameters()), criterion
+        )
         batches = scheme.batches(torch.Generator().manual_seed(0), cfg.batches_per_epoch)
         assert len(next(iter(batches))) == cfg.batch.size, run
 
 
 def test_a_batch_needing_more_classes_than_the_real_dataset_has_is_refused():
     """Found by the preflight: full's digits runs asked for 16 classes of 5."""
-    with pytest.raises(ConfigError, match=r"run results/full/suite.baselines/digits/\w+/seed0: batch.size 80 "
-                                          r"at batch.per_class 5 needs 16 classes, but digits's training split has 5"):
-        Plan.load(CONFIG_DIR, {"preset": "full", "experiments": ["suite.baselines"], "datasets": ["digits"],
-                               "overrides": {"batch": {"size": 80, "per_class": 5}}})
+    with pytest.raises(
+        ConfigError,
+        match=r"run results/full/suite.baselines/digits/\w+/seed0: batch.size 80 "
+        r"at batch.per_class 5 needs 16 classes, but digits's training split has 5",
+    ):
+        Plan.load(
+            CONFIG_DIR,
+            {
+                "preset": "full",
+                "experiments": ["suite.baselines"],
+                "datasets": ["digits"],
+                "overrides": {"batch": {"size": 80, "per_class": 5}},
+            },
+        )
     plan = Plan.load(CONFIG_DIR, {"preset": "full", "experiments": ["suite.baselines"], "datasets": ["digits"]})
     cfg = plan.resolve(plan.runs()[0])
     assert cfg["batch"]["size"] // cfg["batch"]["per_class"] <= 5
@@ -256,9 +290,12 @@ def test_merging_layers_at_once_equals_merging_them_one_after_another():
     rng = random.Random(0)
 
     def layer(depth=0):
-        return {rng.choice("abcd"): (layer(depth + 1) if depth < 2 and rng.random() < 0.5 else
-                                     rng.choice([1, None, [1, {"x": 2}], "s", {}]))
-                for _ in range(rng.randint(0, 3))}
+        return {
+            rng.choice("abcd"): (
+                layer(depth + 1) if depth < 2 and rng.random() < 0.5 else rng.choice([1, None, [1, {"x": 2}], "s", {}])
+            )
+            for _ in range(rng.randint(0, 3))
+        }
 
     for _ in range(300):
         layers = [layer() if rng.random() < 0.8 else None for _ in range(rng.randint(1, 5))]
@@ -269,8 +306,7 @@ def test_merging_layers_at_once_equals_merging_them_one_after_another():
         merged = merge_layers(*layers)
         assert merged == expected and layers == kept
         for key, value in merged.items():  # nothing shared with the layers
-            assert all(value is not (item or {}).get(key) or not isinstance(value, (dict, list))
-                       for item in layers)
+            assert all(value is not (item or {}).get(key) or not isinstance(value, (dict, list)) for item in layers)
 
 
 def test_a_key_given_twice_in_a_yaml_file_is_refused_naming_the_file_the_key_and_both_lines(tmp_path):
@@ -279,9 +315,12 @@ def test_a_key_given_twice_in_a_yaml_file_is_refused_naming_the_file_the_key_and
     at = next(i for i, line in enumerate(lines) if line.startswith("seeds:"))
     path = tmp_path / "mine.yaml"
     path.write_text("\n".join(lines + ["seeds: [0, 1, 2]"]) + "\n")  # the last one would win silently
-    with pytest.raises(ConfigError, match=rf"{re.escape(str(path))} is not valid YAML: "
-                                          r"(.|\n)*found the key 'seeds' twice "
-                                          rf"\(first on line {at + 1}\)(.|\n)*line {len(lines) + 1}, column 1"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"{re.escape(str(path))} is not valid YAML: "
+        r"(.|\n)*found the key 'seeds' twice "
+        rf"\(first on line {at + 1}\)(.|\n)*line {len(lines) + 1}, column 1",
+    ):
         Plan.load(CONFIG_DIR, {"preset_file": str(path)})
     path.write_text("\n".join(lines) + "\n")
     assert Plan.load(CONFIG_DIR, {"preset_file": str(path)}).preset["seeds"] == [0]  # the same file, once: fine

@@ -61,8 +61,9 @@ def test_a_damaged_cached_image_sets_the_cache_aside_and_the_cache_step_makes_it
     cache.build(source / "manifest.csv", out, 32)
     table = manifest.read(out)
     garble(out.parent / table.loc[0, "path"])
-    cfg = RunConfig.from_dict({"data": {"manifest": str(out)},
-                               "input": {"resize": 32, "crop": 28, "padding": 0, "flip": False}})
+    cfg = RunConfig.from_dict(
+        {"data": {"manifest": str(out)}, "input": {"resize": 32, "crop": 28, "padding": 0, "flip": False}}
+    )
     data = batches.split_images(table, table.index[:3], out.parent, cfg, train=False)
     with pytest.raises(DatasetError, match=r"cached image .*cannot be read.*set aside as manifest\.csv\.corrupt"):
         [data[i] for i in range(3)]
@@ -154,18 +155,22 @@ def test_a_malformed_metrics_file_is_named_and_set_aside(tmp_path, content):
     assert not path.exists() and path.with_name("metrics.json.corrupt").exists()
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda lines: lines[:3] + [lines[1]] + lines[4:], r"images\.txt: the id '2' is listed twice, lines 2 and 4"),
-    (lambda lines: lines[:2] + [lines[2].split()[0]] + lines[3:], r"images\.txt: line 3 is not '<id> <file>'"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda lines: lines[:3] + [lines[1]] + lines[4:], r"images\.txt: the id '2' is listed twice, lines 2 and 4"),
+        (lambda lines: lines[:2] + [lines[2].split()[0]] + lines[3:], r"images\.txt: line 3 is not '<id> <file>'"),
+    ],
+)
 def test_damaged_dataset_lists_are_named_with_their_line(tmp_path, edit, message):
     fixture = tmp_path / "fx" / "cub" / "manifest.csv"
     prepare("cub", "fixture", tmp_path / "fx", fixture, fixture_size={"n_classes": 4, "per_class": 2})
     images_txt = next((fixture.parent / "raw").rglob("images.txt"))
     images_txt.write_text("\n".join(edit(images_txt.read_text().splitlines())) + "\n")
     with pytest.raises(DatasetError, match=message):
-        prepare("cub", "real", tmp_path, tmp_path / "real" / "cub" / "manifest.csv",
-                user_path=str(fixture.parent / "raw"))
+        prepare(
+            "cub", "real", tmp_path, tmp_path / "real" / "cub" / "manifest.csv", user_path=str(fixture.parent / "raw")
+        )
 
 
 def test_garbled_labels_are_named_with_their_line(tmp_path):
@@ -176,13 +181,19 @@ def test_garbled_labels_are_named_with_their_line(tmp_path):
     lines[4] = lines[4].split()[0] + " \x07x"
     labels.write_text("\n".join(lines) + "\n")
     with pytest.raises(DatasetError, match=r"image_class_labels\.txt: line 5 is not '<id> <label>'"):
-        prepare("cub", "real", tmp_path, tmp_path / "real" / "cub" / "manifest.csv",
-                user_path=str(fixture.parent / "raw"))
+        prepare(
+            "cub", "real", tmp_path, tmp_path / "real" / "cub" / "manifest.csv", user_path=str(fixture.parent / "raw")
+        )
 
 
-@pytest.mark.parametrize("text, message", [("- a\n- b\n", "must hold a mapping"),
-                                           ("data: {root: [\n", "is not valid YAML"),
-                                           (b"\xff\xfe\x00garbled", "is not UTF-8 text")])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("- a\n- b\n", "must hold a mapping"),
+        ("data: {root: [\n", "is not valid YAML"),
+        (b"\xff\xfe\x00garbled", "is not UTF-8 text"),
+    ],
+)
 def test_a_damaged_preset_is_named(tmp_path, text, message):
     config = tmp_path / "config"
     shutil.copytree(CONFIG_DIR, config)

@@ -52,8 +52,9 @@ def test_split_mismatch_names_the_difference(shared_datasets, tmp_path):
 
 
 def test_overlapping_classes_are_refused():
-    table = pd.DataFrame({"path": ["a", "b", "c", "d"], "label": [1, 1, 2, 2],
-                          "split": ["train", "test", "test", "test"], "super": ""})
+    table = pd.DataFrame(
+        {"path": ["a", "b", "c", "d"], "label": [1, 1, 2, 2], "split": ["train", "test", "test", "test"], "super": ""}
+    )
     expected = manifest.SplitStats.of(table)
     with pytest.raises(DatasetError, match="both train and test"):
         manifest.check(table, expected, "toy")
@@ -97,8 +98,7 @@ def test_cache_resizes_and_keeps_labels(tmp_path):
     from dmlbench.data import cache
 
     source = tmp_path / "fixture" / "cub" / "manifest.csv"
-    prepare("cub", "fixture", tmp_path, source, fixture_size={"n_classes": 4, "per_class": 3,
-                                                              "image_size": 64})
+    prepare("cub", "fixture", tmp_path, source, fixture_size={"n_classes": 4, "per_class": 3, "image_size": 64})
     out = source.parent / "cache32" / "manifest.csv"
     cache.build(source, out, 32)
     original, cached = manifest.read(source), manifest.read(out)
@@ -130,8 +130,9 @@ def test_unreadable_image_in_training_names_the_file(tmp_path):
 
     bad = tmp_path / "bad.jpg"
     bad.write_bytes(b"\xff\xd8\xff\xe0 truncated")
-    data = images.ManifestImages(pd.DataFrame({"path": ["bad.jpg"], "label": [0]}), tmp_path,
-                                 images.test_transform(Input(resize=8, crop=8)))
+    data = images.ManifestImages(
+        pd.DataFrame({"path": ["bad.jpg"], "label": [0]}), tmp_path, images.test_transform(Input(resize=8, crop=8))
+    )
     with pytest.raises(DatasetError, match=f"image {bad} cannot be read"):
         data[0]
 
@@ -147,8 +148,7 @@ def test_dataset_list_entry_leaving_the_root_is_refused(tmp_path, entry):
     lines[2] = f"{number} {entry}"
     images_txt.write_text("\n".join(lines) + "\n")
     out = tmp_path / "real" / "cub" / "manifest.csv"
-    with pytest.raises(DatasetError, match="leave the dataset's folder, first at entry 3: .*"
-                       + entry.split("/")[-1]):
+    with pytest.raises(DatasetError, match="leave the dataset's folder, first at entry 3: .*" + entry.split("/")[-1]):
         prepare("cub", "real", tmp_path, out, user_path=str(extracted))
     assert not out.exists()
 
@@ -177,16 +177,19 @@ def test_a_users_extracted_folder_is_reached_through_a_link_with_relative_paths(
 def _content(table, folder):
     import hashlib
 
-    return sorted((hashlib.md5((folder / p).read_bytes()).hexdigest(), label, split)
-                  for p, label, split in zip(table["path"], table["label"], table["split"]))
+    return sorted(
+        (hashlib.md5((folder / p).read_bytes()).hexdigest(), label, split)
+        for p, label, split in zip(table["path"], table["label"], table["split"])
+    )
 
 
 def test_every_cars_layout_gives_the_same_standard_split(tmp_path):
     contents = {}
     for layout in ("original", "devkit", "folders"):
         out = tmp_path / layout / "fixture" / "cars" / "manifest.csv"
-        table = prepare("cars", "fixture", tmp_path / layout, out,
-                        fixture_size={"n_classes": 6, "per_class": 4, "layout": layout})
+        table = prepare(
+            "cars", "fixture", tmp_path / layout, out, fixture_size={"n_classes": 6, "per_class": 4, "layout": layout}
+        )
         assert set(table.loc[table["split"] == "train", "label"]) == {1, 2, 3}
         assert set(table.loc[table["split"] == "test", "label"]) == {4, 5, 6}
         contents[layout] = _content(table, out.parent)
@@ -202,11 +205,15 @@ def test_cars_devkit_with_a_mismatched_mat_is_refused(tmp_path):
     names = ["cars_train.tgz", "cars_test.tgz", "car_devkit.tgz", "cars_test_annos_withlabels.mat"]
     extracted = acquire.extract([files / n for n in names], tmp_path / "extracted")
     # a .mat from another copy: two more images, and names that do not match
-    _devkit_annotations(extracted / "cars_test_annos_withlabels.mat",
-                        [(1, 1, 9, 9, 1 + n % 4, f"{n + 3:05d}.jpg") for n in range(10)])
+    _devkit_annotations(
+        extracted / "cars_test_annos_withlabels.mat", [(1, 1, 9, 9, 1 + n % 4, f"{n + 3:05d}.jpg") for n in range(10)]
+    )
     out = tmp_path / "real" / "cars" / "manifest.csv"
-    with pytest.raises(DatasetError, match=r"cars_test_annos_withlabels\.mat does not belong to the images "
-                                           r"in .*cars_test: it lists 10 images, the folder holds 8"):
+    with pytest.raises(
+        DatasetError,
+        match=r"cars_test_annos_withlabels\.mat does not belong to the images "
+        r"in .*cars_test: it lists 10 images, the folder holds 8",
+    ):
         prepare("cars", "real", tmp_path, out, user_path=str(extracted))
     assert not out.exists()
 
@@ -234,8 +241,14 @@ def _run_prepare(spec: dict, output):
     from conftest import REPO, python_env
     from processes import run
 
-    return run([sys.executable, "-m", "dmlbench", "prepare", "--spec", json.dumps(spec), "--output", str(output)],
-               timeout=300, capture_output=True, text=True, cwd=REPO, env=python_env())
+    return run(
+        [sys.executable, "-m", "dmlbench", "prepare", "--spec", json.dumps(spec), "--output", str(output)],
+        timeout=300,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=python_env(),
+    )
 
 
 def test_an_image_listed_twice_in_train_and_test_is_refused_naming_the_lines(shared_datasets, tmp_path):
@@ -248,11 +261,14 @@ def test_an_image_listed_twice_in_train_and_test_is_refused_naming_the_lines(sha
     lines[8762] = "8763 " + lines[0].split()[1]
     (root / "images.txt").write_text("\n".join(lines) + "\n")
     output = tmp_path / "real" / "cub" / "manifest.csv"
-    result = _run_prepare({"dataset": "cub", "source": "real", "root": str(tmp_path), "path": str(root.parent),
-                           "download": False}, output)
+    result = _run_prepare(
+        {"dataset": "cub", "source": "real", "root": str(tmp_path), "path": str(root.parent), "download": False}, output
+    )
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert (f"{root / 'images.txt'}: the file '001.Black_footed_Albatross/Black_Footed_Albatross_0046_18.jpg' "
-            f"is listed twice, lines 1 and 8763") in result.stderr
+    assert (
+        f"{root / 'images.txt'}: the file '001.Black_footed_Albatross/Black_Footed_Albatross_0046_18.jpg' "
+        f"is listed twice, lines 1 and 8763"
+    ) in result.stderr
     assert not output.exists()
 
 
@@ -262,40 +278,61 @@ def test_a_cars_image_annotated_twice_is_refused_naming_the_annotations(shared_d
     later = next(n for n, r in enumerate(records) if r[5] == 150)
     records[later] = (records[0][0],) + records[later][1:]
     cars.write_cars_annos(tmp_path / "cars_annos.mat", records, [f"c{i}" for i in range(196)])
-    with pytest.raises(DatasetError, match=rf"cars_annos.mat: the image '{records[0][0]}' is listed twice, "
-                                           rf"annotations 1 and {later + 1}"):
+    with pytest.raises(
+        DatasetError,
+        match=rf"cars_annos.mat: the image '{records[0][0]}' is listed twice, "
+        rf"annotations 1 and {later + 1}",
+    ):
         cars.parse_cars(tmp_path)
 
 
 def test_the_split_check_names_an_image_in_two_rows_but_lets_vehicleids_test_lists_share():
-    table = pd.DataFrame({"path": ["a", "b", "a", "c"], "label": [1, 1, 150, 150],
-                          "split": ["train", "train", "test", "test"], "super": ""})
-    with pytest.raises(DatasetError, match=r"2 rows list an image another row lists too, e.g. a in rows "
-                                           r"1 \(train, class 1\) and 3 \(test, class 150\)"):
+    table = pd.DataFrame(
+        {
+            "path": ["a", "b", "a", "c"],
+            "label": [1, 1, 150, 150],
+            "split": ["train", "train", "test", "test"],
+            "super": "",
+        }
+    )
+    with pytest.raises(
+        DatasetError,
+        match=r"2 rows list an image another row lists too, e.g. a in rows "
+        r"1 \(train, class 1\) and 3 \(test, class 150\)",
+    ):
         manifest.check(table, manifest.SplitStats.of(table), "toy")
-    nested = pd.DataFrame({"path": ["a", "b", "b", "b"], "label": [1, 2, 2, 2],
-                           "split": ["train", "test_small", "test_medium", "test_large"], "super": ""})
+    nested = pd.DataFrame(
+        {
+            "path": ["a", "b", "b", "b"],
+            "label": [1, 2, 2, 2],
+            "split": ["train", "test_small", "test_medium", "test_large"],
+            "super": "",
+        }
+    )
     manifest.check(nested, manifest.SplitStats.of(nested), "toy")
 
 
-def test_identical_files_under_two_classes_or_in_both_halves_are_counted_in_a_warning(tmp_path, monkeypatch,
-                                                                                     capsys):
+def test_identical_files_under_two_classes_or_in_both_halves_are_counted_in_a_warning(tmp_path, monkeypatch, capsys):
     fixture = tmp_path / "fx" / "cub" / "manifest.csv"
     made = prepare("cub", "fixture", tmp_path / "fx", fixture, fixture_size={"n_classes": 4, "per_class": 2})
     assert "identical files" not in capsys.readouterr().err
     stats = fixtures.read_stats(fixture.parent / "archives")
     monkeypatch.setitem(datasets.DATASETS._entries, "cub", replace(datasets.get("cub"), expected=stats))
     train, test = made[made["split"] == "train"], made[made["split"] == "test"]
-    copies = [(train["path"].iloc[0], test["path"].iloc[0]),  # train image as a test image
-              (train["path"].iloc[1], train["path"].iloc[-1])]  # under another training class
+    copies = [
+        (train["path"].iloc[0], test["path"].iloc[0]),  # train image as a test image
+        (train["path"].iloc[1], train["path"].iloc[-1]),
+    ]  # under another training class
     assert train["label"].iloc[1] != train["label"].iloc[-1]
     for source, target in copies:
         shutil.copyfile(fixture.parent / source, fixture.parent / target)
     out = tmp_path / "real" / "cub" / "manifest.csv"
     prepare("cub", "real", tmp_path, out, user_path=str(fixture.parent / "raw"))
     said = capsys.readouterr().err
-    assert "warning: CUB-200-2011: 4 images in 2 groups have identical files under two classes or in both " \
-           "train and test" in said
+    assert (
+        "warning: CUB-200-2011: 4 images in 2 groups have identical files under two classes or in both "
+        "train and test" in said
+    )
     assert out.exists()
 
 
@@ -312,10 +349,10 @@ def test_every_registered_dataset_matches_the_workflows_wildcard():
     assert re.fullmatch(datasets.NAME_PATTERN, "stanford_dogs")
 
 
-@pytest.mark.parametrize("change, said", [
-    ("duplicate", r"lists 1 image\(s\) twice in one split"),
-    ("leak", "are both trained on and evaluated on"),
-])
+@pytest.mark.parametrize(
+    "change, said",
+    [("duplicate", r"lists 1 image\(s\) twice in one split"), ("leak", "are both trained on and evaluated on")],
+)
 def test_a_manifest_that_breaks_the_protocol_is_refused_even_with_its_checksum(tmp_path, change, said):
     """Rewritten with its sha256 updated (so no damage is seen): an image twice in a split, or a
     test image given a training class, is still refused by every reader."""

@@ -1,6 +1,7 @@
 """The losses, miners and samplers the plan knows without importing them (`dmlbench.methods.declared`):
 the same names and parameters as Python's own view of every registered component, and a misspelled
 name or parameter in the catalogue refused before any job, by the plan and by `snakemake -n`."""
+
 import ast
 import inspect
 import re
@@ -26,7 +27,7 @@ def _python_view(implementation) -> tuple[list[str], list[str]]:
     """(keyword parameters, those without a default) as `inspect` sees them; where the constructor
     passes **kwargs on, its first base class's constructor is followed."""
     names, required = [], []
-    for cls in (implementation.__mro__[:2] if inspect.isclass(implementation) else [implementation]):
+    for cls in implementation.__mro__[:2] if inspect.isclass(implementation) else [implementation]:
         params = inspect.signature(cls).parameters.values()
         for p in params:
             if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) or p.name in names:
@@ -42,7 +43,7 @@ def _python_view(implementation) -> tuple[list[str], list[str]]:
 def _python_defaults(implementation) -> dict:
     """Parameter → default (None where it has none), over the classes `_python_view` follows."""
     found = {}
-    for cls in (implementation.__mro__[:2] if inspect.isclass(implementation) else [implementation]):
+    for cls in implementation.__mro__[:2] if inspect.isclass(implementation) else [implementation]:
         for p in inspect.signature(cls).parameters.values():
             if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and p.name not in found:
                 found[p.name] = None if p.default is p.empty else p.default
@@ -89,8 +90,12 @@ def test_every_parameter_says_what_it_is_and_where_it_comes_from(family, name):
 
 
 def test_a_miner_given_to_a_loss_that_takes_none_is_refused(tmp_path):
-    config = _catalogue_with(tmp_path, "methods.yaml", "loss: {name: contrastive, pos_margin: 1.0, neg_margin: 0.5}",
-                             "loss: {name: proxy_nca}\n  miner: {name: semihard, margin: 0.1}")
+    config = _catalogue_with(
+        tmp_path,
+        "methods.yaml",
+        "loss: {name: contrastive, pos_margin: 1.0, neg_margin: 0.5}",
+        "loss: {name: proxy_nca}\n  miner: {name: semihard, margin: 0.1}",
+    )
     with pytest.raises(ConfigError, match=r"methods.yaml: method contrastive.miner: loss 'proxy_nca' takes no miner"):
         Plan.load(config, {"preset": "smoke"})
 
@@ -104,31 +109,56 @@ def _catalogue_with(tmp_path, file: str, old: str, new: str):
     return tmp_path / "config"
 
 
-MS_LOSS = ("loss: {name: multi_similarity, alpha: 2.0, beta: 50.0, gamma: 0.5}\n"
-           "  miner: {name: multi_similarity, epsilon: 0.1}")
+MS_LOSS = (
+    "loss: {name: multi_similarity, alpha: 2.0, beta: 50.0, gamma: 0.5}\n"
+    "  miner: {name: multi_similarity, epsilon: 0.1}"
+)
 MISSPELT = [
-    ("methods.yaml", MS_LOSS, MS_LOSS.replace("name: multi_similarity, alpha", "name: multi_similarty, alpha"),
-     "methods.yaml: method ms.loss: unknown loss 'multi_similarty' (did you mean 'multi_similarity'?)"),
-    ("methods.yaml", MS_LOSS, MS_LOSS.replace("alpha: 2.0", "alpah: 2.0"),
-     "methods.yaml: method ms.loss.alpah: loss 'multi_similarity' has no parameter 'alpah' (did you mean 'alpha'?)"),
-    ("methods.yaml", MS_LOSS, MS_LOSS.replace("{name: multi_similarity, epsilon", "{name: multi_simliarity, epsilon"),
-     "methods.yaml: method ms.miner: unknown miner 'multi_simliarity' (did you mean 'multi_similarity'?)"),
-    ("methods.yaml", MS_LOSS, MS_LOSS.replace("epsilon: 0.1", "epsilom: 0.1"),
-     "methods.yaml: method ms.miner.epsilom: miner 'multi_similarity' has no parameter 'epsilom' "
-     "(did you mean 'epsilon'?)"),
-    ("methods.yaml",
-     "loss: {name: contrastive, pos_margin: 1.0, neg_margin: 0.5}   # pos_margin 1: ms eq. 5's positive term\n"
-     "  sampler: m_per_class",
-     "loss: {name: contrastive, pos_margin: 1.0, neg_margin: 0.5}\n  sampler: m_per_clas",
-     "methods.yaml: method contrastive.sampler: unknown sampler 'm_per_clas' (did you mean 'm_per_class'?)"),
-    ("methods.yaml", "search: {loss.pos_margin: {low: 0, high: 1}", "search: {loss.pos_margn: {low: 0, high: 1}",
-     "methods.yaml: method contrastive.search: loss.pos_margn: loss 'contrastive' has no parameter 'pos_margn'"),
+    (
+        "methods.yaml",
+        MS_LOSS,
+        MS_LOSS.replace("name: multi_similarity, alpha", "name: multi_similarty, alpha"),
+        "methods.yaml: method ms.loss: unknown loss 'multi_similarty' (did you mean 'multi_similarity'?)",
+    ),
+    (
+        "methods.yaml",
+        MS_LOSS,
+        MS_LOSS.replace("alpha: 2.0", "alpah: 2.0"),
+        "methods.yaml: method ms.loss.alpah: loss 'multi_similarity' has no parameter 'alpah' (did you mean 'alpha'?)",
+    ),
+    (
+        "methods.yaml",
+        MS_LOSS,
+        MS_LOSS.replace("{name: multi_similarity, epsilon", "{name: multi_simliarity, epsilon"),
+        "methods.yaml: method ms.miner: unknown miner 'multi_simliarity' (did you mean 'multi_similarity'?)",
+    ),
+    (
+        "methods.yaml",
+        MS_LOSS,
+        MS_LOSS.replace("epsilon: 0.1", "epsilom: 0.1"),
+        "methods.yaml: method ms.miner.epsilom: miner 'multi_similarity' has no parameter 'epsilom' "
+        "(did you mean 'epsilon'?)",
+    ),
+    (
+        "methods.yaml",
+        "loss: {name: contrastive, pos_margin: 1.0, neg_margin: 0.5}   # pos_margin 1: ms eq. 5's positive term\n"
+        "  sampler: m_per_class",
+        "loss: {name: contrastive, pos_margin: 1.0, neg_margin: 0.5}\n  sampler: m_per_clas",
+        "methods.yaml: method contrastive.sampler: unknown sampler 'm_per_clas' (did you mean 'm_per_class'?)",
+    ),
+    (
+        "methods.yaml",
+        "search: {loss.pos_margin: {low: 0, high: 1}",
+        "search: {loss.pos_margn: {low: 0, high: 1}",
+        "methods.yaml: method contrastive.search: loss.pos_margn: loss 'contrastive' has no parameter 'pos_margn'",
+    ),
 ]
 
 
 @pytest.mark.parametrize("file, old, new, said", MISSPELT, ids=[m[3].split(": ", 1)[1][:40] for m in MISSPELT])
-def test_a_misspelt_component_or_parameter_is_refused_naming_file_key_and_the_closest_name(tmp_path, file, old, new,
-                                                                                           said):
+def test_a_misspelt_component_or_parameter_is_refused_naming_file_key_and_the_closest_name(
+    tmp_path, file, old, new, said
+):
     config = _catalogue_with(tmp_path, file, old, new)
     with pytest.raises(ConfigError) as error:
         Plan.load(config, {"preset": "smoke"})
@@ -136,18 +166,26 @@ def test_a_misspelt_component_or_parameter_is_refused_naming_file_key_and_the_cl
 
 
 BAD_VALUES = [
-    (MS_LOSS.replace("alpha: 2.0", "alpha: thirty-two"),
-     "methods.yaml: method ms.loss.alpha: 'thirty-two' is not of that kind; "
-     "loss 'multi_similarity' takes alpha: float, > 0"),
-    (MS_LOSS.replace("alpha: 2.0", "alpha: -32"),
-     "methods.yaml: method ms.loss.alpha: -32 is outside what it allows; "
-     "loss 'multi_similarity' takes alpha: float, > 0"),
+    (
+        MS_LOSS.replace("alpha: 2.0", "alpha: thirty-two"),
+        "methods.yaml: method ms.loss.alpha: 'thirty-two' is not of that kind; "
+        "loss 'multi_similarity' takes alpha: float, > 0",
+    ),
+    (
+        MS_LOSS.replace("alpha: 2.0", "alpha: -32"),
+        "methods.yaml: method ms.loss.alpha: -32 is outside what it allows; "
+        "loss 'multi_similarity' takes alpha: float, > 0",
+    ),
     (MS_LOSS.replace("alpha: 2.0", "alpha: .nan"), "method ms.loss.alpha: nan is not of that kind"),
-    (MS_LOSS.replace("gamma: 0.5", "gamma: 1.5"), "method ms.loss.gamma: 1.5 is outside what it allows; "
-                                                  "loss 'multi_similarity' takes gamma: float, [-1, 1]"),
+    (
+        MS_LOSS.replace("gamma: 0.5", "gamma: 1.5"),
+        "method ms.loss.gamma: 1.5 is outside what it allows; loss 'multi_similarity' takes gamma: float, [-1, 1]",
+    ),
     (MS_LOSS.replace("alpha: 2.0", "alpha: true"), "method ms.loss.alpha: True is not of that kind"),
-    (MS_LOSS.replace("epsilon: 0.1", "epsilon: -0.1"), "method ms.miner.epsilon: -0.1 is outside what it allows; "
-                                                       "miner 'multi_similarity' takes epsilon: float, >= 0"),
+    (
+        MS_LOSS.replace("epsilon: 0.1", "epsilon: -0.1"),
+        "method ms.miner.epsilon: -0.1 is outside what it allows; miner 'multi_similarity' takes epsilon: float, >= 0",
+    ),
 ]
 
 
@@ -161,11 +199,17 @@ def test_a_parameter_value_of_the_wrong_kind_or_out_of_range_is_refused_when_the
 
 def test_a_choice_a_search_range_and_an_integer_are_checked_too(tmp_path):
     for old, new, said in (
-            ("name: dro_topk, k_per_anchor: 2.0, base: margin", "name: dro_topk, k_per_anchor: 2.0, base: margni",
-             "'margni' is outside what it allows; "
-             "loss 'dro_topk' takes base: str, one of 'margin', 'binomial', 'linear'"),
-            ("search: {loss.pos_margin: {low: 0, high: 1}", "search: {loss.pos_margin: {low: 0, high: 2}",
-             "method contrastive.search.loss.pos_margin: 2 is outside what it allows"),
+        (
+            "name: dro_topk, k_per_anchor: 2.0, base: margin",
+            "name: dro_topk, k_per_anchor: 2.0, base: margni",
+            "'margni' is outside what it allows; "
+            "loss 'dro_topk' takes base: str, one of 'margin', 'binomial', 'linear'",
+        ),
+        (
+            "search: {loss.pos_margin: {low: 0, high: 1}",
+            "search: {loss.pos_margin: {low: 0, high: 2}",
+            "method contrastive.search.loss.pos_margin: 2 is outside what it allows",
+        ),
     ):
         folder = tmp_path / new[:8].replace(" ", "_").replace(":", "")
         folder.mkdir()
@@ -174,8 +218,11 @@ def test_a_choice_a_search_range_and_an_integer_are_checked_too(tmp_path):
             Plan.load(config, {"preset": "smoke"})
         assert said in str(error.value)
     component = declared.components("loss")["fastap"]
-    with pytest.raises(ConfigError, match=r"num_bins: 10.5 is not of that kind; "
-                                          r"loss 'fastap' takes num_bins: int, >= 2"):
+    with pytest.raises(
+        ConfigError,
+        match=r"num_bins: 10.5 is not of that kind; "
+        r"loss 'fastap' takes num_bins: int, >= 2",
+    ):
         declared.check_values(component, {"num_bins": 10.5}, "x", "loss")
     declared.check_values(component, {"num_bins": 20, "bins": "code"}, "x", "loss")
 
@@ -198,15 +245,20 @@ def test_the_declared_types_are_the_constructors_annotations_and_every_default_i
         shown = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
         assert kind == shown.replace("typing.", ""), (param, kind, annotation)
     defaults = _python_defaults(implementation)
-    declared.check_values(component, {p: defaults[p] for p in component.params if defaults[p] is not None},
-                          name, family)
+    declared.check_values(
+        component, {p: defaults[p] for p in component.params if defaults[p] is not None}, name, family
+    )
 
 
 def test_a_misspelt_parameter_of_an_experiments_sweep_is_refused(tmp_path):
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
-    key, label, part = next((k, v, p) for k, e in plan.experiments.items()
-                            for v, entry in (e.get("sweep") or {}).items()
-                            for p in ("loss", "miner") if entry.get(p))
+    key, label, part = next(
+        (k, v, p)
+        for k, e in plan.experiments.items()
+        for v, entry in (e.get("sweep") or {}).items()
+        for p in ("loss", "miner")
+        if entry.get(p)
+    )
     param = next(iter(plan.experiments[key]["sweep"][label][part]))
     source = plan.sources[key]
     text = source.read_text()
@@ -215,16 +267,20 @@ def test_a_misspelt_parameter_of_an_experiments_sweep_is_refused(tmp_path):
     at = text.index(f"{param}:", at)
     config = tmp_path / "config"
     shutil.copytree(CONFIG_DIR, config)
-    (config / "experiments" / source.name).write_text(text[:at] + param + "x" + text[at + len(param):])
-    with pytest.raises(ConfigError, match=rf"{source.name}: experiment {key}.sweep.{label}.{part} \(method \w+\)"
-                                          rf".{param}x: {part} '\w+' has no parameter '{param}x' "
-                                          rf"\(did you mean '{param}'\?\)"):
+    (config / "experiments" / source.name).write_text(text[:at] + param + "x" + text[at + len(param) :])
+    with pytest.raises(
+        ConfigError,
+        match=rf"{source.name}: experiment {key}.sweep.{label}.{part} \(method \w+\)"
+        rf".{param}x: {part} '\w+' has no parameter '{param}x' "
+        rf"\(did you mean '{param}'\?\)",
+    ):
         Plan.load(config, {"preset": "smoke"})
 
 
 def test_a_required_parameter_left_out_is_refused_unless_the_run_fills_it(monkeypatch):
-    needs = declared.Component("needy", "methods/losses/x.py:1", ("num_classes", "k"), ("num_classes", "k"), False,
-                               needs=("num_classes",))
+    needs = declared.Component(
+        "needy", "methods/losses/x.py:1", ("num_classes", "k"), ("num_classes", "k"), False, needs=("num_classes",)
+    )
     monkeypatch.setattr(declared, "components", lambda family: {"needy": needs})
     with pytest.raises(ConfigError, match=r"method m.loss: loss 'needy' needs k \(methods/losses/x.py:1\)"):
         declared.check("loss", {"name": "needy"}, "method m.loss")
@@ -238,27 +294,50 @@ def test_snakemake_dry_run_refuses_a_misspelt_loss_parameter_before_any_job(tmp_
     shutil.copytree(REPO / "workflow", checkout / "workflow")
     methods = checkout / "workflow" / "config" / "methods.yaml"
     methods.write_text(methods.read_text().replace(MS_LOSS, MS_LOSS.replace("alpha: 2.0", "alpah: 2.0"), 1))
-    result = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(checkout / "Snakefile"), "-d",
-                             str(tmp_path / "work"), "-n", "--config", "preset=smoke"],
-                            capture_output=True, text=True, timeout=300, env=python_env())
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(checkout / "Snakefile"),
+            "-d",
+            str(tmp_path / "work"),
+            "-n",
+            "--config",
+            "preset=smoke",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=python_env(),
+    )
     assert result.returncode != 0
     assert "method ms.loss.alpah: loss 'multi_similarity' has no parameter 'alpah' (did you mean 'alpha'?)" in (
-        result.stdout + result.stderr)
+        result.stdout + result.stderr
+    )
     assert not (tmp_path / "work" / "results").exists()
 
 
-@pytest.mark.parametrize("scheme, said", [
-    ("{name: profs, pairs: anchored}",
-     "scheme.pairs: anchored needs a pair loss; 'proxy_nca' has no pairs to restrict"),
-    ("{name: profs, representatives: none, pairs: all, hncm: true, iterations: 1}", None),
-])
+@pytest.mark.parametrize(
+    "scheme, said",
+    [
+        (
+            "{name: profs, pairs: anchored}",
+            "scheme.pairs: anchored needs a pair loss; 'proxy_nca' has no pairs to restrict",
+        ),
+        ("{name: profs, representatives: none, pairs: all, hncm: true, iterations: 1}", None),
+    ],
+)
 def test_what_the_profs_scheme_needs_of_the_loss_is_checked_when_the_plan_loads(tmp_path, scheme, said):
     """M-PROFS (demo: profs.t1 on cub) with ProxyNCA in place of its margin loss: anchored pairs are
     refused (nothing to restrict); HNCM over class centres is accepted (ProxyNCA has them)."""
     text = (CONFIG_DIR / "methods.yaml").read_text()
     old = next(line for line in text.splitlines() if line.startswith("m_profs: {<<: *margin_hard, label: M-PROFS,"))
-    new = ("m_profs: {label: M-PROFS, loss: {name: proxy_nca}, sampler: m_per_class, train: {optimizer: *beta_sgd, "
-           f"scheme: {scheme}}}}}")
+    new = (
+        "m_profs: {label: M-PROFS, loss: {name: proxy_nca}, sampler: m_per_class, train: {optimizer: *beta_sgd, "
+        f"scheme: {scheme}}}}}"
+    )
     config = _catalogue_with(tmp_path, "methods.yaml", old, new)
     if said is None:
         Plan.load(config, {"preset": "demo"})
@@ -269,23 +348,32 @@ def test_what_the_profs_scheme_needs_of_the_loss_is_checked_when_the_plan_loads(
 
 def test_a_misspelt_method_of_an_experiment_is_refused_naming_its_file(tmp_path):
     config = _catalogue_with(tmp_path, "experiments/ms.yaml", "  methods: [ms]\n", "  methods: [mss]\n")
-    with pytest.raises(ConfigError, match=re.escape("ms.yaml: experiment ms.t2: unknown method 'mss' "
-                                                    "(did you mean 'ms'?)")):
+    with pytest.raises(
+        ConfigError, match=re.escape("ms.yaml: experiment ms.t2: unknown method 'mss' (did you mean 'ms'?)")
+    ):
         Plan.load(config, {"preset": "smoke"})
 
 
 RC_CUB = "cub: {train: {optimizer: {loss_lr_mult: 604.0}}, loss: {scale: 13.98}}"
 
 
-@pytest.mark.parametrize("new, said", [
-    (RC_CUB.replace("scale: 13.98", "scale: -1"), "method proxy_nca_rc.per_dataset.cub.loss.scale: -1 is outside"),
-    (RC_CUB.replace("scale: 13.98", "scael: 13.98"), "proxy_nca_rc.per_dataset.cub.loss.scael: loss 'proxy_nca' has "
-                                                     "no parameter 'scael' (did you mean 'scale'?)"),
-    (RC_CUB.replace("loss_lr_mult: 604.0", "loss_lr_mult: fast"), "proxy_nca_rc.per_dataset.cub.train"),
-    (RC_CUB.replace("loss: {", "los: {"), "proxy_nca_rc.per_dataset.cub: takes `train` (training settings) and "
-                                          "`loss`"),
-    (RC_CUB.replace("cub:", "cubb:"), "proxy_nca_rc.per_dataset"),
-])
+@pytest.mark.parametrize(
+    "new, said",
+    [
+        (RC_CUB.replace("scale: 13.98", "scale: -1"), "method proxy_nca_rc.per_dataset.cub.loss.scale: -1 is outside"),
+        (
+            RC_CUB.replace("scale: 13.98", "scael: 13.98"),
+            "proxy_nca_rc.per_dataset.cub.loss.scael: loss 'proxy_nca' has "
+            "no parameter 'scael' (did you mean 'scale'?)",
+        ),
+        (RC_CUB.replace("loss_lr_mult: 604.0", "loss_lr_mult: fast"), "proxy_nca_rc.per_dataset.cub.train"),
+        (
+            RC_CUB.replace("loss: {", "los: {"),
+            "proxy_nca_rc.per_dataset.cub: takes `train` (training settings) and `loss`",
+        ),
+        (RC_CUB.replace("cub:", "cubb:"), "proxy_nca_rc.per_dataset"),
+    ],
+)
 def test_a_methods_settings_on_one_dataset_are_checked_by_name_and_value(tmp_path, new, said):
     config = _catalogue_with(tmp_path, "methods.yaml", RC_CUB, new)
     with pytest.raises(ConfigError) as error:

@@ -28,8 +28,9 @@ def degenerate_batch(case: str) -> tuple[torch.Tensor, torch.Tensor]:
     return embeddings, labels
 
 
-@pytest.mark.parametrize("case", ["no positive pair", "one class (no negative)", "duplicated images",
-                                  "collapsed embeddings"])
+@pytest.mark.parametrize(
+    "case", ["no positive pair", "one class (no negative)", "duplicated images", "collapsed embeddings"]
+)
 @pytest.mark.parametrize("name", sorted(METHODS))
 def test_every_method_is_finite_on_degenerate_batches(name, case):
     embeddings, labels = degenerate_batch(case)

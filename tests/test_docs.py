@@ -1,6 +1,7 @@
 """The documentation: the generated pages cover the whole catalogue and every component, the site
 builds with `mkdocs build --strict` (a broken link, a missing page or a page left out of the
 navigation fails), and the README stays a short entry point."""
+
 import os
 import re
 import shutil
@@ -40,8 +41,10 @@ def test_the_generated_pages_name_every_experiment_and_every_component(tmp_path)
 
 def test_the_catalogue_carries_each_experiments_own_notes(tmp_path):
     path = tmp_path / "x.yaml"
-    path.write_text("# Paper X, section 4.\n# Setting: d = 512.\nx.t1:\n  title: \"A # not a comment\"\n"
-                    "  # the batch of the authors' code\n  train: {epochs: 5}   # section 4.2\nx.t2:\n  title: B\n")
+    path.write_text(
+        '# Paper X, section 4.\n# Setting: d = 512.\nx.t1:\n  title: "A # not a comment"\n'
+        "  # the batch of the authors' code\n  train: {epochs: 5}   # section 4.2\nx.t2:\n  title: B\n"
+    )
     header, notes = docs_pages.catalogue_notes(path)
     assert header == ["Paper X, section 4.", "Setting: d = 512."]
     assert notes == {"x.t1": ["the batch of the authors' code", "section 4.2"], "x.t2": []}
@@ -51,9 +54,23 @@ def test_the_site_builds_strictly(tmp_path):
     shutil.copytree(REPO / "docs", tmp_path / "docs", ignore=shutil.ignore_patterns("generated"))
     shutil.copy(REPO / "mkdocs.yml", tmp_path / "mkdocs.yml")
     docs_pages.write(tmp_path / "docs" / "generated")
-    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(tmp_path / "mkdocs.yml"),
-                             "-d", str(tmp_path / "site")], capture_output=True, text=True, timeout=300,
-                            env=dict(os.environ, NO_MKDOCS_2_WARNING="1"))
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "-f",
+            str(tmp_path / "mkdocs.yml"),
+            "-d",
+            str(tmp_path / "site"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, NO_MKDOCS_2_WARNING="1"),
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "WARNING" not in result.stderr
     assert (tmp_path / "site" / "generated" / "catalogue" / "index.html").exists()
@@ -65,9 +82,23 @@ def test_a_broken_link_fails_the_build(tmp_path):
     docs_pages.write(tmp_path / "docs" / "generated")
     page = tmp_path / "docs" / "index.md"
     page.write_text(page.read_text() + "\nSee [nowhere](no-such-page.md).\n")
-    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(tmp_path / "mkdocs.yml"),
-                             "-d", str(tmp_path / "site")], capture_output=True, text=True, timeout=300,
-                            env=dict(os.environ, NO_MKDOCS_2_WARNING="1"))
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "-f",
+            str(tmp_path / "mkdocs.yml"),
+            "-d",
+            str(tmp_path / "site"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, NO_MKDOCS_2_WARNING="1"),
+    )
     assert result.returncode != 0 and "no-such-page.md" in result.stderr
 
 
@@ -85,6 +116,10 @@ def test_the_methods_page_names_every_registered_loss_miner_and_sampler():
     from dmlbench.methods.samplers import SAMPLERS
 
     page = (REPO / "docs" / "methods.md").read_text()
-    missing = [f"{registry.kind} {name}" for registry in (LOSSES, MINERS, SAMPLERS) for name in registry.names()
-               if f"`{name}`" not in page]
+    missing = [
+        f"{registry.kind} {name}"
+        for registry in (LOSSES, MINERS, SAMPLERS)
+        for name in registry.names()
+        if f"`{name}`" not in page
+    ]
     assert missing == [], f"docs/methods.md names none of {missing}: add each one's row (equation, parameters)"

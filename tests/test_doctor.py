@@ -58,11 +58,20 @@ def test_everything_in_place(tmp_path, monkeypatch):
         folder = tmp_path / "data" / "downloads" / name
         fixtures.write(name, folder, n_classes=4, per_class=2)
         spec = datasets.get(name)
-        files = tuple(SourceFile(f.filename, f.urls, size=(folder / f.filename).stat().st_size,
-                                 md5=hashlib.md5((folder / f.filename).read_bytes()).hexdigest())
-                      for f in spec.layouts[0].files)
-        monkeypatch.setitem(datasets.DATASETS._entries, name,
-                            replace(spec, layouts=(Layout(spec.layouts[0].name, files),) + spec.layouts[1:]))
+        files = tuple(
+            SourceFile(
+                f.filename,
+                f.urls,
+                size=(folder / f.filename).stat().st_size,
+                md5=hashlib.md5((folder / f.filename).read_bytes()).hexdigest(),
+            )
+            for f in spec.layouts[0].files
+        )
+        monkeypatch.setitem(
+            datasets.DATASETS._entries,
+            name,
+            replace(spec, layouts=(Layout(spec.layouts[0].name, files),) + spec.layouts[1:]),
+        )
 
     def nothing_to_ask(url, timeout):
         raise AssertionError(f"{url} probed although everything is here")
@@ -92,8 +101,13 @@ def test_answering_sources_and_a_prepared_dataset(tmp_path, monkeypatch):
     prepare("cub", "fixture", tmp_path / "fx", fixture, fixture_size={"n_classes": 4, "per_class": 2})
     stats = fixtures.read_stats(fixture.parent / "archives")
     monkeypatch.setitem(datasets.DATASETS._entries, "cub", replace(datasets.get("cub"), expected=stats))
-    prepare("cub", "real", tmp_path / "data", tmp_path / "data" / "real" / "cub" / "manifest.csv",
-            user_path=str(fixture.parent / "raw"))
+    prepare(
+        "cub",
+        "real",
+        tmp_path / "data",
+        tmp_path / "data" / "real" / "cub" / "manifest.csv",
+        user_path=str(fixture.parent / "raw"),
+    )
     devkit = {u for f in datasets.get("cars").layouts[1].files for u in f.urls}
 
     def answers(url, timeout):
@@ -112,8 +126,7 @@ def test_no_answering_source_names_each(tmp_path, monkeypatch):
     from dmlbench.models import weights
 
     monkeypatch.setattr(weights, "cache_dir", lambda: tmp_path / "hub")
-    found = lines(doctor.run(plan_for(tmp_path), probe=lambda u, t: doctor.Probe(False, "HTTP 404"),
-                             free_bytes=10**12))
+    found = lines(doctor.run(plan_for(tmp_path), probe=lambda u, t: doctor.Probe(False, "HTTP 404"), free_bytes=10**12))
     cars = found[("dataset", "cars")].detail
     assert "http://imagenet.stanford.edu/internal/car196/car_ims.tgz: HTTP 404" in cars
     assert "car_devkit.tgz: HTTP 404" in cars
@@ -153,10 +166,25 @@ def test_doctor_command_exits_non_zero_when_something_blocks(tmp_path):
     from conftest import python_env
     from processes import run
 
-    result = run([sys.executable, "-m", "dmlbench", "doctor", "--config-dir", str(CONFIG_DIR),
-                  "--config", f'{{"experiments": ["ms.t2"], "data": {{"root": "{tmp_path}"}}}}',
-                  "--timeout", "1"], capture_output=True, text=True, env=python_env(),
-                 cwd=tmp_path, timeout=120)
+    result = run(
+        [
+            sys.executable,
+            "-m",
+            "dmlbench",
+            "doctor",
+            "--config-dir",
+            str(CONFIG_DIR),
+            "--config",
+            f'{{"experiments": ["ms.t2"], "data": {{"root": "{tmp_path}"}}}}',
+            "--timeout",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        env=python_env(),
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert result.returncode == 1, result.stdout + result.stderr
     assert "dataset: cub" in result.stdout and "need action" in result.stdout
 
@@ -177,15 +205,19 @@ def test_data_paths_that_hold_no_dataset_need_action(tmp_path, monkeypatch):
     unrelated = tmp_path / "etc"
     unrelated.mkdir()
     (unrelated / "hostname").write_text("machine\n")
-    expected = {str(unrelated / "hostname"): "is a file", str(unrelated): "holds neither the files of a layout",
-                str(small): "46,000 bytes, published 1,150,585,339"}
+    expected = {
+        str(unrelated / "hostname"): "is a file",
+        str(unrelated): "holds neither the files of a layout",
+        str(small): "46,000 bytes, published 1,150,585,339",
+    }
     for path, message in expected.items():
         plan = plan_for(tmp_path, datasets=["cub"], data={"paths": {"cub": path}, "root": str(tmp_path / "data")})
         cub = lines(doctor.dataset_checks(plan, {}))[("dataset", "cub")]
         assert cub.status == doctor.ACTION and message in cub.detail, (path, cub.detail)
     plan = plan_for(tmp_path, datasets=["cub"], data={"paths": {"cub": str(extracted)}, "root": str(tmp_path / "data")})
-    monkeypatch.setitem(datasets.DATASETS._entries, "cub",
-                        replace(datasets.get("cub"), expected=stats))  # the fixture's split
+    monkeypatch.setitem(
+        datasets.DATASETS._entries, "cub", replace(datasets.get("cub"), expected=stats)
+    )  # the fixture's split
     cub = lines(doctor.dataset_checks(plan, {}))[("dataset", "cub")]
     assert cub.status == doctor.OK and "the extracted dataset" in cub.detail
 
@@ -213,7 +245,8 @@ def test_the_results_disk_need_of_full_is_its_trainings_models_and_embeddings():
                 with torch.device("meta"):
                     net = models.build(Model(**dict(cfg["model"], pretrained=False)))
                 sizes[key] = sum(p.numel() * 4 for p in net.parameters()) + sum(
-                    b.numel() * b.element_size() for b in net.buffers())
+                    b.numel() * b.element_size() for b in net.buffers()
+                )
             expected += sizes[key]
         elif stage == "final":
             test = sum(n for split, n in datasets.get(run.dataset).expected.images.items() if split != "train")

@@ -36,6 +36,7 @@ def top(values, k):
 @pytest.mark.parametrize("k", [5, 20, 10_000])
 def test_topk_is_the_sum_of_the_k_largest_over_k(seed, k):
     """max Σ p l over Σ p = 1, 0 ≤ p ≤ 1/K: (1/K) Σ of the K largest, zeros filling up."""
+
     def brute(e, y):
         pos, neg = brute_pair_losses(e, y)
         return sum(top(pos + neg, k)) / k
@@ -89,6 +90,7 @@ def test_k_per_anchor_is_k_over_the_batch():
 
 
 # --- the authors' released code (variant: code), against hand-written readings of each branch ---
+
 
 def code_pair_losses(e, y, base="margin", m=0.2, lam=0.5, a=2.0, b=40.0):
     """Every ordered pair's loss, zeros kept, as the code's LOSSES class computes them."""
@@ -187,9 +189,14 @@ def kl_maximiser(values: np.ndarray, gamma: float) -> np.ndarray:
         p = np.clip(p, 1e-300, None)
         return -(p @ values - gamma * np.sum(p * np.log(n * p)))
 
-    res = minimize(objective, np.full(n, 1 / n), bounds=[(0, 1)] * n, method="SLSQP",
-                   constraints=[{"type": "eq", "fun": lambda p: p.sum() - 1}],
-                   options={"ftol": 1e-15, "maxiter": 1000})
+    res = minimize(
+        objective,
+        np.full(n, 1 / n),
+        bounds=[(0, 1)] * n,
+        method="SLSQP",
+        constraints=[{"type": "eq", "fun": lambda p: p.sum() - 1}],
+        options={"ftol": 1e-15, "maxiter": 1000},
+    )
     return res.x
 
 
@@ -254,11 +261,11 @@ def test_dro_eq_identities_hold(seed):
 def test_linear_ms_case_is_the_suites_ms_loss():
     """m = 0, no clipping: DRO-KL-G(pseudo) recovers MS with one threshold λ exactly."""
     e, y = batch(4)
-    dro = losses.build("dro_kl_g", gamma_pos=0.5, gamma_neg=0.02, pseudo_pair=True, base="linear",
-                       margin=0.0, lam=0.5).double()
+    dro = losses.build(
+        "dro_kl_g", gamma_pos=0.5, gamma_neg=0.02, pseudo_pair=True, base="linear", margin=0.0, lam=0.5
+    ).double()
     ms = losses.build("multi_similarity", alpha=2.0, beta=50.0, gamma=0.5).double()
-    torch.testing.assert_close(dro_identities.gradient(dro, e, y),
-                               len(y) * dro_identities.gradient(ms, e, y))
+    torch.testing.assert_close(dro_identities.gradient(dro, e, y), len(y) * dro_identities.gradient(ms, e, y))
 
 
 def test_zero_loss_pairs_are_dropped():
@@ -277,8 +284,9 @@ def test_loss_timing_measures_both_scopes():
 
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     methods = jobs_of(plan).analysis_spec("dro.f3")["methods"]
-    frame = loss_timing.measure(methods, repeats=1, batches=(10,), whole_iteration=True,
-                                backbone="small_cnn", image_size=16)
+    frame = loss_timing.measure(
+        methods, repeats=1, batches=(10,), whole_iteration=True, backbone="small_cnn", image_size=16
+    )
     assert set(frame["scope"]) == {"loss side", "whole iteration"}
     assert set(frame["method"]) == {m["label"] for m in methods.values()}
     assert (frame["mean_ms"] > 0).all()

@@ -34,13 +34,27 @@ def rule_views(plan: Plan) -> list[str]:
     for dataset, method in plan.fair_pairs("suite.fair"):
         side = jobs_of(plan).fair_side("suite.fair", dataset, method)
         for j in range(plan.fair_stages("suite.fair")):
-            views.append(json.dumps([jobs_of(plan).fair_stage_spec("suite.fair", dataset, method, j),
-                                     jobs_of(plan).fair_stage_inputs("suite.fair", dataset, method, j), side],
-                                    sort_keys=True))
+            views.append(
+                json.dumps(
+                    [
+                        jobs_of(plan).fair_stage_spec("suite.fair", dataset, method, j),
+                        jobs_of(plan).fair_stage_inputs("suite.fair", dataset, method, j),
+                        side,
+                    ],
+                    sort_keys=True,
+                )
+            )
         for g in range(plan.fair_final_groups("suite.fair")):
-            views.append(json.dumps([jobs_of(plan).fair_group_spec("suite.fair", dataset, method, g),
-                                     jobs_of(plan).fair_repetition_inputs("suite.fair", dataset, method), side],
-                                    sort_keys=True))
+            views.append(
+                json.dumps(
+                    [
+                        jobs_of(plan).fair_group_spec("suite.fair", dataset, method, g),
+                        jobs_of(plan).fair_repetition_inputs("suite.fair", dataset, method),
+                        side,
+                    ],
+                    sort_keys=True,
+                )
+            )
     return views
 
 
@@ -72,8 +86,10 @@ def test_training_runs_found_and_resolved_as_by_a_fresh_plan():
     plan = Plan.load(CONFIG_DIR, dict(SELECTION))
     runs = plan.runs()
     assert runs
-    cached = [json.dumps(plan.resolve(plan.find_run(r.experiment, r.dataset, r.method, str(r.seed))), sort_keys=True)
-              for r in runs]
+    cached = [
+        json.dumps(plan.resolve(plan.find_run(r.experiment, r.dataset, r.method, str(r.seed))), sort_keys=True)
+        for r in runs
+    ]
     fresh = Plan.load(CONFIG_DIR, dict(SELECTION))
     assert cached == [json.dumps(fresh.resolve(r), sort_keys=True) for r in runs]
     with pytest.raises(ConfigError, match="has no run"):

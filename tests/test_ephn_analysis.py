@@ -46,13 +46,14 @@ def test_vanilla_similarity_updates_are_eqs_38_39(gamma):
     step = 0.25
     beta = 2 * step
     (f_a, f_p, f_n), (a, p, n) = tu.gradient_step("vanilla", s_ap, s_an, gamma, step)
-    pn = s_ap * s_an + gamma * np.sqrt(1 - s_ap ** 2) * np.sqrt(1 - s_an ** 2)
-    eq38 = (1 - beta + beta ** 2) * s_ap + 2 * beta - beta ** 2 - beta * (1 - beta) * pn - beta ** 2 * s_an
-    eq39 = (1 + beta + beta ** 2) * s_an - 2 * beta - beta ** 2 + beta * (1 + beta) * pn - beta ** 2 * s_ap
+    pn = s_ap * s_an + gamma * np.sqrt(1 - s_ap**2) * np.sqrt(1 - s_an**2)
+    eq38 = (1 - beta + beta**2) * s_ap + 2 * beta - beta**2 - beta * (1 - beta) * pn - beta**2 * s_an
+    eq39 = (1 + beta + beta**2) * s_an - 2 * beta - beta**2 + beta * (1 + beta) * pn - beta**2 * s_ap
     np.testing.assert_allclose((a * p).sum(1).numpy(), eq38, atol=1e-13)
     np.testing.assert_allclose((a * n).sum(1).numpy(), eq39, atol=1e-13)
-    np.testing.assert_allclose(p.norm(dim=1).numpy() ** 2,
-                               (1 - beta + beta * s_ap) ** 2 + beta ** 2 * (1 - s_ap ** 2), atol=1e-13)
+    np.testing.assert_allclose(
+        p.norm(dim=1).numpy() ** 2, (1 - beta + beta * s_ap) ** 2 + beta**2 * (1 - s_ap**2), atol=1e-13
+    )
 
 
 def test_first_order_similarity_updates_are_eqs_7_8():
@@ -61,10 +62,12 @@ def test_first_order_similarity_updates_are_eqs_7_8():
     (_, _, _), (a, p, n) = tu.gradient_step("1st", s_ap, s_an, gamma, step)
     beta = step * np.exp(s_an) / (np.exp(s_ap) + np.exp(s_an))
     pn = tu.s_pn(s_ap, s_an, gamma)
-    np.testing.assert_allclose((a * p).sum(1).numpy(),
-                               (1 + beta ** 2) * s_ap + 2 * beta - beta * pn - beta ** 2 * s_an, atol=1e-13)
-    np.testing.assert_allclose((a * n).sum(1).numpy(),
-                               (1 + beta ** 2) * s_an - 2 * beta + beta * pn - beta ** 2 * s_ap, atol=1e-13)
+    np.testing.assert_allclose(
+        (a * p).sum(1).numpy(), (1 + beta**2) * s_ap + 2 * beta - beta * pn - beta**2 * s_an, atol=1e-13
+    )
+    np.testing.assert_allclose(
+        (a * n).sum(1).numpy(), (1 + beta**2) * s_an - 2 * beta + beta * pn - beta**2 * s_ap, atol=1e-13
+    )
 
 
 def test_entanglement_is_eqs_11_12():
@@ -107,6 +110,7 @@ def test_vanilla_direct_form_is_the_suites_distance_triplet_loss():
     f_a, f_p, f_n = tu.unit_triplets(np.array([0.3]), np.array([0.6]), 0.5)
     s_ap, s_an = tu.similarities("vanilla", f_a, f_p, f_n)
     from dmlbench.methods import losses
+
     value = losses.build("triplet_distance", margin=0.7).triplet_terms(s_ap, s_an)
     expected = (f_a - f_p).pow(2).sum() - (f_a - f_n).pow(2).sum() + 0.7
     assert value.item() == pytest.approx(torch.clamp(expected, min=0).item(), abs=1e-14)

@@ -56,12 +56,13 @@ def test_second_order_gradients_are_eqs_13_to_15():
     losses.build("triplet_2nd").triplet_terms(s_ap, s_an).sum().backward()
     with torch.no_grad():
         w_ap, w_an = 1 - s_ap, s_an
-        e_n = torch.exp(s_an ** 2 / 2)
-        beta_w = (e_n / (torch.exp(s_ap - s_ap ** 2 / 2) + e_n))[:, None]
+        e_n = torch.exp(s_an**2 / 2)
+        beta_w = (e_n / (torch.exp(s_ap - s_ap**2 / 2) + e_n))[:, None]
         torch.testing.assert_close(f_p.grad, -beta_w * w_ap[:, None] * f_a, rtol=1e-12, atol=1e-14)
         torch.testing.assert_close(f_n.grad, beta_w * w_an[:, None] * f_a, rtol=1e-12, atol=1e-14)
-        torch.testing.assert_close(f_a.grad, beta_w * (w_an[:, None] * f_n - w_ap[:, None] * f_p),
-                                   rtol=1e-12, atol=1e-14)
+        torch.testing.assert_close(
+            f_a.grad, beta_w * (w_an[:, None] * f_n - w_ap[:, None] * f_p), rtol=1e-12, atol=1e-14
+        )
 
 
 def test_first_order_gradients_are_eqs_4_to_6():
@@ -88,13 +89,16 @@ def hand_built_batch():
     return PairBatch.from_similarity(sim, LABELS)
 
 
-@pytest.mark.parametrize("positive, negative, expected", [
-    ("easy", "hard", (1, 3)),       # EPHN: most similar positive, most similar negative
-    ("easy", "semihard", (1, 3)),   # 0.8 < 0.9: the hard negative is already semi-hard
-    ("hard", "hard", (2, 3)),       # HPHN
-    ("easy", "easy", (1, 5)),       # EPEN: least similar negative
-    ("hard", "semihard", (2, 5)),   # below S_ap = 0.3 only negative 5 (S -0.2) is left
-])
+@pytest.mark.parametrize(
+    "positive, negative, expected",
+    [
+        ("easy", "hard", (1, 3)),  # EPHN: most similar positive, most similar negative
+        ("easy", "semihard", (1, 3)),  # 0.8 < 0.9: the hard negative is already semi-hard
+        ("hard", "hard", (2, 3)),  # HPHN
+        ("easy", "easy", (1, 5)),  # EPEN: least similar negative
+        ("hard", "semihard", (2, 5)),  # below S_ap = 0.3 only negative 5 (S -0.2) is left
+    ],
+)
 def test_each_miner_picks_the_pair_its_name_says(positive, negative, expected):
     miner = miners.build("per_anchor", positive=positive, negative=negative)
     a, p, n = miner(hand_built_batch()).triplets
@@ -105,10 +109,9 @@ def test_each_miner_picks_the_pair_its_name_says(positive, negative, expected):
 
 def test_anchors_without_a_positive_or_a_semihard_negative_are_skipped_and_counted():
     miner = miners.build("per_anchor", positive="easy", negative="semihard")
-    sim = torch.tensor([[1.0, 0.2, 0.5, 0.1],
-                        [0.2, 1.0, 0.6, 0.7],
-                        [0.5, 0.6, 1.0, 0.0],
-                        [0.1, 0.7, 0.0, 1.0]], dtype=torch.float64)
+    sim = torch.tensor(
+        [[1.0, 0.2, 0.5, 0.1], [0.2, 1.0, 0.6, 0.7], [0.5, 0.6, 1.0, 0.0], [0.1, 0.7, 0.0, 1.0]], dtype=torch.float64
+    )
     # anchors 0, 1 (class 0): every negative of 0 and 1 is more similar than their positive
     # anchor 2 has no positive (class 1 alone), anchor 3 neither (class 2 alone)
     a, p, n = miner(PairBatch.from_similarity(sim, torch.tensor([0, 0, 1, 2]))).triplets
@@ -118,8 +121,9 @@ def test_anchors_without_a_positive_or_a_semihard_negative_are_skipped_and_count
     assert miner.take_stats() == {"anchors": 0, "skipped_anchors": 0}
 
 
-@pytest.mark.parametrize("positive, negative", [("easy", "hard"), ("easy", "semihard"),
-                                                 ("hard", "hard"), ("easy", "easy")])
+@pytest.mark.parametrize(
+    "positive, negative", [("easy", "hard"), ("easy", "semihard"), ("hard", "hard"), ("easy", "easy")]
+)
 def test_miner_agrees_with_pytorch_metric_learning(positive, negative):
     from pytorch_metric_learning.distances import CosineSimilarity
     from pytorch_metric_learning.miners import BatchEasyHardMiner
@@ -127,9 +131,11 @@ def test_miner_agrees_with_pytorch_metric_learning(positive, negative):
     for seed in range(3):
         embeddings, labels = random_batch(seed=seed, n_classes=5, per_class=4, dim=8)
         ours = miners.build("per_anchor", positive=positive, negative=negative)(
-            PairBatch.from_embeddings(embeddings, labels)).triplets
-        reference = BatchEasyHardMiner(pos_strategy=positive, neg_strategy=negative,
-                                       distance=CosineSimilarity())(embeddings, labels)
+            PairBatch.from_embeddings(embeddings, labels)
+        ).triplets
+        reference = BatchEasyHardMiner(pos_strategy=positive, neg_strategy=negative, distance=CosineSimilarity())(
+            embeddings, labels
+        )
         a, p, _, n = reference
         assert [t.tolist() for t in ours] == [a.tolist(), p.tolist(), n.tolist()]
 
@@ -154,8 +160,9 @@ def test_one_triplet_per_image_uses_each_image_once_and_follows_the_rule():
 
 
 def test_duplicate_threshold_excludes_near_identical_positives():
-    sim = torch.tensor([[1.0, 1.0, 0.4, 0.2], [1.0, 1.0, 0.3, 0.1],
-                        [0.4, 0.3, 1.0, 0.0], [0.2, 0.1, 0.0, 1.0]], dtype=torch.float64)
+    sim = torch.tensor(
+        [[1.0, 1.0, 0.4, 0.2], [1.0, 1.0, 0.3, 0.1], [0.4, 0.3, 1.0, 0.0], [0.2, 0.1, 0.0, 1.0]], dtype=torch.float64
+    )
     batch = PairBatch.from_similarity(sim, torch.tensor([0, 0, 0, 1]))
     a, p, _ = miners.build("per_anchor", duplicate_threshold=0.9999)(batch).triplets
     assert dict(zip(a.tolist(), p.tolist()))[0] == 2
@@ -219,5 +226,6 @@ def test_ephn_code_variant_drops_triplets_with_non_positive_similarities(seed, m
     kept = Criterion(dict(spec, miner={k: v for k, v in spec["miner"].items() if k != "drop_nonpositive"}))(e, y)
     mined = miners.build(**spec["miner"])(PairBatch.from_embeddings(e, y)).triplets[0]
     all_kept = miners.build(**{k: v for k, v in spec["miner"].items() if k != "drop_nonpositive"})(
-        PairBatch.from_embeddings(e, y)).triplets[0]
+        PairBatch.from_embeddings(e, y)
+    ).triplets[0]
     assert len(mined) < len(all_kept) and kept.item() != pytest.approx(ours.item())

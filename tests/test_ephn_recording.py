@@ -60,17 +60,30 @@ class TinyImages(torch.utils.data.Dataset):
 
 def tiny_model():
     torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
-                               torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(4, 6))
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 4, 3),
+        torch.nn.BatchNorm2d(4),
+        torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(),
+        torch.nn.Linear(4, 6),
+    )
 
 
 def probe_config(steps=3, lr=0.5) -> RunConfig:
-    return RunConfig.from_dict({"seed": 0,
-            "batch": {"size": 16, "per_class": 4, "small_classes": "fill", "per_pair": 5}, "loader": {"workers": 0},
-            "method": {"sampler": "m_per_class", "loss": {"name": "triplet_2nd"},
-                       "miner": {"name": "per_anchor", "positive": "hard", "negative": "hard",
-                                 "one_triplet_per_image": True}},
-            "record": {"scatter_epochs": [0], "probe": {"epochs": [0], "steps": steps, "lr": lr}}})
+    return RunConfig.from_dict(
+        {
+            "seed": 0,
+            "batch": {"size": 16, "per_class": 4, "small_classes": "fill", "per_pair": 5},
+            "loader": {"workers": 0},
+            "method": {
+                "sampler": "m_per_class",
+                "loss": {"name": "triplet_2nd"},
+                "miner": {"name": "per_anchor", "positive": "hard", "negative": "hard", "one_triplet_per_image": True},
+            },
+            "record": {"scatter_epochs": [0], "probe": {"epochs": [0], "steps": steps, "lr": lr}},
+        }
+    )
 
 
 def test_probe_measures_the_step_and_leaves_the_run_alone():
@@ -93,9 +106,9 @@ def test_probe_after_similarities_are_those_of_the_updated_copy():
     moves = recording.probe(model, criterion, data, cfg, "cpu", torch.Generator().manual_seed(5))
     generator = torch.Generator().manual_seed(5)
     from dmlbench.methods import samplers
+
     sampler = samplers.build("m_per_class", data.labels, 16, 4, generator, 1)
-    images, labels = next(iter(torch.utils.data.DataLoader(data, batch_sampler=sampler,
-                                                           generator=generator)))
+    images, labels = next(iter(torch.utils.data.DataLoader(data, batch_sampler=sampler, generator=generator)))
     stepped = copy.deepcopy(model)
     optimizer = torch.optim.SGD(stepped.parameters(), lr=0.5)
     loss = criterion(stepped(images), labels)
@@ -125,21 +138,27 @@ def test_after_epoch_writes_once(tmp_path):
         calls.append(1)
         return np.random.default_rng(0).normal(size=(12, 4)), np.repeat(np.arange(3), 4)
 
-    args = (tmp_path, cfg, tiny_model(), Criterion(cfg.method), TinyImages(), embed_train, "cpu",
-            lambda message: None)
+    args = (tmp_path, cfg, tiny_model(), Criterion(cfg.method), TinyImages(), embed_train, "cpu", lambda message: None)
     recording.after_epoch(0, *args)
     recording.after_epoch(0, *args)  # a resumed run: nothing recorded twice
     recording.after_epoch(1, *args)  # not a listed epoch
     assert calls == [1]
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.csv")) == [
-        "moves/after_epoch0.csv", "scatter/after_epoch0.csv"]
+        "moves/after_epoch0.csv",
+        "scatter/after_epoch0.csv",
+    ]
 
 
 def test_quadrants():
     d_ap = pd.Series([0.1, -0.1, -0.1, 0.1, 0.0])
     d_an = pd.Series([0.1, 0.1, -0.1, -0.1, 0.2])
     assert triplet_figures.quadrant(d_ap, d_an).tolist() == [
-        "top-right", "top-left", "bottom-left", "bottom-right", "none"]
+        "top-right",
+        "top-left",
+        "bottom-left",
+        "bottom-right",
+        "none",
+    ]
 
 
 def test_every_figure_name_the_config_accepts_is_drawn_by_a_function_of_plots():
@@ -156,14 +175,22 @@ def test_triplet_figures_from_recorded_runs(tmp_path):
     run_dir = tmp_path / "run"
     (run_dir / "scatter").mkdir(parents=True)
     (run_dir / "moves").mkdir()
-    (run_dir / "config.json").write_text(json.dumps(
-        {"run": {"experiment": "ephn.x", "dataset": "cars", "method": "m", "seed": 0}}))
+    (run_dir / "config.json").write_text(
+        json.dumps({"run": {"experiment": "ephn.x", "dataset": "cars", "method": "m", "seed": 0}})
+    )
     for epoch in (0, 3):
-        pd.DataFrame({"index": range(4), "label": [0, 0, 1, 1], "s_ap": [0.9, 0.8, 0.7, 0.2],
-                      "s_an": [0.5, 0.9, 0.1, 0.3]}).to_csv(run_dir / f"scatter/after_epoch{epoch}.csv")
-        pd.DataFrame({"step": [1, 1, 2], "s_ap": [0.5, 0.5, 0.5], "s_an": [0.5, 0.5, 0.5],
-                      "s_ap_after": [0.6, 0.4, 0.6], "s_an_after": [0.6, 0.4, 0.4]}).to_csv(
-            run_dir / f"moves/after_epoch{epoch}.csv")
+        pd.DataFrame(
+            {"index": range(4), "label": [0, 0, 1, 1], "s_ap": [0.9, 0.8, 0.7, 0.2], "s_an": [0.5, 0.9, 0.1, 0.3]}
+        ).to_csv(run_dir / f"scatter/after_epoch{epoch}.csv")
+        pd.DataFrame(
+            {
+                "step": [1, 1, 2],
+                "s_ap": [0.5, 0.5, 0.5],
+                "s_an": [0.5, 0.5, 0.5],
+                "s_ap_after": [0.6, 0.4, 0.6],
+                "s_an_after": [0.6, 0.4, 0.4],
+            }
+        ).to_csv(run_dir / f"moves/after_epoch{epoch}.csv")
     triplet_figures.triplet_scatter([run_dir], spec, tmp_path)
     triplet_figures.triplet_moves([run_dir], spec, tmp_path)
     scatter = pd.read_csv(tmp_path / "scatter.csv")
@@ -182,6 +209,7 @@ def test_missing_recordings_name_the_setting(tmp_path):
 
 # --- the preset's subset and the sweep --------------------------------------------------------
 
+
 def test_subset_restricts_runs_and_sweeps_are_not_flattened_by_overrides():
     plan = Plan.load(CONFIG_DIR, {"preset": "smoke"})
     runs = plan.runs("ephn.f4")
@@ -193,21 +221,30 @@ def test_subset_restricts_runs_and_sweeps_are_not_flattened_by_overrides():
     assert f3["method"]["miner"]["one_triplet_per_image"] is True
 
 
-@pytest.mark.parametrize("subset, message", [
-    ({"ephn.f4": {"variants": ["n3"]}}, "variants: \\['n3'\\] not in"),
-    ({"ephn.f2": {"datasets": ["cars"]}}, "not a training experiment"),
-    ({"ephn.f4": {"train": {"batch": {"sise": 8}}}}, "unknown setting 'sise'"),
-])
+@pytest.mark.parametrize(
+    "subset, message",
+    [
+        ({"ephn.f4": {"variants": ["n3"]}}, "variants: \\['n3'\\] not in"),
+        ({"ephn.f2": {"datasets": ["cars"]}}, "not a training experiment"),
+        ({"ephn.f4": {"train": {"batch": {"sise": 8}}}}, "unknown setting 'sise'"),
+    ],
+)
 def test_bad_subsets_are_named(subset, message):
     with pytest.raises(ConfigError, match=message):
         Plan.load(CONFIG_DIR, {"preset": "smoke", "subset": subset})
 
 
-@pytest.mark.parametrize("old, new, message", [
-    ("figures: [triplet_scatter]", "figures: [triplet_scater]", "unknown figure 'triplet_scater'"),
-    ("methods: [hphn_1st, hphn_2nd, epen_1st, epen_2nd]", "methods: [hphn_1st, ms, contrastive]",
-     "sweep.once: sets miner options but method contrastive has no miner"),
-])
+@pytest.mark.parametrize(
+    "old, new, message",
+    [
+        ("figures: [triplet_scatter]", "figures: [triplet_scater]", "unknown figure 'triplet_scater'"),
+        (
+            "methods: [hphn_1st, hphn_2nd, epen_1st, epen_2nd]",
+            "methods: [hphn_1st, ms, contrastive]",
+            "sweep.once: sets miner options but method contrastive has no miner",
+        ),
+    ],
+)
 def test_bad_ephn_catalogue_entries_are_named(tmp_path, old, new, message):
     import shutil
 

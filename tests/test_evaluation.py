@@ -99,7 +99,7 @@ def tied_data(seed):
     across the R-th place."""
     rng = np.random.default_rng(seed)
     base = np.zeros((7, 8), dtype=np.float32)  # four entries ±1: norm 2, so normalised vectors
-    for row in base:                            # and their similarities are exact in float32
+    for row in base:  # and their similarities are exact in float32
         row[rng.choice(8, 4, replace=False)] = rng.choice([-1.0, 1.0], 4)
     x = base[rng.integers(0, 7, 60)]
     return x, rng.integers(0, 5, 60)
@@ -108,8 +108,9 @@ def tied_data(seed):
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("self_retrieval", [True, False])
 @pytest.mark.parametrize("stride, max_sorted", [(16, 4096), (1, 4096), (3, 0)])
-def test_ranks_with_ties_self_exclusion_and_query_gallery_equal_brute_force(seed, self_retrieval, stride,
-                                                                           max_sorted, monkeypatch):
+def test_ranks_with_ties_self_exclusion_and_query_gallery_equal_brute_force(
+    seed, self_retrieval, stride, max_sorted, monkeypatch
+):
     """Also with every column sampled (the bound is the R-th largest itself) and with every row
     on the path for many candidates (integer keys selected, the rank counted)."""
     monkeypatch.setattr(ranking, "STRIDE", stride)
@@ -123,8 +124,7 @@ def test_ranks_with_ties_self_exclusion_and_query_gallery_equal_brute_force(seed
         assert first[i] == (hits.index(True) if any(hits) else len(g)), i
         assert list(top[i]) == hits[:r] + [False] * (top.shape[1] - r), i
     ks = (1, 2, 4, 8, 16)
-    ours = retrieval_metrics(g, gl, ks, None if self_retrieval else q,
-                                        None if self_retrieval else ql, clustering=False)
+    ours = retrieval_metrics(g, gl, ks, None if self_retrieval else q, None if self_retrieval else ql, clustering=False)
     orders = brute_order_ties_to_higher_index(q, g, self_retrieval)
     for k in ks:
         expected = np.mean([any(gl[j] == ql[i] for j in order[:k]) for i, order in enumerate(orders)])
@@ -134,7 +134,7 @@ def test_ranks_with_ties_self_exclusion_and_query_gallery_equal_brute_force(seed
         r = int(np.sum(gl == ql[i])) - int(self_retrieval)
         if r:
             hits = [gl[j] == ql[i] for j in order[:r]]
-            maps.append(sum(sum(hits[:j + 1]) / (j + 1) for j in range(r) if hits[j]) / r)
+            maps.append(sum(sum(hits[: j + 1]) / (j + 1) for j in range(r) if hits[j]) / r)
     assert ours["map@r"] == pytest.approx(np.mean(maps), abs=1e-12)
 
 
@@ -153,10 +153,12 @@ def brute_f1(labels, clusters):
 
 def brute_nmi(labels, clusters):
     n = len(labels)
+
     def entropy(a):
         _, counts = np.unique(a, return_counts=True)
         p = counts / n
         return -np.sum(p * np.log(p))
+
     mutual = 0.0
     for c in np.unique(labels):
         for k in np.unique(clusters):
@@ -183,18 +185,22 @@ def test_nmi_and_f1_use_the_kmeans_assignment(seed, monkeypatch):
     assert metrics["f1"] == pytest.approx(brute_f1(y, assignment))
 
 
-@pytest.mark.parametrize("labels, clusters", [
-    *[tuple(np.random.default_rng(seed).integers(0, k, (2, 200))) for seed, k in ((0, 7), (1, 2), (2, 40))],
-    ([3, 3, 3, 3], [0, 0, 0, 0]),        # one class, one cluster: full agreement
-    ([0, 1, 2, 3], [5, 5, 5, 5]),        # one cluster: no information
-    ([0, 0, 1, 1], [9, 8, 7, 6]),        # every item its own cluster
-    (["b", "a", "b", "c"], [2, 2, 1, 0]),  # labels of any kind
-])
+@pytest.mark.parametrize(
+    "labels, clusters",
+    [
+        *[tuple(np.random.default_rng(seed).integers(0, k, (2, 200))) for seed, k in ((0, 7), (1, 2), (2, 40))],
+        ([3, 3, 3, 3], [0, 0, 0, 0]),  # one class, one cluster: full agreement
+        ([0, 1, 2, 3], [5, 5, 5, 5]),  # one cluster: no information
+        ([0, 0, 1, 1], [9, 8, 7, 6]),  # every item its own cluster
+        (["b", "a", "b", "c"], [2, 2, 1, 0]),  # labels of any kind
+    ],
+)
 def test_nmi_equals_scikit_learns(labels, clusters):
     from sklearn.metrics import normalized_mutual_info_score
 
     assert normalized_mutual_information(np.asarray(labels), np.asarray(clusters)) == pytest.approx(
-        normalized_mutual_info_score(labels, clusters), abs=1e-12)
+        normalized_mutual_info_score(labels, clusters), abs=1e-12
+    )
 
 
 def test_kmeans_recovers_well_separated_classes():
@@ -255,8 +261,7 @@ def test_query_gallery_with_more_queries_and_absent_classes_ranks_as_brute_force
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("group, chunk", [(64, 8), (4, 8), (4, 12), (2, 1000)])
 @pytest.mark.parametrize("stride", [16, 3, 1])
-def test_symmetric_blocks_rank_as_brute_force_and_rank_most_rows_themselves(seed, group, chunk, stride,
-                                                                            monkeypatch):
+def test_symmetric_blocks_rank_as_brute_force_and_rank_most_rows_themselves(seed, group, chunk, stride, monkeypatch):
     """Self-retrieval from half the matrix: blocks read along rows and down columns, runs of
     `group` entries, ragged last blocks, samples down to every item; few rows are left to the
     row-by-row ranking."""

@@ -2,6 +2,7 @@
 Proxy-Anchor loss (code, test, methods.yaml: three files) and a dataset of class folders (code,
 test, an experiment file listing it: three files); each is then tested, planned and run by the
 pipeline (the loss after an experiment lists it), and nothing else is edited."""
+
 import re
 import shutil
 import subprocess
@@ -58,7 +59,7 @@ PROXY_ANCHOR = textwrap.dedent('''
             return self.proxies
 ''')
 
-PROXY_ANCHOR_TEST = textwrap.dedent('''
+PROXY_ANCHOR_TEST = textwrap.dedent("""
     import math
 
     import pytest
@@ -80,25 +81,25 @@ PROXY_ANCHOR_TEST = textwrap.dedent('''
         negative = sum(math.log(1 + sum(math.exp(8 * (s[i][c] + 0.1)) for i in range(12) if y[i] != c))
                        for c in range(5)) / 5
         assert criterion(x, y).item() == pytest.approx(positive + negative, rel=1e-10)
-''')
+""")
 
-PROXY_ANCHOR_METHOD = textwrap.dedent('''
+PROXY_ANCHOR_METHOD = textwrap.dedent("""
     proxy_anchor_own:
       label: Proxy-Anchor
       paper: null
       loss: {name: proxy_anchor_own, alpha: 32.0, delta: 0.1}
       sampler: m_per_class
-''')
+""")
 
 DOGS = re.search(r"```python\n(.*?)```", (REPO / "docs" / "howto" / "add-dataset.md").read_text(), re.S).group(1)
 
-DOGS_TEST = textwrap.dedent('''
+DOGS_TEST = textwrap.dedent("""
     from dmlbench.data import datasets
 
 
     def test_stanford_dogs_is_registered():
         assert datasets.get("stanford_dogs").label == "Stanford Dogs"
-''')
+""")
 
 
 def checkout_copy(root):
@@ -112,8 +113,14 @@ def checkout_copy(root):
 
 def run(root, *args, timeout=600):
     env = {k: v for k, v in python_env().items() if k != "PYTHONPATH"}
-    return subprocess.run([sys.executable, *args], cwd=root, env=dict(env, PYTHONPATH=str(root)),
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=root,
+        env=dict(env, PYTHONPATH=str(root)),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def edit(path, old: str, new: str) -> None:
@@ -151,43 +158,61 @@ def test_an_empty_class_folder_is_named(tmp_path):
 @pytest.mark.slow
 def test_proxy_anchor_in_three_files_then_planned_and_trained(tmp_path):
     root = checkout_copy(tmp_path / "checkout")
-    (root / "dmlbench/methods/losses/proxy_anchor.py").write_text(PROXY_ANCHOR)                # 1. code
-    (root / "tests/test_proxy_anchor.py").write_text(PROXY_ANCHOR_TEST)                        # 2. test
-    methods = root / "workflow/config/methods.yaml"                                            # 3. config
+    (root / "dmlbench/methods/losses/proxy_anchor.py").write_text(PROXY_ANCHOR)  # 1. code
+    (root / "tests/test_proxy_anchor.py").write_text(PROXY_ANCHOR_TEST)  # 2. test
+    methods = root / "workflow/config/methods.yaml"  # 3. config
     methods.write_text(methods.read_text() + PROXY_ANCHOR_METHOD)
     newcomers_test_passes(root, "test_proxy_anchor.py")
     subset = "subset={suite.baselines: {datasets: [cub], methods: [proxy_anchor_own]}}"
-    edit(root / "workflow/config/experiments/suite.yaml", "  methods: [contrastive, triplet_semihard, ms]\n",
-         "  methods: [contrastive, triplet_semihard, ms, proxy_anchor_own]\n")
-    trained = run(root, "-m", "snakemake", "--cores", "2", "--config", "preset=smoke", "experiments=[suite.baselines]",
-                  subset, timeout=900)
+    edit(
+        root / "workflow/config/experiments/suite.yaml",
+        "  methods: [contrastive, triplet_semihard, ms]\n",
+        "  methods: [contrastive, triplet_semihard, ms, proxy_anchor_own]\n",
+    )
+    trained = run(
+        root,
+        "-m",
+        "snakemake",
+        "--cores",
+        "2",
+        "--config",
+        "preset=smoke",
+        "experiments=[suite.baselines]",
+        subset,
+        timeout=900,
+    )
     assert trained.returncode == 0, trained.stderr[-3000:]
     metrics = list((root / "results/smoke/suite.baselines/cub/proxy_anchor_own").glob("seed*/metrics.json"))
     assert metrics, "the Proxy-Anchor run was trained and evaluated"
     edit(methods, "proxy_anchor_own, alpha: 32.0, delta: 0.1}", "proxy_anchor_own, alpha: 32.0, delat: 0.1}")
     refused = run(root, "-m", "snakemake", "-n", "--config", "preset=smoke")
     assert refused.returncode != 0
-    assert "method proxy_anchor_own.loss.delat: loss 'proxy_anchor_own' has no parameter 'delat' " \
-        "(did you mean 'delta'?)" \
-        in refused.stdout + refused.stderr
+    assert (
+        "method proxy_anchor_own.loss.delat: loss 'proxy_anchor_own' has no parameter 'delat' "
+        "(did you mean 'delta'?)" in refused.stdout + refused.stderr
+    )
 
 
 @pytest.mark.slow
 def test_a_class_folder_dataset_in_three_files_then_prepared_and_planned(tmp_path):
     root = checkout_copy(tmp_path / "checkout")
-    (root / "dmlbench/data/datasets/stanford_dogs.py").write_text(DOGS)                          # 1. code
-    (root / "tests/test_stanford_dogs.py").write_text(DOGS_TEST)                                 # 2. test
-    edit(root / "workflow/config/experiments/suite.yaml",                                             # 3. config
-         "  datasets: [cub, cars, sop, inshop, digits]\n  methods: [contrastive, triplet_semihard, ms]\n",
-         "  datasets: [cub, cars, sop, inshop, digits, stanford_dogs]\n"
-         "  methods: [contrastive, triplet_semihard, ms]\n")
+    (root / "dmlbench/data/datasets/stanford_dogs.py").write_text(DOGS)  # 1. code
+    (root / "tests/test_stanford_dogs.py").write_text(DOGS_TEST)  # 2. test
+    edit(
+        root / "workflow/config/experiments/suite.yaml",  # 3. config
+        "  datasets: [cub, cars, sop, inshop, digits]\n  methods: [contrastive, triplet_semihard, ms]\n",
+        "  datasets: [cub, cars, sop, inshop, digits, stanford_dogs]\n  methods: [contrastive, triplet_semihard, ms]\n",
+    )
     newcomers_test_passes(root, "test_stanford_dogs.py")
     config = ["--config", "preset=smoke", "experiments=[suite.baselines]", "datasets=[stanford_dogs]"]
     planned = run(root, "-m", "snakemake", "-n", *config)
     assert planned.returncode == 0, planned.stderr[-3000:]
     assert "stanford_dogs" in planned.stdout and "train" in planned.stdout
-    found = run(root, "-c", "from dmlbench.config.plan import Plan; "
-                "print(Plan.load('workflow/config', {'preset': 'smoke'}).data_dir)")
+    found = run(
+        root,
+        "-c",
+        "from dmlbench.config.plan import Plan; print(Plan.load('workflow/config', {'preset': 'smoke'}).data_dir)",
+    )
     manifest = f"{found.stdout.strip()}/stanford_dogs/manifest.csv"
     prepared = run(root, "-m", "snakemake", "--cores", "1", *config, "--", manifest)
     assert prepared.returncode == 0, prepared.stderr[-3000:]

@@ -44,7 +44,7 @@ def _cub_table(shared_datasets, tmp_path) -> pd.DataFrame:
 def test_folds_partition_the_first_half_of_cubs_classes_and_hold_no_test_class(shared_datasets, tmp_path):
     table = _cub_table(shared_datasets, tmp_path)
     classes = sorted(table["label"].unique())
-    first_half = set(classes[:len(classes) // 2])
+    first_half = set(classes[: len(classes) // 2])
     assert set(table.loc[table["split"] == "train", "label"]) == first_half  # the training half
     splits = folds.assign(table, 4)
     parts = {p: set(splits.loc[splits["part"] == p, "label"]) for p in set(splits["part"])}
@@ -93,8 +93,9 @@ def test_interval_against_the_t_table_and_its_coverage():
         by_hand = quantile * math.sqrt(sum((v - x.mean()) ** 2 for v in x) / (n - 1)) / math.sqrt(n)
         assert half == pytest.approx(by_hand, rel=1e-3)
     rng = np.random.default_rng(0)  # the interval covers the true mean 95 % of the time
-    covered = [abs(mean - 3.0) <= half for mean, half in
-               (mean_interval(rng.normal(3.0, 2.0, size=10)) for _ in range(4000))]
+    covered = [
+        abs(mean - 3.0) <= half for mean, half in (mean_interval(rng.normal(3.0, 2.0, size=10)) for _ in range(4000))
+    ]
     assert np.mean(covered) == pytest.approx(0.95, abs=0.012)
     with pytest.raises(ValueError):
         mean_interval([0.5])
@@ -158,8 +159,12 @@ def _ask_spec(tmp_path, slot: int) -> dict:
 
 def test_the_papers_setting_is_the_first_trial_and_asking_again_repeats_nothing(tmp_path):
     first = study.ask(_ask_spec(tmp_path, 0), tmp_path / "p0.json")
-    assert first["paper"] and first["params"] == {"loss.alpha": 2.0, "loss.beta": 50.0, "loss.gamma": 0.5,
-                                                  "miner.epsilon": 0.1}
+    assert first["paper"] and first["params"] == {
+        "loss.alpha": 2.0,
+        "loss.beta": 50.0,
+        "loss.gamma": 0.5,
+        "miner.epsilon": 0.1,
+    }
     second = study.ask(_ask_spec(tmp_path, 1), tmp_path / "p1.json")
     assert second["trial"] != first["trial"] and not second["paper"]
     dims = {d.path: d for d in space.from_json(_ask_spec(tmp_path, 1)["space"]).dimensions}
@@ -182,11 +187,13 @@ def test_the_papers_setting_is_the_first_trial_and_asking_again_repeats_nothing(
 
 
 def test_the_objective_is_the_mean_validation_map_at_r_and_a_diverged_fold_fails_the_trial():
-    assert study.fold_objective([{"status": "finished", "validation": {"map@r": 0.2, "recall@1": 0.9}},
-                                 {"status": "finished", "validation": {"map@r": 0.4, "recall@1": 0.1}}]) \
-        == pytest.approx(0.3)
-    assert study.fold_objective([{"status": "finished", "validation": {"map@r": 0.2}},
-                                 {"status": "diverged"}]) is None
+    assert study.fold_objective(
+        [
+            {"status": "finished", "validation": {"map@r": 0.2, "recall@1": 0.9}},
+            {"status": "finished", "validation": {"map@r": 0.4, "recall@1": 0.1}},
+        ]
+    ) == pytest.approx(0.3)
+    assert study.fold_objective([{"status": "finished", "validation": {"map@r": 0.2}}, {"status": "diverged"}]) is None
 
 
 def _catalogue_copy(tmp_path) -> Path:
@@ -217,11 +224,19 @@ def test_fair_settings_are_checked_by_value():
         _fair_plan(repetitions=1)
     with pytest.raises(ConfigError, match=r"suite.fair.fair.*'rounds' was unexpected"):
         _fair_plan(rounds=3)
-    plan = Plan.load(CONFIG_DIR, {"preset": "smoke", "experiments": ["suite.fair"],  # command-line text
-                                  "subset": {"suite.fair": {"fair": {"trials": "3"}}}})
+    plan = Plan.load(
+        CONFIG_DIR,
+        {
+            "preset": "smoke",
+            "experiments": ["suite.fair"],  # command-line text
+            "subset": {"suite.fair": {"fair": {"trials": "3"}}},
+        },
+    )
     assert plan.fair_settings("suite.fair")["trials"] == 3
-    catalogue = dict(plan.experiments["suite.fair"], fair={"folds": 1, "trials": 2, "parallel": 1, "repetitions": 2,
-                                                                        "rounds_per_job": 1, "repetitions_per_job": 1})
+    catalogue = dict(
+        plan.experiments["suite.fair"],
+        fair={"folds": 1, "trials": 2, "parallel": 1, "repetitions": 2, "rounds_per_job": 1, "repetitions_per_job": 1},
+    )
     plan.experiments["suite.fair"] = catalogue
     with pytest.raises(ConfigError, match=r"experiment suite.fair.fair.folds: an integer ≥ 2, not 1"):
         validation.check_fair(plan, "suite.fair", "experiment suite.fair")
@@ -243,13 +258,22 @@ def _nested(path: str, value) -> dict:
     return {head: _nested(rest, value) if rest else value}
 
 
-@pytest.mark.parametrize("method, key, value", [
-    ("ms", "schedule.milestones", [10]), ("ms", "batch.per_class", 2), ("ms", "optimizer.momentum", 0.5),
-    ("ms", "optimizer.head_lr_mult", 10.0), ("ms", "optimizer.loss_lr_mult", 1.0),
-    ("softtriple", "optimizer.loss_params.optimizer", "sgd"), ("ms", "model.normalize", False),
-    ("ms", "scheme.name", "profs"), ("ms", "batch.small_classes", "repeat"), ("ms", "epochs", 5),
-    ("npair", "optimizer.momentum", 0.5),           # a method with necessities: others still refused
-])
+@pytest.mark.parametrize(
+    "method, key, value",
+    [
+        ("ms", "schedule.milestones", [10]),
+        ("ms", "batch.per_class", 2),
+        ("ms", "optimizer.momentum", 0.5),
+        ("ms", "optimizer.head_lr_mult", 10.0),
+        ("ms", "optimizer.loss_lr_mult", 1.0),
+        ("softtriple", "optimizer.loss_params.optimizer", "sgd"),
+        ("ms", "model.normalize", False),
+        ("ms", "scheme.name", "profs"),
+        ("ms", "batch.small_classes", "repeat"),
+        ("ms", "epochs", 5),
+        ("npair", "optimizer.momentum", 0.5),  # a method with necessities: others still refused
+    ],
+)
 def test_the_recipe_guard_refuses_each_recipe_key_naming_method_and_key(tmp_path, method, key, value):
     folder = _catalogue_copy(tmp_path)
     methods = yaml.safe_load((folder / "methods.yaml").read_text())
@@ -283,22 +307,42 @@ def _similarity(distance: float) -> float:
 
 # The reality check's published optima (powerful-benchmarker docs/papers/mlrc.md, "Optimal
 # hyperparameters", CUB200 / Cars196 / SOP at batch 32); rates as learning rates.
-MS_MINER = {"loss.alpha": [17.97, 7.49, 15.94], "loss.beta": [75.66, 47.99, 156.61],
-            "loss.gamma": [0.77, 0.63, 0.72], "miner.epsilon": [0.39, 0.72, 0.34]}
-SOFTTRIPLE = {"rate": [5.37e-5, 1.40e-4, 8.68e-5], "loss.la": [78.02, 17.69, 100.0],
-              "loss.gamma": [58.95, 19.18, 47.90], "loss.tau": [0.3754, 0.0669],
-              "loss.margin": [0.4307, 0.3588, 0.3145]}
-MARGIN = {"rate": [1.31e-3, 1.11e-4, 1.82e-3], "loss.margin": [0.0878, 0.0781, 0.0915],
-          "loss.beta": [0.7838, 1.3164, 1.1072]}
+MS_MINER = {
+    "loss.alpha": [17.97, 7.49, 15.94],
+    "loss.beta": [75.66, 47.99, 156.61],
+    "loss.gamma": [0.77, 0.63, 0.72],
+    "miner.epsilon": [0.39, 0.72, 0.34],
+}
+SOFTTRIPLE = {
+    "rate": [5.37e-5, 1.40e-4, 8.68e-5],
+    "loss.la": [78.02, 17.69, 100.0],
+    "loss.gamma": [58.95, 19.18, 47.90],
+    "loss.tau": [0.3754, 0.0669],
+    "loss.margin": [0.4307, 0.3588, 0.3145],
+}
+MARGIN = {
+    "rate": [1.31e-3, 1.11e-4, 1.82e-3],
+    "loss.margin": [0.0878, 0.0781, 0.0915],
+    "loss.beta": [0.7838, 1.3164, 1.1072],
+}
 TRIPLET = {"loss.margin": [0.0961, 0.1190, 0.0451]}
 REALITY_CHECK = {
-    "contrastive": {"loss.pos_margin": [_similarity(d) for d in (-0.2, 0.2652, 0.2850)],
-                    "loss.neg_margin": [_similarity(d) for d in (0.3841, 0.5409, 0.5130)]},
-    "triplet_semihard": TRIPLET, "triplet_hard": TRIPLET, "t_profs": TRIPLET,
+    "contrastive": {
+        "loss.pos_margin": [_similarity(d) for d in (-0.2, 0.2652, 0.2850)],
+        "loss.neg_margin": [_similarity(d) for d in (0.3841, 0.5409, 0.5130)],
+    },
+    "triplet_semihard": TRIPLET,
+    "triplet_hard": TRIPLET,
+    "t_profs": TRIPLET,
     "raw": {"loss.alpha": [0.01, 14.35, 8.49], "loss.beta": [50.60, 75.83, 57.38], "loss.gamma": [0.56, 0.66, 0.41]},
-    "ms": MS_MINER, "ms_profs": MS_MINER, "softtriple": SOFTTRIPLE, "st_profs": SOFTTRIPLE,
+    "ms": MS_MINER,
+    "ms_profs": MS_MINER,
+    "softtriple": SOFTTRIPLE,
+    "st_profs": SOFTTRIPLE,
     "proxy_nca": {"rate": [6.04e-3, 4.43e-3, 5.28e-4], "loss.scale": [13.98, 7.97, 10.73]},
-    "margin_hard_fair": MARGIN, "m_profs_fair": MARGIN, "fastap": {"loss.num_bins": [17, 27, 16]},
+    "margin_hard_fair": MARGIN,
+    "m_profs_fair": MARGIN,
+    "fastap": {"loss.num_bins": [17, 27, 16]},
 }
 
 
@@ -319,8 +363,9 @@ def test_every_search_space_holds_the_papers_value_and_the_reality_checks_optima
             for optimum in optima:
                 value = optimum / lr if path == "rate" else optimum
                 assert d.low <= value * (1 + 1e-12) and value <= d.high * (1 + 1e-12), (method, path, optimum)
-        learnable = [p for p in Criterion(cfg["method"], num_classes=4, embedding_dim=8).parameters()
-                     if p.requires_grad]
+        learnable = [
+            p for p in Criterion(cfg["method"], num_classes=4, embedding_dim=8).parameters() if p.requires_grad
+        ]
         if learnable:  # the loss parameters' rate searched over [1e-6, 1] on a log scale
             rate = dims["optimizer.loss_lr_mult"]
             assert rate.log and rate.low * lr <= 1e-6 * (1 + 1e-9) and rate.high * lr >= 1 - 1e-9, method
@@ -354,10 +399,12 @@ def test_the_paper_number_map_is_complete_at_full_and_names_printed_numbers(tmp_
             assert entry["none"].strip() and method not in recall
             continue
         for experiment, row in entry.items():
-            printed = {**(catalogue[experiment].get("reported") or {}),
-                       **(catalogue[experiment].get("quoted") or {})}[row]
-            found = {d: v["recall@1"] for d, v in printed.items()
-                     if "recall@1" in v and d in plan.datasets_of("suite.fair")}
+            printed = {**(catalogue[experiment].get("reported") or {}), **(catalogue[experiment].get("quoted") or {})}[
+                row
+            ]
+            found = {
+                d: v["recall@1"] for d, v in printed.items() if "recall@1" in v and d in plan.datasets_of("suite.fair")
+            }
             assert found, (method, experiment, row)
             for dataset, value in found.items():
                 shown, source = recall[method][dataset]
@@ -376,16 +423,19 @@ def test_the_paper_number_map_is_complete_at_full_and_names_printed_numbers(tmp_
 
 
 def test_tied_settings_follow_their_source():
-    tied = space.parse("triplet_semihard", {"search": {"loss.margin": {"low": 0, "high": 1},
-                                                       "miner.margin": {"same_as": "loss.margin"}}})
+    tied = space.parse(
+        "triplet_semihard",
+        {"search": {"loss.margin": {"low": 0, "high": 1}, "miner.margin": {"same_as": "loss.margin"}}},
+    )
     cfg = {"method": {"loss": {"margin": 0.1}, "miner": {"margin": 0.1}}}
     moved = space.apply(cfg, tied, {"loss.margin": 0.3})
     assert moved["method"]["loss"]["margin"] == moved["method"]["miner"]["margin"] == 0.3
     assert cfg["method"]["loss"]["margin"] == 0.1
 
 
-def _fold_with_early_stopping(tmp_path, epochs: int, patience: int, keep_model: bool = False,
-                              log=lambda m: None) -> dict:
+def _fold_with_early_stopping(
+    tmp_path, epochs: int, patience: int, keep_model: bool = False, log=lambda m: None
+) -> dict:
     """A fixture fold trained at the paper's setting with at most `epochs` and this patience."""
     spec, _ = _fixture_fold_spec(tmp_path)
     spec["run"].update(epochs=epochs)
@@ -440,21 +490,37 @@ def test_the_fair_tables_show_trials_capped_folds_notes_and_the_embedding_size(t
     for i, method in enumerate(spec["methods"]):  # method i: i + 1 capped final folds, i capped trial folds
         folder = tmp_path / "cub" / method
         stops = ["cap"] * (i + 1) + ["patience"] * (4 - i - 1)
-        write_json(folder / "final" / "summary.json", {
-            "repetitions": 2, "capped_folds": stops.count("cap"), "fold_trainings": len(stops),
-            "per_repetition": [{mode: {k: v + r / 100 for k, v in metrics.items()} for mode in fair_tables.MODES}
-                               for r in range(2)],
-            **{mode: {k: {"mean": v, "ci95": 0.01} for k, v in metrics.items()} for mode in fair_tables.MODES}})
-        write_json(folder / "search" / "best.json", {"params": {"loss.a": 1.0}, "paper": {"loss.a": 2.0},
-                                                     "trials": 3, "diverged": 1, "objective": 0.2})
-        trials = pd.DataFrame({"slot": [0, 1, 2], "fold0_stopped_by": ["cap" if i else "patience", "patience", None],
-                               "fold1_stopped_by": ["patience", "patience", None]})
+        write_json(
+            folder / "final" / "summary.json",
+            {
+                "repetitions": 2,
+                "capped_folds": stops.count("cap"),
+                "fold_trainings": len(stops),
+                "per_repetition": [
+                    {mode: {k: v + r / 100 for k, v in metrics.items()} for mode in fair_tables.MODES} for r in range(2)
+                ],
+                **{mode: {k: {"mean": v, "ci95": 0.01} for k, v in metrics.items()} for mode in fair_tables.MODES},
+            },
+        )
+        write_json(
+            folder / "search" / "best.json",
+            {"params": {"loss.a": 1.0}, "paper": {"loss.a": 2.0}, "trials": 3, "diverged": 1, "objective": 0.2},
+        )
+        trials = pd.DataFrame(
+            {
+                "slot": [0, 1, 2],
+                "fold0_stopped_by": ["cap" if i else "patience", "patience", None],
+                "fold1_stopped_by": ["patience", "patience", None],
+            }
+        )
         trials.to_csv(folder / "search" / "trials.csv", index=False)
     out = tmp_path / "report"
     fair_tables.aggregate(spec, out)
     lines = (out / "fair_table.md").read_text().splitlines()
-    assert "| trials (diverged) | capped folds (final; search) |" in lines[[i for i, l in enumerate(lines)
-                                                                            if l.startswith("| method")][0]]
+    assert (
+        "| trials (diverged) | capped folds (final; search) |"
+        in lines[[i for i, l in enumerate(lines) if l.startswith("| method")][0]]
+    )
     for i, method in enumerate(spec["methods"]):
         row = next(l for l in lines if l.startswith(f"| {spec['methods'][method]['label']} |"))
         assert row.endswith(f"| 3 (1) | {i + 1}/4; {1 if i else 0}/4 |")
@@ -464,27 +530,46 @@ def test_the_fair_tables_show_trials_capped_folds_notes_and_the_embedding_size(t
     dims = plan.fair_embedding_dims("suite.fair")  # the preset's size (smoke shrinks the model), not the protocol's
     size = plan.resolve(FairRun("suite.fair", "cub", "ms", 0))["model"]["embedding_dim"]
     assert dims == [size]
-    assert (f"each fold's {size}-d model" in fair_section.caption(dims, 2)
-            and f"({2 * size}-d)" in fair_section.caption(dims, 2))
+    assert f"each fold's {size}-d model" in fair_section.caption(dims, 2) and f"({2 * size}-d)" in fair_section.caption(
+        dims, 2
+    )
     assert "each fold's 64-d model" in fair_section.caption([64], 4) and "(256-d)" in fair_section.caption([64], 4)
-    html = fair_section.dataset_table(pd.read_csv(out / "fair_table.csv"), "cub", plan.papers,
-                                      pd.read_csv(out / "fair_pairwise.csv"))
+    html = fair_section.dataset_table(
+        pd.read_csv(out / "fair_table.csv"), "cub", plan.papers, pd.read_csv(out / "fair_pairwise.csv")
+    )
     assert "<th rowspan='2'>capped folds</th>" in html and "<td>1/4; 0/4</td>" in html
 
 
 def snakemake_command(workdir: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
-            "--scheduler", "greedy", *args]
+    return [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(workdir),
+        "--scheduler",
+        "greedy",
+        *args,
+    ]
 
 
 @pytest.mark.slow
 def test_kill_9_during_the_search_resumes_without_losing_or_repeating_a_trial(tmp_path):
-    args = ["--cores", "1", "--config", "preset=smoke", "experiments=[suite.fair]",
-            "subset={suite.fair: {datasets: [cub], methods: [ephn_2nd], fair: {folds: 2, trials: 4, parallel: 1,"
-            " repetitions: 2}, train: {epochs: 2, eval: {every: 1}, early_stopping: {patience: 1}}}}"]
+    args = [
+        "--cores",
+        "1",
+        "--config",
+        "preset=smoke",
+        "experiments=[suite.fair]",
+        "subset={suite.fair: {datasets: [cub], methods: [ephn_2nd], fair: {folds: 2, trials: 4, parallel: 1,"
+        " repetitions: 2}, train: {epochs: 2, eval: {every: 1}, early_stopping: {patience: 1}}}}",
+    ]
     search = tmp_path / "results/smoke/suite.fair/cub/ephn_2nd/search"
-    child = start(snakemake_command(tmp_path, *args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                  env=python_env())
+    child = start(
+        snakemake_command(tmp_path, *args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=python_env()
+    )
     try:
         deadline = time.time() + 600
         while not (search / "trial2" / "params.json").exists():  # trials 0 and 1 told, trial 2 training
@@ -495,11 +580,17 @@ def test_kill_9_during_the_search_resumes_without_losing_or_repeating_a_trial(tm
         stop(child)
     told = {t: (search / f"trial{t}" / "result.json").read_text() for t in (0, 1)}
     assert not (search / "best.json").exists()
-    unlocked = run(snakemake_command(tmp_path, "--unlock", *args), timeout=300, capture_output=True, text=True,
-                   env=python_env())  # what Snakemake asks for after a kill
+    unlocked = run(
+        snakemake_command(tmp_path, "--unlock", *args), timeout=300, capture_output=True, text=True, env=python_env()
+    )  # what Snakemake asks for after a kill
     assert unlocked.returncode == 0, unlocked.stderr[-2000:]
-    result = run(snakemake_command(tmp_path, "--rerun-incomplete", *args), timeout=1200, capture_output=True,
-                 text=True, env=python_env())
+    result = run(
+        snakemake_command(tmp_path, "--rerun-incomplete", *args),
+        timeout=1200,
+        capture_output=True,
+        text=True,
+        env=python_env(),
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     for t, text in told.items():  # finished trials kept as they were
         assert (search / f"trial{t}" / "result.json").read_text() == text
@@ -521,8 +612,14 @@ def test_full_dry_run_lists_every_fold_trial_and_final_run_of_suite_fair(full_dr
     pairs = plan.fair_pairs("suite.fair")
     assert len(pairs) == 4 * len(plan.experiments["suite.fair"]["methods"])
     assert {d for d, _ in pairs} == {"cub", "cars", "sop", "inshop"}
-    assert settings == {"folds": 4, "trials": 50, "parallel": 2, "repetitions": 10, "rounds_per_job": 5,
-                        "repetitions_per_job": 5}
+    assert settings == {
+        "folds": 4,
+        "trials": 50,
+        "parallel": 2,
+        "repetitions": 10,
+        "rounds_per_job": 5,
+        "repetitions_per_job": 5,
+    }
     stdout = result.stdout
     listed = {path.strip() for line in re.findall(r"^\s+output: (.*)$", stdout, re.M) for path in line.split(",")}
     rounds = -(-settings["trials"] // settings["parallel"])
@@ -535,8 +632,11 @@ def test_full_dry_run_lists_every_fold_trial_and_final_run_of_suite_fair(full_dr
         for g in range(groups):
             assert f"{folder}/final/group{g}.json" in listed
         assert f"{folder}/final/summary.json" in listed
-    counts = {line.split()[0]: int(line.split()[1]) for line in stdout[stdout.index("Job stats:"):].splitlines()
-              if len(line.split()) == 2 and line.split()[1].isdigit()}
+    counts = {
+        line.split()[0]: int(line.split()[1])
+        for line in stdout[stdout.index("Job stats:") :].splitlines()
+        if len(line.split()) == 2 and line.split()[1].isdigit()
+    }
     assert counts["fair_stage"] == len(pairs) * stages  # one GPU job per 5 rounds: their slots' folds
     assert counts["fair_final"] == len(pairs) * groups  # one per 5 repetitions: their folds
     assert not {"fair_ask", "fair_tell", "fair_trial_fold", "fair_final_fold"} & set(counts)

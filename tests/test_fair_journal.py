@@ -28,11 +28,29 @@ JOURNAL = f"{SEARCH}/study.journal"
 def snakemake(checkout, workdir, trials=2):
     """The search of ms on the smoke fixture of cub (its trials.csv), one epoch per fold, one round
     (one slot) a GPU job, so that a later job asks a slot whose earlier ones an earlier job asked."""
-    subset = (f"subset={{suite.fair: {{datasets: [cub], methods: [ms], fair: {{folds: 2, trials: {trials}, "
-              f"parallel: 1, repetitions: 2, rounds_per_job: 1}}, train: {{epochs: 1, eval: {{every: 1}}}}}}}}")
-    command = [sys.executable, "-m", "snakemake", "-s", str(checkout / "Snakefile"), "-d", str(workdir),
-               "--scheduler", "greedy", "--cores", "1", "--config", "preset=smoke", "experiments=[suite.fair]",
-               subset, "--", f"{SEARCH}/trials.csv"]
+    subset = (
+        f"subset={{suite.fair: {{datasets: [cub], methods: [ms], fair: {{folds: 2, trials: {trials}, "
+        f"parallel: 1, repetitions: 2, rounds_per_job: 1}}, train: {{epochs: 1, eval: {{every: 1}}}}}}}}"
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(checkout / "Snakefile"),
+        "-d",
+        str(workdir),
+        "--scheduler",
+        "greedy",
+        "--cores",
+        "1",
+        "--config",
+        "preset=smoke",
+        "experiments=[suite.fair]",
+        subset,
+        "--",
+        f"{SEARCH}/trials.csv",
+    ]
     return processes.run(command, timeout=900, capture_output=True, text=True, env=python_env())
 
 
@@ -96,8 +114,11 @@ def test_a_slot_whose_earlier_slots_are_missing_from_the_emptied_journal_is_refu
     assert f"{JOURNAL} has no trial of slot(s) 0, 1, asked before slot 2" in said
     assert "Traceback" not in said and not (work / SEARCH / "trial2/params.json").exists()
     assert f"delete {SEARCH}/stage*.json, round*.json and trial*/params.json" in said
-    for path in [*(work / SEARCH).glob("stage*.json"), *(work / SEARCH).glob("round*.json"),
-                 *(work / SEARCH).glob("trial*/params.json")]:
+    for path in [
+        *(work / SEARCH).glob("stage*.json"),
+        *(work / SEARCH).glob("round*.json"),
+        *(work / SEARCH).glob("trial*/params.json"),
+    ]:
         path.unlink()  # what the message says to do
     result = snakemake(checkout, work, trials=3)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -131,11 +152,44 @@ def test_a_cut_last_journal_line_is_dropped_and_other_damage_is_named(tmp_path, 
         with pytest.raises(DmlbenchError, match=rf"{journal}, line \d+, is damaged .*restore it from a backup"):
             study.ask(_ask_spec(tmp_path, 3), tmp_path / "p3.json")
     ask = _ask_spec(tmp_path, 3)  # the step as Snakemake runs it (a search job asking slot 3): one line, no traceback
-    spec = json.dumps({"ask": ask, "space": ask["space"], "base": ask["run"], "rounds": [
-        {"output": str(tmp_path / "round1.json"), "trials": [
-            {"slot": 3, "params": str(tmp_path / "p3.json"), "result": str(tmp_path / "r3.json"), "folds": []}]}]})
-    result = processes.run([sys.executable, "-m", "dmlbench", "fair-stage", "--spec", spec, "--side", "{}", "--output",
-                            str(tmp_path / "stage0.json")], timeout=300, capture_output=True, text=True, cwd=REPO)
+    spec = json.dumps(
+        {
+            "ask": ask,
+            "space": ask["space"],
+            "base": ask["run"],
+            "rounds": [
+                {
+                    "output": str(tmp_path / "round1.json"),
+                    "trials": [
+                        {
+                            "slot": 3,
+                            "params": str(tmp_path / "p3.json"),
+                            "result": str(tmp_path / "r3.json"),
+                            "folds": [],
+                        }
+                    ],
+                }
+            ],
+        }
+    )
+    result = processes.run(
+        [
+            sys.executable,
+            "-m",
+            "dmlbench",
+            "fair-stage",
+            "--spec",
+            spec,
+            "--side",
+            "{}",
+            "--output",
+            str(tmp_path / "stage0.json"),
+        ],
+        timeout=300,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert f"dmlbench fair-stage: error: {journal}, line 1, is damaged" in result.stderr
 
@@ -153,7 +207,8 @@ def test_a_garbled_epochs_file_of_a_finished_fold_is_named_set_aside_and_rebuilt
     output.unlink()  # the fold's step runs again
     messages = []
     assert fold_run.run(spec, params, run_dir, output, log=messages.append) == first
-    assert any(f"{run_dir / 'epochs.jsonl'} is damaged" in m and "set aside as epochs.jsonl.corrupt" in m
-               for m in messages)
+    assert any(
+        f"{run_dir / 'epochs.jsonl'} is damaged" in m and "set aside as epochs.jsonl.corrupt" in m for m in messages
+    )
     assert (run_dir / "epochs.jsonl").read_text() == history
     assert (run_dir / "epochs.jsonl.corrupt").exists()

@@ -14,14 +14,21 @@ from dmlbench.report import fair_tables
 
 # made-up MAP@R (%) of three methods over five repetitions on one dataset: a is clearly above c,
 # b is noisy around a
-REPETITIONS = {"a": [30.1, 31.0, 29.8, 30.5, 30.9],
-               "b": [29.0, 31.9, 28.7, 31.8, 30.2],
-               "c": [25.2, 26.1, 24.9, 25.8, 26.0]}
+REPETITIONS = {
+    "a": [30.1, 31.0, 29.8, 30.5, 30.9],
+    "b": [29.0, 31.9, 28.7, 31.8, 30.2],
+    "c": [25.2, 26.1, 24.9, 25.8, 26.0],
+}
 
 
 def long_frame(values: dict, dataset="cub", mode="separated", metric="map@r") -> pd.DataFrame:
-    return pd.DataFrame([{"dataset": dataset, "mode": mode, "metric": metric, "method": m, "repetition": r,
-                          "value": v} for m, vs in values.items() for r, v in enumerate(vs)])
+    return pd.DataFrame(
+        [
+            {"dataset": dataset, "mode": mode, "metric": metric, "method": m, "repetition": r, "value": v}
+            for m, vs in values.items()
+            for r, v in enumerate(vs)
+        ]
+    )
 
 
 def test_pairwise_is_scipy_paired_t_with_holm_of_statsmodels():
@@ -41,8 +48,7 @@ def test_pairwise_is_scipy_paired_t_with_holm_of_statsmodels():
     _, adjusted, _, _ = multitest.multipletests(raw, method="holm")
     assert pairs["p_holm"].tolist() == pytest.approx(adjusted.tolist())
     assert pairs["differ"].tolist() == [p < 0.05 for p in adjusted]
-    assert pairs.set_index(["a", "b"])["differ"].to_dict() == {("a", "b"): False, ("a", "c"): True,
-                                                              ("b", "c"): True}
+    assert pairs.set_index(["a", "b"])["differ"].to_dict() == {("a", "b"): False, ("a", "c"): True, ("b", "c"): True}
 
 
 def test_holm_is_corrected_within_each_dataset_mode_and_metric():
@@ -68,11 +74,21 @@ def test_versus_best_gives_each_method_its_gain_over_the_best():
 
 
 # made-up mean MAP@R, datasets × methods; by hand: ranks per dataset (1 the best)
-MEANS = pd.DataFrame({"ms": [30.0, 28.0, 40.0, 55.0], "dro": [29.0, 28.0, 41.0, 54.0],
-                      "ephn": [25.0, 20.0, 35.0, 50.0], "fastap": [26.0, 21.0, 33.0, 51.0]},
-                     index=["cub", "cars", "sop", "inshop"])
-RANKS = {"ms": (1 + 1.5 + 2 + 1) / 4, "dro": (2 + 1.5 + 1 + 2) / 4, "ephn": (4 + 4 + 3 + 4) / 4,
-         "fastap": (3 + 3 + 4 + 3) / 4}
+MEANS = pd.DataFrame(
+    {
+        "ms": [30.0, 28.0, 40.0, 55.0],
+        "dro": [29.0, 28.0, 41.0, 54.0],
+        "ephn": [25.0, 20.0, 35.0, 50.0],
+        "fastap": [26.0, 21.0, 33.0, 51.0],
+    },
+    index=["cub", "cars", "sop", "inshop"],
+)
+RANKS = {
+    "ms": (1 + 1.5 + 2 + 1) / 4,
+    "dro": (2 + 1.5 + 1 + 2) / 4,
+    "ephn": (4 + 4 + 3 + 4) / 4,
+    "fastap": (3 + 3 + 4 + 3) / 4,
+}
 
 
 def test_ranking_against_scipy_scikit_posthocs_and_demsar_table():
@@ -92,7 +108,8 @@ def test_demsar_critical_values_for_other_method_counts():
     for k, q in ((3, 2.343), (5, 2.728), (10, 3.164)):  # Demšar 2006, Table 5(a)
         means = pd.DataFrame(np.random.default_rng(k).normal(size=(6, k)), columns=[f"m{i}" for i in range(k)])
         assert comparisons.ranking(means).critical_difference == pytest.approx(
-            q * math.sqrt(k * (k + 1) / (6 * 6)), abs=2e-3)
+            q * math.sqrt(k * (k + 1) / (6 * 6)), abs=2e-3
+        )
 
 
 def test_cliques_join_methods_closer_than_the_critical_difference():
@@ -108,8 +125,13 @@ def test_too_few_methods_or_datasets_give_a_reason():
 
 def test_fair_outputs_hold_the_statistics(tmp_path):
     """The aggregate step's record and figure from made-up per-method means."""
-    frame = pd.DataFrame([{"dataset": d, "method": m, "mode": "separated", "metric": "map@r", "mean": v}
-                          for d in MEANS.index for m, v in MEANS.loc[d].items()])
+    frame = pd.DataFrame(
+        [
+            {"dataset": d, "method": m, "mode": "separated", "metric": "map@r", "mean": v}
+            for d in MEANS.index
+            for m, v in MEANS.loc[d].items()
+        ]
+    )
     record = fair_tables.ranking_record(fair_tables.ranking(frame))
     assert record["average_ranks"] == pytest.approx(RANKS)
     assert record["groups"] == [["ms", "dro", "fastap"], ["dro", "fastap", "ephn"]]
@@ -135,8 +157,9 @@ def test_the_rankings_smallest_p_is_scipys_on_datasets_that_all_agree(k, n):
     p-value is the smallest the ranking can reach (the demo's 3 methods on 2 datasets: 0.135)."""
     from dmlbench.fair.comparisons import ranking
 
-    agreeing = pd.DataFrame([[float(k - m + d) for m in range(k)] for d in range(n)],
-                            columns=[f"m{m}" for m in range(k)])
+    agreeing = pd.DataFrame(
+        [[float(k - m + d) for m in range(k)] for d in range(n)], columns=[f"m{m}" for m in range(k)]
+    )
     result = ranking(agreeing)
     assert result.smallest_p == pytest.approx(stats.friedmanchisquare(*[agreeing[c] for c in agreeing]).pvalue)
     assert result.smallest_p == pytest.approx(result.friedman_p)

@@ -89,8 +89,9 @@ def test_closed_form_gradient_equals_autograd(bins, seed):
 def test_closed_form_gradient_equals_autograd_with_ties_at_bin_centres(bins, num_bins):
     # one-hot rows: orthogonal pairs sit at d = 2 (a centre of both grids), duplicates at d = 0
     basis = torch.eye(6, dtype=torch.float64)
-    e = torch.cat([basis, basis[:3], torch.randn(5, 6, generator=torch.Generator().manual_seed(0),
-                                                   dtype=torch.float64)])
+    e = torch.cat(
+        [basis, basis[:3], torch.randn(5, 6, generator=torch.Generator().manual_seed(0), dtype=torch.float64)]
+    )
     y = torch.tensor([0, 1, 2, 3, 0, 1, 0, 1, 2, 2, 3, 3, 4, 4])
     centres, _ = bin_centres(num_bins, bins, torch.float64, "cpu")
     x = e / e.norm(dim=1, keepdim=True)

@@ -32,8 +32,9 @@ def whole_classes_but_the_last(batch, labels, part_order=None):
 
 def test_category_pairs_two_categories_half_each_and_the_papers_epoch():
     labels, supers = catalogue(12, 8)  # 12 categories, as SOP
-    sampler = samplers.build("category_pairs", labels, 40, None, torch.Generator().manual_seed(0),
-                             supers=supers, per_pair=5)
+    sampler = samplers.build(
+        "category_pairs", labels, 40, None, torch.Generator().manual_seed(0), supers=supers, per_pair=5
+    )
     batches = list(sampler)
     assert len(batches) == len(sampler) == 66 * 5 == 330
     seen_pairs = Counter()
@@ -49,11 +50,9 @@ def test_category_pairs_two_categories_half_each_and_the_papers_epoch():
 
 def test_category_pairs_inshop_epoch_and_a_short_epoch():
     labels, supers = catalogue(23, 6)  # 23 categories, as In-Shop
-    sampler = samplers.build("category_pairs", labels, 20, None, torch.Generator(), supers=supers,
-                             per_pair=2)
+    sampler = samplers.build("category_pairs", labels, 20, None, torch.Generator(), supers=supers, per_pair=2)
     assert len(sampler) == 253 * 2 == 506
-    short = samplers.build("category_pairs", labels, 20, None, torch.Generator(), supers=supers,
-                           per_pair=2, batches=7)
+    short = samplers.build("category_pairs", labels, 20, None, torch.Generator(), supers=supers, per_pair=2, batches=7)
     assert len(list(short)) == 7
 
 
@@ -73,8 +72,7 @@ def test_vehicleid_sampler_halves():
             labels += [vehicle] * 4
             supers += [model] * 4
             vehicle += 1
-    sampler = samplers.build("vehicleid", labels, 16, None, torch.Generator().manual_seed(0),
-                             supers=supers)
+    sampler = samplers.build("vehicleid", labels, 16, None, torch.Generator().manual_seed(0), supers=supers)
     batches = list(sampler)
     # Σ_c 2 N_c / M: m1 24 images → 3 batches, m2 12 images → 2 (rounded half up: 1.5)
     assert len(batches) == round(2 * 24 / 16) + max(1, round(2 * 12 / 16))
@@ -106,8 +104,9 @@ def test_the_hard_strategy_is_category_pairs_or_vehicleid_halves_as_the_data_ask
     sampler named for it, on the same generator)."""
     labels, supers = catalogue(12, 8)
     hard = samplers.build("hard", labels, 40, None, torch.Generator().manual_seed(0), supers=supers, per_pair=5)
-    pairs = samplers.build("category_pairs", labels, 40, None, torch.Generator().manual_seed(0), supers=supers,
-                           per_pair=5)
+    pairs = samplers.build(
+        "category_pairs", labels, 40, None, torch.Generator().manual_seed(0), supers=supers, per_pair=5
+    )
     assert type(hard) is type(pairs) and list(hard) == list(pairs)
     labels, supers = [v for v in range(12) for _ in range(4)], ["m1"] * 24 + [samplers.VehicleIDBatches.UNLABELLED] * 24
     hard = samplers.build("hard", labels, 16, None, torch.Generator().manual_seed(0), supers=supers)

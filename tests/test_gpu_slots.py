@@ -12,14 +12,29 @@ import pytest
 from conftest import python_env
 from processes import run, start, stop
 
-RECORD = ("import json, os, sys, time; start = time.time(); time.sleep(0.8); "
-          "json.dump([os.environ.get('CUDA_VISIBLE_DEVICES'), start, time.time()], open(sys.argv[1], 'w'))")
+RECORD = (
+    "import json, os, sys, time; start = time.time(); time.sleep(0.8); "
+    "json.dump([os.environ.get('CUDA_VISIBLE_DEVICES'), start, time.time()], open(sys.argv[1], 'w'))"
+)
 
 
 def launch(tmp_path, name, slots, env=None):
     out = tmp_path / f"{name}.json"
-    command = [sys.executable, "-m", "dmlbench", "gpu-slot", "--slots", str(slots), "--lock-dir",
-               str(tmp_path / "locks"), "--", sys.executable, "-c", RECORD, str(out)]
+    command = [
+        sys.executable,
+        "-m",
+        "dmlbench",
+        "gpu-slot",
+        "--slots",
+        str(slots),
+        "--lock-dir",
+        str(tmp_path / "locks"),
+        "--",
+        sys.executable,
+        "-c",
+        RECORD,
+        str(out),
+    ]
     return start(command, env=env or python_env()), out
 
 
@@ -30,7 +45,7 @@ def test_concurrent_jobs_never_share_a_device(tmp_path):
     records = [json.loads(out.read_text()) for _, out in jobs]
     assert {device for device, _, _ in records} <= {"0", "1"}
     for i, (dev_a, start_a, end_a) in enumerate(records):
-        for dev_b, start_b, end_b in records[i + 1:]:
+        for dev_b, start_b, end_b in records[i + 1 :]:
             overlap = start_a < end_b and start_b < end_a
             assert not (overlap and dev_a == dev_b), records
     # five jobs on two devices cannot all have run at once
@@ -55,8 +70,20 @@ def test_no_gpu_resource_leaves_the_environment(tmp_path):
 
 
 def test_exit_code_of_the_job_is_passed_on(tmp_path):
-    command = [sys.executable, "-m", "dmlbench", "gpu-slot", "--slots", "1", "--lock-dir",
-               str(tmp_path), "--", sys.executable, "-c", "raise SystemExit(3)"]
+    command = [
+        sys.executable,
+        "-m",
+        "dmlbench",
+        "gpu-slot",
+        "--slots",
+        "1",
+        "--lock-dir",
+        str(tmp_path),
+        "--",
+        sys.executable,
+        "-c",
+        "raise SystemExit(3)",
+    ]
     assert run(command, timeout=60, env=python_env()).returncode == 3
 
 
@@ -73,8 +100,20 @@ def _alive(pid: int) -> bool:
 def test_child_dies_with_the_wrapper_so_the_device_is_not_shared(tmp_path, how):
     pid_file = tmp_path / "child.pid"
     child = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
-    command = [sys.executable, "-m", "dmlbench", "gpu-slot", "--slots", "1", "--lock-dir",
-               str(tmp_path / "locks"), "--", sys.executable, "-c", child]
+    command = [
+        sys.executable,
+        "-m",
+        "dmlbench",
+        "gpu-slot",
+        "--slots",
+        "1",
+        "--lock-dir",
+        str(tmp_path / "locks"),
+        "--",
+        sys.executable,
+        "-c",
+        child,
+    ]
     wrapper = start(command, env=python_env())
     try:
         deadline = time.monotonic() + 30
@@ -96,8 +135,22 @@ def test_waiting_job_says_so_and_gives_up_after_its_timeout(tmp_path):
     from dmlbench.orchestration.gpu_slots import claim_device
 
     with claim_device(1, tmp_path):
-        command = [sys.executable, "-m", "dmlbench", "gpu-slot", "--slots", "1", "--lock-dir",
-                   str(tmp_path), "--timeout", "1", "--", sys.executable, "-c", "pass"]
+        command = [
+            sys.executable,
+            "-m",
+            "dmlbench",
+            "gpu-slot",
+            "--slots",
+            "1",
+            "--lock-dir",
+            str(tmp_path),
+            "--timeout",
+            "1",
+            "--",
+            sys.executable,
+            "-c",
+            "pass",
+        ]
         result = run(command, timeout=60, env=python_env(), capture_output=True, text=True)
     assert result.returncode == 1
     assert f"waiting for a free device among gpu0-gpu0 (gpu0: pid {os.getpid()}), for at most 1 s" in result.stderr
@@ -117,16 +170,38 @@ def test_slots_map_onto_an_inherited_device_mask(tmp_path):
 def test_more_slots_than_the_inherited_mask_are_refused(tmp_path):
     env = dict(python_env(), CUDA_VISIBLE_DEVICES="4,5")
     env.pop("SLURM_JOB_ID", None)
-    command = [sys.executable, "-m", "dmlbench", "gpu-slot", "--slots", "3", "--lock-dir",
-               str(tmp_path), "--", sys.executable, "-c", "pass"]
+    command = [
+        sys.executable,
+        "-m",
+        "dmlbench",
+        "gpu-slot",
+        "--slots",
+        "3",
+        "--lock-dir",
+        str(tmp_path),
+        "--",
+        sys.executable,
+        "-c",
+        "pass",
+    ]
     result = run(command, timeout=60, env=env, capture_output=True, text=True)
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert "--slots 3, but CUDA_VISIBLE_DEVICES='4,5' gives this job 2 device(s)" in result.stderr
 
 
 def test_a_command_that_does_not_exist_is_named_not_a_traceback(tmp_path):
-    command = [sys.executable, "-m", "dmlbench", "gpu-slot", "--slots", "1", "--lock-dir",
-               str(tmp_path), "--", "/nonexistent/cmd"]
+    command = [
+        sys.executable,
+        "-m",
+        "dmlbench",
+        "gpu-slot",
+        "--slots",
+        "1",
+        "--lock-dir",
+        str(tmp_path),
+        "--",
+        "/nonexistent/cmd",
+    ]
     result = run(command, timeout=60, env=python_env(), capture_output=True, text=True)
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert "gpu-slot cannot run '/nonexistent/cmd': No such file or directory" in result.stderr

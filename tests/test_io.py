@@ -39,8 +39,12 @@ def tiny_disk(tmp_path):
     """A 1 MiB tmpfs (root only)."""
     mount = tmp_path / "disk"
     mount.mkdir()
-    if os.geteuid() != 0 or run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
-                                timeout=60, capture_output=True).returncode:
+    if (
+        os.geteuid() != 0
+        or run(
+            ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], timeout=60, capture_output=True
+        ).returncode
+    ):
         pytest.skip("mounting a small tmpfs needs root")
     yield mount
     run(["umount", str(mount)], timeout=60, check=True)

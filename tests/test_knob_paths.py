@@ -19,21 +19,26 @@ from conftest import CONFIG_DIR
 
 
 def test_the_paths_over_four_knobs_written_out_by_hand():
-    built = paths.build(["batch", "data", "selection", "evaluation"],
-                        {"selection": ("data",), "evaluation": ("data",)})
+    built = paths.build(["batch", "data", "selection", "evaluation"], {"selection": ("data",), "evaluation": ("data",)})
     assert [(s.name, s.moved) for s in built.cumulative] == [
-        ("upto-batch", ("batch",)), ("upto-data", ("batch", "data")),
+        ("upto-batch", ("batch",)),
+        ("upto-data", ("batch", "data")),
         ("upto-selection", ("batch", "data", "selection")),
-        ("upto-evaluation", ("batch", "data", "selection", "evaluation"))]
+        ("upto-evaluation", ("batch", "data", "selection", "evaluation")),
+    ]
     assert {k: (a.moved, b.moved) for k, (a, b) in built.alone.items()} == {
-        "batch": (("batch",), ()), "data": (("data",), ()), "selection": (("data", "selection"), ("data",)),
-        "evaluation": (("data", "evaluation"), ("data",))}
+        "batch": (("batch",), ()),
+        "data": (("data",), ()),
+        "selection": (("data", "selection"), ("data",)),
+        "evaluation": (("data", "evaluation"), ("data",)),
+    }
     # backward: each knob reverted from the fair recipe with the knobs that need it
     assert {k: (a.moved, b.moved) for k, (a, b) in built.back.items()} == {
         "batch": (("batch", "data", "selection", "evaluation"), ("data", "selection", "evaluation")),
         "data": (("batch", "data"), ("batch",)),
         "selection": (("batch", "data", "selection", "evaluation"), ("batch", "data", "evaluation")),
-        "evaluation": (("batch", "data", "selection", "evaluation"), ("batch", "data", "selection"))}
+        "evaluation": (("batch", "data", "selection", "evaluation"), ("batch", "data", "selection")),
+    }
     # paper, 4 cumulative, data alone, data+selection, data+evaluation (batch alone = upto-batch),
     # fair without batch, fair without selection
     assert len(built.steps) == 10
@@ -64,6 +69,7 @@ def test_each_one_at_a_time_run_differs_from_its_base_in_its_knobs_settings_alon
     checked = 0
     for path in full.knob_paths("suite.knobs"):
         for method, fair_method in path.methods:
+
             def run(step, seed=0):
                 return full.knob_run_of(path, method, fair_method, step, seed)
 
@@ -107,14 +113,16 @@ def test_every_path_run_of_full_is_planned_with_five_seeds(full):
     runs = set(full.runs("suite.knobs"))
     assert {r.seed for r in runs} == {0, 1, 2, 3, 4}
     assert {(p.paper, p.dataset) for p in full.knob_paths("suite.knobs")} == {
-        (r.paper, r.dataset) for r in knob_recipes.recipes(full)}
+        (r.paper, r.dataset) for r in knob_recipes.recipes(full)
+    }
     trained = set()
     for path in full.knob_paths("suite.knobs"):
         for method, fair_method in path.methods:
             for step in path.paths.steps:
                 folds = range(full.knob_folds) if "evaluation" in step.moved else [0]
-                found = {full.knob_run_of(path, method, fair_method, step, seed, fold)
-                         for seed in range(5) for fold in folds}
+                found = {
+                    full.knob_run_of(path, method, fair_method, step, seed, fold) for seed in range(5) for fold in folds
+                }
                 assert found <= runs and len(found) == 5 * len(folds), (path.paper, path.dataset, method, step)
                 trained |= found
     assert trained == runs  # no run outside the paths
@@ -133,13 +141,19 @@ def test_a_run_on_folds_is_scored_on_the_test_half_only_where_its_fold_says_so(t
 
     from dmlbench.data import folds
 
-    table = pd.DataFrame({"path": [f"{i}.jpg" for i in range(12)], "label": [i // 2 for i in range(12)],
-                          "split": ["train"] * 8 + ["test"] * 4})
+    table = pd.DataFrame(
+        {
+            "path": [f"{i}.jpg" for i in range(12)],
+            "label": [i // 2 for i in range(12)],
+            "split": ["train"] * 8 + ["test"] * 4,
+        }
+    )
     splits = tmp_path / "folds.csv"
     folds.assign(table, 2).to_csv(splits, index=False)
     fair = folds.evaluation_view(table, {"fold": {"splits": str(splits), "index": 1, "of": 2}})
-    knob = folds.evaluation_view(table, {"fold": {"splits": str(splits), "index": 1, "of": 2,
-                                                  "scored_on": "test_half"}})
+    knob = folds.evaluation_view(
+        table, {"fold": {"splits": str(splits), "index": 1, "of": 2, "scored_on": "test_half"}}
+    )
     assert fair["path"].tolist() == [f"{i}.jpg" for i in range(8)]  # the training half: the fair search's view
     assert set(fair.loc[fair["split"] == "test", "label"]) == {2, 3}  # its held-out fold
     assert knob["path"].tolist() == [f"{i}.jpg" for i in range(8, 12)] and set(knob["split"]) == {"test"}
@@ -147,16 +161,29 @@ def test_a_run_on_folds_is_scored_on_the_test_half_only_where_its_fold_says_so(t
 
 # --- the attribution's arithmetic, on made-up numbers ---------------------------------------------
 
-RECIPE = {"knobs": [{"name": "batch"}, {"name": "data"}, {"name": "evaluation"}],
-          "cumulative": ["upto-batch", "upto-data", "upto-evaluation"],
-          "alone": {"batch": ["upto-batch", "paper"], "data": ["only-data", "paper"],
-                    "evaluation": ["only-evaluation", "only-data"]},
-          "back": {"batch": ["upto-evaluation", "only-evaluation"], "data": ["upto-data", "upto-batch"],
-                   "evaluation": ["upto-evaluation", "upto-data"]},
-          "moved": {"paper": [], "upto-batch": ["batch"], "upto-data": ["batch", "data"],
-                    "upto-evaluation": ["batch", "data", "evaluation"], "only-data": ["data"],
-                    "only-evaluation": ["data", "evaluation"]},
-          "test_selected": True}
+RECIPE = {
+    "knobs": [{"name": "batch"}, {"name": "data"}, {"name": "evaluation"}],
+    "cumulative": ["upto-batch", "upto-data", "upto-evaluation"],
+    "alone": {
+        "batch": ["upto-batch", "paper"],
+        "data": ["only-data", "paper"],
+        "evaluation": ["only-evaluation", "only-data"],
+    },
+    "back": {
+        "batch": ["upto-evaluation", "only-evaluation"],
+        "data": ["upto-data", "upto-batch"],
+        "evaluation": ["upto-evaluation", "upto-data"],
+    },
+    "moved": {
+        "paper": [],
+        "upto-batch": ["batch"],
+        "upto-data": ["batch", "data"],
+        "upto-evaluation": ["batch", "data", "evaluation"],
+        "only-data": ["data"],
+        "only-evaluation": ["data", "evaluation"],
+    },
+    "test_selected": True,
+}
 
 
 def _made_up(seed):
@@ -183,7 +210,8 @@ def test_a_knobs_effect_alone_is_scipys_paired_test_against_its_base():
     test = stats.ttest_rel(x, y)
     ci = test.confidence_interval(0.95)
     assert (row["effect"], row["low"], row["high"], row["p"]) == pytest.approx(
-        ((x - y).mean(), ci.low, ci.high, test.pvalue))
+        ((x - y).mean(), ci.low, ci.high, test.pvalue)
+    )
     ps = [r["p"] for r in result["alone"]]
     m = len(ps)
     smallest = min(range(m), key=lambda i: ps[i])
@@ -236,18 +264,24 @@ def test_a_garbled_step_result_is_named_with_what_to_do(tmp_path, text):
 def _recipe_of(knobs: list[str], needs: dict) -> dict:
     """The aggregate spec's view of `paths.build` (as `Jobs.knob_aggregate_spec` writes it)."""
     built = paths.build(knobs, needs)
-    return {"knobs": [{"name": k} for k in knobs], "cumulative": [s.name for s in built.cumulative],
-            "alone": {k: [a.name, b.name] for k, (a, b) in built.alone.items()},
-            "back": {k: [a.name, b.name] for k, (a, b) in built.back.items()},
-            "moved": {s.name: list(s.moved) for s in built.steps}, "test_selected": False}
+    return {
+        "knobs": [{"name": k} for k in knobs],
+        "cumulative": [s.name for s in built.cumulative],
+        "alone": {k: [a.name, b.name] for k, (a, b) in built.alone.items()},
+        "back": {k: [a.name, b.name] for k, (a, b) in built.back.items()},
+        "moved": {s.name: list(s.moved) for s in built.steps},
+        "test_selected": False,
+    }
 
 
 def _game(recipe: dict, value, seeds: int = 5, noise: float = 0.3, draw: int = 7) -> dict:
     """Each step's number per seed: `value(moved knobs)` plus a seed's own noise."""
     rng = np.random.default_rng(draw)
     offsets = rng.normal(0.0, 2.0, seeds)
-    return {step: {s: value(frozenset(moved)) + offsets[s] + rng.normal(0.0, noise) for s in range(seeds)}
-            for step, moved in recipe["moved"].items()}
+    return {
+        step: {s: value(frozenset(moved)) + offsets[s] + rng.normal(0.0, noise) for s in range(seeds)}
+        for step, moved in recipe["moved"].items()
+    }
 
 
 def test_forward_and_backward_averaging_is_the_exact_shapley_value_with_pairwise_interactions():
@@ -256,8 +290,11 @@ def test_forward_and_backward_averaging_is_the_exact_shapley_value_with_pairwise
     import itertools
 
     a = {"batch": 2.0, "optimiser": -1.5, "input": 0.5}
-    b = {frozenset({"batch", "optimiser"}): 3.0, frozenset({"batch", "input"}): -1.0,
-         frozenset({"optimiser", "input"}): 0.4}
+    b = {
+        frozenset({"batch", "optimiser"}): 3.0,
+        frozenset({"batch", "input"}): -1.0,
+        frozenset({"optimiser", "input"}): 0.4,
+    }
 
     def v(moved):
         return 60 + sum(a[k] for k in moved) + sum(w for pair, w in b.items() if pair <= moved)
@@ -266,8 +303,10 @@ def test_forward_and_backward_averaging_is_the_exact_shapley_value_with_pairwise
     result = shares.method_shares(recipe, _game(recipe, v, noise=0.0))
     by_hand = {"batch": 2.0 + (3.0 - 1.0) / 2, "optimiser": -1.5 + (3.0 + 0.4) / 2, "input": 0.5 + (-1.0 + 0.4) / 2}
     orders = list(itertools.permutations(a))
-    brute = {k: sum(v(frozenset(o[:o.index(k) + 1])) - v(frozenset(o[:o.index(k)])) for o in orders) / len(orders)
-             for k in a}
+    brute = {
+        k: sum(v(frozenset(o[: o.index(k) + 1])) - v(frozenset(o[: o.index(k)])) for o in orders) / len(orders)
+        for k in a
+    }
     for row in result["shares"]:
         assert row["effect"] == pytest.approx(by_hand[row["knob"]]) == pytest.approx(brute[row["knob"]])
     assert sum(r["effect"] for r in result["shares"]) == pytest.approx(result["total"]["effect"])
@@ -280,8 +319,13 @@ def test_shares_and_remainder_sum_to_the_change_with_needs_and_a_three_way_inter
     recipe = _recipe_of(["batch", "optimiser", "input", "data", "evaluation"], {"evaluation": ("data",)})
 
     def v(moved):
-        return 55 + 2 * ("batch" in moved) - 4 * ("data" in moved) + 5 * ({"data", "evaluation"} <= moved) \
+        return (
+            55
+            + 2 * ("batch" in moved)
+            - 4 * ("data" in moved)
+            + 5 * ({"data", "evaluation"} <= moved)
             + 1.5 * ({"batch", "optimiser", "input"} <= moved)
+        )
 
     values = _game(recipe, v, noise=0.0)
     result = shares.method_shares(recipe, values)
@@ -319,8 +363,9 @@ def test_the_landing_line_names_knobs_both_ways_and_where_the_paper_recipe_shows
     assert re.search(r"moved by data trained on \+[78]\.\d \[\+\d\.\d, \+\d\.\d\] \*, evaluation -[23]\.\d \[", line)
     assert "batch size" not in line
     assert "reproduction gap +10.7 (printed 65.7, ours 55.0)" in line
-    few = shares.method_shares(recipe, {s: {k: v for k, v in seeds.items() if k < 2}
-                                        for s, seeds in gap_values.items()})
+    few = shares.method_shares(
+        recipe, {s: {k: v for k, v in seeds.items() if k < 2} for s, seeds in gap_values.items()}
+    )
     text = landing.dataset_part("CUB-200-2011", few, levels, labels, None)
     assert "no knob's share has an interval that excludes zero (too few seeds: not tested)" in text
     assert re.search(r"largest: data trained on \+[78]\.\d, evaluation -[23]\.\d", text)
@@ -329,12 +374,20 @@ def test_the_landing_line_names_knobs_both_ways_and_where_the_paper_recipe_shows
 def test_a_share_whose_interval_excludes_zero_is_named_though_holm_keeps_it_apart():
     """The issue's rule (every knob whose interval excludes zero) with Holm's adjustment shown, not
     applied: an independent review's case, p 0.047 alone and 0.094 after Holm (5 seeds)."""
-    per_seed = {"batch": [1.0, 1.2, 0.9, 1.1, 0.3], "input": [0.5, 1.4, 0.0, 1.0, 0.5],
-                "optimiser": [0.1, -0.2, 0.0, 0.15, -0.1]}
+    per_seed = {
+        "batch": [1.0, 1.2, 0.9, 1.1, 0.3],
+        "input": [0.5, 1.4, 0.0, 1.0, 0.5],
+        "optimiser": [0.1, -0.2, 0.0, 0.15, -0.1],
+    }
     rows = paired.holm([{"knob": k, **paired.of_differences(dict(enumerate(v)))} for k, v in per_seed.items()])
     remainder = paired.of_differences(dict(enumerate([0.1, -0.1, 0.2, 0.0, 0.1])))
-    text = landing.dataset_part("CUB", {"shares": rows, "remainder": remainder}, (1.0, 3.0),
-                                {"batch": "batch", "input": "input", "optimiser": "optimiser"}, None)
+    text = landing.dataset_part(
+        "CUB",
+        {"shares": rows, "remainder": remainder},
+        (1.0, 3.0),
+        {"batch": "batch", "input": "input", "optimiser": "optimiser"},
+        None,
+    )
     test = stats.ttest_1samp(per_seed["input"], 0.0)
     low = test.confidence_interval(0.95).low
     assert low > 0 and 0.04 < test.pvalue < 0.05  # excludes zero alone, not after Holm over three
@@ -343,8 +396,10 @@ def test_a_share_whose_interval_excludes_zero_is_named_though_holm_keeps_it_apar
 
 
 def test_digits_takes_the_cub_recipe_where_a_preset_names_it():
-    demo = Plan.load(CONFIG_DIR, {"preset": "demo", "experiments": ["suite.knobs"],
-                                  "subset": {"suite.knobs": {"datasets": ["cub", "digits"]}}})
+    demo = Plan.load(
+        CONFIG_DIR,
+        {"preset": "demo", "experiments": ["suite.knobs"], "subset": {"suite.knobs": {"datasets": ["cub", "digits"]}}},
+    )
     by_dataset = {p.dataset: p for p in demo.knob_paths("suite.knobs")}
     assert by_dataset["digits"].stand_in == "cub" and by_dataset["cub"].stand_in is None
     assert by_dataset["digits"].paper == by_dataset["cub"].paper

@@ -17,11 +17,25 @@ from dmlbench.knobs.derive import derive
 from conftest import CONFIG_DIR
 
 # the fair recipe, as workflow/config/experiments/suite.yaml writes suite.fair's `train`
-FAIR = {"model.backbone": "bninception", "model.embedding_dim": 128, "model.frozen_bn": True, "input.crop": 227,
-        "input.padding": 0, "optimizer.name": "rmsprop", "optimizer.lr": 1e-6, "optimizer.loss_lr_mult": 100.0,
-        "optimizer.weight_decay": 1e-4, "optimizer.momentum": 0.9, "batch.size": 32, "batch.per_class": 4,
-        "schedule.milestones": (), "epochs": 1000, "batches_per_epoch": 100, "early_stopping.patience": 9,
-        "eval.every": 1}
+FAIR = {
+    "model.backbone": "bninception",
+    "model.embedding_dim": 128,
+    "model.frozen_bn": True,
+    "input.crop": 227,
+    "input.padding": 0,
+    "optimizer.name": "rmsprop",
+    "optimizer.lr": 1e-6,
+    "optimizer.loss_lr_mult": 100.0,
+    "optimizer.weight_decay": 1e-4,
+    "optimizer.momentum": 0.9,
+    "batch.size": 32,
+    "batch.per_class": 4,
+    "schedule.milestones": (),
+    "epochs": 1000,
+    "batches_per_epoch": 100,
+    "early_stopping.patience": 9,
+    "eval.every": 1,
+}
 PROTOCOL_KNOBS = {"data", "evaluation"}
 
 
@@ -33,12 +47,25 @@ def full():
 def knobs_by_hand(paper: dict) -> dict:
     """knob → {setting: (paper, fair)} for the settings of `paper` (read off its experiment file)
     that differ from the fair recipe."""
-    of = {"model.backbone": "backbone", "model.embedding_dim": "embedding", "input.crop": "input",
-          "input.padding": "input", "model.frozen_bn": "batchnorm", "batch.size": "batch", "batch.per_class": "batch",
-          "optimizer.name": "optimiser", "optimizer.lr": "optimiser", "optimizer.loss_lr_mult": "optimiser",
-          "optimizer.weight_decay": "optimiser", "optimizer.momentum": "optimiser",
-          "schedule.milestones": "schedule", "epochs": "schedule", "batches_per_epoch": "schedule",
-          "early_stopping.patience": "selection", "eval.every": "selection"}
+    of = {
+        "model.backbone": "backbone",
+        "model.embedding_dim": "embedding",
+        "input.crop": "input",
+        "input.padding": "input",
+        "model.frozen_bn": "batchnorm",
+        "batch.size": "batch",
+        "batch.per_class": "batch",
+        "optimizer.name": "optimiser",
+        "optimizer.lr": "optimiser",
+        "optimizer.loss_lr_mult": "optimiser",
+        "optimizer.weight_decay": "optimiser",
+        "optimizer.momentum": "optimiser",
+        "schedule.milestones": "schedule",
+        "epochs": "schedule",
+        "batches_per_epoch": "schedule",
+        "early_stopping.patience": "selection",
+        "eval.every": "selection",
+    }
     out: dict = {}
     for key, value in paper.items():
         if value != FAIR[key]:
@@ -53,25 +80,61 @@ def derived(plan, paper: str, dataset: str) -> dict:
 
 def test_the_knobs_of_ms_on_cub_are_those_written_by_hand(full):
     # ms.t2: BN-Inception 512-d, 227 of 256, Adam 1e-5, B 80 with 5 per class, 50 epochs, last epoch
-    paper = {"model.backbone": "bninception", "model.embedding_dim": 512, "model.frozen_bn": False,
-             "input.crop": 227, "input.padding": 0, "optimizer.name": "adam", "optimizer.lr": 1e-5,
-             "optimizer.loss_lr_mult": 1.0, "optimizer.weight_decay": 0.0, "optimizer.momentum": 0.9,
-             "batch.size": 80, "batch.per_class": 5, "schedule.milestones": (), "epochs": 50,
-             "batches_per_epoch": None, "early_stopping.patience": None, "eval.every": 0}
+    paper = {
+        "model.backbone": "bninception",
+        "model.embedding_dim": 512,
+        "model.frozen_bn": False,
+        "input.crop": 227,
+        "input.padding": 0,
+        "optimizer.name": "adam",
+        "optimizer.lr": 1e-5,
+        "optimizer.loss_lr_mult": 1.0,
+        "optimizer.weight_decay": 0.0,
+        "optimizer.momentum": 0.9,
+        "batch.size": 80,
+        "batch.per_class": 5,
+        "schedule.milestones": (),
+        "epochs": 50,
+        "batches_per_epoch": None,
+        "early_stopping.patience": None,
+        "eval.every": 0,
+    }
     found = derived(full, "ms", "cub")
     assert {k: v for k, v in found.items() if k not in PROTOCOL_KNOBS} == knobs_by_hand(paper)
-    assert list(found) == ["embedding", "batchnorm", "batch", "optimiser", "data", "selection", "schedule",
-                           "evaluation"]
+    assert list(found) == [
+        "embedding",
+        "batchnorm",
+        "batch",
+        "optimiser",
+        "data",
+        "selection",
+        "schedule",
+        "evaluation",
+    ]
 
 
 def test_the_knobs_of_ephn_on_cars_are_those_written_by_hand(full):
     # ephn.t1: ResNet-50 512-d, 256 of 256 padded by 10, SGD 0.005 without momentum, steps at 20 and
     # 30, B 128 with 16 per class on Cars196, 40 epochs, last epoch
-    paper = {"model.backbone": "resnet50", "model.embedding_dim": 512, "model.frozen_bn": False,
-             "input.crop": 256, "input.padding": 10, "optimizer.name": "sgd", "optimizer.lr": 0.005,
-             "optimizer.loss_lr_mult": 1.0, "optimizer.weight_decay": 0.0, "optimizer.momentum": 0.0,
-             "batch.size": 128, "batch.per_class": 16, "schedule.milestones": (20, 30), "epochs": 40,
-             "batches_per_epoch": None, "early_stopping.patience": None, "eval.every": 0}
+    paper = {
+        "model.backbone": "resnet50",
+        "model.embedding_dim": 512,
+        "model.frozen_bn": False,
+        "input.crop": 256,
+        "input.padding": 10,
+        "optimizer.name": "sgd",
+        "optimizer.lr": 0.005,
+        "optimizer.loss_lr_mult": 1.0,
+        "optimizer.weight_decay": 0.0,
+        "optimizer.momentum": 0.0,
+        "batch.size": 128,
+        "batch.per_class": 16,
+        "schedule.milestones": (20, 30),
+        "epochs": 40,
+        "batches_per_epoch": None,
+        "early_stopping.patience": None,
+        "eval.every": 0,
+    }
     found = derived(full, "ephn", "cars")
     assert {k: v for k, v in found.items() if k not in PROTOCOL_KNOBS} == knobs_by_hand(paper)
 
@@ -86,11 +149,18 @@ def test_the_protocol_knobs_name_both_sides(full):
 
 def test_a_differing_setting_without_a_knob_is_refused_with_its_name(full):
     catalogue = knob_recipes.catalogue(full)
-    without = replace(catalogue, knobs=tuple(replace(k, settings=tuple(s for s in k.settings if s != "model.frozen_bn"))
-                                             for k in catalogue.knobs))
+    without = replace(
+        catalogue,
+        knobs=tuple(
+            replace(k, settings=tuple(s for s in k.settings if s != "model.frozen_bn")) for k in catalogue.knobs
+        ),
+    )
     recipe = next(r for r in knob_recipes.recipes(full) if r.paper == "ms" and r.dataset == "cub")
-    with pytest.raises(ConfigError, match=r"setting model\.frozen_bn differs \(False .* True .*\) "
-                                          r"and belongs to no knob"):
+    with pytest.raises(
+        ConfigError,
+        match=r"setting model\.frozen_bn differs \(False .* True .*\) "
+        r"and belongs to no knob",
+    ):
         derive(full.resolve(recipe.paper_run), full.resolve(recipe.fair_run), without, "ms on cub")
 
 
@@ -109,8 +179,11 @@ def test_a_misspelt_setting_in_the_knob_file_is_refused(tmp_path):
     data = yaml.safe_load((CONFIG_DIR / "knobs.yaml").read_text())
     data["knobs"]["batchnorm"]["settings"] = ["model.frozen_nb"]
     path.write_text(yaml.safe_dump(data, sort_keys=False))
-    with pytest.raises(ConfigError, match=r"'model\.frozen_nb' is no training setting "
-                                          r"\(did you mean 'model\.frozen_bn'\?\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"'model\.frozen_nb' is no training setting "
+        r"\(did you mean 'model\.frozen_bn'\?\)",
+    ):
         knob_catalogue.parse(load_yaml(path), str(path))
 
 
@@ -120,10 +193,14 @@ def test_every_paper_has_a_recipe_on_the_datasets_it_prints(full):
     assert {("ms", d) for d in ("cub", "cars", "sop", "inshop")} <= recipes
 
 
-@pytest.mark.parametrize("text, message", [
-    (None, r"knobs\.yaml does not exist"),
-    ("knobs: [unclosed", r"knobs\.yaml is not valid YAML"),
-    ("knobs:\n  batchnorm: {label: BN, settings: model.frozen_bn}\n", r"knob batchnorm: settings must be a list")])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (None, r"knobs\.yaml does not exist"),
+        ("knobs: [unclosed", r"knobs\.yaml is not valid YAML"),
+        ("knobs:\n  batchnorm: {label: BN, settings: model.frozen_bn}\n", r"knob batchnorm: settings must be a list"),
+    ],
+)
 def test_a_missing_or_garbled_knob_file_is_named_by_the_plan(tmp_path, text, message):
     shutil.copytree(CONFIG_DIR, tmp_path / "config")
     path = tmp_path / "config" / "knobs.yaml"

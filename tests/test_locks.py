@@ -51,8 +51,9 @@ def test_open_lock_refuses_a_path_that_is_not_a_regular_file(tmp_path, victim, k
         open_lock(lock)
     message = str(caught.value)
     assert str(lock) in message and "not a lock file" in message and "rerun" in message
-    assert {"link": "symbolic link", "dangling link": "symbolic link", "folder": "a folder",
-            "fifo": "a FIFO"}[kind] in message
+    assert {"link": "symbolic link", "dangling link": "symbolic link", "folder": "a folder", "fifo": "a FIFO"}[
+        kind
+    ] in message
     untouched(victim, lock)
 
 
@@ -69,9 +70,26 @@ def test_gpu_slot_refuses_a_device_lock_that_is_not_a_file(tmp_path, victim, kin
     lock = tmp_path / "locks" / "gpu0.lock"
     plant(lock, kind, victim)
     ran = tmp_path / "ran"
-    result = run([sys.executable, "-m", "dmlbench", "gpu-slot", "--slots", "1", "--lock-dir",
-                  str(tmp_path / "locks"), "--", sys.executable, "-c", f"open({str(ran)!r}, 'w')"],
-                 timeout=120, capture_output=True, text=True, env=python_env())
+    result = run(
+        [
+            sys.executable,
+            "-m",
+            "dmlbench",
+            "gpu-slot",
+            "--slots",
+            "1",
+            "--lock-dir",
+            str(tmp_path / "locks"),
+            "--",
+            sys.executable,
+            "-c",
+            f"open({str(ran)!r}, 'w')",
+        ],
+        timeout=120,
+        capture_output=True,
+        text=True,
+        env=python_env(),
+    )
     assert result.returncode == 1
     assert f"dmlbench gpu-slot: error: {lock} is " in result.stderr and "Traceback" not in result.stderr
     assert not ran.exists()
@@ -84,8 +102,13 @@ def test_train_refuses_a_run_lock_that_is_not_a_file(tmp_path, victim, kind):
     cfg = plan.resolve(plan.find_run("suite.baselines", "cub", "ms", 0))
     run_dir = tmp_path / "run"
     plant(run_dir / ".train.lock", kind, victim)
-    result = run([sys.executable, "-m", "dmlbench", "train", "--spec", json.dumps(cfg), "--run-dir", str(run_dir)],
-                 timeout=300, capture_output=True, text=True, env=python_env())
+    result = run(
+        [sys.executable, "-m", "dmlbench", "train", "--spec", json.dumps(cfg), "--run-dir", str(run_dir)],
+        timeout=300,
+        capture_output=True,
+        text=True,
+        env=python_env(),
+    )
     assert result.returncode == 1
     assert f"dmlbench train: error: {run_dir / '.train.lock'} is " in result.stderr
     assert "Traceback" not in result.stderr

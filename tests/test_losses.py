@@ -117,8 +117,7 @@ def test_contrastive_positive_margin_equals_brute_force(seed, pos_margin):
 def test_triplet_semihard_equals_brute_force(seed, margin):
     loss = losses.build("triplet", margin=margin)
     miner = miners.build("semihard", margin=margin)
-    check_against(lambda e, y: loss(e, y, miner=miner),
-                  lambda e, y: brute_triplet_semihard(e, y, margin), seed)
+    check_against(lambda e, y: loss(e, y, miner=miner), lambda e, y: brute_triplet_semihard(e, y, margin), seed)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -128,14 +127,20 @@ def test_triplet_without_miner_uses_every_triplet(seed):
 
 
 @pytest.mark.parametrize("seed", range(5))
-@pytest.mark.parametrize("params", [dict(alpha=2.0, beta=50.0, gamma=0.5),
-                                    dict(alpha=2.0, beta=40.0, gamma=0.5),
-                                    dict(alpha=1.0, beta=10.0, gamma=0.0)])
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(alpha=2.0, beta=50.0, gamma=0.5),
+        dict(alpha=2.0, beta=40.0, gamma=0.5),
+        dict(alpha=1.0, beta=10.0, gamma=0.0),
+    ],
+)
 def test_multi_similarity_with_miner_equals_brute_force(seed, params):
     loss = losses.build("multi_similarity", **params)
     miner = miners.build("multi_similarity", epsilon=0.1)
-    check_against(lambda e, y: loss(e, y, miner=miner),
-                  lambda e, y: brute_multi_similarity(e, y, epsilon=0.1, **params), seed)
+    check_against(
+        lambda e, y: loss(e, y, miner=miner), lambda e, y: brute_multi_similarity(e, y, epsilon=0.1, **params), seed
+    )
 
 
 @pytest.mark.parametrize("seed", range(3))

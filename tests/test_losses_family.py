@@ -33,8 +33,9 @@ def brute_lifted(e, y, margin):
     total = 0
     for i in range(len(y)):
         pos, neg = pairs_of(y, i)
-        value = (torch.log(sum(torch.exp(-s[i, k]) for k in pos))
-                 + torch.log(sum(torch.exp(margin + s[i, k]) for k in neg)))
+        value = torch.log(sum(torch.exp(-s[i, k]) for k in pos)) + torch.log(
+            sum(torch.exp(margin + s[i, k]) for k in neg)
+        )
         total = total + torch.clamp(value, min=0)
     return total / len(y)
 
@@ -53,8 +54,9 @@ def brute_lifted_structure(e, y, margin):
                 continue
             _, neg_i = pairs_of(y, i)
             _, neg_j = pairs_of(y, j)
-            value = torch.log(sum(torch.exp(margin - d(i, k)) for k in neg_i)
-                              + sum(torch.exp(margin - d(j, l)) for l in neg_j)) + d(i, j)
+            value = torch.log(
+                sum(torch.exp(margin - d(i, k)) for k in neg_i) + sum(torch.exp(margin - d(j, l)) for l in neg_j)
+            ) + d(i, j)
             total = total + torch.clamp(value, min=0) ** 2
             count += 1
     return total / (2 * count)
@@ -78,7 +80,7 @@ def brute_contrastive_distance(e, y, margin, factor=1.0):
             if i == j:
                 continue
             d = torch.sqrt(2 - 2 * s[i, j])
-            terms.append(factor * d ** 2 if y[i] == y[j] else factor * torch.clamp(margin - d, min=0) ** 2)
+            terms.append(factor * d**2 if y[i] == y[j] else factor * torch.clamp(margin - d, min=0) ** 2)
     return sum(terms) / len(terms)
 
 
@@ -134,8 +136,11 @@ def brute_angular(e, y, degrees):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_binomial(seed):
-    check_against(losses.build("binomial", alpha=2.0, beta=50.0, gamma=0.5),
-                  lambda e, y: brute_binomial(e, y, 2.0, 50.0, 0.5), seed)
+    check_against(
+        losses.build("binomial", alpha=2.0, beta=50.0, gamma=0.5),
+        lambda e, y: brute_binomial(e, y, 2.0, 50.0, 0.5),
+        seed,
+    )
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -146,8 +151,7 @@ def test_generalised_lifted(seed, margin):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_lifted_structure(seed):
-    check_against(losses.build("lifted_structure", margin=1.0),
-                  lambda e, y: brute_lifted_structure(e, y, 1.0), seed)
+    check_against(losses.build("lifted_structure", margin=1.0), lambda e, y: brute_lifted_structure(e, y, 1.0), seed)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -158,17 +162,20 @@ def test_pair_sum_gives_every_pair_weight_one(seed):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_contrastive_distance_is_profs_eq_3_2_without_a_half(seed):
-    check_against(losses.build("contrastive_distance", margin=1.0),
-                  lambda e, y: brute_contrastive_distance(e, y, 1.0), seed)
-    check_against(losses.build("contrastive_distance", margin=1.0, halved=True),
-                  lambda e, y: brute_contrastive_distance(e, y, 1.0, factor=0.5), seed)
+    check_against(
+        losses.build("contrastive_distance", margin=1.0), lambda e, y: brute_contrastive_distance(e, y, 1.0), seed
+    )
+    check_against(
+        losses.build("contrastive_distance", margin=1.0, halved=True),
+        lambda e, y: brute_contrastive_distance(e, y, 1.0, factor=0.5),
+        seed,
+    )
 
 
 @pytest.mark.parametrize("seed", range(3))
 def test_triplet_distance_with_batch_hard(seed):
     loss, miner = losses.build("triplet_distance", margin=0.2), miners.build("hardest")
-    check_against(lambda e, y: loss(e, y, miner=miner),
-                  lambda e, y: brute_triplet_distance_hardest(e, y, 0.2), seed)
+    check_against(lambda e, y: loss(e, y, miner=miner), lambda e, y: brute_triplet_distance_hardest(e, y, 0.2), seed)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -184,8 +191,11 @@ def test_npair(seed):
     loss = losses.build("npair", l2_reg=0.0)
     check_against(loss, brute_npair, seed)
     # Sohn's L2 penalty, on the embeddings as given (unnormalised): λ · mean ‖f‖²
-    check_against(losses.build("npair", l2_reg=0.002),
-                  lambda e, y: brute_npair(e, y) + 0.002 * sum(f @ f for f in e) / len(e), seed)
+    check_against(
+        losses.build("npair", l2_reg=0.002),
+        lambda e, y: brute_npair(e, y) + 0.002 * sum(f @ f for f in e) / len(e),
+        seed,
+    )
 
 
 def test_the_catalogues_npair_methods_train_unnormalised_embeddings_as_sohn():
@@ -223,8 +233,9 @@ def test_proxy_nca(seed):
         total = 0
         for i in range(len(y)):
             d = [((x[i] - p[c]) ** 2).sum() for c in range(4)]
-            total = total - torch.log(torch.exp(-3.0 * d[y[i]])
-                                      / sum(torch.exp(-3.0 * d[c]) for c in range(4) if c != y[i]))
+            total = total - torch.log(
+                torch.exp(-3.0 * d[y[i]]) / sum(torch.exp(-3.0 * d[c]) for c in range(4) if c != y[i])
+            )
         return total / len(y)
 
     check_against(loss, brute, seed)
@@ -285,6 +296,7 @@ def test_hardest_per_positive_keeps_one_hard_negative_per_positive_pair(seed):
 def test_profs_losses_with_per_positive_hard_mining_equal_brute_force(seed):
     """Contrastive (mean over the kept pairs), triplet and margin losses on the triplets of the
     loop above: every positive pair and its matched hard negative pair."""
+
     def contrastive(e, y):
         s = cosine(e)
         terms = []
@@ -295,13 +307,17 @@ def test_profs_losses_with_per_positive_hard_mining_equal_brute_force(seed):
 
     def triplet(e, y):
         s = cosine(e)
-        terms = [torch.clamp((2 - 2 * s[a, p]) - (2 - 2 * s[a, n]) + 0.2, min=0)
-                 for a, p, n in brute_per_positive_triplets(e, y)]
+        terms = [
+            torch.clamp((2 - 2 * s[a, p]) - (2 - 2 * s[a, n]) + 0.2, min=0)
+            for a, p, n in brute_per_positive_triplets(e, y)
+        ]
         return sum(terms) / len(terms)
 
     miner = miners.build("hardest", negatives="per_positive")
-    for name, params, brute in (("contrastive_distance", {"margin": 1.0}, contrastive),
-                                ("triplet_distance", {"margin": 0.2}, triplet)):
+    for name, params, brute in (
+        ("contrastive_distance", {"margin": 1.0}, contrastive),
+        ("triplet_distance", {"margin": 0.2}, triplet),
+    ):
         loss = losses.build(name, **params)
         check_against(lambda e, y: loss(e, y, miner=miner), brute, seed)
 
@@ -327,7 +343,7 @@ def test_distance_weighted_sampling_frequencies():
     batch = PairBatch.from_embeddings(e, labels)
     miner = miners.build("distance_weighted", cutoff=0.5, nonzero_loss_cutoff=1.4)
     d = batch.distances()[0].clamp(min=0.5)
-    q = d ** (dim - 2) * (1 - d ** 2 / 4) ** ((dim - 3) / 2)
+    q = d ** (dim - 2) * (1 - d**2 / 4) ** ((dim - 3) / 2)
     allowed = batch.neg[0] & (batch.distances()[0] < 1.4)
     expected = torch.where(allowed, 1 / q, torch.zeros_like(q))
     if expected.sum() == 0:
@@ -343,21 +359,24 @@ def test_distance_weighted_sampling_frequencies():
     assert stat.pvalue > 0.001
 
 
-@pytest.mark.parametrize("name, params, miner", [
-    ("contrastive", {"neg_margin": 0.5}, None),
-    ("contrastive", {"neg_margin": 0.3, "pos_margin": 0.8}, None),
-    ("triplet", {"margin": 0.1}, ("semihard", {"margin": 0.1})),
-    ("multi_similarity", {}, ("multi_similarity", {"epsilon": 0.1})),
-    ("binomial", {}, None),
-    ("lifted", {"margin": 1.0}, None),
-    ("lifted_structure", {}, None),
-    ("pair_sum", {}, ("multi_similarity", {"epsilon": 0.1})),
-    ("contrastive_distance", {}, None),
-    ("triplet_distance", {}, ("hardest", {})),
-    ("margin", {"num_classes": 4}, None),
-    ("angular", {}, None),
-    ("multi_similarity", {}, ("semihard", {"margin": 0.1})),
-])
+@pytest.mark.parametrize(
+    "name, params, miner",
+    [
+        ("contrastive", {"neg_margin": 0.5}, None),
+        ("contrastive", {"neg_margin": 0.3, "pos_margin": 0.8}, None),
+        ("triplet", {"margin": 0.1}, ("semihard", {"margin": 0.1})),
+        ("multi_similarity", {}, ("multi_similarity", {"epsilon": 0.1})),
+        ("binomial", {}, None),
+        ("lifted", {"margin": 1.0}, None),
+        ("lifted_structure", {}, None),
+        ("pair_sum", {}, ("multi_similarity", {"epsilon": 0.1})),
+        ("contrastive_distance", {}, None),
+        ("triplet_distance", {}, ("hardest", {})),
+        ("margin", {"num_classes": 4}, None),
+        ("angular", {}, None),
+        ("multi_similarity", {}, ("semihard", {"margin": 0.1})),
+    ],
+)
 @pytest.mark.parametrize("seed", range(2))
 def test_theorem_3_1_weights_give_the_same_gradient(name, params, miner, seed):
     """Σ w·S with w = ∂L/∂S held constant has the loss's gradient w.r.t. the embeddings, and the
@@ -388,11 +407,12 @@ def test_semihard_threshold_miner_keeps_the_band_below_lambda():
     sim = torch.eye(5)
     sim[0, 1:] = torch.tensor([0.9, 0.45, 0.2, 0.6])
     mined = miners.build("semihard_threshold", lam=0.5, margin=0.2)(PairBatch.from_similarity(sim, labels))
-    assert mined.neg[0].nonzero().flatten().tolist() == [2]      # 0.3 < S < 0.5
-    assert mined.pos[0].nonzero().flatten().tolist() == [1]      # every positive
+    assert mined.neg[0].nonzero().flatten().tolist() == [2]  # 0.3 < S < 0.5
+    assert mined.pos[0].nonzero().flatten().tolist() == [1]  # every positive
 
 
 # --- distance-weighted sampling draws with replacement: a negative drawn twice counts twice ---
+
 
 def _triplets_with_repeats(embeddings, labels):
     """Every positive pair (a, p) with one negative; every anchor's negative is its most similar
@@ -479,8 +499,9 @@ def test_proxy_anchor(seed, alpha, delta):
             if own:
                 with_positives += 1
                 positive = positive + torch.log(1 + sum(torch.exp(-alpha * (s[i] - delta)) for i in own))
-            negative = negative + torch.log(1 + sum(torch.exp(alpha * (s[i] + delta))
-                                                    for i in range(len(y)) if y[i] != c))
+            negative = negative + torch.log(
+                1 + sum(torch.exp(alpha * (s[i] + delta)) for i in range(len(y)) if y[i] != c)
+            )
         return positive / with_positives + negative / 6
 
     check_against(loss, brute, seed)

@@ -48,9 +48,10 @@ def test_bninception_weights_load_when_checksum_matches(tmp_path, monkeypatch):
 def test_bninception_weights_with_wrong_checksum_are_refused(tmp_path):
     path = tmp_path / "bn_inception.pth"
     torch.save({"x": torch.zeros(1)}, path)
-    with pytest.raises(DmlbenchError,
-                       match="is not the published 52deb473314542a5c2f87e9e6f26f4ca42fe863d15f986414dbae8c2dfdd2353"
-                             ".*left untouched"):
+    with pytest.raises(
+        DmlbenchError,
+        match="is not the published 52deb473314542a5c2f87e9e6f26f4ca42fe863d15f986414dbae8c2dfdd2353.*left untouched",
+    ):
         EmbeddingNet("bninception", 8, pretrained=True, weights_path=str(path))
     assert path.exists()  # the user's own file
 
@@ -93,6 +94,7 @@ class RunsCode:
 
     def __reduce__(self):
         import os
+
         return os.system, (f"touch {self.marker}",)
 
 
@@ -137,8 +139,7 @@ def test_pretrained_googlenet_sees_its_input_as_torchvisions_googlenet_does(monk
     import torchvision
 
     torch.manual_seed(0)
-    reference = torchvision.models.googlenet(weights=None, aux_logits=True, transform_input=True,
-                                             init_weights=True)
+    reference = torchvision.models.googlenet(weights=None, aux_logits=True, transform_input=True, init_weights=True)
     monkeypatch.setattr(weights, "load_checked", lambda url, digest: reference.state_dict())
     net = EmbeddingNet("googlenet", 8, pretrained=True).eval()
     reference.fc = torch.nn.Identity()
@@ -198,11 +199,13 @@ def test_a_training_process_on_a_small_network_imports_neither_torchvision_nor_s
     import subprocess
     import sys
 
-    code = ("import sys, numpy, torch; import dmlbench.training.train, dmlbench.fair.fold_run;"
-            "from dmlbench.models.embedding import EmbeddingNet;"
-            "from dmlbench.evaluation.metrics import retrieval_metrics;"
-            "x = EmbeddingNet('small_cnn', embedding_dim=8, pretrained=False).eval()(torch.rand(12, 3, 32, 32));"
-            "retrieval_metrics(x.detach().numpy(), numpy.arange(12) % 3, (1,));"
-            "print(sorted({m.split('.')[0] for m in sys.modules} & {'torchvision', 'sklearn', 'scipy'}))")
+    code = (
+        "import sys, numpy, torch; import dmlbench.training.train, dmlbench.fair.fold_run;"
+        "from dmlbench.models.embedding import EmbeddingNet;"
+        "from dmlbench.evaluation.metrics import retrieval_metrics;"
+        "x = EmbeddingNet('small_cnn', embedding_dim=8, pretrained=False).eval()(torch.rand(12, 3, 32, 32));"
+        "retrieval_metrics(x.detach().numpy(), numpy.arange(12) % 3, (1,));"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'torchvision', 'sklearn', 'scipy'}))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -25,11 +25,17 @@ def _batch():
     return torch.randn(12, 8, dtype=torch.float64), torch.arange(4).repeat_interleave(3)
 
 
-@pytest.mark.parametrize("name, params, theirs", [
-    ("triplet", {"margin": 0.1}, lambda pml, d, r: pml.TripletMarginLoss(margin=0.1, distance=d, reducer=r)),
-    ("contrastive", {"neg_margin": 0.5, "pos_margin": 1.0},
-     lambda pml, d, r: pml.ContrastiveLoss(pos_margin=1.0, neg_margin=0.5, distance=d, reducer=r)),
-])
+@pytest.mark.parametrize(
+    "name, params, theirs",
+    [
+        ("triplet", {"margin": 0.1}, lambda pml, d, r: pml.TripletMarginLoss(margin=0.1, distance=d, reducer=r)),
+        (
+            "contrastive",
+            {"neg_margin": 0.5, "pos_margin": 1.0},
+            lambda pml, d, r: pml.ContrastiveLoss(pos_margin=1.0, neg_margin=0.5, distance=d, reducer=r),
+        ),
+    ],
+)
 def test_a_loss_equals_pmls_with_its_mean_reducer_not_its_default(name, params, theirs):
     from pytorch_metric_learning import losses as pml
     from pytorch_metric_learning.distances import CosineSimilarity

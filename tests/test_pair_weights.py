@@ -19,8 +19,8 @@ def random_context(seed, n_pos=3, n_neg=5):
 def test_contrastive_eq6(seed):
     positives, negatives = random_context(seed, 1, 1)
     w = pair_weights("contrastive", {"neg_margin": 0.5}, positives, negatives)
-    assert w[0] == 1.0                                  # every positive pair
-    assert w[1] == float(negatives[0] > 0.5)            # negatives above λ
+    assert w[0] == 1.0  # every positive pair
+    assert w[1] == float(negatives[0] > 0.5)  # negatives above λ
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -28,7 +28,7 @@ def test_triplet_eq8(seed):
     (s_ap,), (s_an,) = random_context(seed, 1, 1)
     w = pair_weights("triplet", {"margin": 0.1}, [s_ap], [s_an])
     active = float(s_an - s_ap + 0.1 > 0)
-    assert list(w) == [active, active]                  # both pairs of the triplet in B
+    assert list(w) == [active, active]  # both pairs of the triplet in B
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -37,7 +37,7 @@ def test_lifted_eqs_10_11(seed):
     w = pair_weights("lifted", {"margin": 1.0}, positives, negatives)
     p, n = np.array(positives), np.array(negatives)
     active = np.log(np.exp(-p).sum()) + np.log(np.exp(1.0 + n).sum()) > 0
-    expected_pos = 1 / np.exp(p[:, None] - p[None, :]).sum(axis=1)   # eq. 10
+    expected_pos = 1 / np.exp(p[:, None] - p[None, :]).sum(axis=1)  # eq. 10
     # eq. 11: w = exp(S_ij) / Σ_k exp(S_ik) (its second printed form has the sign of the
     # exponent flipped; the first form is what the loss's gradient gives)
     expected_neg = np.exp(n) / np.exp(n).sum()
@@ -51,8 +51,8 @@ def test_binomial_eqs_13_14(seed):
     a, b, g = 2.0, 50.0, 0.5
     w = pair_weights("binomial", {"alpha": a, "beta": b, "gamma": g}, positives, negatives)
     p, n = np.array(positives), np.array(negatives)
-    expected_pos = a * np.exp(a * (g - p)) / (1 + np.exp(a * (g - p))) / len(p)   # eq. 13
-    expected_neg = b * np.exp(b * (n - g)) / (1 + np.exp(b * (n - g))) / len(n)   # eq. 14
+    expected_pos = a * np.exp(a * (g - p)) / (1 + np.exp(a * (g - p))) / len(p)  # eq. 13
+    expected_neg = b * np.exp(b * (n - g)) / (1 + np.exp(b * (n - g))) / len(n)  # eq. 14
     np.testing.assert_allclose(w, np.concatenate([expected_pos, expected_neg]), rtol=1e-10)
 
 
@@ -66,6 +66,6 @@ def test_figure_curves_have_the_papers_shapes():
     s, w = weights("contrastive", "negative")
     assert (w[s < 0.5] == 0).all() and (w[s > 0.5] == 1).all()
     s, w = weights("lifted", "negative")
-    assert (np.diff(w) > 0).all()              # harder negatives weigh more
+    assert (np.diff(w) > 0).all()  # harder negatives weigh more
     s, w = weights("binomial", "positive")
-    assert (np.diff(w) < 0).all()              # harder positives weigh more
+    assert (np.diff(w) < 0).all()  # harder positives weigh more

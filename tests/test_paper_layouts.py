@@ -75,8 +75,10 @@ class Tables(HTMLParser):
 def page_sections(page: str, preset: str) -> dict[str, str]:
     """The HTML of each experiment's section, by experiment id."""
     marks = list(re.finditer(rf"<h3 id='{re.escape(preset)}-([^']+)'>", page))
-    return {m.group(1): page[m.start(): marks[i + 1].start() if i + 1 < len(marks) else len(page)]
-            for i, m in enumerate(marks)}
+    return {
+        m.group(1): page[m.start() : marks[i + 1].start() if i + 1 < len(marks) else len(page)]
+        for i, m in enumerate(marks)
+    }
 
 
 def check_tables(page: str, preset: str, plan: Plan) -> None:
@@ -91,8 +93,13 @@ def check_tables(page: str, preset: str, plan: Plan) -> None:
         assert table["rows"] == [row.label for row in expected.rows], key
         assert Tables.columns(table) == layout.columns(expected), key
         # every number the paper prints, once, with its digits as the catalogue writes them
-        written = Counter(value.text for source in ("reported", "quoted") for per in (exp.get(source) or {}).values()
-                          for values in per.values() for value in values.values())
+        written = Counter(
+            value.text
+            for source in ("reported", "quoted")
+            for per in (exp.get(source) or {}).values()
+            for values in per.values()
+            for value in values.values()
+        )
         assert Counter(t for t in table["paper"] if t != "–") == written, key
 
 
@@ -108,8 +115,14 @@ def test_tables_that_ran_keep_the_papers_layout_with_ours_beside(tmp_path, key):
     """The demo runs part of these: the same rows and columns, our values beside the paper's,
     'not run' where the preset does not train a row on a dataset."""
     plan = Plan.load(CONFIG_DIR, {"preset": "demo"})
-    files = [fake_run(tmp_path, run, {f"recall@{k}": 0.5 for k in (1, 2, 4, 8, 10, 100)}
-                      | {"nmi": 0.4, "f1": 0.3, "large_recall@1": 0.2}) for run in plan.runs(key)]
+    files = [
+        fake_run(
+            tmp_path,
+            run,
+            {f"recall@{k}": 0.5 for k in (1, 2, 4, 8, 10, 100)} | {"nmi": 0.4, "f1": 0.3, "large_recall@1": 0.2},
+        )
+        for run in plan.runs(key)
+    ]
     aggregate.aggregate(jobs_of(plan).aggregate_spec(key), files, tmp_path / "reports" / "demo" / key)
     index.write(plan, tmp_path / "reports" / "demo" / "index.html")
     page = (tmp_path / "reports/demo/index.html").read_text()
@@ -123,10 +136,15 @@ def test_tables_that_ran_keep_the_papers_layout_with_ours_beside(tmp_path, key):
 
 PAPERS = Path(__file__).resolve().parents[2] / "shared" / "papers"  # the papers as text, beside the repository
 # (experiment, paper file prefix, the first line of the table's header as the paper's text gives it)
-PRINTED = [("dro.t2", "000", "Recall@ K (%)\tCub-200-2011"), ("dro.t4", "000", "Recall@ K (%)\t1\t10"),
-           ("ms.t1", "003", "\tCUB-200\tCars-196\tSOP\tIn-shop"), ("ms.t2", "003", "Recall@K\tCUB-200-2011"),
-           ("ms.t3", "003", "Recall@K\tSOP"), ("fastap.t2", "002", "FastAP R@1\tResNet-18"),
-           ("fastap.t3", "002", "R@k\tProducts")]
+PRINTED = [
+    ("dro.t2", "000", "Recall@ K (%)\tCub-200-2011"),
+    ("dro.t4", "000", "Recall@ K (%)\t1\t10"),
+    ("ms.t1", "003", "\tCUB-200\tCars-196\tSOP\tIn-shop"),
+    ("ms.t2", "003", "Recall@K\tCUB-200-2011"),
+    ("ms.t3", "003", "Recall@K\tSOP"),
+    ("fastap.t2", "002", "FastAP R@1\tResNet-18"),
+    ("fastap.t3", "002", "R@k\tProducts"),
+]
 
 
 def paper_table(prefix: str, header: str) -> tuple[list[list[str]], list[list[str]]]:
@@ -226,7 +244,8 @@ def test_the_markdown_table_names_both_header_levels_and_prints_the_papers_digit
     aggregate.aggregate(jobs_of(plan).aggregate_spec("fastap.t2"), files, tmp_path / "t2")
     text = (tmp_path / "t2/table.md").read_text()
     assert {"| ResNet-18 Random |", "| ResNet-18 Hard |", "| ResNet-50 Random |", "| ResNet-50 Hard |"} <= {
-        line[: line.index("|", 1) + 1] for line in text.splitlines() if line.startswith("| ResNet")}
+        line[: line.index("|", 1) + 1] for line in text.splitlines() if line.startswith("| ResNet")
+    }
     runs = [r for r in plan.runs("ms.t1") if r.dataset == "cars" and r.method == "raw_dw"]
     files = [fake_run(tmp_path, run, {"recall@1": 0.5}) for run in runs]
     aggregate.aggregate(jobs_of(plan).aggregate_spec("ms.t1"), files, tmp_path / "t1")

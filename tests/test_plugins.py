@@ -43,12 +43,14 @@ def installed(tmp_path):
 
 
 def _plan(env, methods: Path, preset: str = "smoke") -> subprocess.CompletedProcess:
-    code = ("import json, sys\nfrom dmlbench.config.plan import Plan\nfrom dmlbench.methods import declared\n"
-            f"plan = Plan.load({str(REPO / 'workflow' / 'config')!r}, {{'preset': {preset!r}, "
-            f"'methods_file': {str(methods)!r}}})\n"
-            "c = declared.components('loss')['hinge_pairs']\n"
-            "print(json.dumps({'methods': plan.experiments['suite.fair']['methods'], 'params': c.params, "
-            "'limits': c.limits, 'runs': [r.method for r in plan.fair_runs()]}))\n")
+    code = (
+        "import json, sys\nfrom dmlbench.config.plan import Plan\nfrom dmlbench.methods import declared\n"
+        f"plan = Plan.load({str(REPO / 'workflow' / 'config')!r}, {{'preset': {preset!r}, "
+        f"'methods_file': {str(methods)!r}}})\n"
+        "c = declared.components('loss')['hinge_pairs']\n"
+        "print(json.dumps({'methods': plan.experiments['suite.fair']['methods'], 'params': c.params, "
+        "'limits': c.limits, 'runs': [r.method for r in plan.fair_runs()]}))\n"
+    )
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO)
 
 
@@ -62,15 +64,25 @@ def test_the_plan_reads_the_installed_loss_from_its_source_and_joins_it_to_the_f
     assert "hinge_pairs" in set(seen["runs"])  # the smoke preset's chosen methods take it in
 
 
-@pytest.mark.parametrize("old, new, said", [
-    ("margin: 0.5}", "margin: 3}", "hinge_pairs.loss.margin: 3 is outside what it allows; loss 'hinge_pairs' "
-                                   "takes margin: float, [-1, 1]"),
-    ("margin: 0.5}", "margn: 0.5}", "loss 'hinge_pairs' has no parameter 'margn' (did you mean 'margin'?)"),
-    ("name: hinge_pairs,", "name: hinge_pair,", "unknown loss 'hinge_pair' (did you mean 'hinge_pairs'?)"),
-    ("name: hinge_pairs,", "name: my_dml.losses:HingePair,", "defines no class or function 'HingePair'"),
-    ("  hinge_pairs:\n", "  ms:\n", "method 'ms' is a name the catalogue has already"),
-    ("join: [suite.fair]", "join: [suite.fiar]", "join: unknown experiment 'suite.fiar' (did you mean 'suite.fair'?)"),
-])
+@pytest.mark.parametrize(
+    "old, new, said",
+    [
+        (
+            "margin: 0.5}",
+            "margin: 3}",
+            "hinge_pairs.loss.margin: 3 is outside what it allows; loss 'hinge_pairs' takes margin: float, [-1, 1]",
+        ),
+        ("margin: 0.5}", "margn: 0.5}", "loss 'hinge_pairs' has no parameter 'margn' (did you mean 'margin'?)"),
+        ("name: hinge_pairs,", "name: hinge_pair,", "unknown loss 'hinge_pair' (did you mean 'hinge_pairs'?)"),
+        ("name: hinge_pairs,", "name: my_dml.losses:HingePair,", "defines no class or function 'HingePair'"),
+        ("  hinge_pairs:\n", "  ms:\n", "method 'ms' is a name the catalogue has already"),
+        (
+            "join: [suite.fair]",
+            "join: [suite.fiar]",
+            "join: unknown experiment 'suite.fiar' (did you mean 'suite.fair'?)",
+        ),
+    ],
+)
 def test_a_mistake_in_the_users_methods_file_is_named_before_any_job(installed, old, new, said):
     env, methods = installed
     text = methods.read_text()
@@ -86,20 +98,23 @@ def test_a_module_that_is_not_on_the_path_is_named_with_what_to_do(installed):
     methods.write_text(methods.read_text().replace("name: hinge_pairs,", "name: my_dmll.losses:HingePairs,"))
     result = _plan(env, methods)
     assert result.returncode != 0
-    assert (f"{methods}: method hinge_pairs.loss: loss 'my_dmll.losses:HingePairs': module 'my_dmll.losses' cannot "
-            f"be found (No module named 'my_dmll'); install the package or put its folder on PYTHONPATH"
-            ) in result.stderr
+    assert (
+        f"{methods}: method hinge_pairs.loss: loss 'my_dmll.losses:HingePairs': module 'my_dmll.losses' cannot "
+        f"be found (No module named 'my_dmll'); install the package or put its folder on PYTHONPATH"
+    ) in result.stderr
 
 
 def test_the_loss_named_by_module_and_class_needs_no_entry_point(installed):
     env, methods = installed
     methods.write_text(methods.read_text().replace("name: hinge_pairs,", "name: my_dml.losses:HingePairs,"))
-    code = (f"from dmlbench.config.plan import Plan\nplan = Plan.load({str(REPO / 'workflow' / 'config')!r}, "
-            f"{{'preset': 'smoke', 'methods_file': {str(methods)!r}}})\n"
-            "from dmlbench.methods import losses\n"
-            "import torch\nloss = losses.build('my_dml.losses:HingePairs', margin=0.2)\n"
-            "x = torch.nn.functional.normalize(torch.eye(4, 8), dim=1)\n"
-            "print(float(loss(x, torch.tensor([0, 0, 1, 1]))))\n")
+    code = (
+        f"from dmlbench.config.plan import Plan\nplan = Plan.load({str(REPO / 'workflow' / 'config')!r}, "
+        f"{{'preset': 'smoke', 'methods_file': {str(methods)!r}}})\n"
+        "from dmlbench.methods import losses\n"
+        "import torch\nloss = losses.build('my_dml.losses:HingePairs', margin=0.2)\n"
+        "x = torch.nn.functional.normalize(torch.eye(4, 8), dim=1)\n"
+        "print(float(loss(x, torch.tensor([0, 0, 1, 1]))))\n"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO)
     assert result.returncode == 0, result.stderr
     # orthogonal embeddings: every S is 0; positives [0.2 − 0]_+ = 0.2, negatives [0 − 0.2]_+ = 0
@@ -110,8 +125,21 @@ def test_the_loss_named_by_module_and_class_needs_no_entry_point(installed):
 def test_the_users_loss_goes_through_the_smoke_fair_table_beside_the_papers_methods(installed, tmp_path):
     env, methods = installed
     work = tmp_path / "work"
-    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(work), "--cores", "2",
-               "--config", "preset=smoke", f"methods_file={methods}", "experiments=[suite.fair]"]
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(work),
+        "--cores",
+        "2",
+        "--config",
+        "preset=smoke",
+        f"methods_file={methods}",
+        "experiments=[suite.fair]",
+    ]
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1800)
     assert result.returncode == 0, result.stderr[-4000:]
     table = pd.read_csv(work / "reports/smoke/suite.fair/fair_table.csv")
@@ -148,5 +176,7 @@ def test_a_plugins_name_whose_package_is_not_on_the_path_says_what_to_do(install
     result = _plan(env, methods)
     assert result.returncode != 0
     assert "unknown loss 'hinge_pairs'" in result.stderr
-    assert ("(a plugin's name: its package's entry point dmlbench.losses was not found; install the package, or put "
-            "its folder, with its .dist-info, on PYTHONPATH)") in result.stderr
+    assert (
+        "(a plugin's name: its package's entry point dmlbench.losses was not found; install the package, or put "
+        "its folder, with its .dist-info, on PYTHONPATH)"
+    ) in result.stderr

@@ -28,13 +28,25 @@ def test_runs_differing_only_in_seed_share_a_group(full):
     assert all(len({r.seed for r in g.runs}) == 5 for g in groups)
 
 
-@pytest.mark.parametrize("path, value", [
-    (("model", "backbone"), "resnet50"), (("model", "embedding_dim"), 64), (("model", "pretrained"), False),
-    (("input", "crop"), 200), (("batch", "size"), 160), (("batch", "per_class"), 4),
-    (("method", "loss", "gamma"), 0.001), (("method", "miner"), {"name": "hardest"}),
-    (("method", "sampler"), "shuffle"), (("optimizer", "name"), "sgd"), (("schedule", "milestones"), [3]),
-    (("scheme", "hncm"), True), (("eval", "every"), 5),
-    (("record", "scatter_epochs"), [0])])
+@pytest.mark.parametrize(
+    "path, value",
+    [
+        (("model", "backbone"), "resnet50"),
+        (("model", "embedding_dim"), 64),
+        (("model", "pretrained"), False),
+        (("input", "crop"), 200),
+        (("batch", "size"), 160),
+        (("batch", "per_class"), 4),
+        (("method", "loss", "gamma"), 0.001),
+        (("method", "miner"), {"name": "hardest"}),
+        (("method", "sampler"), "shuffle"),
+        (("optimizer", "name"), "sgd"),
+        (("schedule", "milestones"), [3]),
+        (("scheme", "hncm"), True),
+        (("eval", "every"), 5),
+        (("record", "scatter_epochs"), [0]),
+    ],
+)
 def test_a_code_path_setting_makes_another_group(full, path, value):
     cfg = full.resolve(full.runs("dro.t1")[0])
     changed = copy.deepcopy(cfg)
@@ -58,9 +70,19 @@ def _skeleton(settings):
     """Names and switches of a loss/miner/scheme setting, each number reduced to zero or not."""
     if not isinstance(settings, dict):
         return repr(settings)
-    return repr(sorted((key, value if isinstance(value, (str, bool, type(None))) else
-                        _skeleton(value) if isinstance(value, (dict, list)) else value == 0)
-                       for key, value in settings.items()))
+    return repr(
+        sorted(
+            (
+                key,
+                value
+                if isinstance(value, (str, bool, type(None)))
+                else _skeleton(value)
+                if isinstance(value, (dict, list))
+                else value == 0,
+            )
+            for key, value in settings.items()
+        )
+    )
 
 
 def test_bounded_part_covers_every_paper_backbone_loss_miner_sampler_scheme_and_layout(full):
@@ -70,13 +92,15 @@ def test_bounded_part_covers_every_paper_backbone_loss_miner_sampler_scheme_and_
     part = bounded(groups)
     assert len(part) < len(groups) / 4
     assert [g.key for g in part] == [g.key for g in groups if g in part]  # the plan's order
-    for name, of in (("paper", lambda g: g.run.experiment.split(".")[0]),
-                     ("backbone", lambda g: g.cfg["model"]["backbone"]),
-                     ("loss", lambda g: _skeleton(g.cfg["method"]["loss"])),
-                     ("miner", lambda g: _skeleton(g.cfg["method"]["miner"])),
-                     ("sampler", lambda g: g.cfg["method"]["sampler"]),
-                     ("scheme", lambda g: _skeleton(g.cfg["scheme"])),
-                     ("layout", lambda g: datasets.get(g.run.dataset).evaluation)):
+    for name, of in (
+        ("paper", lambda g: g.run.experiment.split(".")[0]),
+        ("backbone", lambda g: g.cfg["model"]["backbone"]),
+        ("loss", lambda g: _skeleton(g.cfg["method"]["loss"])),
+        ("miner", lambda g: _skeleton(g.cfg["method"]["miner"])),
+        ("sampler", lambda g: g.cfg["method"]["sampler"]),
+        ("scheme", lambda g: _skeleton(g.cfg["scheme"])),
+        ("layout", lambda g: datasets.get(g.run.dataset).evaluation),
+    ):
         assert {of(g) for g in part} == {of(g) for g in groups}, name
 
 
@@ -101,12 +125,17 @@ def test_an_injected_failure_is_reported_for_exactly_its_group(tmp_path, jobs, w
     groups = group_runs(smoke, smoke.runs("ms.t1") + smoke.runs("dro.t1"))
     assert len(groups) == 4
     # SoftTriple at γ = 0 divides by zero: a loss that is NaN at some parameter
-    groups[1].cfg["method"] = {"name": "softtriple", "loss": {"name": "softtriple", "gamma": 0.0},
-                               "miner": None, "sampler": "shuffle"}
+    groups[1].cfg["method"] = {
+        "name": "softtriple",
+        "loss": {"name": "softtriple", "gamma": 0.0},
+        "miner": None,
+        "sampler": "shuffle",
+    }
     groups[2].cfg["model"].update(backbone="bninception", embedding_dim=8)  # rejects 16-pixel input
     groups[2].cfg["input"].update(resize=16, crop=16)
-    table = probe_all(groups, tmp_path, None, "cpu", "smoke", log=lambda m: None, jobs=jobs, threads=1,
-                      warm_steps=warm_steps)
+    table = probe_all(
+        groups, tmp_path, None, "cpu", "smoke", log=lambda m: None, jobs=jobs, threads=1, warm_steps=warm_steps
+    )
     assert list(table["status"]) == ["passed", "failed", "failed", "passed"]
     assert "training diverged" in table.loc[1, "error"] and "nan" in table.loc[1, "error"]
     assert table.loc[2, "error"] and "diverged" not in table.loc[2, "error"]
@@ -128,8 +157,15 @@ def test_a_group_is_timed_by_the_first_group_of_its_network_shape(full, image_si
     def trunk_work(group):  # what the trunk computes: at one image side for all, the crop is not in it
         cfg = RunConfig.from_dict(group.cfg)
         size = (cfg.input.crop, cfg.input.resize) if image_side is None else ()
-        return (cfg.model.backbone, cfg.model.frozen_bn, cfg.model.frozen_patch_embed, cfg.optimizer.layer_decay != 1,
-                cfg.batch.size, cfg.performance, size)
+        return (
+            cfg.model.backbone,
+            cfg.model.frozen_bn,
+            cfg.model.frozen_patch_embed,
+            cfg.optimizer.layer_decay != 1,
+            cfg.batch.size,
+            cfg.performance,
+            size,
+        )
 
     for group in groups:
         owner = next(g for g in groups if g.key == owners[group.key])
@@ -173,9 +209,15 @@ def test_a_probe_worker_imports_nothing_its_fork_server_has_not(monkeypatch):
         def start(self):
             pass
 
-    context = type("Context", (), {"set_forkserver_preload":
-                                       staticmethod(lambda modules: started.update(preload=modules)),
-                                   "Process": Recorder, "Pipe": staticmethod(workers.multiprocessing.Pipe)})
+    context = type(
+        "Context",
+        (),
+        {
+            "set_forkserver_preload": staticmethod(lambda modules: started.update(preload=modules)),
+            "Process": Recorder,
+            "Pipe": staticmethod(workers.multiprocessing.Pipe),
+        },
+    )
     monkeypatch.setattr(workers.multiprocessing, "get_context", lambda method: context())
     workers.Worker(1, runner.PROBE_PRELOAD)
     assert started["target"].__module__ in started["preload"]
@@ -259,9 +301,25 @@ def test_a_killed_preflight_leaves_the_table_and_budget_of_what_it_probed(tmp_pa
     from processes import start, stop
 
     out = tmp_path / "out"
-    child = start([sys.executable, "-m", "dmlbench", "preflight", "--preset", "smoke", "--jobs", "1",
-                   "--workdir", str(tmp_path / "work"), "--output-dir", str(out)],
-                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=python_env())
+    child = start(
+        [
+            sys.executable,
+            "-m",
+            "dmlbench",
+            "preflight",
+            "--preset",
+            "smoke",
+            "--jobs",
+            "1",
+            "--workdir",
+            str(tmp_path / "work"),
+            "--output-dir",
+            str(out),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=python_env(),
+    )
     try:
         deadline = time.monotonic() + 600
         while not (out / "budget.md").exists() and child.poll() is None and time.monotonic() < deadline:
@@ -272,19 +330,24 @@ def test_a_killed_preflight_leaves_the_table_and_budget_of_what_it_probed(tmp_pa
     table = pd.read_csv(out / "preflight.csv")
     groups = group_runs(Plan.load(CONFIG_DIR, {"preset": "smoke"}))
     assert 1 <= len(table) < len(groups)
-    assert list(table["group"]) == [g.key for g in groups[:len(table)]]
+    assert list(table["group"]) == [g.key for g in groups[: len(table)]]
     left = len(groups) - len(table)
     assert f"**Incomplete**: {left} group(s) not probed" in (out / "preflight.md").read_text()
     budget_text = (out / "budget.md").read_text()
     assert "**Incomplete**" in budget_text and "| **all** |" in budget_text
-    probed = {r.path("smoke") for g in groups[:len(table)] for r in g.runs}
+    probed = {r.path("smoke") for g in groups[: len(table)] for r in g.runs}
     assert set(pd.read_csv(out / "budget.csv")["run"]) <= probed
 
 
 def test_budget_of_a_hand_computed_plan():
-    raw = {"epochs": 10, "batches_per_epoch": None, "batch": {"size": 80, "per_class": 5, "per_pair": 5},
-           "method": {"loss": {"name": "contrastive"}, "sampler": "m_per_class"}, "eval": {"every": 5},
-           "record": {"scatter_epochs": [], "probe": {"epochs": [], "steps": 146}}}
+    raw = {
+        "epochs": 10,
+        "batches_per_epoch": None,
+        "batch": {"size": 80, "per_class": 5, "per_pair": 5},
+        "method": {"loss": {"name": "contrastive"}, "sampler": "m_per_class"},
+        "eval": {"every": 5},
+        "record": {"scatter_epochs": [], "probe": {"epochs": [], "steps": 146}},
+    }
     cfg = RunConfig.from_dict(raw)
     assert budget.steps_per_epoch(cfg, "cub") == 5864 // 80 == 73
     assert budget.evaluations(cfg) == 3
@@ -316,9 +379,25 @@ def test_bounded_preflight_of_the_full_catalogue_passes(tmp_path):
     from processes import run
 
     out = tmp_path / "reports" / "full" / "preflight"
-    done = run([sys.executable, "-m", "dmlbench", "preflight", "--bounded", "--image-side", "32",
-                "--workdir", str(tmp_path / "work"), "--output-dir", str(out)], timeout=3600,
-               capture_output=True, text=True, env=python_env())
+    done = run(
+        [
+            sys.executable,
+            "-m",
+            "dmlbench",
+            "preflight",
+            "--bounded",
+            "--image-side",
+            "32",
+            "--workdir",
+            str(tmp_path / "work"),
+            "--output-dir",
+            str(out),
+        ],
+        timeout=3600,
+        capture_output=True,
+        text=True,
+        env=python_env(),
+    )
     table = pd.read_csv(out / "preflight.csv")
     failed = table[table["status"] != "passed"]
     assert done.returncode == 0 and failed.empty, failed[["code_path", "error"]].to_string() + done.stderr[-3000:]

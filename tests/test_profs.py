@@ -122,10 +122,13 @@ def test_hncm_picks_the_classes_a_brute_force_search_picks():
         seed = order[0]
         if seed == 7:
             continue
-        sims = {c: sum(float(table[seed][d]) * float(table[c][d]) for d in range(8))
-                for c in range(10) if c not in (seed, 7)}
+        sims = {
+            c: sum(float(table[seed][d]) * float(table[c][d]) for d in range(8))
+            for c in range(10)
+            if c not in (seed, 7)
+        }
         brute = sorted(sims, key=lambda c: -sims[c])
-        assert order[1:1 + len(brute)] == brute
+        assert order[1 : 1 + len(brute)] == brute
         assert sorted(order) == list(range(10))
     assert hardest_classes(table, torch.zeros(10, dtype=torch.bool), 0, 4) == []
 
@@ -141,8 +144,9 @@ def test_hncm_table_stores_representative_embeddings():
             assert torch.allclose(scheme.table[c], F.normalize(embeddings[position], dim=0))
 
 
-@pytest.mark.parametrize("rho,batch,per_class,classes", [(6, 128, 2, 11318), (6, 128, 4, 100),
-                                                         (6, 128, 2, 98), (0.5, 60, 5, 7)])
+@pytest.mark.parametrize(
+    "rho,batch,per_class,classes", [(6, 128, 2, 11318), (6, 128, 4, 100), (6, 128, 2, 98), (0.5, 60, 5, 7)]
+)
 def test_iterations_per_cycle_follow_the_formula(rho, batch, per_class, classes):
     p = batch / (per_class * classes)
     m = 1
@@ -201,7 +205,8 @@ def test_lifted_and_ms_drop_exactly_the_pairs_between_non_representatives():
     lifted = losses.build("lifted_structure", margin=1.0)
     assert float(ms(x, labels, pairs=plan.pairs)) == pytest.approx(ms_brute(sim, labels.tolist(), allowed), rel=1e-9)
     assert float(lifted(x, labels, pairs=plan.pairs)) == pytest.approx(
-        lifted_brute(dist, labels.tolist(), allowed), rel=1e-9)
+        lifted_brute(dist, labels.tolist(), allowed), rel=1e-9
+    )
     everything = [[True] * len(reps) for _ in reps]
     assert float(ms(x, labels)) == pytest.approx(ms_brute(sim, labels.tolist(), everything), rel=1e-9)
     assert float(ms(x, labels)) != pytest.approx(float(ms(x, labels, pairs=plan.pairs)))
@@ -209,9 +214,14 @@ def test_lifted_and_ms_drop_exactly_the_pairs_between_non_representatives():
 
 def test_pair_restriction_needs_a_pair_loss():
     from dmlbench.core.errors import ConfigError
+
     cfg = profs_cfg()
-    cfg["method"] = {"name": "npair", "loss": {"name": "npair", "l2_reg": 0.002}, "miner": None,
-                     "sampler": "m_per_class"}
+    cfg["method"] = {
+        "name": "npair",
+        "loss": {"name": "npair", "l2_reg": 0.002},
+        "miner": None,
+        "sampler": "m_per_class",
+    }
     with pytest.raises(ConfigError, match="scheme.pairs: all"):
         build(cfg)
     build(copy.deepcopy(dict(cfg, scheme=dict(cfg["scheme"], pairs="all"))))
@@ -219,8 +229,12 @@ def test_pair_restriction_needs_a_pair_loss():
 
 def test_softtriple_hncm_ranks_classes_by_their_centres():
     cfg = profs_cfg(hncm=True, representatives="none", iterations=1, anchor="previous_cycle_start")
-    cfg["method"] = {"name": "softtriple", "miner": None, "sampler": "shuffle",
-                     "loss": {"name": "softtriple", "centres_per_class": 3}}
+    cfg["method"] = {
+        "name": "softtriple",
+        "miner": None,
+        "sampler": "shuffle",
+        "loss": {"name": "softtriple", "centres_per_class": 3},
+    }
     criterion = Criterion(cfg["method"], num_classes=10, embedding_dim=8)
     scheme = build(cfg, list(criterion.parameters()), criterion)
     vectors = criterion.loss.class_vectors().detach()
@@ -228,7 +242,7 @@ def test_softtriple_hncm_ranks_classes_by_their_centres():
     classes = list(dict.fromkeys(LABELS[i] for i in step))
     seed = classes[0]
     ranking = sorted((c for c in range(10) if c != seed), key=lambda c: -float(vectors[c] @ vectors[seed]))
-    assert classes[1:] == ranking[:len(classes) - 1]
+    assert classes[1:] == ranking[: len(classes) - 1]
 
 
 class StopAfterFirstEpoch(Exception):
@@ -242,8 +256,9 @@ def test_kill_inside_a_cycle_and_resume_gives_the_uninterrupted_run(tmp_path):
     from dmlbench.training.train import train
 
     manifest = tmp_path / "data" / "fixture" / "cub" / "manifest.csv"
-    prepare("cub", "fixture", tmp_path / "data", manifest,
-            fixture_size={"n_classes": 8, "per_class": 6, "image_size": 40})
+    prepare(
+        "cub", "fixture", tmp_path / "data", manifest, fixture_size={"n_classes": 8, "per_class": 6, "image_size": 40}
+    )
     cfg = profs_cfg(hncm=True, iterations=7)  # 5 iterations an epoch: the cycle spans epochs
     cfg["data"] = {"manifest": str(manifest)}  # files decoded per image (no store)
     cfg["model"]["embedding_dim"] = 16
@@ -254,6 +269,7 @@ def test_kill_inside_a_cycle_and_resume_gives_the_uninterrupted_run(tmp_path):
     def stop(message):
         if message.startswith("epoch 1/"):
             raise StopAfterFirstEpoch
+
     with pytest.raises(StopAfterFirstEpoch):
         train(cfg, tmp_path / "killed", log=stop)
     state = torch.load(tmp_path / "killed" / "checkpoint.pt", weights_only=True)
@@ -272,6 +288,7 @@ def test_kill_inside_a_cycle_and_resume_gives_the_uninterrupted_run(tmp_path):
         model = models.build(dataclasses.replace(typed.model, pretrained=False))
         model.load_state_dict(saved["model"])
         return evaluate_model(model, table, manifest.parent, typed, torch.device("cpu"))
+
     assert metrics("killed") == metrics("whole")
 
 
@@ -324,10 +341,11 @@ def test_hard_mined_profs_tuples_are_anchored_at_the_representatives_as_the_brut
     assert {a for a, _, _ in got} == set(reps.nonzero(as_tuple=True)[0].tolist())
     positives, negatives = profs_reference.pair_multisets(expected)
     for anchor in {a for a, _ in positives}:  # section 5.3: as many hard negatives as positives
-        assert sum(c for (a, _), c in positives.items() if a == anchor) == \
-            sum(c for (a, _), c in negatives.items() if a == anchor)
+        assert sum(c for (a, _), c in positives.items() if a == anchor) == sum(
+            c for (a, _), c in negatives.items() if a == anchor
+        )
     d = torch.sqrt(torch.clamp(2 - 2 * unit @ unit.T, min=1e-12)).numpy()
-    brute = (sum(d[a, j] ** 2 for a, j in positives) + sum(max(0.0, 1.0 - d[a, j]) ** 2 for a, j in negatives))
+    brute = sum(d[a, j] ** 2 for a, j in positives) + sum(max(0.0, 1.0 - d[a, j]) ** 2 for a, j in negatives)
     assert float(value) == pytest.approx(brute / (len(positives) + len(negatives)), rel=1e-9)
     for name in ("triplet", "margin"):
         assert suite_triplets(x, labels, pairs, losses.build(name))[0] == sorted(expected)

@@ -27,8 +27,9 @@ def _stderr(on_terminal: bool, **extra) -> str:
         return done.stderr
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a terminal's size
-    process = subprocess.Popen([sys.executable, "-c", SCRIPT], env=env, stdout=subprocess.DEVNULL,
-                               stderr=follower, close_fds=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT], env=env, stdout=subprocess.DEVNULL, stderr=follower, close_fds=True
+    )
     os.close(follower)
     seen = b""
     while True:

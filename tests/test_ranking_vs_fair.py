@@ -56,14 +56,20 @@ def test_four_methods_say_that_no_tau_can_be_significant():
 
 
 def test_the_table_pairs_each_trunk_with_the_fair_methods_under_their_fair_ids(tmp_path):
-    runs = pd.DataFrame([{"dataset": "cub", "method": f"{m}@vit", "seed": s, "recall@1": v + s}
-                         for m, v in (("ms", 60), ("contrastive", 50), ("proxy_nca_rc", 55)) for s in range(3)])
+    runs = pd.DataFrame(
+        [
+            {"dataset": "cub", "method": f"{m}@vit", "seed": s, "recall@1": v + s}
+            for m, v in (("ms", 60), ("contrastive", 50), ("proxy_nca_rc", 55))
+            for s in range(3)
+        ]
+    )
     runs.to_csv(tmp_path / "runs.csv", index=False)
     fair = {}
     for method, value in (("ms", 0.62), ("contrastive", 0.58), ("proxy_nca_rc", 0.60)):
         path = tmp_path / f"{method}.json"
-        path.write_text(json.dumps({"per_repetition": [{"concatenated": {"recall@1": value + r / 100}}
-                                                       for r in range(2)]}))
+        path.write_text(
+            json.dumps({"per_repetition": [{"concatenated": {"recall@1": value + r / 100}} for r in range(2)]})
+        )
         fair[method] = str(path)
     table = rvf.write({"runs": str(tmp_path / "runs.csv"), "trunks": {"vit": "ViT"}, "fair": {"cub": fair}}, tmp_path)
     assert table.loc[0, "methods"] == 3 and table.loc[0, "tau"] == pytest.approx(1.0)

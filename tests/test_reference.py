@@ -50,8 +50,12 @@ def images_by_hand(manifest, rows, resize, crop):
 
 
 def run_step(spec, output):
-    processes.run([sys.executable, "-m", "dmlbench", "reference", "--spec", json.dumps(spec),
-                   "--output", str(output)], timeout=600, check=True, env=python_env())
+    processes.run(
+        [sys.executable, "-m", "dmlbench", "reference", "--spec", json.dumps(spec), "--output", str(output)],
+        timeout=600,
+        check=True,
+        env=python_env(),
+    )
     return json.loads(output.read_text())
 
 
@@ -95,8 +99,9 @@ def test_raw_pixel_row_of_digits_equals_the_8x8_images_by_hand(tmp_path):
     result = run_step(spec, tmp_path / "reference.json")
     table = pd.read_csv(manifest)
     test = table[table["split"] == "test"]
-    pixels = np.stack([np.asarray(Image.open(manifest.parent / p).convert("RGB"), dtype=np.float64).ravel()
-                       for p in test["path"]])
+    pixels = np.stack(
+        [np.asarray(Image.open(manifest.parent / p).convert("RGB"), dtype=np.float64).ravel() for p in test["path"]]
+    )
     labels = test["label"].to_numpy()
     expected = brute_metrics(pixels, labels, pixels, labels, (1, 2), self_retrieval=True)
     assert_close(result["rows"]["pixels"], expected)
@@ -112,8 +117,10 @@ def test_a_reference_uses_the_runs_protocol_query_gallery_for_inshop(tmp_path):
     for split in ("query", "gallery"):
         rows = table[table["split"] == split]
         with torch.no_grad():
-            parts[split] = (net(images_by_hand(manifest, rows, key["input"]["resize"], key["input"]["crop"])).numpy(),
-                            rows["label"].to_numpy())
+            parts[split] = (
+                net(images_by_hand(manifest, rows, key["input"]["resize"], key["input"]["crop"])).numpy(),
+                rows["label"].to_numpy(),
+            )
     expected = brute_metrics(*parts["query"], *parts["gallery"], (1, 2), self_retrieval=False)
     assert_close(result["rows"]["initial"], expected)
 
@@ -144,30 +151,41 @@ def test_runs_that_differ_in_backbone_get_different_references_and_share_otherwi
 
 
 def summary_with_references():
-    rows = [("digits", "ms", "map@r", 61.3, False, None, None),
-            ("digits", "contrastive", "map@r", 58.0, False, None, None),
-            ("digits", "ms", "recall@1", 98.0, False, None, None),
-            ("digits", "no training: raw pixels", "map@r", 60.5, True, "pixels", "d1"),
-            ("digits", "no training: net", "map@r", 62.25, True, "initial", "d1"),
-            ("digits", "no training: net", "recall@1", 97.0, True, "initial", "d1")]
+    rows = [
+        ("digits", "ms", "map@r", 61.3, False, None, None),
+        ("digits", "contrastive", "map@r", 58.0, False, None, None),
+        ("digits", "ms", "recall@1", 98.0, False, None, None),
+        ("digits", "no training: raw pixels", "map@r", 60.5, True, "pixels", "d1"),
+        ("digits", "no training: net", "map@r", 62.25, True, "initial", "d1"),
+        ("digits", "no training: net", "recall@1", 97.0, True, "initial", "d1"),
+    ]
     return pd.DataFrame(rows, columns=["dataset", "method", "metric", "mean", "reference", "kind", "name"]).assign(
-        std=float("nan"), n=1, paper=None)
+        std=float("nan"), n=1, paper=None
+    )
 
 
 def test_the_sentence_gives_each_methods_difference_to_each_reference_row():
-    said = references_module().sentences(summary_with_references(),
-                                         [["digits", "ms", "d1"], ["digits", "contrastive", "d1"]],
-                                         {"ms": "MS", "contrastive": "Contrastive"})
-    assert said == ["digits, MAP@R, trained vs no training: MS 61.30 (untrained network 62.25: -0.95; "
-                    "raw pixels 60.50: +0.80), Contrastive 58.00 (untrained network 62.25: -4.25; "
-                    "raw pixels 60.50: -2.50)."]
+    said = references_module().sentences(
+        summary_with_references(),
+        [["digits", "ms", "d1"], ["digits", "contrastive", "d1"]],
+        {"ms": "MS", "contrastive": "Contrastive"},
+    )
+    assert said == [
+        "digits, MAP@R, trained vs no training: MS 61.30 (untrained network 62.25: -0.95; "
+        "raw pixels 60.50: +0.80), Contrastive 58.00 (untrained network 62.25: -4.25; "
+        "raw pixels 60.50: -2.50)."
+    ]
 
 
 def test_reference_rows_come_first_in_the_paper_layout_with_no_paper_number():
     from dmlbench.report import layout
 
-    exp = {"methods": ["ms", "contrastive"], "datasets": ["digits"], "table": {"metrics": ["map@r"]},
-           "reported": {"ms": {"digits": {"map@r": 70.0}}}}
+    exp = {
+        "methods": ["ms", "contrastive"],
+        "datasets": ["digits"],
+        "table": {"metrics": ["map@r"]},
+        "reported": {"ms": {"digits": {"map@r": 70.0}}},
+    }
     grid = layout.table_layout(exp, {"ms": "MS", "contrastive": "Contrastive"})
     page = layout.render(exp, grid, summary_with_references(), "caption")
     body = page.split("<tbody>")[1]  # the rows' own headers (the head has a verdict and a method column)
@@ -189,8 +207,11 @@ def test_a_garbled_reference_file_is_named_set_aside_and_the_page_removed(tmp_pa
 
     run = tmp_path / "run" / "metrics.json"
     run.parent.mkdir()
-    run.write_text(json.dumps({"run": {"experiment": "x", "dataset": "cub", "method": "ms", "seed": 0},
-                               "metrics": {"recall@1": 0.5}}))
+    run.write_text(
+        json.dumps(
+            {"run": {"experiment": "x", "dataset": "cub", "method": "ms", "seed": 0}, "metrics": {"recall@1": 0.5}}
+        )
+    )
     garbled = tmp_path / "reference" / "cub-x" / "metrics.json"
     garbled.parent.mkdir(parents=True)
     garbled.write_text('{"reference": {"dataset": "cub"}, "rows": {"initial": ')
@@ -212,8 +233,13 @@ def test_a_suite_experiments_quoted_row_stands_in_its_own_columns_with_no_verdic
 
     from dmlbench.report import layout
 
-    exp = {"paper": None, "methods": ["ms", "contrastive"], "datasets": ["digits"],
-           "table": {"metrics": ["map@r", "recall@1"]}, "quoted": {"Authors": {"digits": {"recall@1": 78.7}}}}
+    exp = {
+        "paper": None,
+        "methods": ["ms", "contrastive"],
+        "datasets": ["digits"],
+        "table": {"metrics": ["map@r", "recall@1"]},
+        "quoted": {"Authors": {"digits": {"recall@1": 78.7}}},
+    }
     grid = layout.table_layout(exp, {"ms": "MS", "contrastive": "Contrastive"})
     page = layout.render(exp, grid, summary_with_references(), "caption")
     head, body = page.split("<tbody>")

@@ -1,6 +1,7 @@
 """Every entry of every registry, by parametrisation over the registry itself (a new entry is
 tested without editing a list): each configured method builds and trains a step, each loss and
 miner has a test against a reference, each scheme, analysis and figure is importable."""
+
 import re
 from pathlib import Path
 
@@ -37,8 +38,9 @@ def test_every_configured_method_builds_and_gives_a_finite_loss_with_a_gradient(
 def _tested_names() -> set[str]:
     """Names given to a registry's `build` or to `Criterion` in the test files."""
     text = "".join(path.read_text() for path in TESTS.glob("test_*.py") if path.name != Path(__file__).name)
-    return set(re.findall(r"""build\(\s*["']([a-z_0-9]+)["']""", text)) | set(re.findall(
-        r"""["']name["']:\s*["']([a-z_0-9]+)["']""", text))
+    return set(re.findall(r"""build\(\s*["']([a-z_0-9]+)["']""", text)) | set(
+        re.findall(r"""["']name["']:\s*["']([a-z_0-9]+)["']""", text)
+    )
 
 
 @pytest.mark.parametrize("registry", [LOSSES, MINERS, SAMPLERS], ids=lambda r: r.kind)

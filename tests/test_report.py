@@ -16,13 +16,28 @@ from dmlbench.config.jobs import of as jobs_of
 def fake_run(root, run, metrics, epochs=2):
     folder = root / run.path("full")
     folder.mkdir(parents=True)
-    (folder / "metrics.json").write_text(json.dumps({"run": {   # made up: no settings to compare (fingerprint)
-        "experiment": run.experiment, "dataset": run.dataset, "method": run.method,
-        "seed": run.seed}, "metrics": metrics, "fingerprint": None}))
-    (folder / "config.json").write_text(json.dumps({"run": {
-        "experiment": run.experiment, "dataset": run.dataset, "method": run.method, "seed": run.seed}}))
-    (folder / "epochs.jsonl").write_text("".join(json.dumps({"epoch": e + 1, "loss": 1.0 / (e + 1)}) + "\n"
-                                                 for e in range(epochs)))
+    (folder / "metrics.json").write_text(
+        json.dumps(
+            {
+                "run": {  # made up: no settings to compare (fingerprint)
+                    "experiment": run.experiment,
+                    "dataset": run.dataset,
+                    "method": run.method,
+                    "seed": run.seed,
+                },
+                "metrics": metrics,
+                "fingerprint": None,
+            }
+        )
+    )
+    (folder / "config.json").write_text(
+        json.dumps(
+            {"run": {"experiment": run.experiment, "dataset": run.dataset, "method": run.method, "seed": run.seed}}
+        )
+    )
+    (folder / "epochs.jsonl").write_text(
+        "".join(json.dumps({"epoch": e + 1, "loss": 1.0 / (e + 1)}) + "\n" for e in range(epochs))
+    )
     return folder / "metrics.json"
 
 
@@ -40,7 +55,7 @@ def test_seeds_aggregate_with_paper_numbers(tmp_path):
     assert row["std"] == pytest.approx(pd.Series([60, 62, 64, 66, 68]).std())
     assert row["n"] == 5
     assert row["paper"] == 67.9 and row["difference"] == pytest.approx(64.0 - 67.9)
-    half = stats.t.ppf(0.975, 4) * pd.Series([60, 62, 64, 66, 68]).std() / 5 ** 0.5  # 95 % interval: 3.93
+    half = stats.t.ppf(0.975, 4) * pd.Series([60, 62, 64, 66, 68]).std() / 5**0.5  # 95 % interval: 3.93
     assert row["half"] == pytest.approx(half)
     # δ = 1.05 (1 point and the paper's rounding); ours − paper = −3.90 ± 3.93: the interval reaches
     # beyond −δ (not shown below) and outside ±δ (not shown equivalent): inconclusive, not "reproduced"
@@ -64,8 +79,7 @@ def test_sweep_experiment_draws_its_figure(tmp_path):
 
 def test_quoted_rows_are_marked_as_quoted(tmp_path):
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
-    files = [fake_run(tmp_path, run, {f"recall@{k}": 0.5 for k in (1, 2, 4, 8, 16, 32)})
-             for run in plan.runs("ms.t2")]
+    files = [fake_run(tmp_path, run, {f"recall@{k}": 0.5 for k in (1, 2, 4, 8, 16, 32)}) for run in plan.runs("ms.t2")]
     aggregate.aggregate(jobs_of(plan).aggregate_spec("ms.t2"), files, tmp_path / "out")
     text = (tmp_path / "out/table.md").read_text()
     assert "| HDC (quoted by the paper, not run) | 53.6 |" in text
@@ -79,8 +93,7 @@ def _links(page):
 
 
 def test_report_has_contents_statuses_and_every_link_resolves(tmp_path):
-    plan = Plan.load(CONFIG_DIR, {"preset": "demo", "experiments": ["suite.baselines"],
-                                  "datasets": ["digits"]})
+    plan = Plan.load(CONFIG_DIR, {"preset": "demo", "experiments": ["suite.baselines"], "datasets": ["digits"]})
     files = [fake_run(tmp_path, run, {"recall@1": 0.5, "recall@2": 0.6}) for run in plan.runs()[:2]]
     out = tmp_path / "reports" / "demo" / "suite.baselines"
     aggregate.aggregate(jobs_of(plan).aggregate_spec("suite.baselines"), files, out)
@@ -91,8 +104,10 @@ def test_report_has_contents_statuses_and_every_link_resolves(tmp_path):
     assert statuses["ms.t2"] == "quoted only" and statuses["dro.t1"] == "quoted only"
     figure_only = {k for k, s in statuses.items() if s == "figure only"}  # not run here, no numbers in the paper
     assert {"dro.f2", "fastap.f3", "profs.f2", "profs.f3", "ephn.f6"} <= figure_only
-    assert all(".f" in k and not (plan.experiments[k].get("reported") or plan.experiments[k].get("quoted"))
-               for k in figure_only)
+    assert all(
+        ".f" in k and not (plan.experiments[k].get("reported") or plan.experiments[k].get("quoted"))
+        for k in figure_only
+    )
     assert [p["paper"] for p in info["papers"]][:4] == ["suite", "ms", "dro", "ephn"]
     page = tmp_path / "reports/demo/index.html"
     text = page.read_text()
@@ -100,8 +115,9 @@ def test_report_has_contents_statuses_and_every_link_resolves(tmp_path):
     assert "id='demo-suite.baselines-recall_at_k.png'" in text and "href='#top'" in text
     assert "66.85" in text  # ms.t2's paper number, shown although the preset did not run it
     for key in figure_only:
-        assert (f"href='#demo-{key}' title='" in text and text.count(
-            "<span class='status figure-only'>figure only: the paper prints no numbers</span>") == 2 * len(figure_only))
+        assert f"href='#demo-{key}' title='" in text and text.count(
+            "<span class='status figure-only'>figure only: the paper prints no numbers</span>"
+        ) == 2 * len(figure_only)
     for page in (tmp_path / "reports/demo/index.html", tmp_path / "reports/index.html"):
         ids = set(__import__("re").findall(r"id='([^']+)'", page.read_text()))
         for link in _links(page):
@@ -157,18 +173,28 @@ def test_paper_numbers_must_name_a_run_of_their_experiment(tmp_path):
     config = tmp_path / "config"
     shutil.copytree(CONFIG_DIR, config)
     path = config / "experiments" / "dro.yaml"
-    path.write_text(path.read_text().replace("dro_topk_m@B640: {inshop: {recall@1: 90.46}}",
-                                             "dro_topk_m@B6400: {inshop: {recall@1: 90.46}}"))
+    path.write_text(
+        path.read_text().replace(
+            "dro_topk_m@B640: {inshop: {recall@1: 90.46}}", "dro_topk_m@B6400: {inshop: {recall@1: 90.46}}"
+        )
+    )
     with pytest.raises(ConfigError, match="dro.f1.reported: 'dro_topk_m@B6400' is none of"):
         Plan.load(config, {"preset": "full"})
 
 
-@pytest.mark.parametrize("layout,message", [
-    ("    joined: {ms: \"MS (Wang et al. 2019)\", ls_dro: \"LS (Wang et al. 2019)\"}\n",
-     "    joined: {ms: \"MS (Wang et al. 2019)\", ls_dro: \"LS (Wang 2019)\"}\n"),
-    ("    rows: [ms, ls_dro, dro_kl_g_1, dro_kl_g_0.1, dro_kl_g_0.01, dro_kl_g_0.001]\n    joined",
-     "    rows: [ms, ls_dro, dro_kl_g_1, dro_kl_g_0.1, dro_kl_g_0.01]\n    joined"),
-])
+@pytest.mark.parametrize(
+    "layout,message",
+    [
+        (
+            '    joined: {ms: "MS (Wang et al. 2019)", ls_dro: "LS (Wang et al. 2019)"}\n',
+            '    joined: {ms: "MS (Wang et al. 2019)", ls_dro: "LS (Wang 2019)"}\n',
+        ),
+        (
+            "    rows: [ms, ls_dro, dro_kl_g_1, dro_kl_g_0.1, dro_kl_g_0.01, dro_kl_g_0.001]\n    joined",
+            "    rows: [ms, ls_dro, dro_kl_g_1, dro_kl_g_0.1, dro_kl_g_0.01]\n    joined",
+        ),
+    ],
+)
 def test_a_joined_row_names_a_method_and_a_quoted_row(tmp_path, layout, message):
     import shutil
 
@@ -179,8 +205,11 @@ def test_a_joined_row_names_a_method_and_a_quoted_row(tmp_path, layout, message)
     path = config / "experiments" / "dro.yaml"
     assert layout in path.read_text()
     path.write_text(path.read_text().replace(layout, message))
-    with pytest.raises(ConfigError, match=r"dro.t2.layout.(joined: ls_dro: 'LS \(Wang 2019\)' must join|rows must "
-                                          r"list each method and quoted row once: missing \['dro_kl_g_0.001'\])"):
+    with pytest.raises(
+        ConfigError,
+        match=r"dro.t2.layout.(joined: ls_dro: 'LS \(Wang 2019\)' must join|rows must "
+        r"list each method and quoted row once: missing \['dro_kl_g_0.001'\])",
+    ):
         Plan.load(config, {"preset": "full"})
 
 
@@ -224,8 +253,12 @@ def test_fair_paper_numbers_keep_the_papers_digits(tmp_path):
     from dmlbench.config.loading import printed
     from dmlbench.report import fair_section, fair_tables
 
-    frame = pd.DataFrame([{"dataset": d, "method": m, "label": m, "mode": "separated", "metric": "p@1",
-                           "mean": 60.0, "ci95": 1.0} for d, m in (("cub", "ms"), ("cars", "raw_dw"), ("cub", "x"))])
+    frame = pd.DataFrame(
+        [
+            {"dataset": d, "method": m, "label": m, "mode": "separated", "metric": "p@1", "mean": 60.0, "ci95": 1.0}
+            for d, m in (("cub", "ms"), ("cars", "raw_dw"), ("cub", "x"))
+        ]
+    )
     from dmlbench.config import fair_catalogue
 
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
@@ -279,10 +312,12 @@ def test_test_selected_epoch_is_the_best_recall_at_1_and_shown_beside_the_last(t
     from dmlbench.evaluation.evaluate_run import test_selected_epoch
 
     history = tmp_path / "epochs.jsonl"
-    rows = [{"epoch": 1, "loss": 1.0, "recall@1": 0.5, "recall@2": 0.6},
-            {"epoch": 2, "loss": 0.9, "recall@1": 0.7, "recall@2": 0.75},
-            {"epoch": 3, "loss": 0.8},  # an epoch without evaluation
-            {"epoch": 4, "loss": 0.7, "recall@1": 0.7, "recall@2": 0.9}]
+    rows = [
+        {"epoch": 1, "loss": 1.0, "recall@1": 0.5, "recall@2": 0.6},
+        {"epoch": 2, "loss": 0.9, "recall@1": 0.7, "recall@2": 0.75},
+        {"epoch": 3, "loss": 0.8},  # an epoch without evaluation
+        {"epoch": 4, "loss": 0.7, "recall@1": 0.7, "recall@2": 0.9},
+    ]
     history.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert test_selected_epoch(history) == {"epoch": 2, "recall@1": 0.7, "recall@2": 0.75}
     history.write_text(json.dumps({"epoch": 1, "loss": 1.0}) + "\n")
@@ -319,11 +354,29 @@ def test_names_and_statuses_from_a_copied_report_folder_give_no_live_markup(tmp_
     experiment.mkdir(parents=True)
     (experiment / f"{evil}.csv").write_text("a\n1\n")
     (experiment / "summary.md").write_text("# s\nsome text\n")
-    (folder / "contents.json").write_text(json.dumps({
-        "preset": "copied", "toy_data": False,
-        "papers": [{"title": "paper <script>alert(2)</script>", "experiments": [{
-            "id": "ms.t1", "title": "t", "status": "computed' onmouseover='alert(3)", "detail": "d",
-            "figures": [f"{evil}.png"], "paper_numbers": []}]}]}))
+    (folder / "contents.json").write_text(
+        json.dumps(
+            {
+                "preset": "copied",
+                "toy_data": False,
+                "papers": [
+                    {
+                        "title": "paper <script>alert(2)</script>",
+                        "experiments": [
+                            {
+                                "id": "ms.t1",
+                                "title": "t",
+                                "status": "computed' onmouseover='alert(3)",
+                                "detail": "d",
+                                "figures": [f"{evil}.png"],
+                                "paper_numbers": [],
+                            }
+                        ],
+                    }
+                ],
+            }
+        )
+    )
     index.write_landing(tmp_path / "reports")
 
     class Elements(HTMLParser):
@@ -361,6 +414,9 @@ def test_the_provenance_panel_reads_only_the_preset_it_reports(tmp_path):
     assert paper["epochs"] != plan.resolve(run)["epochs"]  # smoke shortens the training; the paper's does not
     row = next(r for r in provenance.experiment_rows(plan) if r["experiment"] == "ms.t1")
     full = Plan.load(CONFIG_DIR, {"preset": "full"})
-    assert row["paper"]["epochs"] == paper["epochs"] == full.resolve(
-        full.find_run("ms.t1", run.dataset, run.method, run.seed))["epochs"]
+    assert (
+        row["paper"]["epochs"]
+        == paper["epochs"]
+        == full.resolve(full.find_run("ms.t1", run.dataset, run.method, run.seed))["epochs"]
+    )
     assert "ms.t1" in page

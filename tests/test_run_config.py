@@ -37,16 +37,19 @@ def test_every_setting_is_documented_once_with_its_default():
         assert value == default and doc.strip() and kind, key
 
 
-@pytest.mark.parametrize("key, value, message", [
-    ("optimizer.lr", 0, "0 is less than or equal to the minimum of 0"),
-    ("optimizer.name", "adamax", "'adamax' is not one of"),
-    ("batch.size", 1, "1 is less than the minimum of 2"),
-    ("eval.ks", [], "should be non-empty"),
-    ("optimizer.betas", [0.9], "is too short"),
-    ("model.pooling", "mean", "'mean' is not one of \\['avg', 'max'\\]"),
-    ("scheme.iterations", 0, "0 is less than the minimum of 1"),
-    ("device", "tpu", "does not match"),
-])
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("optimizer.lr", 0, "0 is less than or equal to the minimum of 0"),
+        ("optimizer.name", "adamax", "'adamax' is not one of"),
+        ("batch.size", 1, "1 is less than the minimum of 2"),
+        ("eval.ks", [], "should be non-empty"),
+        ("optimizer.betas", [0.9], "is too short"),
+        ("model.pooling", "mean", "'mean' is not one of \\['avg', 'max'\\]"),
+        ("scheme.iterations", 0, "0 is less than the minimum of 1"),
+        ("device", "tpu", "does not match"),
+    ],
+)
 def test_the_generated_schema_refuses_values_outside_each_fields_rules(key, value, message):
     section, name = key.rsplit(".", 1) if "." in key else (None, key)
     update = {section: {name: value}} if section else {name: value}

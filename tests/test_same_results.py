@@ -43,11 +43,15 @@ def test_a_record_dropped_on_purpose_is_named_and_only_that_one(tmp_path):
 def test_a_run_config_differs_only_where_a_number_could_change(tmp_path):
     """config.json is compared without the side settings (keep, tracking, loader), as the runs'
     fingerprint leaves them out; any other setting is a difference."""
-    for name, extra in (("a", {}), ("b", {"keep": {"checkpoint_minutes": 0}, "loader": {"workers": 8}}),
-                        ("c", {"optimizer": {"lr": 0.1}})):
+    for name, extra in (
+        ("a", {}),
+        ("b", {"keep": {"checkpoint_minutes": 0}, "loader": {"workers": 8}}),
+        ("c", {"optimizer": {"lr": 0.1}}),
+    ):
         run = tmp_path / name / "results" / "demo" / "x.t1" / "cub" / "ms" / "seed0"
         run.mkdir(parents=True)
         (run / "config.json").write_text(json.dumps({"epochs": 2, "keep": {}, "loader": {"workers": 4}, **extra}))
     assert same_results.compare(tmp_path / "a", tmp_path / "b", "demo")["differ"] == []
     assert same_results.compare(tmp_path / "a", tmp_path / "c", "demo")["differ"] == [
-        "results/demo/x.t1/cub/ms/seed0/config.json"]
+        "results/demo/x.t1/cub/ms/seed0/config.json"
+    ]

@@ -42,12 +42,18 @@ def test_the_fair_jobs_train_every_fold_once_with_its_planned_settings(preset):
     for dataset, method in plan.fair_pairs("suite.fair"):
         side = jobs_of(plan).fair_side("suite.fair", dataset, method)
         assert set(side) == set(run_folder.NOT_IN_FINGERPRINT)
-        jobs = [round_spec["trials"] for s in range(plan.fair_stages("suite.fair"))
-                for round_spec in rounds.stage_rounds(jobs_of(plan).fair_stage_spec("suite.fair", dataset, method, s))]
+        jobs = [
+            round_spec["trials"]
+            for s in range(plan.fair_stages("suite.fair"))
+            for round_spec in rounds.stage_rounds(jobs_of(plan).fair_stage_spec("suite.fair", dataset, method, s))
+        ]
         folds = [fold for trials in jobs for trial in trials for fold in trial["folds"]]
-        folds += [fold for g in range(plan.fair_final_groups("suite.fair"))
-                  for rep in rounds.final_repetitions(jobs_of(plan).fair_group_spec("suite.fair", dataset, method, g))
-                  for fold in rep["folds"]]
+        folds += [
+            fold
+            for g in range(plan.fair_final_groups("suite.fair"))
+            for rep in rounds.final_repetitions(jobs_of(plan).fair_group_spec("suite.fair", dataset, method, g))
+            for fold in rep["folds"]
+        ]
         for fold in folds:
             assert fold["run_dir"] not in trained, fold["run_dir"]  # once
             assert not set(fold["run"]) & set(run_folder.NOT_IN_FINGERPRINT)  # the trigger: numbers only
@@ -79,7 +85,8 @@ def test_a_round_asks_its_slots_in_order_after_the_round_before_was_told():
         whole = rounds.stage_rounds(jobs_of(plan).fair_stage_spec("suite.fair", "cub", "ms", j))
         assert [r["output"] for r in whole] == [plan.fair_round_marker("suite.fair", "cub", "ms", r) for r in part]
         assert [{k: r[k] for k in ("ask", "space", "trials")} for r in whole] == [
-            jobs_of(plan).fair_round_spec("suite.fair", "cub", "ms", r) for r in part]
+            jobs_of(plan).fair_round_spec("suite.fair", "cub", "ms", r) for r in part
+        ]
         inputs = jobs_of(plan).fair_stage_inputs("suite.fair", "cub", "ms", j)
         before = plan.fair_stage_marker("suite.fair", "cub", "ms", j - 1)
         assert (before in inputs) == (j > 0)
@@ -89,9 +96,19 @@ def test_a_round_asks_its_slots_in_order_after_the_round_before_was_told():
 
 def test_the_round_trigger_follows_the_settings_that_decide_the_numbers():
     base = jobs_of(Plan.load(CONFIG_DIR, {"preset": "smoke"}))
-    quiet = jobs_of(Plan.load(CONFIG_DIR, {"preset": "smoke", "overrides": {"tracking": {"tensorboard": False},
-                                                                           "keep": {"checkpoint": True},
-                                                                           "loader": {"workers": 3}}}))
+    quiet = jobs_of(
+        Plan.load(
+            CONFIG_DIR,
+            {
+                "preset": "smoke",
+                "overrides": {
+                    "tracking": {"tensorboard": False},
+                    "keep": {"checkpoint": True},
+                    "loader": {"workers": 3},
+                },
+            },
+        )
+    )
     louder = jobs_of(Plan.load(CONFIG_DIR, {"preset": "smoke", "overrides": {"optimizer": {"weight_decay": 0.001}}}))
     key = ("suite.fair", "cub", "ms")
     assert quiet.fair_stage_trigger(*key, 0) == base.fair_stage_trigger(*key, 0)
@@ -114,8 +131,24 @@ def test_a_checkout_path_the_shell_cannot_carry_is_refused_before_any_job(tmp_pa
     check_paths(checkout="/x/with space/ü", working_folder=str(tmp_path))  # quoted: fine
     folder = tmp_path / "it's here"
     folder.mkdir()
-    result = processes.run([sys.executable, "-m", "snakemake", "-n", "-s", str(REPO / "Snakefile"), "-d", str(folder),
-                            "--config", "preset=smoke"], timeout=300, capture_output=True, text=True, env=python_env())
+    result = processes.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "-s",
+            str(REPO / "Snakefile"),
+            "-d",
+            str(folder),
+            "--config",
+            "preset=smoke",
+        ],
+        timeout=300,
+        capture_output=True,
+        text=True,
+        env=python_env(),
+    )
     assert result.returncode != 0
     assert f"dmlbench: error: the working folder {folder} holds" in result.stderr + result.stdout
     assert "Traceback" not in result.stderr
@@ -127,15 +160,29 @@ NARROWED = ("preset=smoke", "experiments=[suite.baselines,suite.fair]", "dataset
 
 
 def snakemake(snakefile: Path, workdir: Path, *config: str, python: str = sys.executable, env=None):
-    command = [python, "-m", "snakemake", "-s", str(snakefile), "-d", str(workdir), "--scheduler", "greedy",
-               "--cores", "2", "--config", *NARROWED, *config]
+    command = [
+        python,
+        "-m",
+        "snakemake",
+        "-s",
+        str(snakefile),
+        "-d",
+        str(workdir),
+        "--scheduler",
+        "greedy",
+        "--cores",
+        "2",
+        "--config",
+        *NARROWED,
+        *config,
+    ]
     return processes.run(command, timeout=1800, capture_output=True, text=True, env=env or python_env())
 
 
 def planned(result) -> dict[str, int]:
     if "Nothing to be done" in result.stdout + result.stderr:
         return {}
-    table = result.stdout[result.stdout.index("Job stats:"):]
+    table = result.stdout[result.stdout.index("Job stats:") :]
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M) if m.group(1) != "total"}
 
 
@@ -148,12 +195,15 @@ def finished(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("change", [
-    "overrides={tracking: {tensorboard: false}}",
-    "overrides={tracking: {mlflow: 'sqlite:///mlflow.db'}}",
-    "overrides={keep: {checkpoint: true, fold_model: true}}",
-    "overrides={loader: {workers: 3, persistent_workers: true}}",
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        "overrides={tracking: {tensorboard: false}}",
+        "overrides={tracking: {mlflow: 'sqlite:///mlflow.db'}}",
+        "overrides={keep: {checkpoint: true, fold_model: true}}",
+        "overrides={loader: {workers: 3, persistent_workers: true}}",
+    ],
+)
 def test_a_setting_that_changes_no_number_reruns_nothing(finished, change):
     result = snakemake(REPO / "Snakefile", finished, change, "--dry-run")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -189,10 +239,15 @@ def test_a_changed_learning_rate_reruns_exactly_the_runs_it_changes(finished):
     counts = planned(result)
     narrowed = {"preset": "smoke", "experiments": ["suite.baselines", "suite.fair"], "datasets": ["cub"]}
     before = Plan.load(CONFIG_DIR, narrowed)
-    after = Plan.load(CONFIG_DIR, {**narrowed, "subset": {"suite.baselines": {
-        "methods": ["ms"], "train": {"optimizer": {"lr": 3.0e-4}}}}})
-    changed = [run for run in after.runs() if run_folder.fingerprint(after.resolve(run))
-               != run_folder.fingerprint(before.resolve(run))]
+    after = Plan.load(
+        CONFIG_DIR,
+        {**narrowed, "subset": {"suite.baselines": {"methods": ["ms"], "train": {"optimizer": {"lr": 3.0e-4}}}}},
+    )
+    changed = [
+        run
+        for run in after.runs()
+        if run_folder.fingerprint(after.resolve(run)) != run_folder.fingerprint(before.resolve(run))
+    ]
     assert len(changed) == 1 and changed[0].method == "ms"
     trained = re.findall(r"rule train:\n\s+input: .*\n\s+output: (\S+)/metrics\.json", result.stdout)
     assert trained == [changed[0].path("smoke")]
@@ -203,14 +258,25 @@ def test_the_budget_groups_runs_into_the_workflows_jobs_and_bounds_the_wall_cloc
     from dmlbench.preflight import budget
 
     chain = ("suite.fair", "cub", "ms")
-    jobs = [{"rule": "train", "runs": ["a"], "chain": None, "stage": None},
-            {"rule": "fair_stage", "runs": ["r0f0", "r0f1"], "chain": chain, "stage": "search"},
-            {"rule": "fair_stage", "runs": ["r1f0", "r1f1"], "chain": chain, "stage": "search"},
-            {"rule": "fair_final", "runs": ["p0f0", "p0f1"], "chain": chain, "stage": "final"},
-            {"rule": "fair_final", "runs": ["p1f0", "p1f1"], "chain": chain, "stage": "final"},
-            {"rule": "train", "runs": ["unprojected"], "chain": None, "stage": None}]
-    hours = {"a": 1.0, "r0f0": 2.0, "r0f1": 2.0, "r1f0": 3.0, "r1f1": 1.0, "p0f0": 1.0, "p0f1": 1.0,
-             "p1f0": 2.0, "p1f1": 3.0}
+    jobs = [
+        {"rule": "train", "runs": ["a"], "chain": None, "stage": None},
+        {"rule": "fair_stage", "runs": ["r0f0", "r0f1"], "chain": chain, "stage": "search"},
+        {"rule": "fair_stage", "runs": ["r1f0", "r1f1"], "chain": chain, "stage": "search"},
+        {"rule": "fair_final", "runs": ["p0f0", "p0f1"], "chain": chain, "stage": "final"},
+        {"rule": "fair_final", "runs": ["p1f0", "p1f1"], "chain": chain, "stage": "final"},
+        {"rule": "train", "runs": ["unprojected"], "chain": None, "stage": None},
+    ]
+    hours = {
+        "a": 1.0,
+        "r0f0": 2.0,
+        "r0f1": 2.0,
+        "r1f0": 3.0,
+        "r1f1": 1.0,
+        "p0f0": 1.0,
+        "p0f1": 1.0,
+        "p1f0": 2.0,
+        "p1f1": 3.0,
+    }
     lengths, longest = budget.cluster_jobs(jobs, hours)
     assert lengths == [1.0, 4.0, 4.0, 2.0, 5.0]  # by hand: each job's runs summed
     assert longest == 4.0 + 4.0 + 5.0  # the rounds in turn, then the longest repetition
@@ -222,7 +288,8 @@ def test_the_budget_groups_runs_into_the_workflows_jobs_and_bounds_the_wall_cloc
     jobs = plan.gpu_jobs()
     assert sum(job["rule"] == "train" for job in jobs) == len(plan.runs())
     assert sorted(run for job in jobs if job["chain"] for run in job["runs"]) == sorted(
-        run.path("smoke") for run in plan.fair_runs())
+        run.path("smoke") for run in plan.fair_runs()
+    )
 
 
 def test_a_gpu_jobs_spec_carries_the_shared_settings_once_and_stays_far_below_the_argument_limit():
@@ -233,8 +300,9 @@ def test_a_gpu_jobs_spec_carries_the_shared_settings_once_and_stays_far_below_th
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     stage = jobs_of(plan).fair_stage_spec("suite.fair", "sop", "ms", 0)
     group = jobs_of(plan).fair_group_spec("suite.fair", "sop", "ms", 0)
-    whole = [jobs_of(plan).fair_round_spec("suite.fair", "sop", "ms", r)
-             for r in plan.fair_stage_rounds("suite.fair", 0)]
+    whole = [
+        jobs_of(plan).fair_round_spec("suite.fair", "sop", "ms", r) for r in plan.fair_stage_rounds("suite.fair", 0)
+    ]
     assert len(json.dumps(stage)) * 5 < len(json.dumps(whole)) and len(json.dumps(stage)) < 32 * 1024
     assert len(json.dumps(group)) < 32 * 1024
     folds = [f for r in stage["rounds"] for t in r["trials"] for f in t["folds"]]

@@ -28,8 +28,12 @@ def start_script():
         slurm_cluster.install(False)
     except slurm_cluster.Unavailable as reason:
         pytest.skip(f"no SLURM cluster here: {reason}")
-    return start([sys.executable, str(slurm_cluster.REPO / "tests" / "slurm_cluster.py"),
-                  "--config", "preset=smoke"], stdout=subprocess.PIPE, text=True, env=python_env())
+    return start(
+        [sys.executable, str(slurm_cluster.REPO / "tests" / "slurm_cluster.py"), "--config", "preset=smoke"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=python_env(),
+    )
 
 
 def start_cluster_script():
@@ -114,9 +118,23 @@ def test_a_job_still_running_when_the_cluster_stops_leaves_no_process():
     try:
         with slurm_cluster.cluster() as cluster:
             marker = f"dmlbench-step-test-{os.getpid()}"
-            submitted = subprocess.run(["sbatch", "-p", "cpu", "--chdir", str(cluster.folder), "--output", "/dev/null",
-                                        "--wrap", f"bash -c 'exec -a {marker} sleep 600'"],
-                                       capture_output=True, text=True, env=cluster.env, timeout=60)
+            submitted = subprocess.run(
+                [
+                    "sbatch",
+                    "-p",
+                    "cpu",
+                    "--chdir",
+                    str(cluster.folder),
+                    "--output",
+                    "/dev/null",
+                    "--wrap",
+                    f"bash -c 'exec -a {marker} sleep 600'",
+                ],
+                capture_output=True,
+                text=True,
+                env=cluster.env,
+                timeout=60,
+            )
             assert submitted.returncode == 0, submitted.stderr
             deadline = time.monotonic() + 60
             while not running_with(marker):
@@ -156,10 +174,26 @@ def test_small_chain_through_the_slurm_profile(running, tmp_path):
     # digits: prepare, cache, store (CPU partition), train (writes metrics.json), reference (one GPU
     # each), aggregate, analyse, report (local rules)
     config = ["preset=smoke", "experiments=[suite.baselines,ms.f1]", "datasets=[digits]"]
-    planned = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-s", str(REPO / "Snakefile"), "-d",
-                              str(tmp_path), "--cores", "2", "--config", *config], capture_output=True, text=True,
-                             timeout=600)
-    table = planned.stdout[planned.stdout.index("Job stats:"):]
+    planned = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "-s",
+            str(REPO / "Snakefile"),
+            "-d",
+            str(tmp_path),
+            "--cores",
+            "2",
+            "--config",
+            *config,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    table = planned.stdout[planned.stdout.index("Job stats:") :]
     counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
     submitted = {rule: n for rule, n in counts.items() if rule in ("prepare", "cache", "store", "train", "reference")}
     assert submitted == {"prepare": 1, "cache": 1, "store": 1, "train": 3, "reference": 1}, counts
@@ -196,8 +230,13 @@ def test_profile_values_come_from_the_environment(monkeypatch):
     monkeypatch.setenv("DMLBENCH_SLURM_ACCOUNT", "lab42")
     monkeypatch.setenv("DMLBENCH_SLURM_CPUS_PER_GPU", "6")
     job = slurm_profile.gpu_job()
-    assert job == {"slurm_partition": "a100", "gpu": 1, "cpus_per_gpu": 6, "mem_mb": 32000,
-                   "slurm_account": "lab42"}  # its run time: the rule's, from the budget (job_minutes)
+    assert job == {
+        "slurm_partition": "a100",
+        "gpu": 1,
+        "cpus_per_gpu": 6,
+        "mem_mb": 32000,
+        "slurm_account": "lab42",
+    }  # its run time: the rule's, from the budget (job_minutes)
     assert "cpus_per_task" not in job  # the plugin would prefer it to cpus_per_gpu
     assert "slurm_partition" not in slurm_profile.cpu_job(720)  # the cluster's default partition
     monkeypatch.setenv("DMLBENCH_SLURM_CPU_PARTITION", "cpu")

@@ -1,6 +1,5 @@
 """Decoded-image store: the same tensors as the per-image path, refused when stale, atomic."""
 
-
 import dataclasses
 import shutil
 
@@ -26,8 +25,10 @@ def cub(tmp_path_factory):
 
 
 def cfg_for(path, folder, crop=28, padding=3, flip=True):
-    return {"data": {"manifest": str(path), "store": str(folder) if folder else None},
-            "input": {"resize": 32, "crop": crop, "padding": padding, "flip": flip}}
+    return {
+        "data": {"manifest": str(path), "store": str(folder) if folder else None},
+        "input": {"resize": 32, "crop": crop, "padding": padding, "flip": flip},
+    }
 
 
 def loaded_batches(data, seed, train, workers=0):
@@ -56,8 +57,9 @@ class StoredPixelsPerImage(torch.utils.data.Dataset):
         return loaded[0].to(device), loaded[1]
 
 
-@pytest.mark.parametrize("padding, flip, crop, side", [(3, True, 28, 32), (0, True, 32, 32), (0, False, 24, 32),
-                                                      (0, True, 43, 48)])  # BN-Inception's 227 of 256: odd margin
+@pytest.mark.parametrize(
+    "padding, flip, crop, side", [(3, True, 28, 32), (0, True, 32, 32), (0, False, 24, 32), (0, True, 43, 48)]
+)  # BN-Inception's 227 of 256: odd margin
 def test_store_batches_equal_the_per_image_path(cub, tmp_path, padding, flip, crop, side):
     folder = tmp_path / f"store{side}"
     store.build(cub, folder, side, log=lambda m: None)
@@ -68,8 +70,9 @@ def test_store_batches_equal_the_per_image_path(cub, tmp_path, padding, flip, cr
     cfg = RunConfig.from_dict(raw)
     from_store = batches.split_images(table, rows, cub.parent, cfg, train=True)
     pixels = store.open_pixels(folder, cub, side)
-    per_image = StoredPixelsPerImage(pixels, np.asarray(rows), table.loc[rows, "label"].to_numpy(),
-                                     images.train_transform(cfg.input))
+    per_image = StoredPixelsPerImage(
+        pixels, np.asarray(rows), table.loc[rows, "label"].to_numpy(), images.train_transform(cfg.input)
+    )
     from_files = dataclasses.replace(cfg, data={"manifest": str(cub)})
     files = batches.split_images(table, rows, cub.parent, from_files, train=True)
     for seed in (0, 1):
@@ -80,8 +83,9 @@ def test_store_batches_equal_the_per_image_path(cub, tmp_path, padding, flip, cr
             for (a, la), (b, lb) in zip(ours, theirs):
                 assert torch.equal(a, b) and torch.equal(la, lb)
     # in a loader worker (draws from the worker's generator, pixels through shared memory)
-    for (a, la), (b, lb) in zip(loaded_batches(from_store, 2, True, workers=1),
-                                loaded_batches(files, 2, True, workers=1)):
+    for (a, la), (b, lb) in zip(
+        loaded_batches(from_store, 2, True, workers=1), loaded_batches(files, 2, True, workers=1)
+    ):
         assert torch.equal(a, b) and torch.equal(la, lb)
     test_rows = table.index[table["split"] == "test"]
     centre = loaded_batches(batches.split_images(table, test_rows, cub.parent, cfg, train=False), 0, False)
@@ -101,8 +105,9 @@ def test_the_gpu_gather_crops_as_the_cpu_copies(padding):
     assert torch.equal(copies, gathered) and flip.any() and not flip.all()
 
 
-@pytest.mark.parametrize("device, gather", [("cpu", False), ("cpu", True)]
-                         + ([("cuda", True)] if torch.cuda.is_available() else []))
+@pytest.mark.parametrize(
+    "device, gather", [("cpu", False), ("cpu", True)] + ([("cuda", True)] if torch.cuda.is_available() else [])
+)
 def test_batches_hold_totensors_values_on_every_device(device, gather):
     """The crop of every image equals ToTensor's tensor, bit for bit, on the run's device: a GPU
     divides by 255 as a multiplication by 1/255, off by one bit for some values, which
@@ -116,10 +121,11 @@ def test_batches_hold_totensors_values_on_every_device(device, gather):
     flip = torch.tensor([False, True, False, True])
     expected = []
     for image, t, l, mirrored in zip(pixels, top.tolist(), left.tolist(), flip.tolist()):
-        crop = to_tensor(image.numpy())[:, t:t + 43, l:l + 43]
+        crop = to_tensor(image.numpy())[:, t : t + 43, l : l + 43]
         expected.append(crop.flip(2) if mirrored else crop)
-    ours = batches.crop_and_flip(pixels.to(device), top.to(device), left.to(device), flip.to(device),
-                                 43, 0, gather=gather)
+    ours = batches.crop_and_flip(
+        pixels.to(device), top.to(device), left.to(device), flip.to(device), 43, 0, gather=gather
+    )
     assert torch.equal(ours.cpu(), torch.stack(expected))
 
 
@@ -149,6 +155,7 @@ def test_an_interrupted_build_leaves_no_store_that_would_be_used(cub, tmp_path, 
         if len(calls) == 10:
             raise KeyboardInterrupt
         return real(path, side)
+
     monkeypatch.setattr(store, "decode", decode_then_stop)
     with pytest.raises(KeyboardInterrupt):
         store.build(cub, folder, 32, log=lambda m: None)
@@ -192,13 +199,16 @@ def test_a_killed_build_leaves_a_temporary_that_the_rerun_removes(cub, tmp_path)
     from processes import start, stop
 
     folder = tmp_path / "data" / "store32"
-    code = ("import sys, time; from pathlib import Path; from dmlbench.data import store\n"
-            "def decode(path, side):  # the build stops at its first image, inside its temporary\n"
-            "    print('decoding', flush=True); time.sleep(60)\n"
-            "store.decode = decode\n"
-            "store.build(Path(sys.argv[1]), Path(sys.argv[2]), 32, log=lambda m: None)\n")
-    process = start([sys.executable, "-c", code, str(cub), str(folder)], stdout=subprocess.PIPE, text=True,
-                    env=python_env())
+    code = (
+        "import sys, time; from pathlib import Path; from dmlbench.data import store\n"
+        "def decode(path, side):  # the build stops at its first image, inside its temporary\n"
+        "    print('decoding', flush=True); time.sleep(60)\n"
+        "store.decode = decode\n"
+        "store.build(Path(sys.argv[1]), Path(sys.argv[2]), 32, log=lambda m: None)\n"
+    )
+    process = start(
+        [sys.executable, "-c", code, str(cub), str(folder)], stdout=subprocess.PIPE, text=True, env=python_env()
+    )
     try:
         assert process.stdout.readline().strip() == "decoding"
         process.send_signal(signal.SIGKILL)
@@ -230,8 +240,11 @@ def test_a_damaged_cached_image_sets_the_cache_aside_so_that_a_rerun_makes_it_ag
     cache.build(source, cached, 40)
     victim = next((cached.parent / "images").rglob("*.jpg"))
     victim.write_bytes(victim.read_bytes()[:40])
-    with pytest.raises(DatasetError, match=r"the suite's cached copies: "
-                                           r"their manifest is set aside as manifest.csv.corrupt"):
+    with pytest.raises(
+        DatasetError,
+        match=r"the suite's cached copies: "
+        r"their manifest is set aside as manifest.csv.corrupt",
+    ):
         store.build(cached, cached.parent / "store40", 40, log=lambda m: None)
     assert not cached.exists() and (cached.parent / "manifest.csv.corrupt").exists()
     cache.build(source, cached, 40)  # what the rerun's cache step does

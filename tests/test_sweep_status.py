@@ -32,7 +32,8 @@ def trained(tmp_path_factory):
     run_dir = root / "results" / "smoke" / "suite.baselines" / "cub" / "ms" / "seed0"
     train(cfg, run_dir, log=lambda m: None)
     (run_dir / "metrics.json").write_text(
-        json.dumps(json.loads((run_dir / "final_metrics.json").read_text())["result"]))
+        json.dumps(json.loads((run_dir / "final_metrics.json").read_text())["result"])
+    )
     return cfg, run_dir
 
 
@@ -89,11 +90,18 @@ def test_every_state_of_a_sweep_in_progress_has_its_row(trained, tmp_path):
     (interrupted / "checkpoint.pt").write_bytes(b"x")
     with open(running / run_folder.LOCK) as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
-        states = {folder.name: results_table.run_rows(folder, dict(NAMES, seed=seed), planned,
-                                                      log if folder == failed else None)
-                  for seed, folder in enumerate((running, failed, interrupted, waiting))}
+        states = {
+            folder.name: results_table.run_rows(
+                folder, dict(NAMES, seed=seed), planned, log if folder == failed else None
+            )
+            for seed, folder in enumerate((running, failed, interrupted, waiting))
+        }
     assert {name: [r["status"] for r in rows] for name, rows in states.items()} == {
-        "running": ["running"], "failed": ["failed"], "interrupted": ["interrupted"], "new": ["not started"]}
+        "running": ["running"],
+        "failed": ["failed"],
+        "interrupted": ["interrupted"],
+        "new": ["not started"],
+    }
     assert states["running"][0]["wall_seconds"] == 5.5
     assert "training diverged" in states["failed"][0]["error"]
     assert results_table.run_rows(running, NAMES, planned)[0]["status"] != "running"  # the lock released
@@ -102,16 +110,19 @@ def test_every_state_of_a_sweep_in_progress_has_its_row(trained, tmp_path):
     assert "4 runs:" in summary and "1 failed" in summary and "training diverged" in summary
 
 
-@pytest.mark.parametrize("sql, refused", [
-    ("SELECT * FROM read_csv('/etc/passwd')", "file system operations are disabled"),
-    ("COPY runs TO '{folder}/copy.csv'", "file system operations are disabled"),
-    ("ATTACH '{folder}/other.duckdb' AS other", "file system operations are disabled"),
-    ("INSTALL httpfs", "Permission Error"),
-    ("LOAD httpfs", "disabled"),
-    ("SET enable_external_access = true", "configuration has been locked"),
-    ("RESET lock_configuration", "configuration has been locked"),
-    ("SELECT * FROM glob('/etc/*')", "file system operations are disabled"),
-])
+@pytest.mark.parametrize(
+    "sql, refused",
+    [
+        ("SELECT * FROM read_csv('/etc/passwd')", "file system operations are disabled"),
+        ("COPY runs TO '{folder}/copy.csv'", "file system operations are disabled"),
+        ("ATTACH '{folder}/other.duckdb' AS other", "file system operations are disabled"),
+        ("INSTALL httpfs", "Permission Error"),
+        ("LOAD httpfs", "disabled"),
+        ("SET enable_external_access = true", "configuration has been locked"),
+        ("RESET lock_configuration", "configuration has been locked"),
+        ("SELECT * FROM glob('/etc/*')", "file system operations are disabled"),
+    ],
+)
 def test_the_sql_prompt_reads_the_table_and_nothing_else(tmp_path, sql, refused):
     table = tmp_path / "runs.parquet"
     pd.DataFrame({"value": [0.25, 0.5]}).to_parquet(table)
@@ -129,18 +140,31 @@ def test_a_damaged_table_is_named_with_what_to_do(tmp_path):
         results_table.query(table, "SELECT 1")
 
 
-@pytest.mark.parametrize("change, said", [
-    ({"run": {"experiment": "ms.t1", "dataset": "cars", "method": "ms", "seed": 0}},
-     "it names the run ms.t1/cars/ms/seed0, not its folder's ms.t1/cub/ms/seed0"),
-    ({"metrics": {"recall@1": 1.5}}, "metrics outside [0, 1]: recall@1 1.5"),
-    ({"metrics": {"recall@1": float("inf")}}, "metrics outside [0, 1]: recall@1 inf"),
-])
+@pytest.mark.parametrize(
+    "change, said",
+    [
+        (
+            {"run": {"experiment": "ms.t1", "dataset": "cars", "method": "ms", "seed": 0}},
+            "it names the run ms.t1/cars/ms/seed0, not its folder's ms.t1/cub/ms/seed0",
+        ),
+        ({"metrics": {"recall@1": 1.5}}, "metrics outside [0, 1]: recall@1 1.5"),
+        ({"metrics": {"recall@1": float("inf")}}, "metrics outside [0, 1]: recall@1 inf"),
+    ],
+)
 def test_a_metrics_file_of_another_run_or_impossible_values_is_refused_naming_it(tmp_path, change, said):
     folder = tmp_path / "results" / "demo" / "ms.t1" / "cub" / "ms" / "seed0"
     folder.mkdir(parents=True)
     path = folder / "metrics.json"
-    path.write_text(json.dumps({"run": {"experiment": "ms.t1", "dataset": "cub", "method": "ms", "seed": 0},
-                                "metrics": {"recall@1": 0.5}, "fingerprint": None, **change}))
+    path.write_text(
+        json.dumps(
+            {
+                "run": {"experiment": "ms.t1", "dataset": "cub", "method": "ms", "seed": 0},
+                "metrics": {"recall@1": 0.5},
+                "fingerprint": None,
+                **change,
+            }
+        )
+    )
     with pytest.raises(DmlbenchError, match=rf"{path} is not a metrics file of the suite .*{re.escape(said)}"):
         aggregate.collect([path])
     assert (folder / "metrics.json.corrupt").exists()  # set aside: the train job writes it again
@@ -151,9 +175,15 @@ def test_a_nan_metric_is_a_failed_seed_not_a_dropped_one(tmp_path):
     for seed, value in enumerate([0.60, float("nan"), 0.62, 0.61]):
         folder = tmp_path / "ms.t1" / "cub" / "ms" / f"seed{seed}"
         folder.mkdir(parents=True)
-        (folder / "metrics.json").write_text(json.dumps({"run": {"experiment": "ms.t1", "dataset": "cub",
-                                                                 "method": "ms", "seed": seed},
-                                                         "metrics": {"recall@1": value}, "fingerprint": None}))
+        (folder / "metrics.json").write_text(
+            json.dumps(
+                {
+                    "run": {"experiment": "ms.t1", "dataset": "cub", "method": "ms", "seed": seed},
+                    "metrics": {"recall@1": value},
+                    "fingerprint": None,
+                }
+            )
+        )
         rows.append(folder / "metrics.json")
     runs = aggregate.collect(rows)
     table = aggregate.summarise(runs, ["recall@1"], {"ms": {"cub": {"recall@1": "61.0"}}})
@@ -167,8 +197,11 @@ def test_the_results_table_refuses_impossible_metrics_naming_the_file(trained, t
     result = json.loads((run_dir / "metrics.json").read_text())
     result["metrics"] = {**result["metrics"], "recall@1": 7.5, "nmi": -3}
     (folder / "metrics.json").write_text(json.dumps(result))
-    with pytest.raises(DmlbenchError, match=r"seed0/metrics.json holds metrics outside \[0, 1\]: "
-                                            r".*nmi -3.*recall@1 7.5"):
+    with pytest.raises(
+        DmlbenchError,
+        match=r"seed0/metrics.json holds metrics outside \[0, 1\]: "
+        r".*nmi -3.*recall@1 7.5",
+    ):
         results_table.run_rows(folder, NAMES, run_folder.fingerprint(cfg))
 
 

@@ -22,8 +22,14 @@ NAMES = sorted(timm_trunks.TRUNKS)
 
 
 def model_config(backbone: str, **changes) -> dict:
-    return {"backbone": backbone, "embedding_dim": 24, "pretrained": False, "pooling": "avg",
-            "frozen_bn": False, **changes}
+    return {
+        "backbone": backbone,
+        "embedding_dim": 24,
+        "pretrained": False,
+        "pooling": "avg",
+        "frozen_bn": False,
+        **changes,
+    }
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -121,8 +127,8 @@ def test_layer_decay_follows_timms_layer_numbering():
     depth = len(vit.blocks)
     for i, block in enumerate(vit.blocks):  # block i: lr × decay^(depth − 1 − i); the last at lr
         assert {lr[id(p)] for p in block.parameters()} == {0.5 ** (depth - 1 - i)}
-    assert {lr[id(p)] for p in vit.patch_embed.parameters()} == {0.5 ** depth}
-    assert lr[id(vit.cls_token)] == 0.5 ** depth
+    assert {lr[id(p)] for p in vit.patch_embed.parameters()} == {0.5**depth}
+    assert lr[id(vit.cls_token)] == 0.5**depth
     assert {lr[id(p)] for p in vit.norm.parameters()} == {1.0}
     assert {lr[id(p)] for p in net.head.parameters()} == {10.0}
     assert [g["lr"] for g in net.parameter_groups(1.0, 10.0)] == [1.0, 10.0]  # decay 1: two groups
@@ -130,8 +136,9 @@ def test_layer_decay_follows_timms_layer_numbering():
 
 def test_settings_only_some_trunks_read_are_refused_elsewhere():
     def cfg(model: dict, layer_decay: float = 1.0) -> RunConfig:
-        return RunConfig.from_dict({"model": {"backbone": "resnet50", **model},
-                                    "optimizer": {"layer_decay": layer_decay}})
+        return RunConfig.from_dict(
+            {"model": {"backbone": "resnet50", **model}, "optimizer": {"layer_decay": layer_decay}}
+        )
 
     with pytest.raises(ConfigError, match="model.weights_sha256 is read for the timm trunks only"):
         timm_trunks.check_settings(cfg({"weights_sha256": "ab" * 32}), "run x")
@@ -139,8 +146,7 @@ def test_settings_only_some_trunks_read_are_refused_elsewhere():
         timm_trunks.check_settings(cfg({}, layer_decay=0.7), "run x")
     with pytest.raises(ConfigError, match="model.frozen_patch_embed needs a timm transformer"):
         timm_trunks.check_settings(cfg({"frozen_patch_embed": True}), "run x")
-    timm_trunks.check_settings(cfg({"backbone": "vit_s16_dino", "frozen_patch_embed": True}, layer_decay=0.7),
-                               "run x")
+    timm_trunks.check_settings(cfg({"backbone": "vit_s16_dino", "frozen_patch_embed": True}, layer_decay=0.7), "run x")
 
 
 class _Plan:
@@ -161,10 +167,14 @@ def test_doctor_names_each_timm_file_its_digest_and_where_it_goes(tmp_path):
 
     path, _, digest = weights_file(tmp_path)
     missing = tmp_path / "absent.safetensors"
-    plan = _Plan([model_config("vit_tiny_test", pretrained=True, weights=str(path), weights_sha256=digest),
-                  model_config("dinov2_b14", pretrained=True, weights=str(missing)),
-                  model_config("vit_s16_dino", pretrained=True, weights=None),
-                  model_config("vit_b16_dino", pretrained=False, weights=None)])
+    plan = _Plan(
+        [
+            model_config("vit_tiny_test", pretrained=True, weights=str(path), weights_sha256=digest),
+            model_config("dinov2_b14", pretrained=True, weights=str(missing)),
+            model_config("vit_s16_dino", pretrained=True, weights=None),
+            model_config("vit_b16_dino", pretrained=False, weights=None),
+        ]
+    )
     checks = {c.item: c for c in doctor.timm_weight_checks(plan)}
     assert set(checks) == {"vit_tiny_test", "dinov2_b14", "vit_s16_dino"}  # not the untrained one
     assert checks["vit_tiny_test"].status == doctor.OK and str(path) in checks["vit_tiny_test"].detail
@@ -191,8 +201,10 @@ def test_runs_made_before_the_new_settings_keep_their_fingerprint():
     from dmlbench.training.run_folder import fingerprint
 
     before = {"model": {"backbone": "resnet50", "pretrained": True}, "optimizer": {"name": "adam", "lr": 1e-5}}
-    after = {"model": dict(before["model"], weights_sha256=None, frozen_patch_embed=False),
-             "optimizer": dict(before["optimizer"], layer_decay=1.0, clip_grad_norm=None)}
+    after = {
+        "model": dict(before["model"], weights_sha256=None, frozen_patch_embed=False),
+        "optimizer": dict(before["optimizer"], layer_decay=1.0, clip_grad_norm=None),
+    }
     assert fingerprint(after) == fingerprint(before)
     assert fingerprint({**after, "optimizer": dict(after["optimizer"], layer_decay=0.65)}) != fingerprint(before)
     assert fingerprint({**after, "model": dict(after["model"], weights_sha256="ab" * 32)}) != fingerprint(before)
@@ -265,11 +277,13 @@ def test_weights_that_are_cut_short_or_of_another_network_are_refused_naming_the
     """The digest is the user's (so it matches): the file is still checked before timm reads it."""
     path, _, _ = weights_file(tmp_path)
     cut = tmp_path / "cut.safetensors"
-    cut.write_bytes(path.read_bytes()[:len(path.read_bytes()) // 2])
+    cut.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
     other = tmp_path / "other.safetensors"
     save_file({"some.weight": torch.zeros(3)}, str(other))
-    for planted, message in ((cut, "is not a readable safetensors file"),
-                             (other, r"lacks \d+ of the \d+ tensors of .*holds other weights")):
+    for planted, message in (
+        (cut, "is not a readable safetensors file"),
+        (other, r"lacks \d+ of the \d+ tensors of .*holds other weights"),
+    ):
         digest = hashlib.sha256(planted.read_bytes()).hexdigest()
         with pytest.raises(DmlbenchError, match=rf"{planted}.*{message}"):
             build(Model(**model_config("vit_tiny_test", pretrained=True, weights=str(planted), weights_sha256=digest)))

@@ -47,10 +47,26 @@ def mlflow_server(tmp_path_factory):
     """`mlflow server` with a SQLite store on 127.0.0.1, stopped with the tests."""
     folder = tmp_path_factory.mktemp("mlflow")
     port = _free_port()
-    server = processes.start([sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
-                              "--backend-store-uri", f"sqlite:///{folder / 'mlflow.db'}",
-                              "--artifacts-destination", str(folder / "artifacts"), "--workers", "1"],
-                             stdout=subprocess.DEVNULL, stderr=open(folder / "server.log", "w"))
+    server = processes.start(
+        [
+            sys.executable,
+            "-m",
+            "mlflow",
+            "server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--backend-store-uri",
+            f"sqlite:///{folder / 'mlflow.db'}",
+            "--artifacts-destination",
+            str(folder / "artifacts"),
+            "--workers",
+            "1",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=open(folder / "server.log", "w"),
+    )
     uri = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while True:
@@ -72,8 +88,9 @@ def _epochs(run_dir):
     return [json.loads(line) for line in (run_dir / "epochs.jsonl").read_text().splitlines()]
 
 
-def test_a_run_logs_its_settings_epochs_final_metrics_and_model_to_a_real_mlflow_server(small_run, mlflow_server,
-                                                                                        tmp_path):
+def test_a_run_logs_its_settings_epochs_final_metrics_and_model_to_a_real_mlflow_server(
+    small_run, mlflow_server, tmp_path
+):
     from mlflow.tracking import MlflowClient
 
     from dmlbench.training.train import train
@@ -90,8 +107,9 @@ def test_a_run_logs_its_settings_epochs_final_metrics_and_model_to_a_real_mlflow
     assert run.data.params["batch.size"] == str(cfg["batch"]["size"])
     epochs = _epochs(tmp_path / "run")
     losses = client.get_metric_history(run.info.run_id, "loss")
-    assert [(m.step, m.value) for m in sorted(losses, key=lambda m: m.step)] == \
-        [(row["epoch"], pytest.approx(row["loss"])) for row in epochs]
+    assert [(m.step, m.value) for m in sorted(losses, key=lambda m: m.step)] == [
+        (row["epoch"], pytest.approx(row["loss"])) for row in epochs
+    ]
     recalls = client.get_metric_history(run.info.run_id, "recall_at_1")
     assert sorted(m.value for m in recalls) == pytest.approx(sorted(row["recall@1"] for row in epochs))
     final = json.loads((tmp_path / "run" / "final_metrics.json").read_text())["result"]["metrics"]
@@ -166,17 +184,37 @@ def test_the_results_table_splits_vehicleid_lists_and_the_test_selected_epoch(tm
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    (run_dir / "metrics.json").write_text(json.dumps({
-        "metrics": {"large_recall@1": 0.5, "small_map@r": 0.25, "nmi": 0.75},
-        "test_selected": {"epoch": 3, "recall@1": 0.625}}))
-    (run_dir / "cost.json").write_text(json.dumps({"device": "cuda:0", "gpu_hours": 2.0, "device_seconds": 7200.0,
-                                                   "train_seconds": 7000.0, "images_per_second": 100.0,
-                                                   "peak_gpu_mb": 1000, "energy_kwh": 0.5}))
-    rows = results_table.run_rows(run_dir, {"preset": "p", "experiment": "ms.t1", "dataset": "vehicleid",
-                                            "method": "ms", "seed": 0})
+    (run_dir / "metrics.json").write_text(
+        json.dumps(
+            {
+                "metrics": {"large_recall@1": 0.5, "small_map@r": 0.25, "nmi": 0.75},
+                "test_selected": {"epoch": 3, "recall@1": 0.625},
+            }
+        )
+    )
+    (run_dir / "cost.json").write_text(
+        json.dumps(
+            {
+                "device": "cuda:0",
+                "gpu_hours": 2.0,
+                "device_seconds": 7200.0,
+                "train_seconds": 7000.0,
+                "images_per_second": 100.0,
+                "peak_gpu_mb": 1000,
+                "energy_kwh": 0.5,
+            }
+        )
+    )
+    rows = results_table.run_rows(
+        run_dir, {"preset": "p", "experiment": "ms.t1", "dataset": "vehicleid", "method": "ms", "seed": 0}
+    )
     got = {(r["split"], r["metric"], r["value"], r["epoch"]) for r in rows}
-    assert got == {("large", "recall@1", 0.5, None), ("small", "map@r", 0.25, None), ("test", "nmi", 0.75, None),
-                   ("test_selected", "recall@1", 0.625, 3)}
+    assert got == {
+        ("large", "recall@1", 0.5, None),
+        ("small", "map@r", 0.25, None),
+        ("test", "nmi", 0.75, None),
+        ("test_selected", "recall@1", 0.625, 3),
+    }
     assert {r["paper"] for r in rows} == {"ms"} and {r["gpu_hours"] for r in rows} == {2.0}
     path = tmp_path / "runs.parquet"
     pd.DataFrame(rows, columns=results_table.COLUMNS).to_parquet(path)
@@ -194,13 +232,25 @@ def test_the_ledger_adds_up_each_experiments_trainings_and_leaves_superseded_one
     from dmlbench.report import ledger
 
     plan = Plan.load(CONFIG_DIR, {"preset": "smoke"})
-    entries = {"ms.t1/cub/ms/seed0": (3600.0, 1.0, 0.2), "ms.t1/cub/ms/seed1": (1800.0, 0.5, None),
-               "dro.t1/cub/dro/seed0": (720.0, 0.2, 0.1), "dro.t1/cub/dro/seed0.superseded-abc": (9e9, 9.0, 9.0)}
+    entries = {
+        "ms.t1/cub/ms/seed0": (3600.0, 1.0, 0.2),
+        "ms.t1/cub/ms/seed1": (1800.0, 0.5, None),
+        "dro.t1/cub/dro/seed0": (720.0, 0.2, 0.1),
+        "dro.t1/cub/dro/seed0.superseded-abc": (9e9, 9.0, 9.0),
+    }
     for folder, (seconds, gpu_hours, kwh) in entries.items():
         (tmp_path / folder).mkdir(parents=True)
-        (tmp_path / folder / "cost.json").write_text(json.dumps(
-            {"device_seconds": seconds, "gpu_hours": gpu_hours, "energy_kwh": kwh, "wall_seconds": seconds + 60,
-             "images_per_second": 10.0}))
+        (tmp_path / folder / "cost.json").write_text(
+            json.dumps(
+                {
+                    "device_seconds": seconds,
+                    "gpu_hours": gpu_hours,
+                    "energy_kwh": kwh,
+                    "wall_seconds": seconds + 60,
+                    "images_per_second": 10.0,
+                }
+            )
+        )
     budget = tmp_path / "budget.csv"
     pd.DataFrame({"experiment": ["ms.t1", "ms.t1"], "hours": [1.0, 0.25]}).to_csv(budget, index=False)
     table = ledger.collect(plan, tmp_path, budget).set_index("experiment")

@@ -25,8 +25,7 @@ pytestmark = pytest.mark.xdist_group("test_training")  # one worker: its module 
 def run_config(tmp_path_factory):
     root = tmp_path_factory.mktemp("data")
     manifest = root / "fixture" / "cub" / "manifest.csv"
-    prepare("cub", "fixture", root, manifest, fixture_size={"n_classes": 8, "per_class": 6,
-                                                             "image_size": 40})
+    prepare("cub", "fixture", root, manifest, fixture_size={"n_classes": 8, "per_class": 6, "image_size": 40})
     plan = Plan.load(CONFIG_DIR, {"preset": "smoke"})
     cfg = plan.resolve(plan.find_run("suite.baselines", "cub", "ms", 0))
     cfg["data"] = {"manifest": str(manifest)}  # files decoded per image (no store)
@@ -39,8 +38,21 @@ def train_cmd(cfg, run_dir):
 
 
 def evaluate(run_dir):
-    run([sys.executable, "-m", "dmlbench", "evaluate", "--run-dir", str(run_dir),
-         "--output", str(run_dir / "metrics.json")], timeout=600, check=True, env=python_env())
+    run(
+        [
+            sys.executable,
+            "-m",
+            "dmlbench",
+            "evaluate",
+            "--run-dir",
+            str(run_dir),
+            "--output",
+            str(run_dir / "metrics.json"),
+        ],
+        timeout=600,
+        check=True,
+        env=python_env(),
+    )
     return json.loads((run_dir / "metrics.json").read_text())["metrics"]
 
 
@@ -71,8 +83,9 @@ def test_resume_after_kill_gives_the_same_result(run_config, tmp_path):
     assert 1 <= done < run_config["epochs"], "the kill should land mid-run"
     assert not (killed / "model.pt").exists()
 
-    resumed = run(train_cmd(run_config, killed), timeout=900, check=True, env=python_env(),
-                  capture_output=True, text=True)
+    resumed = run(
+        train_cmd(run_config, killed), timeout=900, check=True, env=python_env(), capture_output=True, text=True
+    )
     assert f"after epoch {done}" in resumed.stderr
     history = lambda d: [json.loads(line)["loss"] for line in (d / "epochs.jsonl").read_text().splitlines()]
     assert history(killed) == history(whole)
@@ -94,13 +107,19 @@ def test_same_seed_same_numbers_other_seed_differs(run_config, tmp_path):
 
 def test_m_per_class_batches_topped_up_with_repeats_on_request():
     labels = torch.arange(10).repeat_interleave(7).tolist() + [10, 10]  # class 10 has 2 images
-    sampler = samplers.build("m_per_class", labels, batch_size=20, per_class=4,
-                             generator=torch.Generator().manual_seed(0), batches=50,
-                             small_classes="repeat")
+    sampler = samplers.build(
+        "m_per_class",
+        labels,
+        batch_size=20,
+        per_class=4,
+        generator=torch.Generator().manual_seed(0),
+        batches=50,
+        small_classes="repeat",
+    )
     seen = set()
     for batch in sampler:
         assert len(batch) == 20
-        groups = [batch[i:i + 4] for i in range(0, 20, 4)]
+        groups = [batch[i : i + 4] for i in range(0, 20, 4)]
         classes = [{labels[j] for j in g} for g in groups]
         assert all(len(c) == 1 for c in classes)
         assert len({next(iter(c)) for c in classes}) == 5
@@ -109,17 +128,26 @@ def test_m_per_class_batches_topped_up_with_repeats_on_request():
                 assert len(set(group)) == 4  # without replacement when the class is big enough
         seen |= set(batch)
     assert {10} <= {labels[i] for i in seen}
-    again = samplers.build("m_per_class", labels, batch_size=20, per_class=4,
-                           generator=torch.Generator().manual_seed(0), batches=50, small_classes="repeat")
-    assert list(again) == list(samplers.build("m_per_class", labels, 20, 4,
-                                              torch.Generator().manual_seed(0), 50, "repeat"))
+    again = samplers.build(
+        "m_per_class",
+        labels,
+        batch_size=20,
+        per_class=4,
+        generator=torch.Generator().manual_seed(0),
+        batches=50,
+        small_classes="repeat",
+    )
+    assert list(again) == list(
+        samplers.build("m_per_class", labels, 20, 4, torch.Generator().manual_seed(0), 50, "repeat")
+    )
 
 
 def test_m_per_class_never_repeats_an_image_and_small_classes_give_all_they_have():
     sizes = [2, 3, 1, 9, 9, 9, 9, 9, 5, 2]  # SOP-like: several classes smaller than per_class
     labels = [c for c, n in enumerate(sizes) for _ in range(n)]
-    sampler = samplers.build("m_per_class", labels, batch_size=16, per_class=4,
-                             generator=torch.Generator().manual_seed(1), batches=300)
+    sampler = samplers.build(
+        "m_per_class", labels, batch_size=16, per_class=4, generator=torch.Generator().manual_seed(1), batches=300
+    )
     small_seen = False
     for batch in sampler:
         assert len(batch) == 16 and len(set(batch)) == 16
@@ -147,8 +175,9 @@ def test_m_per_class_refuses_impossible_batches():
 
     with pytest.raises(ConfigError, match="needs 10 classes but the training split has 3"):
         samplers.build("m_per_class", [0, 0, 1, 1, 2, 2], 20, 2, torch.Generator())
-    with pytest.raises(ConfigError, match="the training split offers 5: use a smaller batch or "
-                                          "batch.small_classes: repeat"):
+    with pytest.raises(
+        ConfigError, match="the training split offers 5: use a smaller batch or batch.small_classes: repeat"
+    ):
         samplers.build("m_per_class", [0, 0, 1, 2, 3], 8, 2, torch.Generator())
     with pytest.raises(ConfigError, match="not a multiple"):
         samplers.build("m_per_class", [0, 0, 1, 1], 5, 2, torch.Generator())
@@ -156,8 +185,9 @@ def test_m_per_class_refuses_impossible_batches():
 
 def test_shuffled_batches_cover_the_data_without_repeats():
     labels = list(range(50))
-    sampler = samplers.build("shuffle", labels, batch_size=10, per_class=None,
-                             generator=torch.Generator().manual_seed(0))
+    sampler = samplers.build(
+        "shuffle", labels, batch_size=10, per_class=None, generator=torch.Generator().manual_seed(0)
+    )
     batches = list(sampler)
     assert len(batches) == 5 and all(len(b) == 10 for b in batches)
     assert sorted(i for b in batches for i in b) == labels
@@ -166,17 +196,35 @@ def test_shuffled_batches_cover_the_data_without_repeats():
 
 
 def test_evaluate_without_a_trained_model_says_so(tmp_path):
-    result = run([sys.executable, "-m", "dmlbench", "evaluate", "--run-dir", str(tmp_path),
-                  "--output", str(tmp_path / "metrics.json")], timeout=300,
-                 capture_output=True, text=True, env=python_env())
+    result = run(
+        [
+            sys.executable,
+            "-m",
+            "dmlbench",
+            "evaluate",
+            "--run-dir",
+            str(tmp_path),
+            "--output",
+            str(tmp_path / "metrics.json"),
+        ],
+        timeout=300,
+        capture_output=True,
+        text=True,
+        env=python_env(),
+    )
     assert result.returncode == 1
     assert "model.pt does not exist: train the run first" in result.stderr
     assert not (tmp_path / "metrics.json").exists()
 
 
 def test_bad_spec_json_is_named():
-    result = run([sys.executable, "-m", "dmlbench", "train", "--run-dir", "x", "--spec", "{oops"], timeout=300,
-                 capture_output=True, text=True, env=python_env())
+    result = run(
+        [sys.executable, "-m", "dmlbench", "train", "--run-dir", "x", "--spec", "{oops"],
+        timeout=300,
+        capture_output=True,
+        text=True,
+        env=python_env(),
+    )
     assert result.returncode == 1 and "--spec is not valid JSON" in result.stderr
 
 
@@ -210,8 +258,10 @@ def test_diverging_loss_is_one_line_on_the_command_line(run_config, tmp_path, mo
         cli.main(["train", "--spec", json.dumps(cfg), "--run-dir", str(tmp_path / "run")])
     assert stop.value.code == 1
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    assert lines == [f"dmlbench train: error: {tmp_path / 'run'}: training diverged: epoch 1, step 1: "
-                     f"loss is inf; lower optimizer.lr (now 0.001)"]
+    assert lines == [
+        f"dmlbench train: error: {tmp_path / 'run'}: training diverged: epoch 1, step 1: "
+        f"loss is inf; lower optimizer.lr (now 0.001)"
+    ]
     assert not (tmp_path / "run").exists()
 
 
@@ -277,19 +327,25 @@ def test_a_refused_trainer_leaves_the_holders_lock(tmp_path):
     the third must be refused too (the refused one once removed the holder's lock and folder)."""
     folder = tmp_path / "run"
     folder.mkdir()
-    code = ("import sys, time; from pathlib import Path; from dmlbench.training import run_folder\n"
-            "try:\n"
-            "    with run_folder.exclusive(Path(sys.argv[1])):\n"
-            "        print('held', flush=True); time.sleep(float(sys.argv[2]))\n"
-            "except run_folder.RunBusyError:\n"
-            "    print('refused', flush=True)\n")
-    holder = start([sys.executable, "-c", code, str(folder), "20"], stdout=subprocess.PIPE, text=True,
-                   env=python_env())
+    code = (
+        "import sys, time; from pathlib import Path; from dmlbench.training import run_folder\n"
+        "try:\n"
+        "    with run_folder.exclusive(Path(sys.argv[1])):\n"
+        "        print('held', flush=True); time.sleep(float(sys.argv[2]))\n"
+        "except run_folder.RunBusyError:\n"
+        "    print('refused', flush=True)\n"
+    )
+    holder = start([sys.executable, "-c", code, str(folder), "20"], stdout=subprocess.PIPE, text=True, env=python_env())
     try:
         assert holder.stdout.readline().strip() == "held"
         for _ in range(2):  # the second, then the third
-            other = run([sys.executable, "-c", code, str(folder), "0"], timeout=60, capture_output=True,
-                        text=True, env=python_env())
+            other = run(
+                [sys.executable, "-c", code, str(folder), "0"],
+                timeout=60,
+                capture_output=True,
+                text=True,
+                env=python_env(),
+            )
             assert other.stdout.strip() == "refused"
             assert (folder / ".train.lock").exists()
     finally:
@@ -318,8 +374,7 @@ def test_margin_beta_learns_at_its_own_rate_as_in_wu_et_al(method):
     from dmlbench.training.optimisers import build_loss_optimizer, build_optimizer
 
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
-    run = next(r for e in plan.experiment_ids if not plan.is_analysis(e) for r in plan.runs(e)
-               if r.method == method)
+    run = next(r for e in plan.experiment_ids if not plan.is_analysis(e) for r in plan.runs(e) if r.method == method)
     cfg = plan.resolve(run)
     assert cfg["optimizer"]["loss_params"] == {"optimizer": "sgd", "lr": 0.1, "momentum": 0.9}
     moved = {}
@@ -366,8 +421,9 @@ def test_a_time_bounded_checkpoint_is_written_at_sigterm_and_resumes_exactly(run
     done = epochs_done(stopped)
     assert 1 <= done < run_config["epochs"], "SIGTERM should land mid-run"
     assert not (stopped / "model.pt").exists()
-    resumed = run(train_cmd(bounded, stopped), timeout=900, check=True, env=python_env(), capture_output=True,
-                  text=True)
+    resumed = run(
+        train_cmd(bounded, stopped), timeout=900, check=True, env=python_env(), capture_output=True, text=True
+    )
     assert f"after epoch {done}" in resumed.stderr
     history = lambda d: [json.loads(line)["loss"] for line in (d / "epochs.jsonl").read_text().splitlines()]
     assert history(stopped) == history(whole)
@@ -381,8 +437,9 @@ def test_ctrl_c_ends_a_training_with_one_line_saying_where_a_rerun_resumes(run_c
     long_run = dict(run_config, epochs=200)  # still training when the Ctrl-C lands, however fast the machine
     # as from a terminal: a pytest-xdist worker ignores SIGINT, and a child would inherit that
     as_in_a_terminal = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
-    process = start(train_cmd(long_run, stopped), env=python_env(), stderr=subprocess.PIPE, text=True,
-                    preexec_fn=as_in_a_terminal)
+    process = start(
+        train_cmd(long_run, stopped), env=python_env(), stderr=subprocess.PIPE, text=True, preexec_fn=as_in_a_terminal
+    )
     try:
         deadline = time.monotonic() + 120
         while not (stopped / "epochs.jsonl").exists() and time.monotonic() < deadline and process.poll() is None:
@@ -406,15 +463,36 @@ def test_the_evaluate_step_reuses_the_train_steps_evaluation_of_the_same_model(r
     run_dir = tmp_path / "run"
     train(dict(run_config, epochs=1, batches_per_epoch=2), run_dir, log=lambda m: None)
     assert (run_dir / "final_metrics.json").exists()
-    code = ("import sys; from dmlbench.cli import main; main(sys.argv[1:]); "
-            "print('torch imported' if 'torch' in sys.modules else 'no torch')")
-    reused = run([sys.executable, "-c", code, "evaluate", "--run-dir", str(run_dir), "--output",
-                  str(tmp_path / "reused.json")], timeout=300, capture_output=True, text=True, env=python_env())
+    code = (
+        "import sys; from dmlbench.cli import main; main(sys.argv[1:]); "
+        "print('torch imported' if 'torch' in sys.modules else 'no torch')"
+    )
+    reused = run(
+        [sys.executable, "-c", code, "evaluate", "--run-dir", str(run_dir), "--output", str(tmp_path / "reused.json")],
+        timeout=300,
+        capture_output=True,
+        text=True,
+        env=python_env(),
+    )
     assert reused.returncode == 0 and reused.stdout.strip() == "no torch", reused.stderr
     assert "evaluated by the train step" in reused.stderr
-    fresh = run([sys.executable, "-m", "dmlbench", "evaluate", "--fresh", "--run-dir", str(run_dir),
-                 "--output", str(tmp_path / "fresh.json")], timeout=600, capture_output=True, text=True,
-                env=python_env())
+    fresh = run(
+        [
+            sys.executable,
+            "-m",
+            "dmlbench",
+            "evaluate",
+            "--fresh",
+            "--run-dir",
+            str(run_dir),
+            "--output",
+            str(tmp_path / "fresh.json"),
+        ],
+        timeout=600,
+        capture_output=True,
+        text=True,
+        env=python_env(),
+    )
     assert fresh.returncode == 0, fresh.stderr
     ours, theirs = (json.loads((tmp_path / name).read_text()) for name in ("reused.json", "fresh.json"))
     assert ours["metrics"] == theirs["metrics"] and ours["run"] == theirs["run"]
@@ -422,9 +500,22 @@ def test_the_evaluate_step_reuses_the_train_steps_evaluation_of_the_same_model(r
     state = torch.load(run_dir / "model.pt", weights_only=True)
     next(iter(state["model"].values())).add_(1.0)
     torch.save(state, run_dir / "model.pt")
-    again = run([sys.executable, "-m", "dmlbench", "evaluate", "--run-dir", str(run_dir),
-                 "--output", str(tmp_path / "again.json")], timeout=600, capture_output=True, text=True,
-                env=python_env())
+    again = run(
+        [
+            sys.executable,
+            "-m",
+            "dmlbench",
+            "evaluate",
+            "--run-dir",
+            str(run_dir),
+            "--output",
+            str(tmp_path / "again.json"),
+        ],
+        timeout=600,
+        capture_output=True,
+        text=True,
+        env=python_env(),
+    )
     assert again.returncode == 0 and "evaluated by the train step" not in again.stderr
 
 
@@ -483,12 +574,16 @@ def test_each_optimiser_keeps_the_state_the_disk_estimate_counts(name, momentum)
     weight = torch.nn.Parameter(torch.ones(3))
     cfg = Optimizer(name=name, lr=0.1, betas=(0.9, 0.999), weight_decay=0.01, momentum=momentum)
     optimizer = optimisers.build([{"params": [weight]}], cfg)
-    (weight ** 2).sum().backward()
+    (weight**2).sum().backward()
     optimizer.step()
     kept = [v for v in optimizer.state[weight].values() if torch.is_tensor(v) and v.shape == weight.shape]
     assert len(kept) == optimisers.state_tensors(cfg)
-    expected = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "rmsprop": torch.optim.RMSprop,
-                "sgd": torch.optim.SGD}[name]
+    expected = {
+        "adam": torch.optim.Adam,
+        "adamw": torch.optim.AdamW,
+        "rmsprop": torch.optim.RMSprop,
+        "sgd": torch.optim.SGD,
+    }[name]
     assert type(optimizer) is expected and optimizer.defaults["weight_decay"] == 0.01
 
 

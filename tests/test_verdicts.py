@@ -25,11 +25,11 @@ T_975_4 = 2.7764451051977987  # Student t, 0.975 quantile, 4 degrees of freedom 
 
 # made-up per-seed Recall@1 (%), seed → value
 HOLDS_BETTER = {0: 70.1, 1: 70.5, 2: 69.8, 3: 70.3, 4: 70.0}
-HOLDS_WORSE = {0: 68.0, 1: 68.4, 2: 67.9, 3: 68.2, 4: 68.1}      # differences 2.1 2.1 1.9 2.1 1.9
+HOLDS_WORSE = {0: 68.0, 1: 68.4, 2: 67.9, 3: 68.2, 4: 68.1}  # differences 2.1 2.1 1.9 2.1 1.9
 REVERSED_BETTER = {0: 60.0, 1: 60.2, 2: 59.9}
-REVERSED_WORSE = {0: 61.0, 1: 61.1, 2: 61.2}                       # differences -1.0 -0.9 -1.3
+REVERSED_WORSE = {0: 61.0, 1: 61.1, 2: 61.2}  # differences -1.0 -0.9 -1.3
 FLAT_BETTER = {0: 65.0, 1: 66.0, 2: 64.0}
-FLAT_WORSE = {5: 65.5, 6: 64.5, 7: 65.0}                           # other seeds: Welch, equal means
+FLAT_WORSE = {5: 65.5, 6: 64.5, 7: 65.0}  # other seeds: Welch, equal means
 
 
 def test_interval_by_hand_and_by_scipy():
@@ -56,7 +56,7 @@ def test_number_verdicts_by_hand_and_by_scipys_one_sided_tests():
     assert numbers.judge(x, 3.0, 1.5).verdict == numbers.INCONCLUSIVE  # 1.5075 > 1.5
     margin = numbers.DEFAULT_BAND + numbers.printed_precision("5.9")  # 1 + 0.05
     assert margin == pytest.approx(1.05)
-    assert numbers.judge(x, 6.1, margin).verdict == numbers.BELOW   # 95 %: −3.1 + 1.9632 = −1.137 < −1.05
+    assert numbers.judge(x, 6.1, margin).verdict == numbers.BELOW  # 95 %: −3.1 + 1.9632 = −1.137 < −1.05
     assert numbers.judge(x, -0.1, margin).verdict == numbers.ABOVE  # 3.1 − 1.9632 = 1.137 > 1.05
     assert numbers.judge(x, 5.9, margin).verdict == numbers.INCONCLUSIVE  # −2.9 ± 1.9632 straddles −1.05
     for paper in (2.2, 2.5, 3.0, 3.4, 3.6):  # the verdict "reproduced" is scipy's TOST
@@ -83,8 +83,9 @@ def test_few_seeds_nan_and_zero_spread_say_what_they_are():
     assert numbers.printed_precision("97") == 0.5
     from dmlbench.config import margins
 
-    margin = margins.of(CONFIG_DIR, {"margin": {"band": {"nmi": 0.5}, "source": "s"},
-                                     "table": {"metrics": ["nmi", "f1"]}})
+    margin = margins.of(
+        CONFIG_DIR, {"margin": {"band": {"nmi": 0.5}, "source": "s"}, "table": {"metrics": ["nmi", "f1"]}}
+    )
     assert numbers.band_of(margin, "nmi") == 0.5
     assert numbers.band_of(margin, "f1") == margins.default(CONFIG_DIR)["band"] and margin["source"] == "s"
 
@@ -102,9 +103,8 @@ def test_the_detectable_gain_is_statsmodels_power_computation_and_a_simulations(
     assert TTestPower().power(0.95 * ours / differences_sd, n, alpha / 2, alternative="larger") < 0.8
     rng = np.random.default_rng(0)
     sd_better, sd_worse, n_better, n_worse, alpha = 0.5, 1.0, 10, 8, 0.01
-    se = math.sqrt(sd_better ** 2 / n_better + sd_worse ** 2 / n_worse)
-    welch_df = se ** 4 / ((sd_better ** 2 / n_better) ** 2 / (n_better - 1)
-                          + (sd_worse ** 2 / n_worse) ** 2 / (n_worse - 1))
+    se = math.sqrt(sd_better**2 / n_better + sd_worse**2 / n_worse)
+    welch_df = se**4 / ((sd_better**2 / n_better) ** 2 / (n_better - 1) + (sd_worse**2 / n_worse) ** 2 / (n_worse - 1))
     gain = claims.detectable_gain(se, welch_df, alpha)
     better = rng.normal(gain, sd_better, (10_000, n_better))
     worse = rng.normal(0.0, sd_worse, (10_000, n_worse))
@@ -138,8 +138,8 @@ def test_claim_that_holds_paired_by_hand_and_by_scipy():
     scipy_p = stats.ttest_rel([HOLDS_BETTER[s] for s in seeds], [HOLDS_WORSE[s] for s in seeds]).pvalue
     assert result.p == pytest.approx(scipy_p)
     assert result.p == pytest.approx(2 * stats.t.sf(2.02 / se, 4))
-    assert claims.verdict(result, result.p, 2.0) == claims.HOLDS         # 2.0 inside [1.884, 2.156]
-    assert claims.verdict(result, result.p, 2.4) == claims.SMALLER       # the paper's gain above ours
+    assert claims.verdict(result, result.p, 2.0) == claims.HOLDS  # 2.0 inside [1.884, 2.156]
+    assert claims.verdict(result, result.p, 2.4) == claims.SMALLER  # the paper's gain above ours
     assert claims.verdict(result, result.p, 1.5) == claims.LARGER
     assert claims.verdict(result, result.p, None) == claims.HOLDS
 
@@ -150,14 +150,14 @@ def test_reversed_and_not_significant_claims_by_hand():
     t = (-3.2 / 3) / (math.sqrt((0.2 / 3) ** 2 + (0.5 / 3) ** 2 + (0.7 / 3) ** 2) / math.sqrt(2) / math.sqrt(3))
     assert t == pytest.approx(-8.875, abs=1e-3)
     assert reversed_.gain == pytest.approx(-3.2 / 3)
-    assert reversed_.p == pytest.approx(2 * stats.t.sf(abs(t), 2))       # 0.0125
+    assert reversed_.p == pytest.approx(2 * stats.t.sf(abs(t), 2))  # 0.0125
     flat = claims.test(FLAT_BETTER, FLAT_WORSE)
     assert not flat.paired and flat.gain == pytest.approx(0.0)
     welch = stats.ttest_ind(list(FLAT_BETTER.values()), list(FLAT_WORSE.values()), equal_var=False)
     assert flat.p == pytest.approx(welch.pvalue) and flat.p == pytest.approx(1.0)
     holding = claims.test(HOLDS_BETTER, HOLDS_WORSE)
     adjusted = claims.holm([holding.p, reversed_.p, flat.p])
-    assert adjusted[1] == pytest.approx(2 * reversed_.p)                 # second smallest of three: × 2
+    assert adjusted[1] == pytest.approx(2 * reversed_.p)  # second smallest of three: × 2
     assert claims.verdict(reversed_, adjusted[1], 1.0) == claims.REVERSED
     assert claims.verdict(flat, adjusted[2], 1.0) == claims.NOT_SIGNIFICANT
     assert claims.verdict(holding, adjusted[0], 2.0) == claims.HOLDS
@@ -169,7 +169,7 @@ def test_holm_against_a_worked_example():
     # p = 0.01, 0.04, 0.03, 0.005 (m = 4). Sorted: 0.005 × 4 = 0.02; 0.01 × 3 = 0.03;
     # 0.03 × 2 = 0.06; 0.04 × 1 = 0.04, raised to the running maximum 0.06.
     assert claims.holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
-    assert claims.holm([0.5, 0.6]) == pytest.approx([1.0, 1.0])          # capped at 1
+    assert claims.holm([0.5, 0.6]) == pytest.approx([1.0, 1.0])  # capped at 1
     assert claims.holm([]) == []
 
 
@@ -195,14 +195,17 @@ def _first_claim_of_ms_t1_with(tmp_path, key: str, value: str):
     return tmp_path / "config"
 
 
-@pytest.mark.parametrize("key, value, said", [
-    ("better", "msx", "'msx' is no row the experiment runs"),
-    ("worse", "binomial", "better and worse are the same row"),
-    ("dataset", "vehicleid", "'vehicleid' is not run by the experiment"),
-    ("metric", "recall@3", "'recall@3' is not in the experiment's table"),
-    ("gain", ".nan", "gain: a finite number (points, the paper's better − worse) or null, not nan"),
-    ("gain", "-.inf", "gain: a finite number (points, the paper's better − worse) or null, not -inf"),
-])
+@pytest.mark.parametrize(
+    "key, value, said",
+    [
+        ("better", "msx", "'msx' is no row the experiment runs"),
+        ("worse", "binomial", "better and worse are the same row"),
+        ("dataset", "vehicleid", "'vehicleid' is not run by the experiment"),
+        ("metric", "recall@3", "'recall@3' is not in the experiment's table"),
+        ("gain", ".nan", "gain: a finite number (points, the paper's better − worse) or null, not nan"),
+        ("gain", "-.inf", "gain: a finite number (points, the paper's better − worse) or null, not -inf"),
+    ],
+)
 def test_a_claim_naming_what_the_experiment_does_not_run_is_refused(tmp_path, key, value, said):
     if key == "worse":  # the first claim's better row, as its worse row too
         value = Plan.load(CONFIG_DIR, {"preset": "demo"}).experiments["ms.t1"]["claims"][0]["better"]
@@ -239,9 +242,25 @@ def test_a_margin_must_be_points_of_a_table_metric_with_its_source(tmp_path):
 
 
 def verdict_cli(workdir, config: dict, *more: str) -> subprocess.CompletedProcess:
-    return processes.run([sys.executable, "-m", "dmlbench", "verdict", "ms", "--config-dir", str(CONFIG_DIR),
-                          "--config", json.dumps(config), *more], timeout=300, capture_output=True, text=True,
-                         env=dict(python_env(), PYTHONPATH=str(REPO)), cwd=workdir)
+    return processes.run(
+        [
+            sys.executable,
+            "-m",
+            "dmlbench",
+            "verdict",
+            "ms",
+            "--config-dir",
+            str(CONFIG_DIR),
+            "--config",
+            json.dumps(config),
+            *more,
+        ],
+        timeout=300,
+        capture_output=True,
+        text=True,
+        env=dict(python_env(), PYTHONPATH=str(REPO)),
+        cwd=workdir,
+    )
 
 
 def test_the_demo_page_shows_intervals_verdicts_claims_and_the_certificate(tmp_path, monkeypatch):
@@ -266,8 +285,9 @@ def test_the_demo_page_shows_intervals_verdicts_claims_and_the_certificate(tmp_p
     page = (tmp_path / "reports/demo/index.html").read_text()
     mean, half = mean_interval([62.0, 62.5, 62.1])
     assert f"{mean:.2f} ± {half:.2f} <span class='n'>n=3</span>" in page
-    binomial = next(x for e in cert["experiments"] for x in e["numbers"]
-                    if (x["row"], x["dataset"]) == ("binomial", "cub"))
+    binomial = next(
+        x for e in cert["experiments"] for x in e["numbers"] if (x["row"], x["dataset"]) == ("binomial", "cub")
+    )
     assert binomial["verdict"] == numbers.BELOW  # 60.2 ± 0.5 against the paper's 64.45
     assert f"{60.2 - 64.45:+.2f} {numbers.SYMBOLS[numbers.BELOW]}</td>" in page and "class='legend'" in page
     # each row of the paper's table opens with its verdicts counted, the worst colouring the cell
@@ -319,10 +339,29 @@ def test_a_verdict_before_the_results_names_what_is_missing(tmp_path):
 def test_the_smoke_runs_certificate_from_the_pipeline_and_from_the_command_line_agree(tmp_path):
     from dmlbench.verdicts import certificate
 
-    result = processes.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path),
-                            "--scheduler", "greedy", "reports/smoke/ms/certificate.md", "--cores", "2",
-                            "--config", "preset=smoke", "experiments=[ms.t1]"],
-                           timeout=1800, capture_output=True, text=True, env=python_env())
+    result = processes.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(REPO / "Snakefile"),
+            "-d",
+            str(tmp_path),
+            "--scheduler",
+            "greedy",
+            "reports/smoke/ms/certificate.md",
+            "--cores",
+            "2",
+            "--config",
+            "preset=smoke",
+            "experiments=[ms.t1]",
+        ],
+        timeout=1800,
+        capture_output=True,
+        text=True,
+        env=python_env(),
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     written = (tmp_path / "reports/smoke/ms/certificate.md").read_text()
     cert = json.loads((tmp_path / "reports/smoke/ms/certificate.json").read_text())
@@ -356,25 +395,38 @@ def test_a_suite_claim_is_tested_on_every_trunk_the_preset_runs(tmp_path, monkey
     from dmlbench.report import aggregate
     from dmlbench.verdicts import certificate
 
-    subset = {"datasets": ["cub"], "methods": ["ms", "dro_topk_m"], "variants": ["vits16_dino", "dinov2_s14"],
-              "seeds": [0, 1, 2]}
+    subset = {
+        "datasets": ["cub"],
+        "methods": ["ms", "dro_topk_m"],
+        "variants": ["vits16_dino", "dinov2_s14"],
+        "seeds": [0, 1, 2],
+    }
     plan = Plan.load(CONFIG_DIR, {"preset": "demo", "subset": {"suite.modern": subset}})
     assert "suite" in verdict_spec.certified_papers(plan)
-    value = {("ms", "vits16_dino"): [0.600, 0.610, 0.605], ("dro_topk_m", "vits16_dino"): [0.620, 0.631, 0.624],
-             ("ms", "dinov2_s14"): [0.700, 0.702, 0.698], ("dro_topk_m", "dinov2_s14"): [0.690, 0.6919, 0.6881]}
-    files = [fake_run(tmp_path, run, {"recall@1": value[tuple(run.method.split("@"))][run.seed]})
-             for run in plan.runs("suite.modern")]
+    value = {
+        ("ms", "vits16_dino"): [0.600, 0.610, 0.605],
+        ("dro_topk_m", "vits16_dino"): [0.620, 0.631, 0.624],
+        ("ms", "dinov2_s14"): [0.700, 0.702, 0.698],
+        ("dro_topk_m", "dinov2_s14"): [0.690, 0.6919, 0.6881],
+    }
+    files = [
+        fake_run(tmp_path, run, {"recall@1": value[tuple(run.method.split("@"))][run.seed]})
+        for run in plan.runs("suite.modern")
+    ]
     aggregate.aggregate(jobs_of(plan).aggregate_spec("suite.modern"), files, tmp_path / "reports/demo/suite.modern")
     monkeypatch.chdir(tmp_path)
     cert = certificate.build(verdict_spec.certificate_spec(plan, "suite"), "abc")
     tested = {c["id"]: c for e in cert["experiments"] for c in e["claims"] if "p" in c}
     assert set(tested) == {"topk-m-over-ms-cub-r1@vits16_dino", "topk-m-over-ms-cub-r1@dinov2_s14"}
     vit, dino = tested["topk-m-over-ms-cub-r1@vits16_dino"], tested["topk-m-over-ms-cub-r1@dinov2_s14"]
-    for claim, better, worse in ((vit, "dro_topk_m@vits16_dino", "ms@vits16_dino"),
-                                 (dino, "dro_topk_m@dinov2_s14", "ms@dinov2_s14")):
+    for claim, better, worse in (
+        (vit, "dro_topk_m@vits16_dino", "ms@vits16_dino"),
+        (dino, "dro_topk_m@dinov2_s14", "ms@dinov2_s14"),
+    ):
         assert (claim["better"], claim["worse"]) == (better, worse)
-        expected = stats.ttest_rel(100 * np.array(value[tuple(better.split("@"))]),
-                                   100 * np.array(value[tuple(worse.split("@"))]))
+        expected = stats.ttest_rel(
+            100 * np.array(value[tuple(better.split("@"))]), 100 * np.array(value[tuple(worse.split("@"))])
+        )
         assert claim["paired"] and claim["p"] == pytest.approx(expected.pvalue)
     family = claims.holm([vit["p"], dino["p"]] + [1.0] * 44)  # the 46 claims of the suite, 44 not run
     assert [vit["p_holm"], dino["p_holm"]] == pytest.approx(family[:2])
@@ -389,7 +441,7 @@ def test_a_claim_of_a_swept_experiment_names_both_variants_or_neither(tmp_path):
     shutil.copytree(CONFIG_DIR, tmp_path / "config")
     path = tmp_path / "config" / "experiments" / "suite.yaml"
     text = path.read_text()
-    old = "id: topk-m-over-ms-cub-r1, text: \"DRO-TopK_M beats MS on CUB at Recall@1\", better: dro_topk_m,"
+    old = 'id: topk-m-over-ms-cub-r1, text: "DRO-TopK_M beats MS on CUB at Recall@1", better: dro_topk_m,'
     assert old in text
     path.write_text(text.replace(old, old.replace("better: dro_topk_m", "better: dro_topk_m@dinov2_s14")))
     with pytest.raises(ConfigError, match=r"suite.yaml: experiment suite.modern.claims\[0\].*name both rows"):
@@ -415,15 +467,27 @@ def test_the_default_margin_file_is_checked(tmp_path):
 
 def test_verdict_and_results_find_the_preset_that_has_results(tmp_path):
     """No --preset: the one preset with results is used; with none or several, they are named."""
+
     def dmlbench(*args):
-        return processes.run([sys.executable, "-m", "dmlbench", *args, *(["--config-dir", str(CONFIG_DIR)]
-                                                                          if args[0] == "verdict" else [])],
-                             timeout=300, capture_output=True, text=True,
-                             env=dict(python_env(), PYTHONPATH=str(REPO)), cwd=tmp_path)
+        return processes.run(
+            [
+                sys.executable,
+                "-m",
+                "dmlbench",
+                *args,
+                *(["--config-dir", str(CONFIG_DIR)] if args[0] == "verdict" else []),
+            ],
+            timeout=300,
+            capture_output=True,
+            text=True,
+            env=dict(python_env(), PYTHONPATH=str(REPO)),
+            cwd=tmp_path,
+        )
 
     nothing = dmlbench("verdict", "ms")
-    assert nothing.returncode == 1 and ("no preset has aggregated results (reports/<preset>/*/runs.csv) yet"
-                                        in nothing.stderr)
+    assert nothing.returncode == 1 and (
+        "no preset has aggregated results (reports/<preset>/*/runs.csv) yet" in nothing.stderr
+    )
     assert "Traceback" not in nothing.stderr
     (tmp_path / "reports/smoke/ms.t1").mkdir(parents=True)
     (tmp_path / "reports/smoke/ms.t1/runs.csv").write_text("experiment,dataset,method,seed,recall@1\n")

@@ -81,8 +81,14 @@ def blocked_train(tmp_path: Path) -> list[str]:
 
 
 def test_a_step_is_run_by_the_server_with_the_jobs_streams_folder_and_exit_status(server, tmp_path):
-    result = run([sys.executable, "-m", "dmlbench", "reference", "--spec", "{not json", "--output", "x.json"],
-                 timeout=120, capture_output=True, text=True, cwd=tmp_path, env=python_env())
+    result = run(
+        [sys.executable, "-m", "dmlbench", "reference", "--spec", "{not json", "--output", "x.json"],
+        timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=python_env(),
+    )
     assert result.returncode == 1
     assert "dmlbench reference: error: --spec is not valid JSON" in result.stderr
     job = start(blocked_train(tmp_path), cwd=tmp_path, env=python_env())
@@ -132,40 +138,60 @@ def test_jobs_that_go_away_before_their_child_starts_cost_the_other_jobs_nothing
     try:
         wait_until(lambda: job_children(server.pid, tmp_path), what="a child of the server")
         running = job_children(server.pid, tmp_path)
-        request = json.dumps({"argv": ["reference", "--spec", "{not json", "--output", "x.json"],
-                              "cwd": str(tmp_path), "env": python_env()}).encode()
-        gone_at = {"before sending": (b"", False), "in the header": (b"\x00\x00", False),
-                   "in the request": ((100).to_bytes(8, "big"), True),
-                   "with a request that is not JSON": ((5).to_bytes(8, "big") + b"{not ", True),
-                   "before the reply": (len(request).to_bytes(8, "big") + request, True)}
+        request = json.dumps(
+            {
+                "argv": ["reference", "--spec", "{not json", "--output", "x.json"],
+                "cwd": str(tmp_path),
+                "env": python_env(),
+            }
+        ).encode()
+        gone_at = {
+            "before sending": (b"", False),
+            "in the header": (b"\x00\x00", False),
+            "in the request": ((100).to_bytes(8, "big"), True),
+            "with a request that is not JSON": ((5).to_bytes(8, "big") + b"{not ", True),
+            "before the reply": (len(request).to_bytes(8, "big") + request, True),
+        }
         for when, (sent, with_streams) in gone_at.items():
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as gone:
                 gone.connect(os.environ[warm_start.VARIABLE])
                 if sent:
                     socket.send_fds(gone, [sent], [0, 1, 2] if with_streams else [])
             # the next job is accepted after that one: once it is served, that one was dealt with
-            result = run([sys.executable, "-m", "dmlbench", "reference", "--spec", "{not json", "--output", "x.json"],
-                         timeout=120, capture_output=True, text=True, cwd=tmp_path, env=python_env())
+            result = run(
+                [sys.executable, "-m", "dmlbench", "reference", "--spec", "{not json", "--output", "x.json"],
+                timeout=120,
+                capture_output=True,
+                text=True,
+                cwd=tmp_path,
+                env=python_env(),
+            )
             assert result.returncode == 1 and "--spec is not valid JSON" in result.stderr
             assert server.poll() is None, f"the server ended with a job gone {when}"
-            wait_until(lambda: job_children(server.pid, tmp_path) == running,
-                       what=f"only the running job's child, a job gone {when}")
+            wait_until(
+                lambda: job_children(server.pid, tmp_path) == running,
+                what=f"only the running job's child, a job gone {when}",
+            )
     finally:
         stop(job)
 
 
 def test_the_server_ends_with_the_process_that_started_it_and_removes_its_socket(tmp_path):
-    code = ("import os, sys, time; sys.path.insert(0, sys.argv[1]); from dmlbench.orchestration import warm_start;"
-            "server = warm_start.start(); print(server.pid, os.environ[warm_start.VARIABLE], flush=True);"
-            "time.sleep(600)")
+    code = (
+        "import os, sys, time; sys.path.insert(0, sys.argv[1]); from dmlbench.orchestration import warm_start;"
+        "server = warm_start.start(); print(server.pid, os.environ[warm_start.VARIABLE], flush=True);"
+        "time.sleep(600)"
+    )
     owner = start([sys.executable, "-c", code, str(REPO)], stdout=subprocess.PIPE, text=True, env=python_env())
     try:
         pid, socket_path = owner.stdout.readline().split()
         assert Path(socket_path).exists()
         os.kill(owner.pid, signal.SIGKILL)  # as a killed Snakemake: no onerror, no stop
         owner.wait(timeout=30)
-        wait_until(lambda: not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2],
-                   what="the server ended with its owner")
+        wait_until(
+            lambda: not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2],
+            what="the server ended with its owner",
+        )
         wait_until(lambda: not Path(socket_path).parent.exists(), what="the server removed its socket's folder")
     finally:
         stop(owner)

@@ -18,13 +18,23 @@ from dmlbench.config.jobs import of as jobs_of
 
 
 def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
-               "--scheduler", "greedy", *args]
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(workdir),
+        "--scheduler",
+        "greedy",
+        *args,
+    ]
     return processes.run(command, timeout=1800, capture_output=True, text=True, env=python_env())
 
 
 def job_counts(output: str) -> dict[str, int]:
-    table = output[output.index("Job stats:"):]
+    table = output[output.index("Job stats:") :]
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
 
 
@@ -44,8 +54,9 @@ def test_full_preset_dry_run_lists_every_job(full_dry_run):
     assert fair == ["suite.fair"] and counts["fair_aggregate"] == 1  # its jobs: tests/test_fair.py
     knobs = [e for e in plan.experiment_ids if plan.is_knobs(e)]
     assert knobs == ["suite.knobs"] and counts["knob_aggregate"] == 1  # its runs: tests/test_knob_paths.py
-    joined = sum(1 for path in plan.knob_paths("suite.knobs") for step in path.paths.steps
-                 if "evaluation" in step.moved)  # the steps that join fold models, over the 16 paths
+    joined = sum(
+        1 for path in plan.knob_paths("suite.knobs") for step in path.paths.steps if "evaluation" in step.moved
+    )  # the steps that join fold models, over the 16 paths
     assert len(plan.knob_paths("suite.knobs")) == 16
     assert counts["knob_joined"] == joined * 2 * 5  # × methods × seeds: one job trains a step's folds and joins them
     assert len(fold_runs) == counts["knob_joined"] * plan.knob_folds
@@ -87,25 +98,43 @@ def test_full_preset_dry_run_lists_every_job(full_dry_run):
 
 
 def test_config_typo_stops_before_any_job(tmp_path):
-    result = snakemake(tmp_path, "-n", "--cores", "1", "--config", "preset=smoke",
-                       "experiments=[suite.baseline]")
+    result = snakemake(tmp_path, "-n", "--cores", "1", "--config", "preset=smoke", "experiments=[suite.baseline]")
     assert result.returncode != 0
     assert "unknown experiment id 'suite.baseline' (did you mean 'suite.baselines'?)" in result.stderr + result.stdout
     assert not (tmp_path / "results").exists() and not (tmp_path / "data").exists()
 
 
-@pytest.mark.parametrize("args", [
-    # the documentation's example commands, as printed (dry runs)
-    ["-n", "--cores", "2", "--config", "preset=demo", "seeds=[0,1,2]"],
-    ["-n", "--cores", "2", "--config", "preset=smoke", "experiments=[suite.baselines]", "datasets=[cub]"],
-    ["-n", "--cores", "2", "--config", "preset=demo", "experiments=[suite.baselines]",
-     "overrides={optimizer: {lr: 1.0e-4}, epochs: 3}"],
-    ["-n", "--cores", "all", "--resources", "gpu=8", "--config", "experiments=[ms.t2]"],
-    ["-n", "--cores", "all", "--resources", "gpu=8", "--config", "preset=full", "experiments=[ms.t2]",
-     "data={paths: {cub: /data/CUB_200_2011}}"],
-    ["-n", "--cores", "2", "--config", "preset=smoke", "data={cache: null, download: false}"],
-    ["-n", "--workflow-profile", str(REPO / "workflow/profiles/local"), "--config", "experiments=[ms.t2]"],
-])  # the profile's own line plans the whole full preset: the same jobs as the shared `full_dry_run`
+@pytest.mark.parametrize(
+    "args",
+    [
+        # the documentation's example commands, as printed (dry runs)
+        ["-n", "--cores", "2", "--config", "preset=demo", "seeds=[0,1,2]"],
+        ["-n", "--cores", "2", "--config", "preset=smoke", "experiments=[suite.baselines]", "datasets=[cub]"],
+        [
+            "-n",
+            "--cores",
+            "2",
+            "--config",
+            "preset=demo",
+            "experiments=[suite.baselines]",
+            "overrides={optimizer: {lr: 1.0e-4}, epochs: 3}",
+        ],
+        ["-n", "--cores", "all", "--resources", "gpu=8", "--config", "experiments=[ms.t2]"],
+        [
+            "-n",
+            "--cores",
+            "all",
+            "--resources",
+            "gpu=8",
+            "--config",
+            "preset=full",
+            "experiments=[ms.t2]",
+            "data={paths: {cub: /data/CUB_200_2011}}",
+        ],
+        ["-n", "--cores", "2", "--config", "preset=smoke", "data={cache: null, download: false}"],
+        ["-n", "--workflow-profile", str(REPO / "workflow/profiles/local"), "--config", "experiments=[ms.t2]"],
+    ],
+)  # the profile's own line plans the whole full preset: the same jobs as the shared `full_dry_run`
 def test_readme_example_commands_plan_their_jobs(tmp_path, args):
     result = snakemake(tmp_path, *args)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -113,8 +142,9 @@ def test_readme_example_commands_plan_their_jobs(tmp_path, args):
 
 
 def test_three_seeds_from_the_command_line_give_three_runs_each(tmp_path):
-    result = snakemake(tmp_path, "-n", "--cores", "2", "--config", "preset=demo", "seeds=[0,1,2]",
-                       "experiments=[suite.baselines]")
+    result = snakemake(
+        tmp_path, "-n", "--cores", "2", "--config", "preset=demo", "seeds=[0,1,2]", "experiments=[suite.baselines]"
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     plan = Plan.load(CONFIG_DIR, {"preset": "demo", "experiments": ["suite.baselines"]})
     assert job_counts(result.stdout)["train"] == 3 * len(plan.runs())
@@ -122,20 +152,30 @@ def test_three_seeds_from_the_command_line_give_three_runs_each(tmp_path):
 
 
 def test_wrong_setting_value_stops_before_any_job(tmp_path):
-    result = snakemake(tmp_path, "-n", "--cores", "1", "--config", "preset=smoke",
-                       "overrides={optimizer: {name: adamax}}")
+    result = snakemake(
+        tmp_path, "-n", "--cores", "1", "--config", "preset=smoke", "overrides={optimizer: {name: adamax}}"
+    )
     assert result.returncode != 0
-    assert ("setting optimizer.name: 'adamax' is not one of ['adam', 'adamw', 'rmsprop', 'sgd']"
-            in result.stderr + result.stdout)
+    assert (
+        "setting optimizer.name: 'adamax' is not one of ['adam', 'adamw', 'rmsprop', 'sgd']"
+        in result.stderr + result.stdout
+    )
     assert not (tmp_path / "results").exists() and not (tmp_path / "data").exists()
 
 
 @pytest.mark.slow
 def test_smoke_narrowed_to_an_experiment_and_a_dataset_runs_to_the_end(tmp_path):
     """…with a data root whose name has a space and a non-ASCII letter (every path is quoted)."""
-    result = snakemake(tmp_path, "--cores", "2", "--config", "preset=smoke",
-                       "experiments=[suite.baselines,ephn.t1]", "datasets=[digits]",
-                       "data={root: 'dätä dir'}")
+    result = snakemake(
+        tmp_path,
+        "--cores",
+        "2",
+        "--config",
+        "preset=smoke",
+        "experiments=[suite.baselines,ephn.t1]",
+        "datasets=[digits]",
+        "data={root: 'dätä dir'}",
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     assert "skipping ephn.t1: none of its datasets ['cars'] is among datasets=['digits']" in result.stderr
     table = pd.read_csv(tmp_path / "reports/smoke/suite.baselines/table.csv")
@@ -146,8 +186,15 @@ def test_smoke_narrowed_to_an_experiment_and_a_dataset_runs_to_the_end(tmp_path)
 
     # Damaged outputs: each rerun names what it finds and sets it aside; rerunning until done
     # makes everything again.
-    args = ("--cores", "2", "--config", "preset=smoke", "experiments=[suite.baselines]", "datasets=[digits]",
-            "data={root: 'dätä dir'}")
+    args = (
+        "--cores",
+        "2",
+        "--config",
+        "preset=smoke",
+        "experiments=[suite.baselines]",
+        "datasets=[digits]",
+        "data={root: 'dätä dir'}",
+    )
 
     def rerun_until_done() -> str:
         said = []
@@ -216,8 +263,11 @@ def test_smoke_preset_end_to_end(tmp_path):
     assert len(list(tmp_path.glob("results/smoke/reference/*/metrics.json"))) >= 5
     runs = pd.read_csv(tmp_path / "reports/smoke/suite.baselines/runs.csv")
     one = runs.iloc[0]
-    stored = json.loads((tmp_path / plan.find_run("suite.baselines", one["dataset"], one["method"], 0)
-                         .path("smoke") / "metrics.json").read_text())["metrics"]["recall@1"]
+    stored = json.loads(
+        (
+            tmp_path / plan.find_run("suite.baselines", one["dataset"], one["method"], 0).path("smoke") / "metrics.json"
+        ).read_text()
+    )["metrics"]["recall@1"]
     assert one["recall@1"] == pytest.approx(100 * stored)
     html = (tmp_path / "reports/smoke/index.html").read_text()
     for word in ("R@1", "NMI", "F1", "MAP@R", "recall_at_k.png", "learning_curves.png"):
@@ -225,8 +275,13 @@ def test_smoke_preset_end_to_end(tmp_path):
     assert "ms.f1/figure.png" in html
     weights = pd.read_csv(tmp_path / "reports/smoke/ms.f1/weights.csv")
     assert set(weights["loss"]) == {"contrastive", "triplet", "lifted", "binomial"}
-    for name in ("ephn.f2/figure.png", "ephn.f5/figure.png", "ephn.f3/triplet_moves.png",
-                 "ephn.f6/triplet_scatter.png", "ephn.f4/sweep.png"):
+    for name in (
+        "ephn.f2/figure.png",
+        "ephn.f5/figure.png",
+        "ephn.f3/triplet_moves.png",
+        "ephn.f6/triplet_scatter.png",
+        "ephn.f4/sweep.png",
+    ):
         assert name in html
     assert "largest difference" in (tmp_path / "reports/smoke/ephn.f2/summary.md").read_text()
     corner = pd.read_csv(tmp_path / "reports/smoke/ephn.f2/corner.csv").set_index(["loss", "p"])
@@ -269,8 +324,16 @@ def test_smoke_preset_end_to_end(tmp_path):
     assert set(fair["method"]) == {"ms", "dro_topk_m", "ephn_2nd"} and set(fair["dataset"]) == {"cub"}
     assert set(fair["mode"]) == {"separated", "concatenated"} and {"p@1", "r_precision", "map@r"} <= set(fair["metric"])
     assert (fair["ci95"] >= 0).all() and (fair["repetitions"] == 2).all()
-    for word in ("Paper vs fair", "fair_map_r.png", "separated", "concatenated", " ± ", "vs best",
-                 "Ranking over the datasets", "None: a ranking over datasets needs"):
+    for word in (
+        "Paper vs fair",
+        "fair_map_r.png",
+        "separated",
+        "concatenated",
+        " ± ",
+        "vs best",
+        "Ranking over the datasets",
+        "None: a ranking over datasets needs",
+    ):
         assert word in html
     pairs = pd.read_csv(tmp_path / "reports/smoke/suite.fair/fair_pairwise.csv")
     assert len(pairs) == 3 * 2 * len(set(fair["metric"])) and pairs["paired"].all()  # 3 pairs per column
@@ -308,11 +371,16 @@ def knobs_ran(workdir: Path, plan, statuses: dict) -> None:
         assert shared == pytest.approx(total, abs=4e-4)
     steps = pd.read_csv(folder / "steps.csv")
     paper = steps[(steps["method"] == "ms") & (steps["step"] == "paper")]
-    stored = [json.loads((workdir / plan.find_run("suite.knobs", "cub", "ms@ms-paper", s).path("smoke")
-                          / "metrics.json").read_text()) for s in (0, 1)]
+    stored = [
+        json.loads(
+            (workdir / plan.find_run("suite.knobs", "cub", "ms@ms-paper", s).path("smoke") / "metrics.json").read_text()
+        )
+        for s in (0, 1)
+    ]
     selects_on_test = jobs_of(plan).knob_aggregate_spec("suite.knobs")["recipes"][0]["test_selected"]  # ms.t2's table
     assert paper[["seed0", "seed1"]].iloc[0].tolist() == pytest.approx(
-        [100 * (m["test_selected"] if selects_on_test else m["metrics"])["recall@1"] for m in stored], abs=1e-3)
+        [100 * (m["test_selected"] if selects_on_test else m["metrics"])["recall@1"] for m in stored], abs=1e-3
+    )
     for run in plan.runs("suite.knobs"):  # which rows a fold's scoring reads: tests/test_knob_paths.py
         fold = json.loads((workdir / run.path("smoke") / "config.json").read_text())["data"].get("fold")
         if fold:
@@ -339,33 +407,69 @@ def records_of_every_run(workdir: Path, plan) -> None:
         assert [e.step for e in curve] == [row["epoch"] for row in epochs]
         assert [e.value for e in curve] == pytest.approx([row["loss"] for row in epochs], rel=1e-6)
         spent = json.loads((folder / "cost.json").read_text())
-        assert spent["epochs"] == len(epochs) and spent["images"] == sum(r["steps"] for r in epochs) * \
-            json.loads((folder / "config.json").read_text())["batch"]["size"]
+        assert (
+            spent["epochs"] == len(epochs)
+            and spent["images"]
+            == sum(r["steps"] for r in epochs) * json.loads((folder / "config.json").read_text())["batch"]["size"]
+        )
         assert spent["train_seconds"] == pytest.approx(sum(r["seconds"] for r in epochs), abs=1e-3)
     expected = []
     for run in plan.runs():
         result = json.loads((workdir / run.path("smoke") / "metrics.json").read_text())
-        expected += [(run.experiment, run.dataset, run.method, run.seed, key, value)
-                     for key, value in result["metrics"].items()]
+        expected += [
+            (run.experiment, run.dataset, run.method, run.seed, key, value) for key, value in result["metrics"].items()
+        ]
     table = pd.read_parquet(workdir / "results/smoke/runs.parquet")
     tested = table[table["split"].isin(["test", "small", "medium", "large"])]
     names = tested["split"].where(tested["split"] == "test", tested["split"] + "_")
-    got = sorted(zip(tested["experiment"], tested["dataset"], tested["method"], tested["seed"],
-                     names.str.replace("test", "") + tested["metric"], tested["value"]))
+    got = sorted(
+        zip(
+            tested["experiment"],
+            tested["dataset"],
+            tested["method"],
+            tested["seed"],
+            names.str.replace("test", "") + tested["metric"],
+            tested["value"],
+        )
+    )
     assert got == sorted(expected)
     assert (table["percent"] == 100 * table["value"]).where(table["value"].notna(), True).all()
-    ms_cub = table[(table["experiment"] == "ms.t1") & (table["method"] == "ms") & (table["dataset"] == "cub")
-                   & (table["metric"] == "recall@1") & (table["split"] == "test")]
+    ms_cub = table[
+        (table["experiment"] == "ms.t1")
+        & (table["method"] == "ms")
+        & (table["dataset"] == "cub")
+        & (table["metric"] == "recall@1")
+        & (table["split"] == "test")
+    ]
     assert set(ms_cub["paper_percent"]) == {66.85}  # the ms paper's Table 1, RAW+VTHM on CUB
-    asked = subprocess.run([sys.executable, "-m", "dmlbench", "results", "--preset", "smoke", "--csv",
-                            "SELECT method, dataset, avg(value) AS recall FROM runs WHERE experiment = "
-                            "'suite.baselines' AND split = 'test' AND metric = 'recall@1' GROUP BY ALL"],
-                           cwd=workdir, env=python_env(), capture_output=True, text=True, timeout=120)
+    asked = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dmlbench",
+            "results",
+            "--preset",
+            "smoke",
+            "--csv",
+            "SELECT method, dataset, avg(value) AS recall FROM runs WHERE experiment = "
+            "'suite.baselines' AND split = 'test' AND metric = 'recall@1' GROUP BY ALL",
+        ],
+        cwd=workdir,
+        env=python_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert asked.returncode == 0, asked.stderr
     answer = pd.read_csv(__import__("io").StringIO(asked.stdout)).set_index(["method", "dataset"])["recall"]
-    by_hand = pd.DataFrame([e for e in expected if e[0] == "suite.baselines" and e[4] == "recall@1"],
-                           columns=["e", "dataset", "method", "seed", "m", "v"]).groupby(["method",
-                                                                                          "dataset"])["v"].mean()
+    by_hand = (
+        pd.DataFrame(
+            [e for e in expected if e[0] == "suite.baselines" and e[4] == "recall@1"],
+            columns=["e", "dataset", "method", "seed", "m", "v"],
+        )
+        .groupby(["method", "dataset"])["v"]
+        .mean()
+    )
     assert answer.sort_index().tolist() == pytest.approx(by_hand.sort_index().tolist())
     import shlex
 
@@ -374,8 +478,14 @@ def records_of_every_run(workdir: Path, plan) -> None:
     assert len(queries) >= 3
     for query in queries:  # the documentation's examples, on this smoke run's table
         query = [word for i, word in enumerate(query) if word != "--preset" and query[i - 1] != "--preset"]
-        answered = subprocess.run([sys.executable, "-m", "dmlbench", "results", "--preset", "smoke", "--csv", *query],
-                                  cwd=workdir, env=python_env(), capture_output=True, text=True, timeout=120)
+        answered = subprocess.run(
+            [sys.executable, "-m", "dmlbench", "results", "--preset", "smoke", "--csv", *query],
+            cwd=workdir,
+            env=python_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert answered.returncode == 0 and len(answered.stdout.splitlines()) >= 2, (query, answered.stderr)
     html = (workdir / "reports/smoke/index.html").read_text()
     assert "Cost ledger" in html and "device-hours" in html
@@ -395,6 +505,7 @@ def seen_in_a_browser(page, plan, contents) -> None:
         pytest.skip(f"no browser here: {reason}")
     assert seen["scrollWidth"] <= seen["viewport"] == 1400, seen["scrollWidth"]
     assert seen["images"] and all(i["w"] > 0 and i["shown"] > 0 for i in seen["images"]), seen["images"]
+
     def rows(experiment: str) -> list[str]:  # the paper's rows, after the no-training rows of what ran
         exp = plan.experiments[experiment]
         table = page.parent / experiment / "table.csv"
@@ -407,8 +518,13 @@ def seen_in_a_browser(page, plan, contents) -> None:
         tables = []
         for dataset in dict.fromkeys(frame["dataset"]):
             mine = frame[frame["dataset"] == dataset]
-            tables.append([name for paper, group in mine.groupby("paper", sort=False)
-                           for name in [plan.papers[paper], *dict.fromkeys(group["label"])]])
+            tables.append(
+                [
+                    name
+                    for paper, group in mine.groupby("paper", sort=False)
+                    for name in [plan.papers[paper], *dict.fromkeys(group["label"])]
+                ]
+            )
         return tables + [list(pd.read_csv(page.parent / experiment / "paper_vs_fair.csv")["label"])]
 
     expected = []
@@ -417,8 +533,11 @@ def seen_in_a_browser(page, plan, contents) -> None:
             expected += fair_rows(e["id"]) if e["status"] == "ran" else []
         elif plan.is_knobs(e["id"]):
             continue  # no table of a paper's layout (its waterfalls are among the images)
-        elif (e["status"] not in ("quoted only", "figure only") or plan.experiments[e["id"]].get("reported")
-              or plan.experiments[e["id"]].get("quoted")):  # a figure the paper gives no numbers for: a note
+        elif (
+            e["status"] not in ("quoted only", "figure only")
+            or plan.experiments[e["id"]].get("reported")
+            or plan.experiments[e["id"]].get("quoted")
+        ):  # a figure the paper gives no numbers for: a note
             expected.append(rows(e["id"]))
     assert [t["rows"] for t in seen["tables"]] == expected
     assert all(t["box"] <= 1400 for t in seen["tables"])  # wide tables scroll inside their box
@@ -465,8 +584,16 @@ def test_gpu_smoke_through_snakemake_with_gpu_slots_on_this_cpu(tmp_path):
 def test_the_digits_demo_shows_learning_every_method_beats_the_raw_pixels_over_three_seeds(tmp_path):
     """The demo's digits setting (issue #33): each trained method's MAP@R on the test digits, averaged
     over seeds 0-2, above the raw pixels' row of the same table."""
-    result = snakemake(tmp_path, "--cores", "2", "--config", "preset=demo", "experiments=[suite.baselines]",
-                       "datasets=[digits]", "seeds=[0,1,2]")
+    result = snakemake(
+        tmp_path,
+        "--cores",
+        "2",
+        "--config",
+        "preset=demo",
+        "experiments=[suite.baselines]",
+        "datasets=[digits]",
+        "seeds=[0,1,2]",
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     table = pd.read_csv(tmp_path / "reports/demo/suite.baselines/table.csv")
     map_at_r = table[table["metric"] == "map@r"]

@@ -11,7 +11,7 @@ from pathlib import Path
 from conftest import python_env
 from processes import run
 
-INNER_TESTS = '''
+INNER_TESTS = """
 import os
 from pathlib import Path
 
@@ -32,7 +32,7 @@ def test_grouped(i):
 @pytest.mark.parametrize("i", range(6))
 def test_free(i):
     record("free")
-'''
+"""
 
 
 def test_an_xdist_group_runs_on_one_worker(tmp_path):
@@ -40,12 +40,35 @@ def test_an_xdist_group_runs_on_one_worker(tmp_path):
     workers = tmp_path / "workers"
     env = dict(python_env(), WORKERS_FILE=str(workers), PYTHONDONTWRITEBYTECODE="1")
     env.pop("PYTEST_XDIST_WORKER", None)
-    result = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup",
-                  "-c", os.devnull, "--rootdir", str(tmp_path), str(tmp_path / "test_inner.py")],
-                 timeout=300, capture_output=True, text=True, cwd=tmp_path, env=env)
+    result = run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "2",
+            "--dist",
+            "loadgroup",
+            "-c",
+            os.devnull,
+            "--rootdir",
+            str(tmp_path),
+            str(tmp_path / "test_inner.py"),
+        ],
+        timeout=300,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     ran = [line.split() for line in Path(workers).read_text().splitlines()]
     assert len(ran) == 12
     grouped = {worker for name, worker in ran if name == "grouped"}
-    assert len(grouped) == 1, f"the group ran on {sorted(grouped)}: pytest-xdist's loadgroup does not group " \
-                              f"with this pytest (pin pytest below 9.2 in pyproject.toml's dev extra)"
+    assert len(grouped) == 1, (
+        f"the group ran on {sorted(grouped)}: pytest-xdist's loadgroup does not group "
+        f"with this pytest (pin pytest below 9.2 in pyproject.toml's dev extra)"
+    )

@@ -35,9 +35,10 @@ def digest(config_dir: Path, preset: str = "full") -> dict:
                 numbers[section] = {k: v for k, v in numbers[section].items() if k != key}
         settings = json.dumps(numbers, sort_keys=True, default=str)
         lines.setdefault(run.experiment, []).append(f"{run.path(preset)} {settings}")
-    return {experiment: {"trainings": len(found),
-                         "sha256": hashlib.sha256("\n".join(sorted(found)).encode()).hexdigest()}
-            for experiment, found in sorted(lines.items())}
+    return {
+        experiment: {"trainings": len(found), "sha256": hashlib.sha256("\n".join(sorted(found)).encode()).hexdigest()}
+        for experiment, found in sorted(lines.items())
+    }
 
 
 if __name__ == "__main__":

@@ -49,8 +49,9 @@ def lifted_structure_gradients(seed: int, lam: float = 0.5, margin: float = 2.5)
 def ms_gradients(seed: int, alpha=2.0, beta=50.0, lam=0.5, margin=0.1):
     """DRO-KL-G with pseudo pairs vs MS with thresholds c± = λ ± m (margin loss, none clipped)."""
     e, y = random_batch(seed)
-    dro = losses.build("dro_kl_g", gamma_pos=1 / alpha, gamma_neg=1 / beta, pseudo_pair=True,
-                       base="linear", margin=margin, lam=lam).double()
+    dro = losses.build(
+        "dro_kl_g", gamma_pos=1 / alpha, gamma_neg=1 / beta, pseudo_pair=True, base="linear", margin=margin, lam=lam
+    ).double()
     ms_pos = losses.build("multi_similarity", alpha=alpha, beta=beta, gamma=lam + margin).double()
     ms_neg = losses.build("multi_similarity", alpha=alpha, beta=beta, gamma=lam - margin).double()
 
@@ -76,10 +77,19 @@ def chi2_set(seed: int, n: int = 30, rho: float = 0.5):
     from scipy.optimize import minimize
 
     l = np.random.default_rng(seed).normal(1.0, 0.3, size=n)
-    constraints = [{"type": "eq", "fun": lambda p: p.sum() - 1},
-                   {"type": "ineq", "fun": lambda p: rho / n - 0.5 * np.sum((n * p - 1) ** 2) / n}]
-    res = minimize(lambda p: -p @ l, np.full(n, 1 / n), jac=lambda p: -l, bounds=[(0, 1)] * n,
-                   constraints=constraints, method="SLSQP", options={"ftol": 1e-14, "maxiter": 500})
+    constraints = [
+        {"type": "eq", "fun": lambda p: p.sum() - 1},
+        {"type": "ineq", "fun": lambda p: rho / n - 0.5 * np.sum((n * p - 1) ** 2) / n},
+    ]
+    res = minimize(
+        lambda p: -p @ l,
+        np.full(n, 1 / n),
+        jac=lambda p: -l,
+        bounds=[(0, 1)] * n,
+        constraints=constraints,
+        method="SLSQP",
+        options={"ftol": 1e-14, "maxiter": 500},
+    )
     closed = l.mean() + np.sqrt(2 * rho * l.var() / n)
     # the closed form's maximiser: p = 1/n + sqrt(2ρ/n)·(l - mean) / (n·sqrt(n·Var)); non-negative?
     p_closed = 1 / n + np.sqrt(2 * rho / n) * (l - l.mean()) / (n * np.sqrt(n * l.var()))
@@ -90,18 +100,41 @@ def table(seeds=range(5)) -> pd.DataFrame:
     rows = []
     for seed in seeds:
         a, b = lifted_structure_gradients(seed)
-        rows.append({"identity": "DRO-KL-G(γ=1) gradient = lifted structure gradient", "seed": seed,
-                     "max_abs_difference": float((a - b).abs().max()), "scale": float(b.abs().max())})
+        rows.append(
+            {
+                "identity": "DRO-KL-G(γ=1) gradient = lifted structure gradient",
+                "seed": seed,
+                "max_abs_difference": float((a - b).abs().max()),
+                "scale": float(b.abs().max()),
+            }
+        )
         a, b = ms_gradients(seed)
-        rows.append({"identity": "DRO-KL-G(pseudo, γ±=1/α,1/β) gradient = MS(c±=λ±m) gradient",
-                     "seed": seed, "max_abs_difference": float((a - b).abs().max()),
-                     "scale": float(b.abs().max())})
+        rows.append(
+            {
+                "identity": "DRO-KL-G(pseudo, γ±=1/α,1/β) gradient = MS(c±=λ±m) gradient",
+                "seed": seed,
+                "max_abs_difference": float((a - b).abs().max()),
+                "scale": float(b.abs().max()),
+            }
+        )
         lp, mean = topk_lp(seed)
-        rows.append({"identity": "top-K set optimum = mean of K largest losses", "seed": seed,
-                     "max_abs_difference": abs(lp - mean), "scale": abs(mean)})
+        rows.append(
+            {
+                "identity": "top-K set optimum = mean of K largest losses",
+                "seed": seed,
+                "max_abs_difference": abs(lp - mean),
+                "scale": abs(mean),
+            }
+        )
         solver, closed, valid = chi2_set(seed)
-        rows.append({"identity": "χ² set optimum = mean + sqrt(2ρ Var/n)" + ("" if valid else " (condition fails)"),
-                     "seed": seed, "max_abs_difference": abs(solver - closed), "scale": abs(closed)})
+        rows.append(
+            {
+                "identity": "χ² set optimum = mean + sqrt(2ρ Var/n)" + ("" if valid else " (condition fails)"),
+                "seed": seed,
+                "max_abs_difference": abs(solver - closed),
+                "scale": abs(closed),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -111,9 +144,12 @@ def run(output_dir: Path, spec: dict) -> None:
     with atomic_path(output_dir / "identities.csv") as tmp:
         frame.to_csv(tmp, index=False)
     worst = frame.groupby("identity", sort=False)["max_abs_difference"].max()
-    lines = [f"# {spec['experiment']}: {spec['title']}", "",
-             "Each identity computed two independent ways on 5 random batches (float64); largest "
-             "absolute difference over the seeds:"]
+    lines = [
+        f"# {spec['experiment']}: {spec['title']}",
+        "",
+        "Each identity computed two independent ways on 5 random batches (float64); largest "
+        "absolute difference over the seeds:",
+    ]
     lines += [f"- {name}: {value:.2e}" for name, value in worst.items()]
     with atomic_path(output_dir / "summary.md") as tmp:
         tmp.write_text("\n".join(lines) + "\n")
@@ -124,9 +160,16 @@ def _figure(path: Path) -> None:
     from dmlbench.plots.agreement import agreement
 
     panels = []
-    for name, fn in (("DRO-KL-G(γ=1) vs lifted structure", lifted_structure_gradients),
-                     ("DRO-KL-G(pseudo pairs) vs MS", ms_gradients)):
+    for name, fn in (
+        ("DRO-KL-G(γ=1) vs lifted structure", lifted_structure_gradients),
+        ("DRO-KL-G(pseudo pairs) vs MS", ms_gradients),
+    ):
         dro, reference = fn(0)
         panels.append((name, reference, dro))
-    agreement(panels, "reference loss gradient", "DRO gradient",
-              "dro.eq: gradients w.r.t. the embeddings, one random batch", path)
+    agreement(
+        panels,
+        "reference loss gradient",
+        "DRO gradient",
+        "dro.eq: gradients w.r.t. the embeddings, one random batch",
+        path,
+    )

@@ -56,9 +56,17 @@ def table() -> pd.DataFrame:
             off_diagonal = ~torch.eye(len(y), dtype=torch.bool)
             ties = int(((2 - 2 * x @ x.T)[off_diagonal][:, None] == centres).sum())
             difference = (closed - auto).abs().max().item()
-            rows.append({"bins": bins, "num_bins": num_bins, "batch": kind, "size": len(y),
-                         "distances_on_centres": ties, "max_abs_difference": difference,
-                         "max_relative_difference": difference / max(auto.abs().max().item(), 1e-300)})
+            rows.append(
+                {
+                    "bins": bins,
+                    "num_bins": num_bins,
+                    "batch": kind,
+                    "size": len(y),
+                    "distances_on_centres": ties,
+                    "max_abs_difference": difference,
+                    "max_relative_difference": difference / max(auto.abs().max().item(), 1e-300),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -67,16 +75,23 @@ def run(output_dir: Path, spec: dict) -> None:
     frame = table()
     worst = frame["max_relative_difference"].max()
     if worst > TOLERANCE:
-        raise ArithmeticError(f"closed-form FastAP gradient differs from autograd by {worst:.2e} "
-                              f"(relative), more than {TOLERANCE:g}")
+        raise ArithmeticError(
+            f"closed-form FastAP gradient differs from autograd by {worst:.2e} (relative), more than {TOLERANCE:g}"
+        )
     with atomic_path(output_dir / "gradients.csv") as tmp:
         frame.to_csv(tmp, index=False)
-    lines = [f"# {spec['experiment']}: {spec['title']}", "",
-             "The suite's FastAP loss with its closed-form backward (supplement eqs. 17-30) and with "
-             "autograd, on the same float64 batches; both bin conventions:"]
-    lines += [f"- {r.bins} bins, L = {r.num_bins}, {r.batch} (M = {r.size}, {r.distances_on_centres} "
-              f"distances on bin centres): largest difference {r.max_abs_difference:.2e} "
-              f"(relative {r.max_relative_difference:.2e})" for r in frame.itertuples()]
+    lines = [
+        f"# {spec['experiment']}: {spec['title']}",
+        "",
+        "The suite's FastAP loss with its closed-form backward (supplement eqs. 17-30) and with "
+        "autograd, on the same float64 batches; both bin conventions:",
+    ]
+    lines += [
+        f"- {r.bins} bins, L = {r.num_bins}, {r.batch} (M = {r.size}, {r.distances_on_centres} "
+        f"distances on bin centres): largest difference {r.max_abs_difference:.2e} "
+        f"(relative {r.max_relative_difference:.2e})"
+        for r in frame.itertuples()
+    ]
     with atomic_path(output_dir / "summary.md") as tmp:
         tmp.write_text("\n".join(lines) + "\n")
     _figure(output_dir / "figure.png")
@@ -89,5 +104,6 @@ def _figure(path: Path) -> None:
     for name, (e, y) in (("random batch, M = 32", random_batch(1)), ("ties at bin centres", tied_batch(3))):
         closed, auto = gradients(e, y)
         panels.append((name, auto, closed))
-    agreement(panels, "autograd gradient", "closed-form gradient",
-              "fastap.grad: FastAP gradients w.r.t. the embeddings", path)
+    agreement(
+        panels, "autograd gradient", "closed-form gradient", "fastap.grad: FastAP gradients w.r.t. the embeddings", path
+    )

@@ -26,8 +26,7 @@ BATCHES = (80, 160, 320, 480, 640)
 DIM, PER_CLASS = 1024, 5
 
 
-def time_method(method: dict, batch: int, repeats: int, device, network=None,
-                image_size: int = 227) -> list[float]:
+def time_method(method: dict, batch: int, repeats: int, device, network=None, image_size: int = 227) -> list[float]:
     """Seconds per iteration: loss side only, or with `network` its forward and backward too."""
     loss = losses.build(**method["loss"]).to(device)
     miner = miners.build(**method["miner"]) if method.get("miner") else None
@@ -51,8 +50,14 @@ def time_method(method: dict, batch: int, repeats: int, device, network=None,
     return times
 
 
-def measure(methods: dict, repeats: int = 5, batches=BATCHES, whole_iteration: bool | None = None,
-            backbone: str = "bninception", image_size: int = 227) -> pd.DataFrame:
+def measure(
+    methods: dict,
+    repeats: int = 5,
+    batches=BATCHES,
+    whole_iteration: bool | None = None,
+    backbone: str = "bninception",
+    image_size: int = 227,
+) -> pd.DataFrame:
     """Loss-side times of `methods` (name → label, loss, miner), and whole-iteration times when
     `whole_iteration` (default: on a GPU)."""
     from dmlbench.models.embedding import EmbeddingNet
@@ -68,10 +73,17 @@ def measure(methods: dict, repeats: int = 5, batches=BATCHES, whole_iteration: b
                 if scope == "whole iteration" and net is None:
                     continue
                 times = time_method(method, batch, repeats, device, net, image_size)
-                rows.append({"method": method["label"], "batch": batch, "scope": scope,
-                             "mean_ms": 1000 * statistics.mean(times),
-                             "std_ms": 1000 * statistics.stdev(times) if len(times) > 1 else 0.0,
-                             "repeats": len(times), "device": str(device)})
+                rows.append(
+                    {
+                        "method": method["label"],
+                        "batch": batch,
+                        "scope": scope,
+                        "mean_ms": 1000 * statistics.mean(times),
+                        "std_ms": 1000 * statistics.stdev(times) if len(times) > 1 else 0.0,
+                        "repeats": len(times),
+                        "device": str(device),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -89,8 +101,7 @@ def run(output_dir: Path, spec: dict, repeats: int = 5) -> None:
     fig, axes = plt.subplots(1, len(scopes), figsize=(6 * len(scopes), 4), squeeze=False)
     for ax, scope in zip(axes[0], scopes):
         for name, rows in frame[frame["scope"] == scope].groupby("method", sort=False):
-            ax.errorbar(rows["batch"], rows["mean_ms"], yerr=rows["std_ms"], marker="o",
-                        label=name, capsize=3)
+            ax.errorbar(rows["batch"], rows["mean_ms"], yerr=rows["std_ms"], marker="o", label=name, capsize=3)
         ax.set_xlabel("batch size B")
         ax.set_ylabel(f"{scope}, ms per iteration")
         ax.set_yscale("log")
@@ -101,13 +112,15 @@ def run(output_dir: Path, spec: dict, repeats: int = 5) -> None:
         fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
     largest = frame[frame["batch"] == frame["batch"].max()].sort_values(["scope", "mean_ms"])
-    lines = [f"# {spec['experiment']}: {spec['title']}", "",
-             f"Loss side: similarities, mining/weighting, loss, backward to the embeddings"
-             f"{'; whole iteration: BN-Inception forward/backward as well' if len(scopes) > 1 else ''}"
-             f"{'' if len(scopes) > 1 else ' (no GPU here, so no whole-iteration timing)'}"
-             f". Mean of {repeats} iterations after one warm-up, on {frame['device'].iloc[0]}. "
-             f"At B = {frame['batch'].max()}:"]
-    lines += [f"- {r.method} ({r.scope}): {r.mean_ms:.1f} ± {r.std_ms:.1f} ms"
-              for r in largest.itertuples()]
+    lines = [
+        f"# {spec['experiment']}: {spec['title']}",
+        "",
+        f"Loss side: similarities, mining/weighting, loss, backward to the embeddings"
+        f"{'; whole iteration: BN-Inception forward/backward as well' if len(scopes) > 1 else ''}"
+        f"{'' if len(scopes) > 1 else ' (no GPU here, so no whole-iteration timing)'}"
+        f". Mean of {repeats} iterations after one warm-up, on {frame['device'].iloc[0]}. "
+        f"At B = {frame['batch'].max()}:",
+    ]
+    lines += [f"- {r.method} ({r.scope}): {r.mean_ms:.1f} ± {r.std_ms:.1f} ms" for r in largest.itertuples()]
     with atomic_path(output_dir / "summary.md") as tmp:
         tmp.write_text("\n".join(lines) + "\n")

@@ -28,8 +28,12 @@ CONTEXT = {
     "lifted": ({"margin": 1.0}, GROUP, False),
     "binomial": ({"alpha": 2.0, "beta": 50.0, "gamma": 0.5}, GROUP, False),
 }
-TITLES = {"contrastive": "(a) contrastive, λ = 0.5", "triplet": "(b) triplet, λ = 0.1",
-          "lifted": "(c) lifted structure, λ = 1", "binomial": "(d) binomial, α=2, β=50, γ=0.5"}
+TITLES = {
+    "contrastive": "(a) contrastive, λ = 0.5",
+    "triplet": "(b) triplet, λ = 0.1",
+    "lifted": "(c) lifted structure, λ = 1",
+    "binomial": "(d) binomial, α=2, β=50, γ=0.5",
+}
 
 
 def one_anchor_batch(positives: list[float], negatives: list[float]) -> PairBatch:
@@ -64,8 +68,9 @@ def curves(grid: np.ndarray) -> pd.DataFrame:
             rows.append({"loss": name, "pair": "positive", "similarity": s, "weight": float(w[0])})
             negatives = [s] + ([] if single else others["negatives"])
             w = pair_weights(name, params, others["positives"], negatives)
-            rows.append({"loss": name, "pair": "negative", "similarity": s,
-                         "weight": float(w[len(others["positives"])])})
+            rows.append(
+                {"loss": name, "pair": "negative", "similarity": s, "weight": float(w[len(others["positives"])])}
+            )
     return pd.DataFrame(rows)
 
 
@@ -78,8 +83,7 @@ def figure(table: pd.DataFrame, path: Path) -> None:
     fig, axes = plt.subplots(1, 4, figsize=(16, 3.4))
     for ax, (name, title) in zip(axes, TITLES.items()):
         part = table[table["loss"] == name]
-        for pair, style in (("positive", dict(color="green", ls="-")),
-                            ("negative", dict(color="blue", ls=":"))):
+        for pair, style in (("positive", dict(color="green", ls="-")), ("negative", dict(color="blue", ls=":"))):
             rows = part[part["pair"] == pair]
             ax.plot(rows["similarity"], rows["weight"], label=f"{pair} pair", lw=2, **style)
         ax.set_title(title, fontsize=10)
@@ -100,12 +104,14 @@ def run(output_dir: Path, spec: dict) -> None:
     with atomic_path(output_dir / "weights.csv") as tmp:
         table.to_csv(tmp, index=False)
     figure(table, output_dir / "figure.png")
-    lines = [f"# {spec['experiment']}: {spec['title']}", "",
-             "Weights from autograd of the suite's loss implementations (Theorem 3.1: w = -∂L/∂S for "
-             "positive pairs, ∂L/∂S for negative pairs), one anchor; the other pairs fixed at: "]
+    lines = [
+        f"# {spec['experiment']}: {spec['title']}",
+        "",
+        "Weights from autograd of the suite's loss implementations (Theorem 3.1: w = -∂L/∂S for "
+        "positive pairs, ∂L/∂S for negative pairs), one anchor; the other pairs fixed at: ",
+    ]
     for name, (params, others, single) in CONTEXT.items():
         kind = "the partner pair" if single else "the other pairs"
-        lines.append(f"- {name} {params}: {kind}: positives {others['positives']}, "
-                     f"negatives {others['negatives']}")
+        lines.append(f"- {name} {params}: {kind}: positives {others['positives']}, negatives {others['negatives']}")
     with atomic_path(output_dir / "summary.md") as tmp:
         tmp.write_text("\n".join(lines) + "\n")

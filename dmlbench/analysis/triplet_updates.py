@@ -46,22 +46,25 @@ SETTINGS = {
 
 # --- closed forms ----------------------------------------------------------------------------
 
+
 def s_pn(s_ap, s_an, gamma):
     """Eq. 19: the positive-negative similarity implied by S_ap, S_an and γ."""
-    return s_ap * s_an + gamma * np.sqrt(1 - s_ap ** 2) * np.sqrt(1 - s_an ** 2)
+    return s_ap * s_an + gamma * np.sqrt(1 - s_ap**2) * np.sqrt(1 - s_an**2)
 
 
 def weighted_update(s_ap, s_an, gamma, b_p, b_n):
     """(S_ap_new, S_an_new, |f_a_new|, |f_p_new|, |f_n_new|) when f_p += b_p f_a, f_n -= b_n f_a,
     f_a += b_p f_p - b_n f_n (eqs. 23-27; L1st is the case b_p = b_n = β, eqs. 7-8, 20-22)."""
     pn = s_pn(s_ap, s_an, gamma)
-    new_ap = (1 + b_p ** 2) * s_ap + 2 * b_p - b_n * pn - b_p * b_n * s_an
-    new_an = (1 + b_n ** 2) * s_an - 2 * b_n + b_p * pn - b_p * b_n * s_ap
-    norm_p = np.sqrt((1 + b_p * s_ap) ** 2 + b_p ** 2 * (1 - s_ap ** 2))
-    norm_n = np.sqrt((1 - b_n * s_an) ** 2 + b_n ** 2 * (1 - s_an ** 2))
-    norm_a = np.sqrt((1 + b_p * s_ap - b_n * s_an) ** 2
-                     + (b_p * np.sqrt(1 - s_ap ** 2) - gamma * b_n * np.sqrt(1 - s_an ** 2)) ** 2
-                     + (b_n * np.sqrt(1 - gamma ** 2) * np.sqrt(1 - s_an ** 2)) ** 2)
+    new_ap = (1 + b_p**2) * s_ap + 2 * b_p - b_n * pn - b_p * b_n * s_an
+    new_an = (1 + b_n**2) * s_an - 2 * b_n + b_p * pn - b_p * b_n * s_ap
+    norm_p = np.sqrt((1 + b_p * s_ap) ** 2 + b_p**2 * (1 - s_ap**2))
+    norm_n = np.sqrt((1 - b_n * s_an) ** 2 + b_n**2 * (1 - s_an**2))
+    norm_a = np.sqrt(
+        (1 + b_p * s_ap - b_n * s_an) ** 2
+        + (b_p * np.sqrt(1 - s_ap**2) - gamma * b_n * np.sqrt(1 - s_an**2)) ** 2
+        + (b_n * np.sqrt(1 - gamma**2) * np.sqrt(1 - s_an**2)) ** 2
+    )
     return new_ap, new_an, norm_a, norm_p, norm_n
 
 
@@ -69,13 +72,15 @@ def vanilla_update(s_ap, s_an, gamma, beta):
     """(S_ap_new, S_an_new, |f_a_new|, |f_p_new|, |f_n_new|) of the vanilla triplet loss with an
     active hinge (eqs. 35-39)."""
     pn = s_pn(s_ap, s_an, gamma)
-    new_ap = (1 - beta + beta ** 2) * s_ap + 2 * beta - beta ** 2 - beta * (1 - beta) * pn - beta ** 2 * s_an
-    new_an = (1 + beta + beta ** 2) * s_an - 2 * beta - beta ** 2 + beta * (1 + beta) * pn - beta ** 2 * s_ap
-    norm_p = np.sqrt((1 - beta + beta * s_ap) ** 2 + beta ** 2 * (1 - s_ap ** 2))
-    norm_n = np.sqrt((1 + beta - beta * s_an) ** 2 + beta ** 2 * (1 - s_an ** 2))
-    norm_a = np.sqrt((1 + beta * s_ap - beta * s_an) ** 2
-                     + (beta * np.sqrt(1 - s_ap ** 2) - gamma * beta * np.sqrt(1 - s_an ** 2)) ** 2
-                     + (beta * np.sqrt(1 - gamma ** 2) * np.sqrt(1 - s_an ** 2)) ** 2)
+    new_ap = (1 - beta + beta**2) * s_ap + 2 * beta - beta**2 - beta * (1 - beta) * pn - beta**2 * s_an
+    new_an = (1 + beta + beta**2) * s_an - 2 * beta - beta**2 + beta * (1 + beta) * pn - beta**2 * s_ap
+    norm_p = np.sqrt((1 - beta + beta * s_ap) ** 2 + beta**2 * (1 - s_ap**2))
+    norm_n = np.sqrt((1 + beta - beta * s_an) ** 2 + beta**2 * (1 - s_an**2))
+    norm_a = np.sqrt(
+        (1 + beta * s_ap - beta * s_an) ** 2
+        + (beta * np.sqrt(1 - s_ap**2) - gamma * beta * np.sqrt(1 - s_an**2)) ** 2
+        + (beta * np.sqrt(1 - gamma**2) * np.sqrt(1 - s_an**2)) ** 2
+    )
     return new_ap, new_an, norm_a, norm_p, norm_n
 
 
@@ -85,8 +90,8 @@ def updated(loss: str, s_ap, s_an, gamma: float, step: float):
         beta = step * np.exp(s_an) / (np.exp(s_ap) + np.exp(s_an))
         return weighted_update(s_ap, s_an, gamma, beta, beta)
     if loss == "2nd":
-        e_n = np.exp(0.5 * s_an ** 2)
-        beta_w = step * e_n / (np.exp(s_ap - 0.5 * s_ap ** 2) + e_n)
+        e_n = np.exp(0.5 * s_an**2)
+        beta_w = step * e_n / (np.exp(s_ap - 0.5 * s_ap**2) + e_n)
         return weighted_update(s_ap, s_an, gamma, (1 - s_ap) * beta_w, s_an * beta_w)
     if loss == "vanilla":
         return vanilla_update(s_ap, s_an, gamma, 2 * step)
@@ -101,14 +106,15 @@ def closed_form(loss: str, s_ap, s_an, gamma: float, step: float = STEP):
 
 # --- direct simulation -----------------------------------------------------------------------
 
+
 def unit_triplets(s_ap, s_an, gamma):
     """f_a, f_p, f_n ∈ R³ (one row per grid point) with the given similarities and γ (eq. 19)."""
     s_ap, s_an = torch.as_tensor(s_ap, dtype=torch.float64), torch.as_tensor(s_an, dtype=torch.float64)
     zero, one = torch.zeros_like(s_ap), torch.ones_like(s_ap)
-    sin_p, sin_n = torch.sqrt(1 - s_ap ** 2), torch.sqrt(1 - s_an ** 2)
+    sin_p, sin_n = torch.sqrt(1 - s_ap**2), torch.sqrt(1 - s_an**2)
     f_a = torch.stack([one, zero, zero], dim=1)
     f_p = torch.stack([s_ap, sin_p, zero], dim=1)
-    f_n = torch.stack([s_an, gamma * sin_n, np.sqrt(1 - gamma ** 2) * sin_n], dim=1)
+    f_n = torch.stack([s_an, gamma * sin_n, np.sqrt(1 - gamma**2) * sin_n], dim=1)
     return f_a, f_p, f_n
 
 
@@ -147,6 +153,7 @@ def entangled(s_ap, s_an, d_ap, d_an, p: float):
 
 # --- the figure data -------------------------------------------------------------------------
 
+
 def field(experiment: str, grid: np.ndarray = GRID, step: float = STEP) -> pd.DataFrame:
     """Every (loss, γ, S_ap, S_an) of the experiment: both computations, their difference and
     the entangled changes for each p. Raises if the two computations disagree."""
@@ -157,9 +164,18 @@ def field(experiment: str, grid: np.ndarray = GRID, step: float = STEP) -> pd.Da
         for gamma in setting["gammas"]:
             c_ap, c_an = closed_form(loss, s_ap, s_an, gamma, step)
             d_ap, d_an = direct(loss, s_ap, s_an, gamma, step)
-            frame = pd.DataFrame({"loss": loss, "gamma": gamma, "s_ap": s_ap, "s_an": s_an,
-                                  "dS_ap": c_ap, "dS_an": c_an, "direct_dS_ap": d_ap,
-                                  "direct_dS_an": d_an})
+            frame = pd.DataFrame(
+                {
+                    "loss": loss,
+                    "gamma": gamma,
+                    "s_ap": s_ap,
+                    "s_an": s_an,
+                    "dS_ap": c_ap,
+                    "dS_an": c_an,
+                    "direct_dS_ap": d_ap,
+                    "direct_dS_an": d_an,
+                }
+            )
             frame["disagreement"] = np.maximum(np.abs(c_ap - d_ap), np.abs(c_an - d_an))
             for p in setting["ps"]:
                 t_ap, t_an = entangled(s_ap, s_an, c_ap, c_an, p)
@@ -168,8 +184,10 @@ def field(experiment: str, grid: np.ndarray = GRID, step: float = STEP) -> pd.Da
     data = pd.concat(frames, ignore_index=True)
     worst = data["disagreement"].max()
     if not worst <= AGREEMENT:
-        raise DmlbenchError(f"{experiment}: closed form and direct simulation differ by {worst:.3g} "
-                            f"(> {AGREEMENT}); a formula or a loss is wrong")
+        raise DmlbenchError(
+            f"{experiment}: closed form and direct simulation differ by {worst:.3g} "
+            f"(> {AGREEMENT}); a formula or a loss is wrong"
+        )
     return data
 
 
@@ -180,28 +198,44 @@ def corner_shares(data: pd.DataFrame, ps: list[float]) -> pd.DataFrame:
     rows = []
     for (loss, gamma), part in corner.groupby(["loss", "gamma"], sort=False):
         for p in ps:
-            rows.append({"loss": loss, "gamma": gamma, "p": p,
-                         "share_dS_an_total_positive": float((part[f"total_dS_an_p{p}"] > 0).mean()),
-                         "share_dS_ap_total_negative": float((part[f"total_dS_ap_p{p}"] < 0).mean())})
+            rows.append(
+                {
+                    "loss": loss,
+                    "gamma": gamma,
+                    "p": p,
+                    "share_dS_an_total_positive": float((part[f"total_dS_an_p{p}"] > 0).mean()),
+                    "share_dS_ap_total_negative": float((part[f"total_dS_ap_p{p}"] < 0).mean()),
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def summary_text(experiment: str, spec: dict, data: pd.DataFrame, shares: pd.DataFrame) -> str:
     setting = SETTINGS[experiment]
-    lines = [f"# {experiment}: {spec['title']}", "",
-             f"Grid {len(GRID)}×{len(GRID)} over [0, 1]², step α = {STEP} (vanilla β = 2α, margin "
-             f"{VANILLA_MARGIN}); γ ∈ {setting['gammas']}, p ∈ {setting['ps']}.",
-             f"Closed form (eqs. 7-10, 19-27, 35-39) against the direct autograd simulation: largest "
-             f"difference {data['disagreement'].max():.2e} (required ≤ {AGREEMENT:g}).", "",
-             f"In the corner S_ap, S_an ≥ {NEAR_ONE_ONE} (hard negatives with easy positives):", ""]
+    lines = [
+        f"# {experiment}: {spec['title']}",
+        "",
+        f"Grid {len(GRID)}×{len(GRID)} over [0, 1]², step α = {STEP} (vanilla β = 2α, margin "
+        f"{VANILLA_MARGIN}); γ ∈ {setting['gammas']}, p ∈ {setting['ps']}.",
+        f"Closed form (eqs. 7-10, 19-27, 35-39) against the direct autograd simulation: largest "
+        f"difference {data['disagreement'].max():.2e} (required ≤ {AGREEMENT:g}).",
+        "",
+        f"In the corner S_ap, S_an ≥ {NEAR_ONE_ONE} (hard negatives with easy positives):",
+        "",
+    ]
     for row in shares.itertuples():
-        lines.append(f"- {LOSS_TITLES[row.loss]}, γ = {row.gamma}, p = {row.p}: negative pulled "
-                     f"closer (ΔS_an_total > 0) on {100 * row.share_dS_an_total_positive:.1f} % of "
-                     f"the corner, positive pushed away (ΔS_ap_total < 0) on "
-                     f"{100 * row.share_dS_ap_total_negative:.1f} %")
-    lines += ["", "Files: `field.csv` (every grid point, both computations), `corner.csv`, "
-              "`figure.png` (sign regions and vector fields; one figure per γ, `figure_gamma<γ>.png` for the "
-              "others)."]
+        lines.append(
+            f"- {LOSS_TITLES[row.loss]}, γ = {row.gamma}, p = {row.p}: negative pulled "
+            f"closer (ΔS_an_total > 0) on {100 * row.share_dS_an_total_positive:.1f} % of "
+            f"the corner, positive pushed away (ΔS_ap_total < 0) on "
+            f"{100 * row.share_dS_ap_total_negative:.1f} %"
+        )
+    lines += [
+        "",
+        "Files: `field.csv` (every grid point, both computations), `corner.csv`, "
+        "`figure.png` (sign regions and vector fields; one figure per γ, `figure_gamma<γ>.png` for the "
+        "others).",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -210,8 +244,7 @@ def run(output_dir: Path, spec: dict) -> None:
 
     experiment = spec["experiment"]
     if experiment not in SETTINGS:
-        raise DmlbenchError(f"analysis triplet_updates has no setting for {experiment!r}; "
-                            f"known: {', '.join(SETTINGS)}")
+        raise DmlbenchError(f"analysis triplet_updates has no setting for {experiment!r}; known: {', '.join(SETTINGS)}")
     output_dir.mkdir(parents=True, exist_ok=True)
     data = field(experiment)
     shares = corner_shares(data, SETTINGS[experiment]["ps"])
@@ -219,7 +252,6 @@ def run(output_dir: Path, spec: dict) -> None:
         with atomic_path(output_dir / name) as tmp:
             frame.to_csv(tmp, index=False)
     short = {"1st": "L1st", "vanilla": "vanilla", "2nd": "L2nd"}
-    draw_fields(data, SETTINGS[experiment], short, f"{experiment}: {spec['title']}",
-                output_dir / "figure.png")
+    draw_fields(data, SETTINGS[experiment], short, f"{experiment}: {spec['title']}", output_dir / "figure.png")
     with atomic_path(output_dir / "summary.md") as tmp:
         tmp.write_text(summary_text(experiment, spec, data, shares))

@@ -18,16 +18,22 @@ def spec_json(text: str, option: str = "--spec") -> dict:
     except json.JSONDecodeError as error:
         raise DmlbenchError(f"{option} is not valid JSON: {error}") from None
     except RecursionError:
-        raise DmlbenchError(f"{option} is nested too deeply to be settings ({len(text)} characters): "
-                            f"give the settings the workflow writes") from None
+        raise DmlbenchError(
+            f"{option} is nested too deeply to be settings ({len(text)} characters): "
+            f"give the settings the workflow writes"
+        ) from None
     if not isinstance(value, dict):
-        raise DmlbenchError(f"{option} must be a JSON object ({{\"key\": value, …}}), not {type(value).__name__}")
+        raise DmlbenchError(f'{option} must be a JSON object ({{"key": value, …}}), not {type(value).__name__}')
     return value
 
 
 def side_option(s) -> None:
-    s.add_argument("--side", default="{}", help="JSON: the side settings (tracking, keep, loader) the "
-                                                "workflow passes apart from --spec (no rerun trigger)")
+    s.add_argument(
+        "--side",
+        default="{}",
+        help="JSON: the side settings (tracking, keep, loader) the "
+        "workflow passes apart from --spec (no rerun trigger)",
+    )
 
 
 def whole(text: str) -> int:
@@ -52,8 +58,12 @@ def positive(text: str) -> int:
 
 
 def max_image_pixels_option(s) -> None:
-    s.add_argument("--max-image-pixels", type=positive, default=None,
-                   help="refuse images of more pixels (data.max_image_pixels; default: PIL's limit)")
+    s.add_argument(
+        "--max-image-pixels",
+        type=positive,
+        default=None,
+        help="refuse images of more pixels (data.max_image_pixels; default: PIL's limit)",
+    )
 
 
 def preset_with_results(pattern: str, what: str) -> str:
@@ -68,5 +78,7 @@ def preset_with_results(pattern: str, what: str) -> str:
         return found[0]
     if found:
         raise DmlbenchError(f"{what} exist for the presets {', '.join(found)}: choose one with --preset")
-    raise DmlbenchError(f"no preset has {what} yet here: run the workflow first (`make demo`, or "
-                        f"snakemake --config preset=NAME), or give --preset NAME")
+    raise DmlbenchError(
+        f"no preset has {what} yet here: run the workflow first (`make demo`, or "
+        f"snakemake --config preset=NAME), or give --preset NAME"
+    )

@@ -31,8 +31,10 @@ def cmd_fair_best(args) -> None:
     from dmlbench.fair import study
 
     chosen = study.best([Path(p) for p in args.results], Path(args.output), Path(args.trials))
-    print(f"best trial {chosen['trial']}: {chosen['params']} (validation MAP@R {chosen['objective']:.4f})",
-          file=sys.stderr)
+    print(
+        f"best trial {chosen['trial']}: {chosen['params']} (validation MAP@R {chosen['objective']:.4f})",
+        file=sys.stderr,
+    )
 
 
 def cmd_fair_summary(args) -> None:
@@ -41,8 +43,7 @@ def cmd_fair_summary(args) -> None:
     spec = spec_json(args.spec)
     files = [Path(p) for p in args.embeddings]
     folds = spec["folds"]
-    summary.summarise(spec, [files[r * folds:(r + 1) * folds] for r in range(spec["repetitions"])],
-                      Path(args.output))
+    summary.summarise(spec, [files[r * folds : (r + 1) * folds] for r in range(spec["repetitions"])], Path(args.output))
 
 
 def cmd_fair_aggregate(args) -> None:
@@ -59,8 +60,9 @@ def add(sub) -> None:
     s.add_argument("--output", required=True, help="the split file (path, label, part)")
     s.set_defaults(func=cmd_fair_splits)
 
-    s = sub.add_parser("fair-stage", help="a search job: its rounds in turn (ask each round's trial slots, "
-                                          "train their folds, tell)")
+    s = sub.add_parser(
+        "fair-stage", help="a search job: its rounds in turn (ask each round's trial slots, train their folds, tell)"
+    )
     s.add_argument("--spec", required=True, help="JSON: what Jobs.fair_stage_spec gives")
     side_option(s)
     s.add_argument("--output", required=True, help="stage<N>.json: the rounds and what each slot was told")

@@ -28,8 +28,9 @@ def cmd_knob_aggregate(args) -> None:
 
 def add(sub) -> None:
     """Add these commands to the command line's subparsers."""
-    s = sub.add_parser("knob-joined", help="train a joined knob step's fold runs (one seed) and join their "
-                                           "test embeddings")
+    s = sub.add_parser(
+        "knob-joined", help="train a joined knob step's fold runs (one seed) and join their test embeddings"
+    )
     s.add_argument("--spec", required=True, help="JSON: what dmlbench.config.knob_jobs.joined_spec gives")
     s.add_argument("--output", required=True, help="the step's concatenated.json")
     s.set_defaults(func=cmd_knob_joined)

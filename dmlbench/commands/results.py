@@ -13,8 +13,9 @@ from dmlbench.core.errors import DmlbenchError
 def cmd_aggregate(args) -> None:
     from dmlbench.report import aggregate
 
-    aggregate.aggregate(spec_json(args.spec), [Path(p) for p in args.metrics], Path(args.output_dir),
-                        [Path(p) for p in args.references])
+    aggregate.aggregate(
+        spec_json(args.spec), [Path(p) for p in args.metrics], Path(args.output_dir), [Path(p) for p in args.references]
+    )
 
 
 def cmd_report(args) -> None:
@@ -38,8 +39,11 @@ def cmd_results(args) -> None:
 
     if args.preset and not PRESET_NAME.fullmatch(args.preset):
         raise DmlbenchError(f"--preset {args.preset!r} is not a preset name (letters, digits, '_', '-')")
-    preset = args.preset or (None if args.table else preset_with_results(
-        "results/*/runs.parquet", "results tables (results/<preset>/runs.parquet)"))
+    preset = args.preset or (
+        None
+        if args.table
+        else preset_with_results("results/*/runs.parquet", "results tables (results/<preset>/runs.parquet)")
+    )
     table = Path(args.table or f"results/{preset}/runs.parquet")
     answer = results_table.query(table, args.sql, args.max_rows)
     more = len(answer) > args.max_rows
@@ -58,8 +62,9 @@ def cmd_verdict(args) -> None:
 
     config = dict(spec_json(args.config, "--config"), **({"preset": args.preset} if args.preset else {}))
     if "preset" not in config:  # the preset whose results are there
-        config["preset"] = preset_with_results("reports/*/*/runs.csv",
-                                               "aggregated results (reports/<preset>/*/runs.csv)")
+        config["preset"] = preset_with_results(
+            "reports/*/*/runs.csv", "aggregated results (reports/<preset>/*/runs.csv)"
+        )
         print(f"preset {config['preset']} (the one with results; --preset to choose)", file=sys.stderr)
     plan = Plan.load(args.config_dir, config)
     paper = verdict_spec.paper_of(plan, args.name)
@@ -107,9 +112,18 @@ def cmd_preflight(args) -> None:
     config = dict(spec_json(args.config, "--config"), **({"preset": args.preset} if args.preset else {}))
     plan = Plan.load(args.config_dir, config)
     output = Path(args.output_dir or f"reports/{plan.name}/preflight")
-    passed = runner.run(plan, Path(args.workdir), output, args.image_side, args.device, args.devices,
-                        only_bounded=args.bounded, jobs=args.jobs, warm_steps=args.warm_steps,
-                        log=lambda m: print(m, file=sys.stderr, flush=True))
+    passed = runner.run(
+        plan,
+        Path(args.workdir),
+        output,
+        args.image_side,
+        args.device,
+        args.devices,
+        only_bounded=args.bounded,
+        jobs=args.jobs,
+        warm_steps=args.warm_steps,
+        log=lambda m: print(m, file=sys.stderr, flush=True),
+    )
     if not passed:
         sys.exit(1)
 
@@ -119,8 +133,9 @@ def add(sub) -> None:
     s = sub.add_parser("aggregate", help="one experiment's runs → tables (CSV, Markdown) and figures")
     s.add_argument("--spec", required=True, help="JSON: what Jobs.aggregate_spec gives")
     s.add_argument("--metrics", nargs="+", required=True, help="the runs' metrics.json files")
-    s.add_argument("--references", nargs="*", default=[],
-                   help="metrics.json of the reference jobs (embeddings before training)")
+    s.add_argument(
+        "--references", nargs="*", default=[], help="metrics.json of the reference jobs (embeddings before training)"
+    )
     s.add_argument("--output-dir", required=True, help="the experiment's report folder")
     s.set_defaults(func=cmd_aggregate)
 
@@ -130,8 +145,10 @@ def add(sub) -> None:
     s.add_argument("--output", required=True, help="reports/<preset>/index.html")
     s.set_defaults(func=cmd_report)
 
-    s = sub.add_parser("results-table", help="every run's metrics, config fingerprint, commit and cost in one "
-                                             "table: results/<preset>/runs.parquet")
+    s = sub.add_parser(
+        "results-table",
+        help="every run's metrics, config fingerprint, commit and cost in one table: results/<preset>/runs.parquet",
+    )
     s.add_argument("--config-dir", default=CONFIG_DIR, help=CONFIG_DIR_HELP)
     s.add_argument("--config", default="{}", help="JSON: the workflow's config (preset and changes)")
     s.add_argument("--output", required=True, help="results/<preset>/runs.parquet")
@@ -148,17 +165,27 @@ def add_user(sub) -> None:
     s.add_argument("--max-rows", type=positive, default=200, help="rows shown at most (default 200)")
     s.set_defaults(func=cmd_results)
 
-    s = sub.add_parser("verdict", help="a paper's certificate from the finished results: every paper "
-                                       "number's verdict and every claim's test (no training)")
+    s = sub.add_parser(
+        "verdict",
+        help="a paper's certificate from the finished results: every paper "
+        "number's verdict and every claim's test (no training)",
+    )
     s.add_argument("name", help="a paper (ms) or one of its experiments (ms.t1)")
     s.add_argument("--config-dir", default=CONFIG_DIR, help=CONFIG_DIR_HELP)
-    s.add_argument("--preset", help="preset name (default: the one in --config, else the one preset with "
-                                    "aggregated results)")
+    s.add_argument(
+        "--preset", help="preset name (default: the one in --config, else the one preset with aggregated results)"
+    )
     s.add_argument("--config", default="{}", help="JSON: changes as in --config of the workflow")
-    s.add_argument("--output-dir", help="also write certificate.md and certificate.json here "
-                                        "(the pipeline: reports/<preset>/<paper>)")
-    s.add_argument("--all", action="store_true", help="print the whole certificate (Markdown: every number and "
-                                                      "claim) instead of the scorecard and the decided rows")
+    s.add_argument(
+        "--output-dir",
+        help="also write certificate.md and certificate.json here (the pipeline: reports/<preset>/<paper>)",
+    )
+    s.add_argument(
+        "--all",
+        action="store_true",
+        help="print the whole certificate (Markdown: every number and "
+        "claim) instead of the scorecard and the decided rows",
+    )
     s.set_defaults(func=cmd_verdict)
 
     s = sub.add_parser("plan", help="list the run folders a preset expands into")
@@ -178,16 +205,28 @@ def add_user(sub) -> None:
     s.add_argument("--config-dir", default=CONFIG_DIR, help=CONFIG_DIR_HELP)
     s.add_argument("--preset", help="preset name (default: full, or the one in --config)")
     s.add_argument("--config", default="{}", help="JSON: changes as in --config of the workflow")
-    s.add_argument("--image-side", type=positive, default=None,
-                   help="crop side in pixels for the probes (CPU); batch, method and network unchanged")
+    s.add_argument(
+        "--image-side",
+        type=positive,
+        default=None,
+        help="crop side in pixels for the probes (CPU); batch, method and network unchanged",
+    )
     s.add_argument("--device", default="auto", help="auto | cpu | cuda")
     s.add_argument("--devices", type=positive, default=8, help="devices for the wall-time projection")
-    s.add_argument("--bounded", action="store_true",
-                   help="only a part covering every paper, backbone, loss, miner, sampler and scheme")
-    s.add_argument("--warm-steps", type=int, default=None,
-                   help="steps timed after a first one, per group (default: 5 on a GPU, 0 on a CPU)")
-    s.add_argument("--jobs", type=positive, default=None,
-                   help="probes at a time (default: 1 on a GPU, one per two CPU cores)")
+    s.add_argument(
+        "--bounded",
+        action="store_true",
+        help="only a part covering every paper, backbone, loss, miner, sampler and scheme",
+    )
+    s.add_argument(
+        "--warm-steps",
+        type=int,
+        default=None,
+        help="steps timed after a first one, per group (default: 5 on a GPU, 0 on a CPU)",
+    )
+    s.add_argument(
+        "--jobs", type=positive, default=None, help="probes at a time (default: 1 on a GPU, one per two CPU cores)"
+    )
     s.add_argument("--workdir", default="data/preflight", help="fixtures and scratch run folders")
     s.add_argument("--output-dir", default=None, help="default: reports/<preset>/preflight")
     s.set_defaults(func=cmd_preflight)

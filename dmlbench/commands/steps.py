@@ -7,8 +7,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from dmlbench.commands.common import (CONFIG_DIR, CONFIG_DIR_HELP, max_image_pixels_option, positive, side_option,
-                                      spec_json, whole)
+from dmlbench.commands.common import (
+    CONFIG_DIR,
+    CONFIG_DIR_HELP,
+    max_image_pixels_option,
+    positive,
+    side_option,
+    spec_json,
+    whole,
+)
 from dmlbench.core.errors import DmlbenchError
 
 
@@ -32,25 +39,33 @@ def cmd_prepare(args) -> None:
     from dmlbench.data.prepare import prepare
 
     spec = spec_json(args.spec)
-    prepare(spec["dataset"], spec["source"], Path(spec["root"]), Path(args.output),
-            user_path=spec.get("path"), allow_download=spec.get("download", True),
-            fixture_size=spec.get("fixture"))
+    prepare(
+        spec["dataset"],
+        spec["source"],
+        Path(spec["root"]),
+        Path(args.output),
+        user_path=spec.get("path"),
+        allow_download=spec.get("download", True),
+        fixture_size=spec.get("fixture"),
+    )
 
 
 def cmd_cache(args) -> None:
     from dmlbench.data import cache, parallel
 
     args.workers = args.workers or parallel.default_workers()
-    cache.build(Path(args.manifest), Path(args.output), args.size, workers=args.workers,
-                max_pixels=args.max_image_pixels)
+    cache.build(
+        Path(args.manifest), Path(args.output), args.size, workers=args.workers, max_pixels=args.max_image_pixels
+    )
 
 
 def cmd_store(args) -> None:
     from dmlbench.data import parallel, store
 
     args.workers = args.workers or parallel.default_workers()
-    store.build(Path(args.manifest), Path(args.output), args.side, workers=args.workers,
-                max_pixels=args.max_image_pixels)
+    store.build(
+        Path(args.manifest), Path(args.output), args.side, workers=args.workers, max_pixels=args.max_image_pixels
+    )
 
 
 def cmd_train(args) -> None:
@@ -152,12 +167,15 @@ def add(sub) -> None:
     s = sub.add_parser("evaluate", help="embed the test split of a trained run and compute metrics")
     s.add_argument("--run-dir", required=True, help="the trained run's folder (with its model.pt)")
     s.add_argument("--output", required=True, help="the metrics.json to write")
-    s.add_argument("--fresh", action="store_true",
-                   help="evaluate model.pt again even where the train step kept its evaluation")
+    s.add_argument(
+        "--fresh", action="store_true", help="evaluate model.pt again even where the train step kept its evaluation"
+    )
     s.set_defaults(func=cmd_evaluate)
 
-    s = sub.add_parser("reference", help="evaluate the embeddings before any training step "
-                                         "(network at initialisation, trunk features, raw pixels)")
+    s = sub.add_parser(
+        "reference",
+        help="evaluate the embeddings before any training step (network at initialisation, trunk features, raw pixels)",
+    )
     s.add_argument("--spec", required=True, help="JSON: what Jobs.reference_spec gives")
     side_option(s)
     s.add_argument("--output", required=True, help="the metrics.json of the reference row to write")
@@ -176,13 +194,19 @@ def add(sub) -> None:
     s = sub.add_parser("gpu-slot", help="run a command on a device no other such command holds")
     s.add_argument("--slots", type=whole, required=True, help="number of devices (0: leave as is)")
     s.add_argument("--lock-dir", default=".dmlbench/gpu-locks", help="where the slots' lock files live")
-    s.add_argument("--timeout", type=float, default=None,
-                   help="seconds to wait for a free device before giving up (default: no limit)")
+    s.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds to wait for a free device before giving up (default: no limit)",
+    )
     s.add_argument("command", nargs=argparse.REMAINDER, help="the command to run on the free GPU (after --)")
     s.set_defaults(func=cmd_gpu_slot)
 
-    s = sub.add_parser("warm-start", help="fork training steps from one process that has imported torch "
-                                          "(started by the workflow on CPU presets)")
+    s = sub.add_parser(
+        "warm-start",
+        help="fork training steps from one process that has imported torch (started by the workflow on CPU presets)",
+    )
     s.add_argument("--socket", required=True, help="path of the Unix socket to listen on")
     s.add_argument("--owner", type=int, required=True, help="pid of the Snakemake process: end with it")
     s.set_defaults(func=cmd_warm_start)

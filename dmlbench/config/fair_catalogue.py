@@ -14,9 +14,22 @@ from dmlbench.core.errors import ConfigError
 from dmlbench.core.registry import did_you_mean
 
 # settings that no necessity can unlock: the trunk, the input and the budget every method shares
-PROTOCOL_CORE = ("model.backbone", "model.pretrained", "model.embedding_dim", "model.pooling", "model.frozen_bn",
-                 "input", "optimizer.name", "optimizer.lr", "optimizer.weight_decay", "batch.size", "epochs",
-                 "batches_per_epoch", "early_stopping", "eval.every")
+PROTOCOL_CORE = (
+    "model.backbone",
+    "model.pretrained",
+    "model.embedding_dim",
+    "model.pooling",
+    "model.frozen_bn",
+    "input",
+    "optimizer.name",
+    "optimizer.lr",
+    "optimizer.weight_decay",
+    "batch.size",
+    "epochs",
+    "batches_per_epoch",
+    "early_stopping",
+    "eval.every",
+)
 
 
 def leaf_paths(tree: dict, prefix: str = "") -> list[str]:
@@ -44,12 +57,15 @@ def check_necessities(plan, key: str, where: str) -> None:
             if not isinstance(reason, str) or not reason.strip():
                 raise ConfigError(f"{where}.necessities.{method}.{path}: say why the method needs it (a text)")
             if path.split(".")[0] not in plan.defaults:
-                raise ConfigError(f"{where}.necessities.{method}: {path!r} is no training setting "
-                                  f"(docs/generated/settings.md)")
+                raise ConfigError(
+                    f"{where}.necessities.{method}: {path!r} is no training setting (docs/generated/settings.md)"
+                )
             core = next((c for c in PROTOCOL_CORE if _under(path, c) or _under(c, path)), None)
             if core:
-                raise ConfigError(f"{where}.necessities.{method}: {path} would let the method change {core}, "
-                                  f"which the fair protocol holds equal for every method")
+                raise ConfigError(
+                    f"{where}.necessities.{method}: {path} would let the method change {core}, "
+                    f"which the fair protocol holds equal for every method"
+                )
 
 
 def check_method_train(plan, key: str, where: str) -> None:
@@ -59,13 +75,16 @@ def check_method_train(plan, key: str, where: str) -> None:
     for method in exp["methods"]:
         allowed = list(((exp.get("necessities") or {}).get(method) or {}))
         entry = plan.methods[method]
-        for path in leaf_paths(entry.get("train")) + [p for own in (entry.get("per_dataset") or {}).values()
-                                                        for p in leaf_paths(own.get("train"))]:
+        for path in leaf_paths(entry.get("train")) + [
+            p for own in (entry.get("per_dataset") or {}).values() for p in leaf_paths(own.get("train"))
+        ]:
             if not any(_under(path, a) for a in allowed):
-                raise ConfigError(f"{where}: method {method}.train sets {path}, which the fair protocol holds "
-                                  f"equal for every method; use a method entry without it, or, if the "
-                                  f"method cannot work without it, list it in {key}.necessities.{method} "
-                                  f"with the reason")
+                raise ConfigError(
+                    f"{where}: method {method}.train sets {path}, which the fair protocol holds "
+                    f"equal for every method; use a method entry without it, or, if the "
+                    f"method cannot work without it, list it in {key}.necessities.{method} "
+                    f"with the reason"
+                )
 
 
 def check_fair_methods(plan, key: str, where: str) -> None:
@@ -73,11 +92,14 @@ def check_fair_methods(plan, key: str, where: str) -> None:
     exp, fair = plan.experiments[key], plan.experiments.get("suite.fair") or {}
     for method, other in (exp.get("fair_methods") or {}).items():
         if method not in exp["methods"]:
-            raise ConfigError(f"{where}.fair_methods: {method!r} is not a method of {key}"
-                              f"{did_you_mean(method, exp['methods'])}")
+            raise ConfigError(
+                f"{where}.fair_methods: {method!r} is not a method of {key}{did_you_mean(method, exp['methods'])}"
+            )
         if other is not None and other not in fair.get("methods", []):
-            raise ConfigError(f"{where}.fair_methods.{method}: {other!r} is not a method of suite.fair"
-                              f"{did_you_mean(str(other), fair.get('methods', []))}; null where suite.fair has none")
+            raise ConfigError(
+                f"{where}.fair_methods.{method}: {other!r} is not a method of suite.fair"
+                f"{did_you_mean(str(other), fair.get('methods', []))}; null where suite.fair has none"
+            )
 
 
 def check_paper_numbers(plan, key: str, where: str) -> None:
@@ -92,8 +114,10 @@ def check_paper_numbers(plan, key: str, where: str) -> None:
         entry = numbers.get(method)
         at = f"{where}.paper_numbers.{method}"
         if not isinstance(entry, dict) or not entry:
-            raise ConfigError(f"{at}: missing; name the experiment and row whose Recall@1 the paper prints "
-                              f"for it ({{<experiment>: <row>}}), or {{none: <why the papers print none>}}")
+            raise ConfigError(
+                f"{at}: missing; name the experiment and row whose Recall@1 the paper prints "
+                f"for it ({{<experiment>: <row>}}), or {{none: <why the papers print none>}}"
+            )
         if "none" in entry:
             if set(entry) != {"none"} or not isinstance(entry["none"], str) or not entry["none"].strip():
                 raise ConfigError(f"{at}: `none` stands alone, with the reason as text")
@@ -101,10 +125,14 @@ def check_paper_numbers(plan, key: str, where: str) -> None:
         for source, row in entry.items():
             if source not in plan.experiments:
                 raise ConfigError(f"{at}: unknown experiment {source!r}")
-            if not any("recall@1" in (values or {}) and dataset in exp["datasets"]
-                       for dataset, values in _row(plan.experiments[source], row).items()):
-                raise ConfigError(f"{at}: experiment {source} has no Recall@1 of row {row!r} on "
-                                  f"{', '.join(exp['datasets'])} (its reported and quoted rows name it)")
+            if not any(
+                "recall@1" in (values or {}) and dataset in exp["datasets"]
+                for dataset, values in _row(plan.experiments[source], row).items()
+            ):
+                raise ConfigError(
+                    f"{at}: experiment {source} has no Recall@1 of row {row!r} on "
+                    f"{', '.join(exp['datasets'])} (its reported and quoted rows name it)"
+                )
 
 
 def check_omitted(plan, key: str, where: str) -> None:

@@ -18,8 +18,14 @@ class FairJobs:
         return -(-self.fair_rounds(experiment) // self.fair_settings(experiment)["rounds_per_job"])
 
     def fair_stage_rounds(self, experiment: str, stage) -> list[int]:
-        return part(int(stage), self.fair_settings(experiment)["rounds_per_job"], self.fair_rounds(experiment),
-                    f"{experiment} has no search job", f"in preset {self.name}", "rounds")
+        return part(
+            int(stage),
+            self.fair_settings(experiment)["rounds_per_job"],
+            self.fair_rounds(experiment),
+            f"{experiment} has no search job",
+            f"in preset {self.name}",
+            "rounds",
+        )
 
     def fair_final_groups(self, experiment: str) -> int:
         """The final repetitions' GPU jobs: `repetitions_per_job` repetitions each."""
@@ -28,8 +34,14 @@ class FairJobs:
 
     def fair_group_repetitions(self, experiment: str, group) -> list[int]:
         s = self.fair_settings(experiment)
-        return part(int(group), s["repetitions_per_job"], s["repetitions"], f"{experiment} has no final job",
-                    f"in preset {self.name}", "repetitions")
+        return part(
+            int(group),
+            s["repetitions_per_job"],
+            s["repetitions"],
+            f"{experiment} has no final job",
+            f"in preset {self.name}",
+            "repetitions",
+        )
 
     def fair_stage_marker(self, experiment, dataset, method, stage) -> str:
         return f"{self.fair_folder(experiment, dataset, method)}/search/stage{stage}.json"
@@ -39,13 +51,20 @@ class FairJobs:
 
     def fair_stage_runs(self, experiment, dataset, method, stage) -> list[str]:
         """The run folders of a search job's fold trainings (its rounds')."""
-        return [path for r in self.fair_stage_rounds(experiment, stage)
-                for path in self.fair_round_runs(experiment, dataset, method, r)]
+        return [
+            path
+            for r in self.fair_stage_rounds(experiment, stage)
+            for path in self.fair_round_runs(experiment, dataset, method, r)
+        ]
 
     def fair_group_runs(self, experiment, dataset, method, group) -> list[str]:
         """The run folders of a final job's fold trainings (its repetitions')."""
-        return [path for r in self.fair_group_repetitions(experiment, group)
-                for path in self.fair_repetition_runs(experiment, dataset, method, r)]
+        return [
+            path
+            for r in self.fair_group_repetitions(experiment, group)
+            for path in self.fair_repetition_runs(experiment, dataset, method, r)
+        ]
+
 
 def part(index: int, size: int, total: int, missing: str, where: str, unit: str) -> list[int]:
     """Part `index` of 0..total−1 cut into parts of `size` (the last may hold fewer); an index

@@ -19,8 +19,14 @@ from dmlbench.config.run import FairRun
 from dmlbench.fair import space as spaces
 from dmlbench.training import run_folder
 
-FAIR_KEYS = {"folds": 2, "trials": 1, "parallel": 1, "repetitions": 2, "rounds_per_job": 1,
-             "repetitions_per_job": 1}  # each setting and its least value
+FAIR_KEYS = {
+    "folds": 2,
+    "trials": 1,
+    "parallel": 1,
+    "repetitions": 2,
+    "rounds_per_job": 1,
+    "repetitions_per_job": 1,
+}  # each setting and its least value
 SEARCH_SEED = 0  # the seed of every search trial
 
 
@@ -55,10 +61,16 @@ class FairSpecs(FairJobs):
                 continue
             s = self.fair_settings(key)
             for dataset, method in self.fair_pairs(key):
-                out += [FairRun(key, dataset, method, SEARCH_SEED, "search", t, k)
-                        for t in range(s["trials"]) for k in range(s["folds"])]
-                out += [FairRun(key, dataset, method, final_seed(r), "final", r, k)
-                        for r in range(s["repetitions"]) for k in range(s["folds"])]
+                out += [
+                    FairRun(key, dataset, method, SEARCH_SEED, "search", t, k)
+                    for t in range(s["trials"])
+                    for k in range(s["folds"])
+                ]
+                out += [
+                    FairRun(key, dataset, method, final_seed(r), "final", r, k)
+                    for r in range(s["repetitions"])
+                    for k in range(s["folds"])
+                ]
         return out
 
     def fair_rounds(self, experiment: str) -> int:
@@ -68,8 +80,14 @@ class FairSpecs(FairJobs):
 
     def fair_round_slots(self, experiment: str, round_index) -> list[int]:
         s = self.fair_settings(experiment)
-        return part(int(round_index), s["parallel"], s["trials"], f"{experiment} has no search round",
-                    f"in preset {self.name}", "trial slots")
+        return part(
+            int(round_index),
+            s["parallel"],
+            s["trials"],
+            f"{experiment} has no search round",
+            f"in preset {self.name}",
+            "trial slots",
+        )
 
     # --- paths ------------------------------------------------------------------------------
 
@@ -116,18 +134,29 @@ class FairSpecs(FairJobs):
     def fair_round_runs(self, experiment, dataset, method, round_index) -> list[str]:
         """The run folders of a round's fold trainings."""
         folds = self.fair_settings(experiment)["folds"]
-        return [FairRun(experiment, dataset, method, SEARCH_SEED, "search", t, k).path(self.name)
-                for t in self.fair_round_slots(experiment, round_index) for k in range(folds)]
+        return [
+            FairRun(experiment, dataset, method, SEARCH_SEED, "search", t, k).path(self.name)
+            for t in self.fair_round_slots(experiment, round_index)
+            for k in range(folds)
+        ]
 
     def fair_repetition_runs(self, experiment, dataset, method, repetition) -> list[str]:
         folds = self.fair_settings(experiment)["folds"]
-        return [FairRun(experiment, dataset, method, final_seed(int(repetition)), "final", int(repetition), k)
-                .path(self.name) for k in range(folds)]
+        return [
+            FairRun(experiment, dataset, method, final_seed(int(repetition)), "final", int(repetition), k).path(
+                self.name
+            )
+            for k in range(folds)
+        ]
 
     def _fold_job(self, run: FairRun) -> dict:
         folder = run.path(self.name)
-        return {"run_dir": folder, "output": f"{folder}/validation.json", "test_output": f"{folder}/test.npz",
-                "run": run_folder.numbers_and_side(self._fair_settings_shared(run))[0]}
+        return {
+            "run_dir": folder,
+            "output": f"{folder}/validation.json",
+            "test_output": f"{folder}/test.npz",
+            "run": run_folder.numbers_and_side(self._fair_settings_shared(run))[0],
+        }
 
     def _space_json(self, method: str) -> dict:
         spaces_json = self.__dict__.setdefault("_fair_spaces_json", {})
@@ -143,5 +172,6 @@ class FairSpecs(FairJobs):
 
     def fair_embedding_dims(self, experiment: str) -> list[int]:
         """The embedding sizes of the experiment's fold trainings (one, unless a dataset changes it)."""
-        return sorted({self._fair_base(experiment, d, m)["model"]["embedding_dim"]
-                       for d, m in self.fair_pairs(experiment)})
+        return sorted(
+            {self._fair_base(experiment, d, m)["model"]["embedding_dim"] for d, m in self.fair_pairs(experiment)}
+        )

@@ -23,7 +23,7 @@ class Recipe:
 
     paper: str
     dataset: str
-    method: str          # the headline method's id in suite.fair
+    method: str  # the headline method's id in suite.fair
     paper_run: Run
     fair_run: Run
 
@@ -49,14 +49,17 @@ def recipes(plan) -> list[Recipe]:
             raise ConfigError(f"{where}.{paper}: {method!r} is not a method of {FAIR}")
         sources = fair.get("paper_numbers", {}).get(method) or {}
         for dataset in fair["datasets"]:
-            source = next((exp for exp in sources if exp != "none"
-                           and dataset in plan.experiments[exp].get("datasets", [])), None)
+            source = next(
+                (exp for exp in sources if exp != "none" and dataset in plan.experiments[exp].get("datasets", [])), None
+            )
             if source is None:
                 continue
             row = sources[source]
             if row not in plan.experiments[source].get("methods", []):
-                raise ConfigError(f"{where}.{paper}: {FAIR}'s paper number of {method} is {source}'s row "
-                                  f"{row!r}, which that experiment does not train")
+                raise ConfigError(
+                    f"{where}.{paper}: {FAIR}'s paper number of {method} is {source}'s row "
+                    f"{row!r}, which that experiment does not train"
+                )
             out.append(Recipe(paper, dataset, method, Run(source, dataset, row, 0), Run(FAIR, dataset, method, 0)))
     return out
 
@@ -68,19 +71,27 @@ def protocol(plan, recipe: Recipe) -> dict[str, tuple[str, str]]:
     folds = plan.fair_settings(FAIR)["folds"]
     stopping = plan.resolved(recipe.fair_run)["early_stopping"]
     tested = "recall@1" in ((exp.get("table") or {}).get("test_selected") or [])
-    return {"selection": ("the best epoch on the test set" if tested else "the last epoch",
-                          f"the best epoch by {stopping.get('metric', 'map@r')} on the validation fold "
-                          f"(patience {stopping.get('patience')})"),
-            "folds": ("the whole training half", f"{folds - 1} of {folds} class-disjoint folds of the training half"),
-            "evaluation": ("one model on the test half",
-                           f"the {folds} fold models' embeddings, concatenated, on the test half")}
+    return {
+        "selection": (
+            "the best epoch on the test set" if tested else "the last epoch",
+            f"the best epoch by {stopping.get('metric', 'map@r')} on the validation fold "
+            f"(patience {stopping.get('patience')})",
+        ),
+        "folds": ("the whole training half", f"{folds - 1} of {folds} class-disjoint folds of the training half"),
+        "evaluation": (
+            "one model on the test half",
+            f"the {folds} fold models' embeddings, concatenated, on the test half",
+        ),
+    }
 
 
 def knobs_of(plan, recipe: Recipe) -> list[Knob]:
-    where = (f"{plan.config_dir / KNOBS_FILE}: {recipe.paper} on {recipe.dataset} "
-             f"({recipe.paper_run.experiment} vs {FAIR})")
-    return derive(plan.resolved(recipe.paper_run), plan.resolved(recipe.fair_run), catalogue(plan), where,
-                  protocol(plan, recipe))
+    where = (
+        f"{plan.config_dir / KNOBS_FILE}: {recipe.paper} on {recipe.dataset} ({recipe.paper_run.experiment} vs {FAIR})"
+    )
+    return derive(
+        plan.resolved(recipe.paper_run), plan.resolved(recipe.fair_run), catalogue(plan), where, protocol(plan, recipe)
+    )
 
 
 def check(plan) -> None:

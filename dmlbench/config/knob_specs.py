@@ -26,11 +26,11 @@ class KnobPath:
     experiment: str
     paper: str
     dataset: str
-    recipe: knob_recipes.Recipe   # on this dataset
+    recipe: knob_recipes.Recipe  # on this dataset
     knobs: tuple[Knob, ...]
     paths: knob_paths.Paths
-    methods: tuple[tuple[str, str], ...]   # (run's method: the paper row or the baseline, fair method id)
-    stand_in: str | None = None   # the dataset whose paper recipe this one takes (no paper trains on it)
+    methods: tuple[tuple[str, str], ...]  # (run's method: the paper row or the baseline, fair method id)
+    stand_in: str | None = None  # the dataset whose paper recipe this one takes (no paper trains on it)
 
 
 @dataclass(frozen=True)
@@ -38,10 +38,10 @@ class KnobRun:
     """What one run of a knob experiment trains: a step of a path, for one method (and fold)."""
 
     path: KnobPath
-    method: str        # the paper row's method or the baseline
-    fair_method: str   # its id in suite.fair
+    method: str  # the paper row's method or the baseline
+    fair_method: str  # its id in suite.fair
     step: knob_paths.Step
-    fold: int | None   # the fold model of a step that moves the evaluation knob
+    fold: int | None  # the fold model of a step that moves the evaluation knob
 
 
 class KnobSpecs:
@@ -72,28 +72,48 @@ class KnobSpecs:
                 if recipe is None or (chosen_methods is not None and method not in chosen_methods):
                     continue
                 if source != dataset:  # the stand-in's paper table and suite.fair's run, on this dataset
-                    recipe = replace(recipe, dataset=dataset, paper_run=replace(recipe.paper_run, dataset=dataset),
-                                     fair_run=replace(recipe.fair_run, dataset=dataset))
-                knobs = [k for k in knob_recipes.knobs_of(self, recipe)
-                         if chosen_knobs is None or k.name in chosen_knobs]
+                    recipe = replace(
+                        recipe,
+                        dataset=dataset,
+                        paper_run=replace(recipe.paper_run, dataset=dataset),
+                        fair_run=replace(recipe.fair_run, dataset=dataset),
+                    )
+                knobs = [
+                    k for k in knob_recipes.knobs_of(self, recipe) if chosen_knobs is None or k.name in chosen_knobs
+                ]
                 names = [k.name for k in knobs]
                 needs = {k.name: specs[k.name].needs for k in knobs}
                 try:
                     paths = knob_paths.build(names, needs)
                 except ValueError as error:
-                    raise ConfigError(f"preset {self.name}.subset.{experiment}.knobs: {paper} on {dataset}: {error}: "
-                                      f"choose it too") from None
+                    raise ConfigError(
+                        f"preset {self.name}.subset.{experiment}.knobs: {paper} on {dataset}: {error}: choose it too"
+                    ) from None
                 methods = ((recipe.paper_run.method, method), (catalogue.baseline, catalogue.baseline))
-                out.append(KnobPath(experiment, paper, dataset, recipe, tuple(knobs), paths, methods,
-                                    source if source != dataset else None))
+                out.append(
+                    KnobPath(
+                        experiment,
+                        paper,
+                        dataset,
+                        recipe,
+                        tuple(knobs),
+                        paths,
+                        methods,
+                        source if source != dataset else None,
+                    )
+                )
         return out
 
     def knob_run_index(self, experiment: str) -> dict[Run, KnobRun]:
         """Every run of the experiment and what it trains."""
         cache = self.__dict__.setdefault("_knob_runs", {})
         if experiment not in cache:
-            seeds = self._subset(experiment).get("seeds") or self.preset["seeds"] \
-                or self.experiments[experiment].get("seeds") or [0]
+            seeds = (
+                self._subset(experiment).get("seeds")
+                or self.preset["seeds"]
+                or self.experiments[experiment].get("seeds")
+                or [0]
+            )
             folds = self.knob_folds
             index = {}
             for path in self.knob_paths(experiment):
@@ -104,10 +124,12 @@ class KnobSpecs:
                         concatenated = self._moves(path, step, "evaluation")
                         for seed in seeds:
                             for fold in range(folds) if concatenated else [None]:
-                                name = (self.knob_step_name(path, method, step)
-                                        + (f".fold{fold}" if concatenated else ""))
+                                name = self.knob_step_name(path, method, step) + (
+                                    f".fold{fold}" if concatenated else ""
+                                )
                                 index[Run(experiment, path.dataset, name, seed)] = KnobRun(
-                                    path, method, fair_method, step, fold)
+                                    path, method, fair_method, step, fold
+                                )
             cache[experiment] = index
         return cache[experiment]
 
@@ -125,8 +147,7 @@ class KnobSpecs:
         specs = {k.name: k for k in knob_recipes.catalogue(self).knobs}
         return any(specs[name].protocol == protocol for name in step.moved)
 
-    def knob_twin(self, path: KnobPath, method: str, fair_method: str,
-                  step: knob_paths.Step) -> knob_paths.Step | None:
+    def knob_twin(self, path: KnobPath, method: str, fair_method: str, step: knob_paths.Step) -> knob_paths.Step | None:
         """The step whose fold runs are this step's runs: a step on folds that does not join them,
         whose settings equal those of the same step with the evaluation knob moved (then seed s's
         run is that step's fold `s mod folds`, trained once)."""
@@ -137,8 +158,9 @@ class KnobSpecs:
             joined = [k.name for k in knob_recipes.catalogue(self).knobs if k.protocol == "evaluation"]
             if self._moves(path, step, "folds") and not self._moves(path, step, "evaluation") and joined:
                 twin = next((s for s in path.paths.steps if set(s.moved) == set(step.moved) | {joined[0]}), None)
-                if twin is not None and self._knob_settings(path, method, fair_method, step, 0, None) \
-                        == self._knob_settings(path, method, fair_method, twin, 0, 0):
+                if twin is not None and self._knob_settings(
+                    path, method, fair_method, step, 0, None
+                ) == self._knob_settings(path, method, fair_method, twin, 0, 0):
                     cache[key] = twin
         return cache[key]
 
@@ -146,12 +168,18 @@ class KnobSpecs:
         info = self.knob_run_index(run.experiment)[run]
         cfg = self._knob_settings(info.path, info.method, info.fair_method, info.step, run.seed, info.fold)
         cfg["method"]["name"] = run.method
-        cfg["run"] = {"preset": self.name, "experiment": run.experiment, "dataset": run.dataset,
-                      "method": run.method, "seed": run.seed}
+        cfg["run"] = {
+            "preset": self.name,
+            "experiment": run.experiment,
+            "dataset": run.dataset,
+            "method": run.method,
+            "seed": run.seed,
+        }
         return cfg
 
-    def _knob_settings(self, path: KnobPath, method: str, fair_method: str, step: knob_paths.Step, seed: int,
-                       fold: int | None) -> dict:
+    def _knob_settings(
+        self, path: KnobPath, method: str, fair_method: str, step: knob_paths.Step, seed: int, fold: int | None
+    ) -> dict:
         """A step's settings for one seed (and fold model): the paper's recipe, the moved knobs'
         settings from the fair recipe, the preset's settings for the experiment, the fold."""
         paper, fair = self._knob_ends(path.recipe.paper_run.experiment, path.dataset, method, fair_method)
@@ -166,8 +194,12 @@ class KnobSpecs:
         if self._moves(path, step, "folds"):
             folds = self.knob_folds
             index = fold if fold is not None else seed % folds
-            cfg["data"]["fold"] = {"splits": self.fair_splits(path.dataset, folds), "index": index, "of": folds,
-                                   "scored_on": "test_half"}
+            cfg["data"]["fold"] = {
+                "splits": self.fair_splits(path.dataset, folds),
+                "index": index,
+                "of": folds,
+                "scored_on": "test_half",
+            }
         store = self.store(path.dataset, cfg["input"]["resize"])
         cfg["data"].pop("store", None)
         if store:
@@ -181,8 +213,10 @@ class KnobSpecs:
         cache = self.__dict__.setdefault("_knob_ends_cache", {})
         key = (source, dataset, method, fair_method)
         if key not in cache:
-            cache[key] = (self.resolved(Run(source, dataset, method, 0)),
-                          self.resolved(Run(knob_recipes.FAIR, dataset, fair_method, 0)))
+            cache[key] = (
+                self.resolved(Run(source, dataset, method, 0)),
+                self.resolved(Run(knob_recipes.FAIR, dataset, fair_method, 0)),
+            )
         return cache[key]
 
     # --- the steps' inputs and specs ----------------------------------------------------------
@@ -195,8 +229,9 @@ class KnobSpecs:
         fold = self.resolved(run)["data"].get("fold")
         return [fold["splits"]] if fold else []
 
-    def knob_run_of(self, path: KnobPath, method: str, fair_method: str, step: knob_paths.Step, seed: int,
-                    fold: int = 0) -> Run:
+    def knob_run_of(
+        self, path: KnobPath, method: str, fair_method: str, step: knob_paths.Step, seed: int, fold: int = 0
+    ) -> Run:
         """The run that trains a step for one seed: its own, the fold run `fold` of a step that joins
         its folds, or its twin's fold `seed mod folds` (`knob_twin`)."""
         twin = self.knob_twin(path, method, fair_method, step)
@@ -236,6 +271,7 @@ class KnobSpecs:
         """(dataset, fair method) whose tuned result suite.fair gives in this preset (the paths' last step)."""
         fair = set(self.fair_pairs(knob_recipes.FAIR)) if knob_recipes.FAIR in self.experiment_ids else set()
         return sorted({(p.dataset, m) for p in self.knob_paths(experiment) for _, m in p.methods} & fair)
+
 
 def _text(value) -> str:
     return ", ".join(str(v) for v in value) if isinstance(value, (list, tuple)) else str(value)

@@ -39,8 +39,11 @@ def _unique_mapping(loader, node: yaml.MappingNode):
         key = loader.construct_object(key_node, deep=True)
         if key in seen:
             raise yaml.constructor.ConstructorError(
-                "while reading a mapping", node.start_mark,
-                f"found the key {key!r} twice (first on line {seen[key]}): keep one", key_node.start_mark)
+                "while reading a mapping",
+                node.start_mark,
+                f"found the key {key!r} twice (first on line {seen[key]}): keep one",
+                key_node.start_mark,
+            )
         seen[key] = key_node.start_mark.line + 1
     data.update(loader.construct_mapping(node, deep=True))
 
@@ -99,11 +102,14 @@ def load_yaml(path: Path, keep_digits: bool = False) -> dict:
     except UnicodeDecodeError as error:
         raise ConfigError(f"{path} is not UTF-8 text ({error.reason} at byte {error.start})") from None
     if data is not None and not isinstance(data, dict):
-        raise ConfigError(f"{path} must hold a mapping of keys to values (key: value lines), "
-                          f"not a {type(data).__name__}")
+        raise ConfigError(
+            f"{path} must hold a mapping of keys to values (key: value lines), not a {type(data).__name__}"
+        )
     if expanded_size(data) > MAX_VALUES:
-        raise ConfigError(f"{path} expands to more than {MAX_VALUES:,} values through its aliases (*name): "
-                          f"refused before it fills the memory (an alias bomb?); write the values out")
+        raise ConfigError(
+            f"{path} expands to more than {MAX_VALUES:,} values through its aliases (*name): "
+            f"refused before it fills the memory (an alias bomb?); write the values out"
+        )
     return data or {}
 
 
@@ -144,8 +150,9 @@ def plain_copy(value):
 def _merge_references(base: dict, update: dict) -> dict:
     out = dict(base)
     for key, value in update.items():
-        out[key] = (_merge_references(out[key], value)
-                    if isinstance(value, dict) and isinstance(out.get(key), dict) else value)
+        out[key] = (
+            _merge_references(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+        )
     return out
 
 
@@ -187,8 +194,9 @@ def check_keys(update: dict, reference: dict, where: str) -> None:
     """Every key of `update` must exist in `reference` (recursively); name the first that does not."""
     for key, value in (update or {}).items():
         if key not in reference:
-            raise ConfigError(f"{where}: unknown setting {key!r}{did_you_mean(key, reference)}; "
-                              f"known: {', '.join(reference)}")
+            raise ConfigError(
+                f"{where}: unknown setting {key!r}{did_you_mean(key, reference)}; known: {', '.join(reference)}"
+            )
         if isinstance(value, dict) and isinstance(reference[key], dict):
             check_keys(value, reference[key], f"{where}.{key}")
 
@@ -201,6 +209,8 @@ def schema_hint(error) -> str:
     `methods=[…]` (or variants, knobs) means an experiment's, chosen in `subset`."""
     unexpected = [key for key in SUBSET_KEYS if f"'{key}'" in error.message]
     if error.validator == "additionalProperties" and not list(error.absolute_path) and unexpected:
-        return (f"; an experiment's {unexpected[0]} are chosen per experiment: "
-                f"'subset={{<experiment>: {{{unexpected[0]}: [...]}}}}' (docs/presets.md)")
+        return (
+            f"; an experiment's {unexpected[0]} are chosen per experiment: "
+            f"'subset={{<experiment>: {{{unexpected[0]}: [...]}}}}' (docs/presets.md)"
+        )
     return ""

@@ -42,14 +42,19 @@ def of(config_dir: Path, exp: dict) -> dict:
     band = own["band"]
     metrics = (exp.get("table") or {}).get("metrics") or []
     per_metric = {m: float(band.get(m, fallback) if isinstance(band, dict) else band) for m in metrics}
-    return {"band": per_metric, "default": float(band if not isinstance(band, dict) else fallback),
-            "source": own["source"]}
+    return {
+        "band": per_metric,
+        "default": float(band if not isinstance(band, dict) else fallback),
+        "source": own["source"],
+    }
 
 
 def _check(margin, metrics: list[str], where: str) -> None:
     if not isinstance(margin, dict) or set(margin) != KEYS:
-        raise ConfigError(f"{where}: a mapping with `band` (points) and `source` (why this margin: a seed spread "
-                          f"the paper or the reality check reports, a printed precision), not {margin!r}")
+        raise ConfigError(
+            f"{where}: a mapping with `band` (points) and `source` (why this margin: a seed spread "
+            f"the paper or the reality check reports, a printed precision), not {margin!r}"
+        )
     if not isinstance(margin["source"], str) or not margin["source"].strip():
         raise ConfigError(f"{where}.source: say where the band comes from (text), not {margin['source']!r}")
     bands = margin["band"] if isinstance(margin["band"], dict) else {"": margin["band"]}
@@ -57,5 +62,7 @@ def _check(margin, metrics: list[str], where: str) -> None:
         if metric and metric not in metrics:
             raise ConfigError(f"{where}.band: {metric!r} is not in the table's metrics ({', '.join(metrics)})")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
-            raise ConfigError(f"{where}.band{'.' + metric if metric else ''}: a finite number of points ≥ 0 "
-                              f"(or one per metric), not {value!r}")
+            raise ConfigError(
+                f"{where}.band{'.' + metric if metric else ''}: a finite number of points ≥ 0 "
+                f"(or one per metric), not {value!r}"
+            )

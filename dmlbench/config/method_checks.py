@@ -42,10 +42,14 @@ def check_scheme_needs(cfg: RunConfig, where: str) -> None:
     loss = declared.components("loss")[cfg.method.loss["name"]]
     with_images = scheme.representatives == "images"
     if with_images and scheme.pairs in ("representative", "anchored") and not loss.restricts_pairs:
-        raise ConfigError(f"{where}: scheme.pairs: {scheme.pairs} needs a pair loss; {loss.name!r} has no "
-                          f"pairs to restrict ({loss.source}): set scheme.pairs: all")
+        raise ConfigError(
+            f"{where}: scheme.pairs: {scheme.pairs} needs a pair loss; {loss.name!r} has no "
+            f"pairs to restrict ({loss.source}): set scheme.pairs: all"
+        )
     if scheme.hncm and not with_images and not loss.class_vectors:
-        raise ConfigError(f"{where}: scheme.hncm with representatives: none needs a loss with class centres "
-                          "(class_vectors(): "
-                          f"{', '.join(n for n, c in declared.components('loss').items() if c.class_vectors)}), "
-                          f"not {loss.name!r}")
+        raise ConfigError(
+            f"{where}: scheme.hncm with representatives: none needs a loss with class centres "
+            "(class_vectors(): "
+            f"{', '.join(n for n, c in declared.components('loss').items() if c.class_vectors)}), "
+            f"not {loss.name!r}"
+        )

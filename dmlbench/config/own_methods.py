@@ -37,12 +37,16 @@ def merge(plan) -> None:
         return
     path = Path(given).expanduser()
     if not path.is_file():
-        raise ConfigError(f"methods_file={given}: no such file; give the path of a YAML file of your methods "
-                          f"(docs/howto/compare-your-method.md)")
+        raise ConfigError(
+            f"methods_file={given}: no such file; give the path of a YAML file of your methods "
+            f"(docs/howto/compare-your-method.md)"
+        )
     own = load_yaml(path)
     if not isinstance(own, dict) or not isinstance(own.get("methods"), dict) or set(own) - KEYS:
-        raise ConfigError(f"{path}: a methods file holds `methods:` (entries as in methods.yaml) and `join:` "
-                          f"(experiment ids); found {sorted(own) if isinstance(own, dict) else type(own).__name__}")
+        raise ConfigError(
+            f"{path}: a methods file holds `methods:` (entries as in methods.yaml) and `join:` "
+            f"(experiment ids); found {sorted(own) if isinstance(own, dict) else type(own).__name__}"
+        )
     for name, entry in own["methods"].items():
         if name in plan.methods:
             raise ConfigError(f"{path}: method {name!r} is a name the catalogue has already; choose another")
@@ -53,13 +57,15 @@ def merge(plan) -> None:
         raise ConfigError(f"{path}: join: a list of experiment ids, e.g. [suite.fair]")
     for experiment in joined:
         if experiment not in plan.experiments:
-            raise ConfigError(f"{path}: join: unknown experiment {experiment!r}"
-                              f"{did_you_mean(experiment, plan.experiments)}")
+            raise ConfigError(
+                f"{path}: join: unknown experiment {experiment!r}{did_you_mean(experiment, plan.experiments)}"
+            )
         exp = plan.experiments[experiment]
         exp["methods"] = [*exp["methods"], *own["methods"]]
         if exp.get("kind") == "fair":
             exp.setdefault("paper_numbers", {}).update(
-                {name: {"none": f"the user's own method ({path.name})"} for name in own["methods"]})
+                {name: {"none": f"the user's own method ({path.name})"} for name in own["methods"]}
+            )
         chosen = ((plan.preset.get("subset") or {}).get(experiment) or {}).get("methods")
         if chosen is not None:
             chosen.extend(name for name in own["methods"] if name not in chosen)

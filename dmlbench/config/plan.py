@@ -22,8 +22,16 @@ from dmlbench.run_config import defaults, json_schema, values
 from dmlbench.config import knob_recipes, own_methods, validation
 from dmlbench.config.fair_specs import FairSpecs
 from dmlbench.config.knob_specs import KnobSpecs
-from dmlbench.config.loading import (deep_merge, load_yaml, merge_layers, plain_copy, plain_numbers, schema_hint,
-                                     with_dataset_names, with_settings)
+from dmlbench.config.loading import (
+    deep_merge,
+    load_yaml,
+    merge_layers,
+    plain_copy,
+    plain_numbers,
+    schema_hint,
+    with_dataset_names,
+    with_settings,
+)
 from dmlbench.config.run import FairRun, Run
 from dmlbench.config.steps import StepSpecs
 from dmlbench.data.datasets import DATASETS
@@ -41,22 +49,31 @@ def preset_source(config_dir: Path, name, preset_file) -> tuple[str, Path]:
     known = sorted(p.stem for p in (config_dir / "presets").glob("*.yaml"))
     if preset_file is None:
         name = "full" if name is None else name
-        if not (isinstance(name, str) and PRESET_NAME.fullmatch(name)
-                and (config_dir / "presets" / f"{name}.yaml").is_file()):
-            raise ConfigError(f"unknown preset {name!r}{did_you_mean(str(name), known)}: a preset is the name "
-                              f"of a file in {config_dir / 'presets'} ({', '.join(known)}); a preset file "
-                              f"elsewhere is given with preset_file=PATH")
+        if not (
+            isinstance(name, str)
+            and PRESET_NAME.fullmatch(name)
+            and (config_dir / "presets" / f"{name}.yaml").is_file()
+        ):
+            raise ConfigError(
+                f"unknown preset {name!r}{did_you_mean(str(name), known)}: a preset is the name "
+                f"of a file in {config_dir / 'presets'} ({', '.join(known)}); a preset file "
+                f"elsewhere is given with preset_file=PATH"
+            )
         return name, config_dir / "presets" / f"{name}.yaml"
     if name is not None:
         raise ConfigError(f"preset={name} and preset_file={preset_file} both name a preset: give one of them")
     path = Path(str(preset_file)).expanduser().absolute()
     if not path.is_file():
-        raise ConfigError(f"preset_file={preset_file}: {path} is not a file; give the path of a preset's "
-                          f"YAML file (the files of {config_dir / 'presets'} are a model)")
+        raise ConfigError(
+            f"preset_file={preset_file}: {path} is not a file; give the path of a preset's "
+            f"YAML file (the files of {config_dir / 'presets'} are a model)"
+        )
     if not PRESET_NAME.fullmatch(path.stem) or path.stem in known:
-        raise ConfigError(f"preset_file={preset_file}: the preset takes the file's name, {path.stem!r}, "
-                          f"which names its results/ and reports/ folders; rename the file to letters, "
-                          f"digits, '_' and '-', other than the built-in presets ({', '.join(known)})")
+        raise ConfigError(
+            f"preset_file={preset_file}: the preset takes the file's name, {path.stem!r}, "
+            f"which names its results/ and reports/ folders; rename the file to letters, "
+            f"digits, '_' and '-', other than the built-in presets ({', '.join(known)})"
+        )
     return path.stem, path
 
 
@@ -107,15 +124,19 @@ class Plan(StepSpecs, FairSpecs, KnobSpecs):
                 if key in experiments:
                     raise ConfigError(f"experiment {key!r} is defined twice ({path})")
                 self.sources[key] = path
-                experiments[key] = {part: entry if part in PAPER_NUMBERS else plain_numbers(entry)
-                                    for part, entry in value.items()} if isinstance(value, dict) else value
+                experiments[key] = (
+                    {part: entry if part in PAPER_NUMBERS else plain_numbers(entry) for part, entry in value.items()}
+                    if isinstance(value, dict)
+                    else value
+                )
         return experiments
 
     def method_of(self, name: str, where: str) -> dict:
         """The catalogue's method `name`; unknown names are refused naming `where`."""
         if name not in self.methods:
-            raise ConfigError(f"{where}: unknown method {name!r}{did_you_mean(name, self.methods)}; "
-                              f"known: {', '.join(self.methods)}")
+            raise ConfigError(
+                f"{where}: unknown method {name!r}{did_you_mean(name, self.methods)}; known: {', '.join(self.methods)}"
+            )
         return self.methods[name]
 
     # --- expansion -------------------------------------------------------------------------
@@ -145,8 +166,9 @@ class Plan(StepSpecs, FairSpecs, KnobSpecs):
                 skipped[key] = f"none of its datasets {own} is among datasets={self.preset['datasets']}"
 
         if len(skipped) == len(self.chosen_ids):
-            raise ConfigError(f"preset {self.name}: nothing to run: " + "; ".join(
-                f"{key}: {why}" for key, why in skipped.items()))
+            raise ConfigError(
+                f"preset {self.name}: nothing to run: " + "; ".join(f"{key}: {why}" for key, why in skipped.items())
+            )
         return skipped
 
     def _subset(self, experiment: str) -> dict:
@@ -156,8 +178,7 @@ class Plan(StepSpecs, FairSpecs, KnobSpecs):
         datasets = self.experiments[experiment].get("datasets", [])
         restrict = self.preset["datasets"]
         chosen = self._subset(experiment).get("datasets")
-        return [d for d in datasets
-                if (restrict is None or d in restrict) and (chosen is None or d in chosen)]
+        return [d for d in datasets if (restrict is None or d in restrict) and (chosen is None or d in chosen)]
 
     def variants(self, experiment: str) -> list[str]:
         """The sweep variants of `experiment` this preset runs (none for an experiment without a sweep)."""
@@ -176,8 +197,7 @@ class Plan(StepSpecs, FairSpecs, KnobSpecs):
             subset = self._subset(key)
             seeds = subset.get("seeds") or self.preset["seeds"] or exp.get("seeds") or [0]
             variants = self.variants(key) or [None]
-            methods = [m for m in exp["methods"]
-                       if subset.get("methods") is None or m in subset["methods"]]
+            methods = [m for m in exp["methods"] if subset.get("methods") is None or m in subset["methods"]]
             for dataset in self.datasets_of(key):
                 for method in methods:
                     for variant in variants:
@@ -214,18 +234,40 @@ class Plan(StepSpecs, FairSpecs, KnobSpecs):
         method = self.method_of(run.base_method, f"experiment {run.experiment}")
         sweep = (exp.get("sweep") or {}).get(run.variant) or {}
         own = (method.get("per_dataset") or {}).get(run.dataset) or {}  # the method's settings on this dataset
-        preset_layers = (self.preset["overrides"], (self.preset.get("per_dataset") or {}).get(run.dataset),
-                         self.cpu_fallback, self._subset(run.experiment).get("train")) if with_preset else ()
-        cfg = merge_layers(self.defaults, exp.get("train"), (exp.get("per_dataset") or {}).get(run.dataset),
-                           method.get("train"), own.get("train"), *preset_layers, sweep.get("train"))
+        preset_layers = (
+            (
+                self.preset["overrides"],
+                (self.preset.get("per_dataset") or {}).get(run.dataset),
+                self.cpu_fallback,
+                self._subset(run.experiment).get("train"),
+            )
+            if with_preset
+            else ()
+        )
+        cfg = merge_layers(
+            self.defaults,
+            exp.get("train"),
+            (exp.get("per_dataset") or {}).get(run.dataset),
+            method.get("train"),
+            own.get("train"),
+            *preset_layers,
+            sweep.get("train"),
+        )
         miner = deep_merge(method["miner"], sweep["miner"]) if sweep.get("miner") else method.get("miner")
-        cfg["method"] = {"name": run.method, "loss": deep_merge(deep_merge(method["loss"], own.get("loss")),
-                                                                sweep.get("loss")),
-                         "miner": miner,
-                         "sampler": method.get("sampler", "m_per_class")}
+        cfg["method"] = {
+            "name": run.method,
+            "loss": deep_merge(deep_merge(method["loss"], own.get("loss")), sweep.get("loss")),
+            "miner": miner,
+            "sampler": method.get("sampler", "m_per_class"),
+        }
         cfg["seed"] = run.seed
-        cfg["run"] = {"preset": self.name, "experiment": run.experiment, "dataset": run.dataset,
-                      "method": run.method, "seed": run.seed}
+        cfg["run"] = {
+            "preset": self.name,
+            "experiment": run.experiment,
+            "dataset": run.dataset,
+            "method": run.method,
+            "seed": run.seed,
+        }
         cfg["data"] = {"manifest": self.manifest(run.dataset)}
         if self.preset["data"].get("max_image_pixels"):  # only where set: other runs' settings unchanged
             cfg["data"]["max_image_pixels"] = self.preset["data"]["max_image_pixels"]
@@ -250,9 +292,12 @@ class Plan(StepSpecs, FairSpecs, KnobSpecs):
         base = cache[key]
         folds = self.fair_settings(run.experiment)["folds"]
         fold = {"splits": self.fair_splits(run.dataset, folds), "index": run.fold, "of": folds}
-        return {**base, "seed": run.seed,
-                "run": {**base["run"], "seed": run.seed, "stage": run.stage, "index": run.index, "fold": run.fold},
-                "data": {**base["data"], "fold": fold}}
+        return {
+            **base,
+            "seed": run.seed,
+            "run": {**base["run"], "seed": run.seed, "stage": run.stage, "index": run.index, "fold": run.fold},
+            "data": {**base["data"], "fold": fold},
+        }
 
     @property
     def cpu_fallback(self) -> dict | None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 # the characters of the ids that become folder names and the workflow's wildcards (its rules'
 # `wildcard_constraints`): an id outside them would never be matched by a rule, so the plan refuses it
 EXPERIMENT_ID = r"[A-Za-z0-9_.-]+"
-METHOD_ID = r"[A-Za-z0-9_.-]+"   # a run's method adds `@<variant>` (a variant name: the same characters)
+METHOD_ID = r"[A-Za-z0-9_.-]+"  # a run's method adds `@<variant>` (a variant name: the same characters)
 RUN_METHOD = r"[A-Za-z0-9_.@-]+"
 
 
@@ -17,9 +17,11 @@ def check_id(kind: str, value, pattern: str, where: str) -> None:
     from dmlbench.core.errors import ConfigError
 
     if not (isinstance(value, str) and re.fullmatch(pattern, value)):
-        raise ConfigError(f"{where}: {kind} id {value!r} has characters the workflow's file names cannot hold: "
-                          f"rename it with letters, digits and '_', '.', '-' only (a rule would never match it, "
-                          f"and its runs would silently not run)")
+        raise ConfigError(
+            f"{where}: {kind} id {value!r} has characters the workflow's file names cannot hold: "
+            f"rename it with letters, digits and '_', '.', '-' only (a rule would never match it, "
+            f"and its runs would silently not run)"
+        )
 
 
 @dataclass(frozen=True, order=True)
@@ -44,8 +46,9 @@ class Run:
 
     def train_log(self, preset: str) -> str:
         """The train job's log (`TRAIN_LOG`)."""
-        return TRAIN_LOG.format(preset=preset, experiment=self.experiment, dataset=self.dataset,
-                                method=self.method, seed=self.seed)
+        return TRAIN_LOG.format(
+            preset=preset, experiment=self.experiment, dataset=self.dataset, method=self.method, seed=self.seed
+        )
 
 
 # where the train job of a run writes its log (its wildcards: the rule's)

@@ -25,7 +25,6 @@ def paper_label(exp: dict, method: str) -> str | None:
     return f"{band} {label}" if label and band else label
 
 
-
 class StepJobs:
     """The ordinary steps' inputs and specs."""
 
@@ -42,35 +41,60 @@ class StepJobs:
 
     def prepare_spec(self, dataset: str) -> dict:
         data = self.preset["data"]
-        return {"dataset": dataset, "source": data["source"], "root": data["root"],
-                "path": data["paths"].get(dataset), "download": data["download"],
-                "fixture": data.get("fixture")}
+        return {
+            "dataset": dataset,
+            "source": data["source"],
+            "root": data["root"],
+            "path": data["paths"].get(dataset),
+            "download": data["download"],
+            "fixture": data.get("fixture"),
+        }
 
     def aggregate_spec(self, experiment: str) -> dict:
         exp = self.experiments[experiment]
-        return {"experiment": experiment, "title": self.title(experiment), "toy_data": self.toy_data,
-                "paper": exp.get("paper"), "table": exp.get("table", {}), "margin": margins.of(self.config_dir, exp),
-                "reported": printed_numbers(exp.get("reported", {})),
-                "quoted": printed_numbers(exp.get("quoted", {})),
-                "method_labels": {run.method: paper_label(exp, run.method) or self._label(run)
-                                  for run in self.runs(experiment)},
-                "plot": exp.get("plot"), "figures": exp.get("figures") or [],
-                "trunks": {variant: self._trunk(entry) for variant, entry in (exp.get("sweep") or {}).items()
-                           if variant in {run.variant for run in self.runs(experiment)}},
-                "paper_recall": (fair_catalogue.paper_recall_at_1(self, experiment, self.datasets_of(experiment))
-                                 if exp.get("paper_numbers") else {}),
-                "datasets": self.datasets_of(experiment),
-                "reference_of": [[d, m, name] for (d, m), name in self.reference_map(experiment).items()],
-                # the plan's settings of each run (`dataset/method/seedN`), checked against its metrics
-                "fingerprints": {f"{run.dataset}/{run.method}/seed{run.seed}":
-                                 run_folder.fingerprint(self.resolved(run))[:FINGERPRINT_CHARS]
-                                 for run in self.runs(experiment)}}
+        return {
+            "experiment": experiment,
+            "title": self.title(experiment),
+            "toy_data": self.toy_data,
+            "paper": exp.get("paper"),
+            "table": exp.get("table", {}),
+            "margin": margins.of(self.config_dir, exp),
+            "reported": printed_numbers(exp.get("reported", {})),
+            "quoted": printed_numbers(exp.get("quoted", {})),
+            "method_labels": {
+                run.method: paper_label(exp, run.method) or self._label(run) for run in self.runs(experiment)
+            },
+            "plot": exp.get("plot"),
+            "figures": exp.get("figures") or [],
+            "trunks": {
+                variant: self._trunk(entry)
+                for variant, entry in (exp.get("sweep") or {}).items()
+                if variant in {run.variant for run in self.runs(experiment)}
+            },
+            "paper_recall": (
+                fair_catalogue.paper_recall_at_1(self, experiment, self.datasets_of(experiment))
+                if exp.get("paper_numbers")
+                else {}
+            ),
+            "datasets": self.datasets_of(experiment),
+            "reference_of": [[d, m, name] for (d, m), name in self.reference_map(experiment).items()],
+            # the plan's settings of each run (`dataset/method/seedN`), checked against its metrics
+            "fingerprints": {
+                f"{run.dataset}/{run.method}/seed{run.seed}": run_folder.fingerprint(self.resolved(run))[
+                    :FINGERPRINT_CHARS
+                ]
+                for run in self.runs(experiment)
+            },
+        }
 
     def ranked_against_fair(self) -> list[str]:
         """The trunk-ranked experiments (`figures: [trunk_ranking]`) whose methods suite.fair ranks
         in this preset too: each gets `ranking_vs_fair.md` (`dmlbench.report.ranking_vs_fair`)."""
-        return [e for e in self.experiment_ids if "trunk_ranking" in (self.experiments[e].get("figures") or [])
-                and self._fair_reference(e)]
+        return [
+            e
+            for e in self.experiment_ids
+            if "trunk_ranking" in (self.experiments[e].get("figures") or []) and self._fair_reference(e)
+        ]
 
     def _fair_reference(self, experiment: str) -> dict[str, dict[str, str]]:
         """dataset → the experiment's method → its suite.fair summary (`fair_methods` maps an id
@@ -88,9 +112,15 @@ class StepJobs:
 
     def ranking_vs_fair_spec(self, experiment: str) -> dict:
         exp = self.experiments[experiment]
-        return {"runs": f"reports/{self.name}/{experiment}/runs.csv", "fair": self._fair_reference(experiment),
-                "trunks": {variant: self._trunk(entry)["label"] for variant, entry in (exp.get("sweep") or {}).items()
-                           if variant in {run.variant for run in self.runs(experiment)}}}
+        return {
+            "runs": f"reports/{self.name}/{experiment}/runs.csv",
+            "fair": self._fair_reference(experiment),
+            "trunks": {
+                variant: self._trunk(entry)["label"]
+                for variant, entry in (exp.get("sweep") or {}).items()
+                if variant in {run.variant for run in self.runs(experiment)}
+            },
+        }
 
     def ranking_vs_fair_inputs(self, experiment: str) -> list[str]:
         spec = self.ranking_vs_fair_spec(experiment)
@@ -113,17 +143,32 @@ class StepJobs:
 
     def report_marker(self, experiment: str) -> str:
         """The file whose presence says the experiment's report folder is complete."""
-        name = ("summary.md" if self.is_analysis(experiment)
-                else "fair_table.csv" if self.is_fair(experiment)
-                else "attribution.csv" if self.is_knobs(experiment) else "table.csv")
+        name = (
+            "summary.md"
+            if self.is_analysis(experiment)
+            else "fair_table.csv"
+            if self.is_fair(experiment)
+            else "attribution.csv"
+            if self.is_knobs(experiment)
+            else "table.csv"
+        )
         return f"reports/{self.name}/{experiment}/{name}"
 
     def analysis_spec(self, experiment: str) -> dict:
         exp = self.experiments[experiment]
         overrides = exp.get("loss_overrides") or {}
-        methods = {name: {"label": self.methods[name].get("label", name),
-                          "loss": deep_merge(self.methods[name]["loss"], overrides.get(name)),
-                          "miner": self.methods[name].get("miner")}
-                   for name in exp.get("methods") or []}
-        return {"experiment": experiment, "title": exp.get("title", experiment),
-                "paper": exp.get("paper"), "analysis": exp["analysis"], "methods": methods}
+        methods = {
+            name: {
+                "label": self.methods[name].get("label", name),
+                "loss": deep_merge(self.methods[name]["loss"], overrides.get(name)),
+                "miner": self.methods[name].get("miner"),
+            }
+            for name in exp.get("methods") or []
+        }
+        return {
+            "experiment": experiment,
+            "title": exp.get("title", experiment),
+            "paper": exp.get("paper"),
+            "analysis": exp["analysis"],
+            "methods": methods,
+        }

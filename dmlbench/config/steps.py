@@ -48,17 +48,30 @@ class StepSpecs:
         """Every training job of the plan: its rule, the run folders it trains and, for a fair
         search job, its chain (the search jobs of one search run one after another, then its
         final jobs side by side)."""
-        jobs = [{"rule": "train", "runs": [run.path(self.name)], "chain": None, "stage": None}
-                for run in self.runs()]
+        jobs = [{"rule": "train", "runs": [run.path(self.name)], "chain": None, "stage": None} for run in self.runs()]
         for experiment in self.experiment_ids:
             if not self.is_fair(experiment):
                 continue
             for dataset, method in self.fair_pairs(experiment):
                 chain = (experiment, dataset, method)
-                jobs += [{"rule": "fair_stage", "runs": self.fair_stage_runs(experiment, dataset, method, s),
-                          "chain": chain, "stage": "search"} for s in range(self.fair_stages(experiment))]
-                jobs += [{"rule": "fair_final", "runs": self.fair_group_runs(experiment, dataset, method, g),
-                          "chain": chain, "stage": "final"} for g in range(self.fair_final_groups(experiment))]
+                jobs += [
+                    {
+                        "rule": "fair_stage",
+                        "runs": self.fair_stage_runs(experiment, dataset, method, s),
+                        "chain": chain,
+                        "stage": "search",
+                    }
+                    for s in range(self.fair_stages(experiment))
+                ]
+                jobs += [
+                    {
+                        "rule": "fair_final",
+                        "runs": self.fair_group_runs(experiment, dataset, method, g),
+                        "chain": chain,
+                        "stage": "final",
+                    }
+                    for g in range(self.fair_final_groups(experiment))
+                ]
         return jobs
 
     def has_budget(self) -> bool:
@@ -117,12 +130,16 @@ class StepSpecs:
         run of the experiment's first seed."""
         runs = self.runs(experiment)
         first = min((run.seed for run in runs), default=0)
-        return {(run.dataset, run.method): reference.name_of(self._reference_key(run))
-                for run in runs if run.seed == first}
+        return {
+            (run.dataset, run.method): reference.name_of(self._reference_key(run)) for run in runs if run.seed == first
+        }
 
     def _reference_key(self, run: Run) -> dict:
-        return reference.key_of(RunConfig.from_dict(self.resolve(run)), DATASETS.get(run.dataset).pixel_side,
-                                f"{self.data_dir}/{run.dataset}/manifest.csv")
+        return reference.key_of(
+            RunConfig.from_dict(self.resolve(run)),
+            DATASETS.get(run.dataset).pixel_side,
+            f"{self.data_dir}/{run.dataset}/manifest.csv",
+        )
 
     def _references(self) -> dict[str, Run]:
         """Every reference job of the chosen experiments, with a run that defines it."""

@@ -13,16 +13,20 @@ def check_reported(exp: dict, where: str) -> None:
     metrics = set((exp.get("table") or {}).get("metrics") or [])
     for method, per_dataset in (exp.get("reported") or {}).items():
         if method not in labels:
-            raise ConfigError(f"{where}.reported: {method!r} is none of the experiment's runs "
-                              f"({', '.join(sorted(labels))})")
+            raise ConfigError(
+                f"{where}.reported: {method!r} is none of the experiment's runs ({', '.join(sorted(labels))})"
+            )
         for dataset, values in per_dataset.items():
             if dataset not in exp["datasets"]:
-                raise ConfigError(f"{where}.reported.{method}: dataset {dataset!r} is not among "
-                                  f"the experiment's datasets {exp['datasets']}")
+                raise ConfigError(
+                    f"{where}.reported.{method}: dataset {dataset!r} is not among "
+                    f"the experiment's datasets {exp['datasets']}"
+                )
             extra = sorted(set(values) - metrics) if metrics else []
             if extra:
-                raise ConfigError(f"{where}.reported.{method}.{dataset}: {extra} not among the "
-                                  f"table's metrics {sorted(metrics)}")
+                raise ConfigError(
+                    f"{where}.reported.{method}.{dataset}: {extra} not among the table's metrics {sorted(metrics)}"
+                )
 
 
 def check_title(plan, exp: dict, where: str) -> None:
@@ -33,9 +37,11 @@ def check_title(plan, exp: dict, where: str) -> None:
         value = plan.defaults
         for part in path.split("."):
             if not isinstance(value, dict) or part not in value:
-                raise ConfigError(f"{where}.title: {{{path}}} is no training setting; name a key path of "
-                                  f"the settings (docs/generated/settings.md; e.g. {{record.scatter_epochs}}) "
-                                  "or write the value")
+                raise ConfigError(
+                    f"{where}.title: {{{path}}} is no training setting; name a key path of "
+                    f"the settings (docs/generated/settings.md; e.g. {{record.scatter_epochs}}) "
+                    "or write the value"
+                )
             value = value[part]
 
 
@@ -54,21 +60,30 @@ def check_layout(exp: dict, where: str) -> None:
     quoted = list(exp.get("quoted") or {})
     for method, row in joined.items():
         if method not in exp["methods"] or row not in quoted:
-            raise ConfigError(f"{where}.layout.joined: {method}: {row!r} must join a method of the "
-                              f"experiment to one of its quoted rows ({', '.join(quoted) or 'none'})")
+            raise ConfigError(
+                f"{where}.layout.joined: {method}: {row!r} must join a method of the "
+                f"experiment to one of its quoted rows ({', '.join(quoted) or 'none'})"
+            )
     expected = [q for q in quoted if q not in joined.values()] + list(exp["methods"])
     rows = layout.get("rows") or expected
     missing = [r for r in expected if r not in rows]
     unknown = [r for r in rows if r not in expected]
     repeated = sorted({r for r in rows if rows.count(r) > 1})
     if missing or unknown or repeated:
-        raise ConfigError(f"{where}.layout.rows must list each method and quoted row once: "
-                          + "; ".join(f"{what} {names}" for what, names in
-                                      (("missing", missing), ("unknown", unknown), ("repeated", repeated))
-                                      if names))
+        raise ConfigError(
+            f"{where}.layout.rows must list each method and quoted row once: "
+            + "; ".join(
+                f"{what} {names}"
+                for what, names in (("missing", missing), ("unknown", unknown), ("repeated", repeated))
+                if names
+            )
+        )
     metrics = (exp.get("table") or {}).get("metrics") or []
-    for key, known, what in (("labels", exp["methods"], "methods"), ("datasets", exp["datasets"], "datasets"),
-                             ("metrics", metrics, "table metrics")):
+    for key, known, what in (
+        ("labels", exp["methods"], "methods"),
+        ("datasets", exp["datasets"], "datasets"),
+        ("metrics", metrics, "table metrics"),
+    ):
         stray = sorted(set(layout.get(key) or {}) - set(known))
         if stray:
             raise ConfigError(f"{where}.layout.{key}: {stray} are not among the experiment's {what}")
@@ -76,6 +91,12 @@ def check_layout(exp: dict, where: str) -> None:
     banded = [key for keys in (layout.get("bands") or {}).values() for key in keys]
     for label, keys in (layout.get("bands") or {}).items():
         start = columns.index(keys[0]) if keys and keys[0] in columns else -1
-        if start < 0 or list(columns[start:start + len(keys)]) != list(keys) or any(banded.count(k) > 1 for k in keys):
-            raise ConfigError(f"{where}.layout.bands.{label}: {keys} must be consecutive columns of the "
-                              f"table ({', '.join(columns)}), each under one band")
+        if (
+            start < 0
+            or list(columns[start : start + len(keys)]) != list(keys)
+            or any(banded.count(k) > 1 for k in keys)
+        ):
+            raise ConfigError(
+                f"{where}.layout.bands.{label}: {keys} must be consecutive columns of the "
+                f"table ({', '.join(columns)}), each under one band"
+            )

@@ -19,9 +19,31 @@ from dmlbench.core.registry import did_you_mean
 from dmlbench.run_config import RunConfig
 from dmlbench.verdicts import claim_kinds, claims
 
-EXPERIMENT_KEYS = {"layout", "title", "paper", "datasets", "methods", "seeds", "train", "per_dataset",
-                   "table", "reported", "quoted", "kind", "analysis", "sweep", "plot", "figures", "fair",
-                   "necessities", "paper_numbers", "omitted", "claims", "margin", "fair_methods"}
+EXPERIMENT_KEYS = {
+    "layout",
+    "title",
+    "paper",
+    "datasets",
+    "methods",
+    "seeds",
+    "train",
+    "per_dataset",
+    "table",
+    "reported",
+    "quoted",
+    "kind",
+    "analysis",
+    "sweep",
+    "plot",
+    "figures",
+    "fair",
+    "necessities",
+    "paper_numbers",
+    "omitted",
+    "claims",
+    "margin",
+    "fair_methods",
+}
 SWEEP_KEYS = {"train", "loss", "miner"}
 MAX_SEED = 2**32 - 1  # numpy's seeds (the preset's `seeds`: schema.yaml)
 ANALYSIS_KEYS = {"title", "paper", "kind", "analysis", "methods", "loss_overrides"}
@@ -50,13 +72,15 @@ def check_catalogue(plan) -> None:
         if plan.is_analysis(key):
             unknown = set(exp) - ANALYSIS_KEYS
             if unknown or exp.get("analysis") not in ANALYSES:
-                raise ConfigError(f"{where}: an analysis takes keys {sorted(ANALYSIS_KEYS)} and "
-                                  f"`analysis` one of {ANALYSES.names()}")
+                raise ConfigError(
+                    f"{where}: an analysis takes keys {sorted(ANALYSIS_KEYS)} and `analysis` one of {ANALYSES.names()}"
+                )
             for method in list(exp.get("methods") or []) + list(exp.get("loss_overrides") or {}):
                 plan.method_of(method, where)
             for method, override in (exp.get("loss_overrides") or {}).items():
-                declared.check("loss", deep_merge(plan.methods[method]["loss"], override),
-                               f"{where}.loss_overrides.{method}")
+                declared.check(
+                    "loss", deep_merge(plan.methods[method]["loss"], override), f"{where}.loss_overrides.{method}"
+                )
             continue
         if plan.is_knobs(key):
             check_knob_experiment(plan, key, exp, where)
@@ -74,13 +98,17 @@ def check_catalogue(plan) -> None:
             check_settings(plan, update, f"{where}.per_dataset.{dataset}")
         table = exp.get("table") or {}
         if not set(table) <= {"metrics", "test_selected"}:
-            raise ConfigError(f"{where}.table: keys must be among ['metrics', 'test_selected'], "
-                              f"not {sorted(table)}")
-        unselectable = [m for m in table.get("test_selected") or []
-                        if not m.startswith("recall@") or m not in (table.get("metrics") or [])]
+            raise ConfigError(f"{where}.table: keys must be among ['metrics', 'test_selected'], not {sorted(table)}")
+        unselectable = [
+            m
+            for m in table.get("test_selected") or []
+            if not m.startswith("recall@") or m not in (table.get("metrics") or [])
+        ]
         if unselectable:
-            raise ConfigError(f"{where}.table.test_selected: {unselectable}: only the table's recall@K "
-                              f"(the epoch is chosen by recall@1, and only recall@K is measured every epoch)")
+            raise ConfigError(
+                f"{where}.table.test_selected: {unselectable}: only the table's recall@K "
+                f"(the epoch is chosen by recall@1, and only recall@K is measured every epoch)"
+            )
         for name in exp.get("figures") or []:
             FIGURES.check(name, f"{where}.figures", ConfigError)
         table_checks.check_reported(exp, where)
@@ -92,13 +120,17 @@ def check_catalogue(plan) -> None:
         if exp.get("kind") == "fair":
             check_fair(plan, key, where)
         elif {"fair", "necessities", "omitted"} & set(exp) or exp.get("kind") is not None:
-            raise ConfigError(f"{where}: `kind` is analysis, fair or knobs, and only a fair experiment has `fair`, "
-                              f"`necessities` and `omitted`")
+            raise ConfigError(
+                f"{where}: `kind` is analysis, fair or knobs, and only a fair experiment has `fair`, "
+                f"`necessities` and `omitted`"
+            )
         elif ranked or "paper_numbers" in exp:
             if not (ranked and exp.get("sweep")):
-                raise ConfigError(f"{where}: `paper_numbers` belong to a fair experiment or to one whose "
-                                  f"figures include trunk_ranking, with a sweep over trunks; and such a "
-                                  f"figure needs both")
+                raise ConfigError(
+                    f"{where}: `paper_numbers` belong to a fair experiment or to one whose "
+                    f"figures include trunk_ranking, with a sweep over trunks; and such a "
+                    f"figure needs both"
+                )
             from dmlbench.config import fair_catalogue
 
             fair_catalogue.check_paper_numbers(plan, key, where)
@@ -109,12 +141,14 @@ def check_catalogue(plan) -> None:
             check_settings(plan, entry.get("train"), f"{where}.sweep.{label}.train")
             without = [m for m in exp["methods"] if entry.get("miner") and not plan.methods[m].get("miner")]
             if without:
-                raise ConfigError(f"{where}.sweep.{label}: sets miner options but method "
-                                  f"{without[0]} has no miner")
+                raise ConfigError(f"{where}.sweep.{label}: sets miner options but method {without[0]} has no miner")
             for part in ("loss", "miner"):
                 for method in exp["methods"] if entry.get(part) else []:
-                    declared.check(part, deep_merge(plan.methods[method][part], entry[part]),
-                                   f"{where}.sweep.{label}.{part} (method {method})")
+                    declared.check(
+                        part,
+                        deep_merge(plan.methods[method][part], entry[part]),
+                        f"{where}.sweep.{label}.{part} (method {method})",
+                    )
     claims.check_ids(plan.experiments, lambda key: plan.sources[key])
 
 
@@ -125,9 +159,12 @@ def check_fair_settings(given: dict, where: str, complete: bool) -> None:
     unknown = set(given) - set(FAIR_KEYS)
     missing = set(FAIR_KEYS) - set(given) if complete else set()
     if unknown or missing:
-        raise ConfigError(f"{where}: keys are {sorted(FAIR_KEYS)}; "
-                          + "; ".join(f"{what} {sorted(names)}" for what, names in
-                                      (("unknown", unknown), ("missing", missing)) if names))
+        raise ConfigError(
+            f"{where}: keys are {sorted(FAIR_KEYS)}; "
+            + "; ".join(
+                f"{what} {sorted(names)}" for what, names in (("unknown", unknown), ("missing", missing)) if names
+            )
+        )
     for key, value in given.items():
         if not isinstance(value, int) or isinstance(value, bool) or value < FAIR_KEYS[key]:
             raise ConfigError(f"{where}.{key}: an integer ≥ {FAIR_KEYS[key]}, not {value!r}")
@@ -151,8 +188,10 @@ def check_per_dataset(plan, method: dict, own, where: str) -> None:
     """A method's settings on one dataset: `train` (training settings) and `loss` (its loss's
     parameters, checked by value as the method's own)."""
     if not isinstance(own, dict) or set(own) - {"train", "loss"}:
-        raise ConfigError(f"{where}: takes `train` (training settings) and `loss` (the loss's parameters), "
-                          f"found {sorted(own) if isinstance(own, dict) else own!r}")
+        raise ConfigError(
+            f"{where}: takes `train` (training settings) and `loss` (the loss's parameters), "
+            f"found {sorted(own) if isinstance(own, dict) else own!r}"
+        )
     check_settings(plan, own.get("train"), f"{where}.train")
     if own.get("loss"):
         name = method["loss"]["name"]
@@ -171,9 +210,11 @@ def check_preset(plan) -> None:
     if chosen != "all":
         for key in chosen:
             if key not in plan.experiments:
-                raise ConfigError(f"preset {plan.name}: unknown experiment id {key!r}"
-                                  f"{did_you_mean(key, plan.experiments)}; "
-                                  f"known: {', '.join(sorted(plan.experiments))}")
+                raise ConfigError(
+                    f"preset {plan.name}: unknown experiment id {key!r}"
+                    f"{did_you_mean(key, plan.experiments)}; "
+                    f"known: {', '.join(sorted(plan.experiments))}"
+                )
     check_settings(plan, plan.preset["overrides"], f"preset {plan.name}.overrides")
     check_settings(plan, plan.preset.get("cpu_fallback"), f"preset {plan.name}.cpu_fallback")
     for dataset, update in (plan.preset.get("per_dataset") or {}).items():
@@ -194,12 +235,15 @@ def check_preset(plan) -> None:
             methods, knob_names = list(knobs.headline.values()), [k.name for k in knobs.knobs]
         else:
             methods, knob_names = exp["methods"], []
-        for field, known in (("datasets", exp["datasets"]), ("methods", methods),
-                             ("variants", list(exp.get("sweep") or {})), ("knobs", knob_names)):
+        for field, known in (
+            ("datasets", exp["datasets"]),
+            ("methods", methods),
+            ("variants", list(exp.get("sweep") or {})),
+            ("knobs", knob_names),
+        ):
             unknown = set(subset.get(field) or []) - set(known)
             if unknown:
-                raise ConfigError(f"{where}.{field}: {sorted(unknown)} not in the experiment's "
-                                  f"{field} {known}")
+                raise ConfigError(f"{where}.{field}: {sorted(unknown)} not in the experiment's {field} {known}")
         check_settings(plan, subset.get("train"), f"{where}.train")
         if "fair" in subset:
             if not plan.is_fair(key):
@@ -211,21 +255,26 @@ def check_knob_experiment(plan, key: str, exp: dict, where: str) -> None:
     """A knob experiment (`kind: knobs`): its keys, datasets, seeds and stand-ins."""
     unknown = set(exp) - KNOB_KEYS
     if unknown:
-        raise ConfigError(f"{where}: unknown keys {sorted(unknown)}; a knob experiment takes {sorted(KNOB_KEYS)} "
-                          f"(its methods and knobs are workflow/config/knobs.yaml's)")
+        raise ConfigError(
+            f"{where}: unknown keys {sorted(unknown)}; a knob experiment takes {sorted(KNOB_KEYS)} "
+            f"(its methods and knobs are workflow/config/knobs.yaml's)"
+        )
     _check_seeds(exp.get("seeds"), where)
     for dataset in exp["datasets"]:
         DATASETS.check(dataset, where, ConfigError)
     for dataset, source in (exp.get("stand_in") or {}).items():
         if dataset not in exp["datasets"] or source not in DATASETS.names():
-            raise ConfigError(f"{where}.stand_in.{dataset}: {source!r}: a dataset of the experiment takes the "
-                              f"recipe of another dataset (dataset: one of {exp['datasets']}; "
-                              "recipe's: a dataset name)")
+            raise ConfigError(
+                f"{where}.stand_in.{dataset}: {source!r}: a dataset of the experiment takes the "
+                f"recipe of another dataset (dataset: one of {exp['datasets']}; "
+                "recipe's: a dataset name)"
+            )
 
 
 def _check_seeds(seeds, where: str) -> None:
-    if seeds is not None and not (isinstance(seeds, list) and seeds and all(
-            type(s) is int and 0 <= s <= MAX_SEED for s in seeds)):
+    if seeds is not None and not (
+        isinstance(seeds, list) and seeds and all(type(s) is int and 0 <= s <= MAX_SEED for s in seeds)
+    ):
         raise ConfigError(f"{where}.seeds: a list of whole numbers from 0 to {MAX_SEED}, not {seeds!r}")
     if seeds is not None and len(set(seeds)) != len(seeds):  # a seed twice: one run counted twice
         raise ConfigError(f"{where}.seeds: {sorted({s for s in seeds if seeds.count(s) > 1})} given twice in {seeds}")
@@ -247,8 +296,10 @@ def check_runs(plan) -> None:
         values.check(chosen, plan.settings_schema, where)
         typed = _check_typed(plan, cfg, run.dataset, where)
         if test_selected and not typed.eval.every:
-            raise ConfigError(f"{where}: the table of {run.experiment} shows a test-selected "
-                              f"epoch, which needs eval.every ≥ 1 (now 0)")
+            raise ConfigError(
+                f"{where}: the table of {run.experiment} shows a test-selected "
+                f"epoch, which needs eval.every ≥ 1 (now 0)"
+            )
 
 
 def check_fair_runs(plan) -> None:
@@ -266,8 +317,10 @@ def check_fair_runs(plan) -> None:
         values.check({k: cfg[k] for k in plan.defaults}, plan.settings_schema, where)
         typed = _check_typed(plan, cfg, run.dataset, where)
         if not typed.early_stopping.patience:
-            raise ConfigError(f"{where}: the fair protocol selects each fold's epoch on its validation fold: "
-                              f"set early_stopping.patience")
+            raise ConfigError(
+                f"{where}: the fair protocol selects each fold's epoch on its validation fold: "
+                f"set early_stopping.patience"
+            )
         spaces.check(run.method, plan.fair_space(run.method), cfg, where)
 
 
@@ -290,6 +343,8 @@ def check_classes(plan, cfg: RunConfig, dataset: str, where: str) -> None:
     needed = cfg.batch.size // cfg.batch.per_class
     available = DATASETS.get(dataset).expected.classes["train"]
     if needed > available:
-        raise ConfigError(f"{where}: batch.size {cfg.batch.size} at batch.per_class "
-                          f"{cfg.batch.per_class} needs {needed} classes, but {dataset}'s "
-                          f"training split has {available}: raise batch.per_class or lower batch.size")
+        raise ConfigError(
+            f"{where}: batch.size {cfg.batch.size} at batch.per_class "
+            f"{cfg.batch.per_class} needs {needed} classes, but {dataset}'s "
+            f"training split has {available}: raise batch.per_class or lower batch.size"
+        )

@@ -26,8 +26,10 @@ def paper_of(plan, name: str) -> str:
     if name in certified_papers(plan, chosen_only=False):
         return name
     known = certified_papers(plan, chosen_only=False) + sorted(plan.experiments)
-    raise ConfigError(f"unknown paper or experiment {name!r}{did_you_mean(name, known)}; papers with numbers: "
-                      f"{', '.join(certified_papers(plan, chosen_only=False))}")
+    raise ConfigError(
+        f"unknown paper or experiment {name!r}{did_you_mean(name, known)}; papers with numbers: "
+        f"{', '.join(certified_papers(plan, chosen_only=False))}"
+    )
 
 
 def _paper(plan, key: str) -> str:
@@ -37,15 +39,13 @@ def _paper(plan, key: str) -> str:
 def _certified(plan, key: str) -> bool:
     """Trained experiments with printed numbers or claims of their own."""
     exp = plan.experiments[key]
-    return (bool(exp.get("reported") or exp.get("claims"))
-            and not plan.is_analysis(key) and not plan.is_fair(key))
+    return bool(exp.get("reported") or exp.get("claims")) and not plan.is_analysis(key) and not plan.is_fair(key)
 
 
 def certified_papers(plan, chosen_only: bool = True) -> list[str]:
     """Papers with printed numbers or claims of their own; with `chosen_only`, those the preset runs
     a part of."""
-    keys = [k for k in plan.experiments if _certified(plan, k)
-            and (not chosen_only or k in plan.experiment_ids)]
+    keys = [k for k in plan.experiments if _certified(plan, k) and (not chosen_only or k in plan.experiment_ids)]
     return [p for p in plan.papers if any(_paper(plan, k) == p for k in keys)]
 
 
@@ -56,23 +56,39 @@ def certificate_spec(plan, paper: str) -> dict:
     ran = [k for k in keys if k in plan.experiment_ids]
     runs = [run for key in ran for run in plan.runs(key)]
     digests = sorted(fingerprint(plan.resolve(run)) for run in runs)
-    experiments = [{"id": key, "title": plan.title(key), "ran": key in ran,
-                    "runs": f"reports/{plan.name}/{key}/runs.csv",
-                    "selected": list((plan.experiments[key].get("table") or {}).get("test_selected") or []),
-                    "margin": margins.of(plan.config_dir, plan.experiments[key]),
-                    "reported": printed_numbers(plan.experiments[key].get("reported") or {}),
-                    "claims": per_variant(plan.experiments[key], plan.variants(key))} for key in keys]
-    return {"paper": paper, "title": plan.papers.get(paper, paper), "preset": plan.name,
-            "fixture_data": plan.toy_data, "experiments": experiments,
-            "fingerprint": hashlib.sha256(json.dumps(digests).encode()).hexdigest(),
-            "checksums": {d: str(checksum_path(f"{plan.data_dir}/{d}/manifest.csv"))
-                          for d in sorted({run.dataset for run in runs})}}
+    experiments = [
+        {
+            "id": key,
+            "title": plan.title(key),
+            "ran": key in ran,
+            "runs": f"reports/{plan.name}/{key}/runs.csv",
+            "selected": list((plan.experiments[key].get("table") or {}).get("test_selected") or []),
+            "margin": margins.of(plan.config_dir, plan.experiments[key]),
+            "reported": printed_numbers(plan.experiments[key].get("reported") or {}),
+            "claims": per_variant(plan.experiments[key], plan.variants(key)),
+        }
+        for key in keys
+    ]
+    return {
+        "paper": paper,
+        "title": plan.papers.get(paper, paper),
+        "preset": plan.name,
+        "fixture_data": plan.toy_data,
+        "experiments": experiments,
+        "fingerprint": hashlib.sha256(json.dumps(digests).encode()).hexdigest(),
+        "checksums": {
+            d: str(checksum_path(f"{plan.data_dir}/{d}/manifest.csv")) for d in sorted({run.dataset for run in runs})
+        },
+    }
 
 
 def certificate_inputs(plan, paper: str) -> list[str]:
     """The runs.csv files a certificate reads (the paper's experiments this preset runs)."""
-    return [f"reports/{plan.name}/{key}/runs.csv" for key in plan.experiment_ids
-            if _paper(plan, key) == paper and _certified(plan, key)]
+    return [
+        f"reports/{plan.name}/{key}/runs.csv"
+        for key in plan.experiment_ids
+        if _paper(plan, key) == paper and _certified(plan, key)
+    ]
 
 
 def undecidable_numbers(plan) -> dict[str, tuple[int, int]]:
@@ -86,8 +102,13 @@ def undecidable_numbers(plan) -> dict[str, tuple[int, int]]:
         seeds: dict[tuple, int] = {}
         for run in plan.runs(key):
             seeds[run.method, run.dataset] = seeds.get((run.method, run.dataset), 0) + 1
-        trained = [(row, dataset) for row, per_dataset in reported.items() for dataset, metrics in per_dataset.items()
-                   for _ in metrics if (row, dataset) in seeds]
+        trained = [
+            (row, dataset)
+            for row, per_dataset in reported.items()
+            for dataset, metrics in per_dataset.items()
+            for _ in metrics
+            if (row, dataset) in seeds
+        ]
         few = sum(seeds[pair] < MIN_SEEDS for pair in trained)
         if few:
             found[key] = (few, len(trained))
@@ -110,9 +131,11 @@ def untestable_claims(plan) -> dict[str, tuple[int, int]]:
             if claim.get("kind") in ("increasing", "decreasing"):
                 continue
             suffixes = [f"@{v}" for v in claim.get("variants") or []] or [""]
-            rows = ([claim["better"] + v for v in suffixes] + [claim["worse"] + v for v in suffixes]
-                    if "better" in claim
-                    else [f"{claim['method']}{v}" for v in suffixes])
+            rows = (
+                [claim["better"] + v for v in suffixes] + [claim["worse"] + v for v in suffixes]
+                if "better" in claim
+                else [f"{claim['method']}{v}" for v in suffixes]
+            )
             counts = [seeds[row, d] for row in rows for d in listed(claim["dataset"]) if (row, d) in seeds]
             trained += bool(counts)
             few += bool(counts) and min(counts) < 2
@@ -130,13 +153,16 @@ def undecidable_line(plan) -> str | None:
     parts = []
     if found:
         few, total = sum(f for f, _ in found.values()), sum(t for _, t in found.values())
-        parts.append(f"{few} of the {total} paper numbers these experiments train cannot reach a verdict "
-                     "at the planned "
-                     f"seeds (fewer than {MIN_SEEDS}: inconclusive whatever the results): "
-                     + ", ".join(f"{key} {f}/{t}" for key, (f, t) in found.items()))
+        parts.append(
+            f"{few} of the {total} paper numbers these experiments train cannot reach a verdict "
+            "at the planned "
+            f"seeds (fewer than {MIN_SEEDS}: inconclusive whatever the results): "
+            + ", ".join(f"{key} {f}/{t}" for key, (f, t) in found.items())
+        )
     if claims:
         few, total = sum(f for f, _ in claims.values()), sum(t for _, t in claims.values())
-        parts.append(f"{few} of the {total} claims these experiments test have a row trained with one seed "
-                     "(no test: single run): "
-                     + ", ".join(f"{key} {f}/{t}" for key, (f, t) in claims.items()))
+        parts.append(
+            f"{few} of the {total} claims these experiments test have a row trained with one seed "
+            "(no test: single run): " + ", ".join(f"{key} {f}/{t}" for key, (f, t) in claims.items())
+        )
     return "; ".join(parts) or None

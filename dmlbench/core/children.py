@@ -46,6 +46,7 @@ def exit_on_signals(signums=(signal.SIGTERM, signal.SIGHUP)) -> None:
     """In a main process: these signals end it as `sys.exit(128 + signum)` would, so that its
     `finally` blocks and exit handlers run (its children stopped, its fork server's temporary
     folder removed) instead of the default immediate end."""
+
     def leave(signum, _frame):
         raise SystemExit(128 + signum)
 

@@ -48,18 +48,26 @@ def describe(device: torch.device) -> dict:
     import numpy
 
     info = {
-        "python": sys.version.split()[0], "torch": torch.__version__,
-        "torchvision": version("torchvision"), "faiss": faiss.__version__,
-        "numpy": numpy.__version__, "platform": platform.platform(), "host": platform.node(),
-        "device": str(device), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-        "slurm_job_id": os.environ.get("SLURM_JOB_ID"), "torch_threads": torch.get_num_threads(),
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "torchvision": version("torchvision"),
+        "faiss": faiss.__version__,
+        "numpy": numpy.__version__,
+        "platform": platform.platform(),
+        "host": platform.node(),
+        "device": str(device),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+        "torch_threads": torch.get_num_threads(),
         "tf32": {"matmul": torch.backends.cuda.matmul.allow_tf32, "cudnn": torch.backends.cudnn.allow_tf32},
     }
     if device.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(device)
     try:
-        info["git_commit"] = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
-                                            text=True, timeout=5).stdout.strip() or None
+        info["git_commit"] = (
+            subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5).stdout.strip()
+            or None
+        )
     except OSError:
         info["git_commit"] = None
     return info

@@ -30,7 +30,7 @@ _WHAT_TO_DO = {
     errno.ELOOP: "a symbolic link on the path loops: repair or remove it",
     errno.ENAMETOOLONG: "the path is too long: choose a shorter one",
     errno.EFBIG: "the file has reached the largest size allowed here (the file system's, or `ulimit -f`): "
-                 "raise the limit or move the folder to a file system that allows it, then rerun",
+    "raise the limit or move the folder to a file system that allows it, then rerun",
 }
 
 

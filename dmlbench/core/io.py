@@ -169,9 +169,19 @@ class LockPathError(DmlbenchError):
 
 
 def _kind(mode: int) -> str:
-    return ("a symbolic link" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode)
-            else "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
-            else "a device file" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+    return (
+        "a symbolic link"
+        if stat.S_ISLNK(mode)
+        else "a folder"
+        if stat.S_ISDIR(mode)
+        else "a FIFO"
+        if stat.S_ISFIFO(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a device file"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "not a regular file"
+    )
 
 
 def open_lock(path: str | os.PathLike):
@@ -194,9 +204,11 @@ def open_lock(path: str | os.PathLike):
             os.set_blocking(fd, True)
             return os.fdopen(fd, "r+")
         os.close(fd)
-    raise LockPathError(f"{path} is {_kind(mode)}, not a lock file: the suite writes its pid into its lock "
-                        f"files, so it neither follows a link there nor writes into anything else; move "
-                        f"{path.name} out of {path.parent} (or remove it) and rerun")
+    raise LockPathError(
+        f"{path} is {_kind(mode)}, not a lock file: the suite writes its pid into its lock "
+        f"files, so it neither follows a link there nor writes into anything else; move "
+        f"{path.name} out of {path.parent} (or remove it) and rerun"
+    )
 
 
 def json_text(data) -> str:
@@ -221,9 +233,9 @@ def read_record(path, fix: str):
     except FileNotFoundError:
         raise DmlbenchError(f"{path} is missing: {fix}") from None
     except (OSError, ValueError) as error:
-        raise DmlbenchError(f"{path} is damaged ({type(error).__name__}: {' '.join(str(error).split())[:120]}): "
-                            f"{fix}") from None
+        raise DmlbenchError(
+            f"{path} is damaged ({type(error).__name__}: {' '.join(str(error).split())[:120]}): {fix}"
+        ) from None
 
 
 RUN_RECORD_FIX = "rerun the run's train job (`snakemake --forcerun train --until <its metrics.json>`)"
-

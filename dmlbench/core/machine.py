@@ -23,14 +23,18 @@ def folder_problem(folder, key: str, fix: str) -> str | None:
         os.stat(path)
     except FileNotFoundError:
         if path.is_symlink():
-            return (f"{key} is a symbolic link to {os.readlink(path)}, which does not exist: "
-                    f"create that folder, or {fix}")
+            return (
+                f"{key} is a symbolic link to {os.readlink(path)}, which does not exist: create that folder, or {fix}"
+            )
     except OSError as error:  # ELOOP, ENOTDIR, EACCES on the way
         return f"{key} cannot be reached ({error.strerror}): {fix}, or repair the path"
     existing = next(p for p in [path, *path.absolute().parents] if p.exists())
     if not existing.is_dir():
-        return (f"{key} is a file, not a folder: {fix}, or move the file away" if existing == path
-                else f"{key}: {existing} on its way is a file, not a folder: {fix}")
+        return (
+            f"{key} is a file, not a folder: {fix}, or move the file away"
+            if existing == path
+            else f"{key}: {existing} on its way is a file, not a folder: {fix}"
+        )
     if not os.access(existing, os.W_OK | os.X_OK):
         return f"{key}: this user cannot write in {existing}: make it writable, or {fix}"
     return None
@@ -51,8 +55,10 @@ def check_paths(**paths: str) -> None:
     for what, path in paths.items():
         bad = sorted({c for c in SHELL_UNSAFE if c in str(path)})
         if bad:
-            raise ConfigError(f"the {what.replace('_', ' ')} {path} holds {', '.join(map(repr, bad))}, which the "
-                              f"jobs' shell commands cannot carry: move it to a path without these characters")
+            raise ConfigError(
+                f"the {what.replace('_', ' ')} {path} holds {', '.join(map(repr, bad))}, which the "
+                f"jobs' shell commands cannot carry: move it to a path without these characters"
+            )
 
 
 def check_folders(plan) -> None:
@@ -60,9 +66,13 @@ def check_folders(plan) -> None:
     what the steps write."""
     outputs = [Path(name) / plan.name for name in OUTPUT_FOLDERS]
     problems = [data_root_problem(plan.preset["data"]["root"])] + [
-        folder_problem(path, f"the output folder {path}", "make it a folder this user can write, or run the "
-                                                          "workflow in another folder (snakemake -d)")
-        for path in outputs]
+        folder_problem(
+            path,
+            f"the output folder {path}",
+            "make it a folder this user can write, or run the workflow in another folder (snakemake -d)",
+        )
+        for path in outputs
+    ]
     problems = [p for p in problems if p]
     if problems:
         raise ConfigError(f"preset {plan.name}: " + "; ".join(problems))
@@ -93,5 +103,7 @@ def check_devices(plan, gpu_slots: int = 0) -> None:
     for device in sorted(requested):
         problem = device_problem(device, visible)
         if problem:
-            raise ConfigError(f"preset {plan.name}: {problem} (the setting `device`, in the preset's overrides "
-                              f"or on the command line: --config 'overrides={{device: auto}}')")
+            raise ConfigError(
+                f"preset {plan.name}: {problem} (the setting `device`, in the preset's overrides "
+                f"or on the command line: --config 'overrides={{device: auto}}')"
+            )

@@ -22,8 +22,9 @@ class Bar:
             from tqdm import tqdm
 
             columns = shutil.get_terminal_size((100, 24)).columns  # a terminal of unknown width: 100
-            self._bar = tqdm(total=total, desc=what, unit=f" {unit}", file=sys.stderr, leave=False,
-                             ncols=columns, smoothing=0.1)
+            self._bar = tqdm(
+                total=total, desc=what, unit=f" {unit}", file=sys.stderr, leave=False, ncols=columns, smoothing=0.1
+            )
 
     def update(self, n: int = 1) -> None:
         if self._bar is not None:

@@ -45,14 +45,15 @@ class Registry:
     that attribute of an importable module (a user's own code, named in a methods file). Unknown
     names raise `error` (KeyError unless given)."""
 
-    def __init__(self, kind: str, error: type[Exception] = KeyError, package: str | None = None,
-                 group: str | None = None):
+    def __init__(
+        self, kind: str, error: type[Exception] = KeyError, package: str | None = None, group: str | None = None
+    ):
         self.kind = kind
         self.error = error
         self._entries: dict[str, object] = {}
         self._lazy: dict[str, str] = {}
         self._package = package  # None once its modules are imported
-        self._group = group      # None once its entry points are registered
+        self._group = group  # None once its entry points are registered
 
     def _discover(self) -> None:
         package, self._package = self._package, None
@@ -62,9 +63,11 @@ class Registry:
         group, self._group = self._group, None
         for point in entry_points(group) if group else ():
             if point.name in self._entries or point.name in self._lazy:
-                raise self.error(f"{self.kind} {point.name!r} of the installed package "
-                                 f"{point.dist.name if point.dist else '?'} (entry point {group}) is a built-in "
-                                 f"name too; give it another name in that package's entry points")
+                raise self.error(
+                    f"{self.kind} {point.name!r} of the installed package "
+                    f"{point.dist.name if point.dist else '?'} (entry point {group}) is a built-in "
+                    f"name too; give it another name in that package's entry points"
+                )
             self._lazy[point.name] = point.value
 
     def register(self, name: str):
@@ -98,8 +101,7 @@ class Registry:
         if name not in self:
             prefix = f"{where}: " if where else ""
             hint = did_you_mean(name, self.names())
-            raise (error or self.error)(f"{prefix}unknown {self.kind} {name!r}{hint}; "
-                                        f"known: {', '.join(self.names())}")
+            raise (error or self.error)(f"{prefix}unknown {self.kind} {name!r}{hint}; known: {', '.join(self.names())}")
 
     def get(self, name: str):
         self.check(name)  # discovers the package's modules first

@@ -18,12 +18,23 @@ from dmlbench.doctor.disk import disk_check, results_disk_check, stale_check
 from dmlbench.doctor.machine_checks import data_root_check, device_checks, environment
 from dmlbench.doctor.weights import timm_weight_checks, weight_checks
 
-__all__ = ["ACTION", "INFO", "OK", "Check", "Probe", "dataset_checks", "probe_url", "results_disk_check", "run",
-           "stale_check", "table", "timm_weight_checks"]
+__all__ = [
+    "ACTION",
+    "INFO",
+    "OK",
+    "Check",
+    "Probe",
+    "dataset_checks",
+    "probe_url",
+    "results_disk_check",
+    "run",
+    "stale_check",
+    "table",
+    "timm_weight_checks",
+]
 
 
-def run(plan, slurm: bool = False, timeout: float = 5.0, probe=probe_url,
-        free_bytes: int | None = None) -> list[Check]:
+def run(plan, slurm: bool = False, timeout: float = 5.0, probe=probe_url, free_bytes: int | None = None) -> list[Check]:
     needs_gpu = any(plan.resolve(run)["device"] != "cpu" for run in plan.all_runs())
     root = data_root_check(plan)
     checks = environment(slurm, needs_gpu) + [root] + device_checks(plan)
@@ -33,9 +44,14 @@ def run(plan, slurm: bool = False, timeout: float = 5.0, probe=probe_url,
     with ThreadPoolExecutor(max_workers=16) as pool:
         probes = dict(zip(urls, pool.map(lambda u: probe(u, timeout), urls)))
     if urls and all(p.no_answer for p in probes.values()):
-        checks.append(Check("network", "sources", INFO,
-                            "no network (no source answered): downloads were not checked; local "
-                            "files are reported below"))
+        checks.append(
+            Check(
+                "network",
+                "sources",
+                INFO,
+                "no network (no source answered): downloads were not checked; local files are reported below",
+            )
+        )
     checks += dataset_checks(plan, probes)
     checks += weight_checks(plan, probes)
     checks.append(disk_check(plan, checks, free_bytes))

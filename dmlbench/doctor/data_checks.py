@@ -32,27 +32,45 @@ def _user_folder(spec, given: Path) -> Check:
     if not given.exists():
         return Check("dataset", name, ACTION, f"{key} does not exist")
     if not given.is_dir():
-        return Check("dataset", name, ACTION, f"{key} is a file; point it at a folder holding {wanted}, "
-                                              f"or the extracted dataset")
+        return Check(
+            "dataset", name, ACTION, f"{key} is a file; point it at a folder holding {wanted}, or the extracted dataset"
+        )
     layout = acquire.complete_layout(spec, given)
     if layout is not None:
-        wrong = [f"{f.filename} ({(given / f.filename).stat().st_size:,} bytes, published {f.size:,})"
-                 for f in layout.files if f.size is not None and (given / f.filename).stat().st_size != f.size]
+        wrong = [
+            f"{f.filename} ({(given / f.filename).stat().st_size:,} bytes, published {f.size:,})"
+            for f in layout.files
+            if f.size is not None and (given / f.filename).stat().st_size != f.size
+        ]
         if wrong:
-            return Check("dataset", name, ACTION, f"{key}: {', '.join(wrong)}: not the published file; "
-                                                  f"replace it with an intact copy")
-        return Check("dataset", name, OK, f"data.paths.{name}: the {layout.name} files in {given}; "
-                                          f"prepare checks their checksums" + _pinning(layout, given))
+            return Check(
+                "dataset",
+                name,
+                ACTION,
+                f"{key}: {', '.join(wrong)}: not the published file; replace it with an intact copy",
+            )
+        return Check(
+            "dataset",
+            name,
+            OK,
+            f"data.paths.{name}: the {layout.name} files in {given}; "
+            f"prepare checks their checksums" + _pinning(layout, given),
+        )
     try:
         table = spec.parse(given)
         manifest.check(table, spec.expected, spec.title)
     except DmlbenchError as error:
-        return Check("dataset", name, ACTION, f"{key} holds neither the files of a layout ({wanted}) "
-                                              f"nor the extracted dataset ({error})")
+        return Check(
+            "dataset",
+            name,
+            ACTION,
+            f"{key} holds neither the files of a layout ({wanted}) nor the extracted dataset ({error})",
+        )
     except OSError as error:
         return Check("dataset", name, ACTION, f"{key} cannot be read ({error})")
-    return Check("dataset", name, OK, f"data.paths.{name}: the extracted dataset in {given} "
-                                      f"({len(table):,} images listed)")
+    return Check(
+        "dataset", name, OK, f"data.paths.{name}: the extracted dataset in {given} ({len(table):,} images listed)"
+    )
 
 
 def _local(plan, name: str) -> Check | None:
@@ -64,13 +82,17 @@ def _local(plan, name: str) -> Check | None:
     layout = acquire.complete_layout(spec, folder)
     if layout is None:
         return None
-    wrong = [f.filename for f in layout.files
-             if f.size is not None and (folder / f.filename).stat().st_size != f.size]
+    wrong = [f.filename for f in layout.files if f.size is not None and (folder / f.filename).stat().st_size != f.size]
     if wrong:
-        return Check("dataset", name, ACTION, f"{', '.join(wrong)} in {folder} do not have the "
-                                              f"published size: replace them")
-    return Check("dataset", name, OK, f"the {layout.name} files are in {folder}; prepare extracts them"
-                                      + _pinning(layout, folder))
+        return Check(
+            "dataset", name, ACTION, f"{', '.join(wrong)} in {folder} do not have the published size: replace them"
+        )
+    return Check(
+        "dataset",
+        name,
+        OK,
+        f"the {layout.name} files are in {folder}; prepare extracts them" + _pinning(layout, folder),
+    )
 
 
 def _pinning(layout, folder: Path) -> str:
@@ -80,16 +102,25 @@ def _pinning(layout, folder: Path) -> str:
         return ""
     pinned = [n for n in unpublished if acquire.pin_path(folder / n).exists()]
     waiting = [n for n in unpublished if n not in pinned]
-    return ("; no published sha256 for " + ", ".join(unpublished) + ": "
-            + (f"checked against the digest recorded at first use ({', '.join(pinned)})" if pinned else "")
-            + ("; " if pinned and waiting else "")
-            + (f"recorded at first use ({', '.join(waiting)})" if waiting else ""))
+    return (
+        "; no published sha256 for "
+        + ", ".join(unpublished)
+        + ": "
+        + (f"checked against the digest recorded at first use ({', '.join(pinned)})" if pinned else "")
+        + ("; " if pinned and waiting else "")
+        + (f"recorded at first use ({', '.join(waiting)})" if waiting else "")
+    )
 
 
 def _sources(spec, probes: dict[str, Probe], folder: Path) -> Check:
     """The first layout whose every file has a source that answers, or what was tried."""
-    manual = spec.manual.format(folder=folder) if spec.manual else "Download " + " and ".join(
-        f"{f.filename} ({f.urls[0]})" for f in spec.files) + f" elsewhere and put it in {folder}."
+    manual = (
+        spec.manual.format(folder=folder)
+        if spec.manual
+        else "Download "
+        + " and ".join(f"{f.filename} ({f.urls[0]})" for f in spec.files)
+        + f" elsewhere and put it in {folder}."
+    )
     urls = [url for layout in spec.layouts for f in layout.files for url in f.urls]
     if urls and all(probes[url].no_answer for url in urls):
         return Check("dataset", spec.name, ACTION, f"sources not checked (no network). {manual}")
@@ -98,8 +129,7 @@ def _sources(spec, probes: dict[str, Probe], folder: Path) -> Check:
         if layout.files and all(live):
             return Check("dataset", spec.name, OK, f"downloadable ({layout.name}, e.g. {live[0]})")
     tried = "; ".join(f"{url}: {probes[url].detail}" for url in urls)
-    return Check("dataset", spec.name, ACTION,
-                 (f"no source answers ({tried}). " if tried else "") + manual)
+    return Check("dataset", spec.name, ACTION, (f"no source answers ({tried}). " if tried else "") + manual)
 
 
 def dataset_checks(plan, probes: dict[str, Probe]) -> list[Check]:
@@ -113,8 +143,14 @@ def dataset_checks(plan, probes: dict[str, Probe]) -> list[Check]:
         if found is not None:
             checks.append(found)
         elif not plan.preset["data"]["download"]:
-            checks.append(Check("dataset", name, ACTION, "missing and data.download is false: put its "
-                                                         "files in data/downloads/" + name))
+            checks.append(
+                Check(
+                    "dataset",
+                    name,
+                    ACTION,
+                    "missing and data.download is false: put its files in data/downloads/" + name,
+                )
+            )
         else:
             checks.append(_sources(spec, probes, Path(plan.preset["data"]["root"]) / "downloads" / name))
     return checks

@@ -13,22 +13,41 @@ from dmlbench.doctor.checks import ACTION, INFO, OK, Check
 def environment(slurm: bool, needs_gpu: bool) -> list[Check]:
     import torch
 
-    checks = [Check("machine", "python", OK, platform.python_version()),
-              Check("machine", "torch", OK, f"{torch.__version__} (CUDA build {torch.version.cuda})")]
+    checks = [
+        Check("machine", "python", OK, platform.python_version()),
+        Check("machine", "torch", OK, f"{torch.__version__} (CUDA build {torch.version.cuda})"),
+    ]
     if torch.cuda.is_available():
-        names = [f"{i}: {torch.cuda.get_device_name(i)}, "
-                 f"{torch.cuda.get_device_properties(i).total_memory / 2**30:.0f} GiB"
-                 for i in range(torch.cuda.device_count())]
+        names = [
+            f"{i}: {torch.cuda.get_device_name(i)}, {torch.cuda.get_device_properties(i).total_memory / 2**30:.0f} GiB"
+            for i in range(torch.cuda.device_count())
+        ]
         checks.append(Check("machine", "CUDA devices", OK, "; ".join(names)))
     else:
-        checks.append(Check("machine", "CUDA devices", ACTION if needs_gpu else INFO,
-                            "none visible" + (": this plan trains on GPUs (the CPU presets are demo "
-                                              "and smoke)" if needs_gpu else "; this plan runs on CPU")))
+        checks.append(
+            Check(
+                "machine",
+                "CUDA devices",
+                ACTION if needs_gpu else INFO,
+                "none visible"
+                + (
+                    ": this plan trains on GPUs (the CPU presets are demo and smoke)"
+                    if needs_gpu
+                    else "; this plan runs on CPU"
+                ),
+            )
+        )
     checks.append(_faiss())
     checks.append(_package("snakemake", "snakemake", required=True))
     if slurm:
-        checks.append(_package("snakemake-executor-plugin-slurm", "snakemake_executor_plugin_slurm",
-                               required=True, hint="pip install -e '.[slurm]'"))
+        checks.append(
+            _package(
+                "snakemake-executor-plugin-slurm",
+                "snakemake_executor_plugin_slurm",
+                required=True,
+                hint="pip install -e '.[slurm]'",
+            )
+        )
     return checks
 
 
@@ -44,8 +63,9 @@ def _faiss() -> Check:
 
 def _package(distribution: str, module: str, required: bool, hint: str = "") -> Check:
     if importlib.util.find_spec(module) is None:
-        return Check("machine", distribution, ACTION if required else INFO,
-                     f"not installed{': ' + hint if hint else ''}")
+        return Check(
+            "machine", distribution, ACTION if required else INFO, f"not installed{': ' + hint if hint else ''}"
+        )
     return Check("machine", distribution, OK, importlib.metadata.version(distribution))
 
 

@@ -65,6 +65,12 @@ def weight_checks(plan, probes: dict[str, Probe]) -> list[Check]:
         elif probes[url].ok:
             checks.append(Check("weights", backbone, OK, f"downloadable on first use from {url}"))
         else:
-            checks.append(Check("weights", backbone, ACTION,
-                                f"{url} {probes[url].detail}: download it elsewhere and place it at {path}"))
+            checks.append(
+                Check(
+                    "weights",
+                    backbone,
+                    ACTION,
+                    f"{url} {probes[url].detail}: download it elsewhere and place it at {path}",
+                )
+            )
     return checks + timm_weight_checks(plan)

@@ -57,11 +57,16 @@ def result_of(model, cfg: RunConfig, run_dir: Path, device) -> dict:
     table = folds.evaluation_view(manifest.read(Path(cfg.data["manifest"])), cfg.data)
     started = time.perf_counter()
     metrics = model_eval.evaluate_model(model, table, Path(cfg.data["manifest"]).parent, cfg, device)
-    result = {"run": cfg.run, "metrics": metrics,
-              "seconds": round(time.perf_counter() - started, 3), "device": str(device)}
+    result = {
+        "run": cfg.run,
+        "metrics": metrics,
+        "seconds": round(time.perf_counter() - started, 3),
+        "device": str(device),
+    }
     if cfg.eval.trunk_feature:  # the trunk's pooled feature, the head removed, on the same images
-        result["trunk_feature"] = model_eval.evaluate_model(TrunkFeatures(model), table,
-                                                            Path(cfg.data["manifest"]).parent, cfg, device)
+        result["trunk_feature"] = model_eval.evaluate_model(
+            TrunkFeatures(model), table, Path(cfg.data["manifest"]).parent, cfg, device
+        )
     selected = None if cfg.data.get("fold") else test_selected_epoch(Path(run_dir) / "epochs.jsonl")
     if selected:
         result["test_selected"] = selected

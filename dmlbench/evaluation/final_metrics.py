@@ -29,8 +29,7 @@ def file_sha256(path: Path) -> str:
 
 def keep(run_dir: Path, result: dict) -> None:
     """Record `result` (what `metrics.json` holds) for the run's current model.pt."""
-    write_json(Path(run_dir) / RECORD, {"model_sha256": file_sha256(Path(run_dir) / "model.pt"),
-                                        "result": result})
+    write_json(Path(run_dir) / RECORD, {"model_sha256": file_sha256(Path(run_dir) / "model.pt"), "result": result})
 
 
 def reuse(run_dir: Path, output: Path) -> bool:

@@ -44,8 +44,11 @@ def retrieval_metrics(
     searched = len(gallery) - (1 if self_retrieval else 0)
     trivial = [k for k in ks if k >= searched]
     if trivial:  # kept (a fixture is smaller than the paper's gallery), but said: it tells nothing
-        warnings.warn(f"recall@{', recall@'.join(map(str, trivial))}: K is at least the {searched} items a query "
-                      f"searches, so it is 1 by construction (eval.ks larger than this gallery)", stacklevel=2)
+        warnings.warn(
+            f"recall@{', recall@'.join(map(str, trivial))}: K is at least the {searched} items a query "
+            f"searches, so it is 1 by construction (eval.ks larger than this gallery)",
+            stacklevel=2,
+        )
     metrics.update(_map_at_r(top_hits, relevant))
     if clustering:
         n_clusters = len(np.unique(gallery_labels))
@@ -58,22 +61,25 @@ def retrieval_metrics(
 REID_DRAWS = 10
 
 
-def vehicleid_metrics(embeddings: np.ndarray, labels: np.ndarray, ks, protocol: str,
-                      clustering: bool = True, kmeans_restarts: int = 1) -> dict[str, float]:
+def vehicleid_metrics(
+    embeddings: np.ndarray, labels: np.ndarray, ks, protocol: str, clustering: bool = True, kmeans_restarts: int = 1
+) -> dict[str, float]:
     """One VehicleID test list. `all_vs_all` (the DML papers, FastAP's Table 3): every image
     queries all others. `one_gallery_per_vehicle` (re-identification papers): one random image per
     vehicle forms the gallery, the rest query it; Recall@K is the mean over 10 draws (seeds 0-9)."""
     if protocol == "all_vs_all":
-        return retrieval_metrics(embeddings, labels, ks, clustering=clustering,
-                                 kmeans_restarts=kmeans_restarts)
+        return retrieval_metrics(embeddings, labels, ks, clustering=clustering, kmeans_restarts=kmeans_restarts)
     labels = np.asarray(labels)
     draws = []
     for seed in range(REID_DRAWS):
         rng = np.random.default_rng(seed)
         gallery = np.array([rng.choice(np.flatnonzero(labels == v)) for v in np.unique(labels)])
         queries = np.setdiff1d(np.arange(len(labels)), gallery)
-        draws.append(retrieval_metrics(embeddings[gallery], labels[gallery], ks,
-                                       embeddings[queries], labels[queries], clustering=False))
+        draws.append(
+            retrieval_metrics(
+                embeddings[gallery], labels[gallery], ks, embeddings[queries], labels[queries], clustering=False
+            )
+        )
     return {key: float(np.mean([d[key] for d in draws])) for key in draws[0] if key.startswith("recall@")}
 
 
@@ -149,9 +155,7 @@ def _normalise(x) -> np.ndarray:
 
 def _check_inputs(gallery, gallery_labels, queries, q_labels) -> None:
     if gallery.ndim != 2 or len(gallery) != len(gallery_labels):
-        raise ValueError(
-            f"embeddings {gallery.shape} and labels {gallery_labels.shape} do not match"
-        )
+        raise ValueError(f"embeddings {gallery.shape} and labels {gallery_labels.shape} do not match")
     if len(queries) != len(q_labels):
         raise ValueError(f"query embeddings {queries.shape} and labels {q_labels.shape} do not match")
     if queries.shape[1] != gallery.shape[1]:

@@ -16,8 +16,11 @@ from dmlbench.run_config import RunConfig
 def loader_options(cfg: RunConfig, device) -> dict:
     """DataLoader settings shared by training and evaluation."""
     workers = cfg.loader.workers
-    return {"num_workers": workers, "pin_memory": cfg.loader.pin_memory and device.type == "cuda",
-            "persistent_workers": cfg.loader.persistent_workers and workers > 0}
+    return {
+        "num_workers": workers,
+        "pin_memory": cfg.loader.pin_memory and device.type == "cuda",
+        "persistent_workers": cfg.loader.persistent_workers and workers > 0,
+    }
 
 
 def split_loader(table, base, split: str, cfg: RunConfig, device, kept: dict | None = None):
@@ -57,8 +60,9 @@ def embed(model, loader, device) -> tuple[np.ndarray, np.ndarray]:
     return torch.cat(out).numpy(), torch.cat(labels).numpy()
 
 
-def evaluate_model(model, table, base, cfg: RunConfig, device, clustering: bool = True,
-                   kept: dict | None = None) -> dict:
+def evaluate_model(
+    model, table, base, cfg: RunConfig, device, clustering: bool = True, kept: dict | None = None
+) -> dict:
     """Metrics of `model` on the test split (query vs gallery where the manifest has them; each of
     VehicleID's three test lists, keys prefixed `small_`, `medium_`, `large_`). `kept`: the
     loaders reused between a training's evaluations (`split_loader`)."""
@@ -66,15 +70,24 @@ def evaluate_model(model, table, base, cfg: RunConfig, device, clustering: bool 
         out = {}
         for size in ("small", "medium", "large"):
             test, labels = embed(model, split_loader(table, base, f"test_{size}", cfg, device, kept), device)
-            metrics = vehicleid_metrics(test, labels, list(cfg.eval.ks), cfg.eval.vehicleid_protocol, clustering,
-                                        cfg.eval.kmeans_restarts)
+            metrics = vehicleid_metrics(
+                test, labels, list(cfg.eval.ks), cfg.eval.vehicleid_protocol, clustering, cfg.eval.kmeans_restarts
+            )
             out.update({f"{size}_{k}": v for k, v in metrics.items()})
         return out
     if (table["split"] == "query").any():
         gallery, gallery_labels = embed(model, split_loader(table, base, "gallery", cfg, device, kept), device)
         queries, query_labels = embed(model, split_loader(table, base, "query", cfg, device, kept), device)
-        return retrieval_metrics(gallery, gallery_labels, list(cfg.eval.ks), queries, query_labels,
-                                 clustering=clustering, kmeans_restarts=cfg.eval.kmeans_restarts)
+        return retrieval_metrics(
+            gallery,
+            gallery_labels,
+            list(cfg.eval.ks),
+            queries,
+            query_labels,
+            clustering=clustering,
+            kmeans_restarts=cfg.eval.kmeans_restarts,
+        )
     test, labels = embed(model, split_loader(table, base, "test", cfg, device, kept), device)
-    return retrieval_metrics(test, labels, list(cfg.eval.ks), clustering=clustering,
-                             kmeans_restarts=cfg.eval.kmeans_restarts)
+    return retrieval_metrics(
+        test, labels, list(cfg.eval.ks), clustering=clustering, kmeans_restarts=cfg.eval.kmeans_restarts
+    )

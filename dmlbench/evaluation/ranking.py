@@ -48,7 +48,7 @@ def relevant_lists(q_labels: np.ndarray, g_labels: np.ndarray, self_retrieval: b
     width = int(counts.max()) if len(counts) else 0
     table = np.full((len(classes) + 1, max(width, 1)), -1, dtype=np.int64)  # last row: absent class
     for row, (start, count) in enumerate(zip(starts, counts)):
-        table[row, :count] = order[start:start + count]
+        table[row, :count] = order[start : start + count]
     where = np.searchsorted(classes, q_labels)
     found = (where < len(classes)) & (classes[np.minimum(where, len(classes) - 1)] == q_labels)
     lists = table[np.where(found, where, len(classes))]
@@ -58,9 +58,15 @@ def relevant_lists(q_labels: np.ndarray, g_labels: np.ndarray, self_retrieval: b
     return lists
 
 
-def relevant_ranks(queries: np.ndarray, q_labels: np.ndarray, gallery: np.ndarray,
-                   g_labels: np.ndarray, self_retrieval: bool, chunk: int = CHUNK,
-                   threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def relevant_ranks(
+    queries: np.ndarray,
+    q_labels: np.ndarray,
+    gallery: np.ndarray,
+    g_labels: np.ndarray,
+    self_retrieval: bool,
+    chunk: int = CHUNK,
+    threads: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """(first, top_hits): the 0-based rank of each query's best relevant item (the gallery size
     when it has none), and whether each of its first R places holds a relevant item (R = its
     number of relevant items; the columns up to the largest R, later places False).
@@ -77,13 +83,26 @@ def relevant_ranks(queries: np.ndarray, q_labels: np.ndarray, gallery: np.ndarra
     if self_retrieval:
         rows = symmetric_ranking.rank(gallery, g_labels, lists, counts, first, top_hits, chunk)
     if len(rows):
-        _rank_by_rows(queries, rows, gallery, g_labels, q_labels, lists, counts, self_retrieval,
-                      first, top_hits, chunk, threads or torch.get_num_threads())
+        _rank_by_rows(
+            queries,
+            rows,
+            gallery,
+            g_labels,
+            q_labels,
+            lists,
+            counts,
+            self_retrieval,
+            first,
+            top_hits,
+            chunk,
+            threads or torch.get_num_threads(),
+        )
     return first, top_hits
 
 
-def _rank_by_rows(queries, rows, gallery, g_labels, q_labels, lists, counts, self_retrieval,
-                  first, top_hits, chunk, threads) -> None:
+def _rank_by_rows(
+    queries, rows, gallery, g_labels, q_labels, lists, counts, self_retrieval, first, top_hits, chunk, threads
+) -> None:
     """Rank the queries `rows` (in self-retrieval, query i is gallery item i) a chunk at a time:
     each of `threads` threads takes every `threads`-th chunk, its matrix product against the whole
     gallery on one core and its pass; the chunks are `chunk` rows shared among the threads.
@@ -101,15 +120,23 @@ def _rank_by_rows(queries, rows, gallery, g_labels, q_labels, lists, counts, sel
         product = torch.empty(n * min(chunk, len(rows)), dtype=torch.float32)  # reused: no page faults
         reached = np.empty(len(product), dtype=bool)  # reused: which entries are candidates
         for start in starts:
-            part = rows[start:start + chunk]
-            out = product[:n * len(part)].view(n, len(part))
+            part = rows[start : start + chunk]
+            out = product[: n * len(part)].view(n, len(part))
             sim = torch.matmul(g, torch.from_numpy(queries[part]).T, out=out).numpy()
             if self_retrieval:
                 sim[item_position[part], np.arange(len(part))] = -np.inf
             positions = np.where(lists[part] >= 0, item_position[np.maximum(lists[part], 0)], -1)
             part_first, part_hits = first[part], top_hits[part]
-            ranker.rank(sim, lists[part], positions, counts[part], q_labels[part], part_first, part_hits,
-                        reached[:sim.size].reshape(sim.shape))
+            ranker.rank(
+                sim,
+                lists[part],
+                positions,
+                counts[part],
+                q_labels[part],
+                part_first,
+                part_hits,
+                reached[: sim.size].reshape(sim.shape),
+            )
             first[part], top_hits[part] = part_first, part_hits  # rows of no other thread
 
     starts = range(0, len(rows), chunk)
@@ -150,8 +177,17 @@ class _ChunkRanker:
         position, query = np.divmod(at, sim.shape[1])
         lengths = np.bincount(query, minlength=sim.shape[1])
         few = (lengths <= MAX_SORTED)[query]
-        self._rank_together(sim.reshape(-1)[at[few]], query[few], position[few],
-                            lengths * (lengths <= MAX_SORTED), best_item, counts, q_labels, first, hits)
+        self._rank_together(
+            sim.reshape(-1)[at[few]],
+            query[few],
+            position[few],
+            lengths * (lengths <= MAX_SORTED),
+            best_item,
+            counts,
+            q_labels,
+            first,
+            hits,
+        )
         for i in np.flatnonzero(lengths > MAX_SORTED):
             self._rank_alone(sim[:, i], position[query == i], best_item[i], counts[i], q_labels[i], first, hits, i)
 
@@ -160,7 +196,7 @@ class _ChunkRanker:
         depth = min(int(counts.max(initial=0)), self.sampled)
         bounds = np.full(len(counts), -np.inf, dtype=np.float32)
         if depth:
-            largest = torch.from_numpy(sim[:self.sampled]).topk(depth, dim=0).values.numpy()
+            largest = torch.from_numpy(sim[: self.sampled]).topk(depth, dim=0).values.numpy()
             within = np.flatnonzero((counts >= 1) & (counts <= depth))
             bounds[within] = largest[counts[within] - 1, within]
         return bounds

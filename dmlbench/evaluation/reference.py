@@ -26,19 +26,32 @@ from dmlbench.models import timm_trunks
 from dmlbench.run_config import RunConfig
 
 KINDS = ("initial", "trunk", "pixels")
-BACKBONE_NAMES = {"small_cnn": "small CNN", "spatial_cnn": "spatial CNN", "resnet18": "ResNet-18",
-                  "resnet50": "ResNet-50", "googlenet": "GoogLeNet", "bninception": "BN-Inception"}
+BACKBONE_NAMES = {
+    "small_cnn": "small CNN",
+    "spatial_cnn": "spatial CNN",
+    "resnet18": "ResNet-18",
+    "resnet50": "ResNet-50",
+    "googlenet": "GoogLeNet",
+    "bninception": "BN-Inception",
+}
 MODEL_KEYS = ("backbone", "pretrained", "weights", "embedding_dim", "pooling")
 
 
 def key_of(cfg: RunConfig, pixel_side: int | None, raw_manifest: str) -> dict:
     """The settings a reference's numbers depend on, taken from a run's resolved config."""
-    return {"dataset": cfg.run["dataset"], "data": cfg.data, "seed": cfg.seed,
-            "model": {k: getattr(cfg.model, k) for k in MODEL_KEYS},
-            "input": {"resize": cfg.input.resize, "crop": cfg.input.crop},
-            "eval": {"ks": list(cfg.eval.ks), "vehicleid_protocol": cfg.eval.vehicleid_protocol,
-                     "kmeans_restarts": cfg.eval.kmeans_restarts},
-            "pixels": {"manifest": raw_manifest, "side": pixel_side} if pixel_side else None}
+    return {
+        "dataset": cfg.run["dataset"],
+        "data": cfg.data,
+        "seed": cfg.seed,
+        "model": {k: getattr(cfg.model, k) for k in MODEL_KEYS},
+        "input": {"resize": cfg.input.resize, "crop": cfg.input.crop},
+        "eval": {
+            "ks": list(cfg.eval.ks),
+            "vehicleid_protocol": cfg.eval.vehicleid_protocol,
+            "kmeans_restarts": cfg.eval.kmeans_restarts,
+        },
+        "pixels": {"manifest": raw_manifest, "side": pixel_side} if pixel_side else None,
+    }
 
 
 def name_of(key: dict) -> str:
@@ -50,17 +63,29 @@ def name_of(key: dict) -> str:
 
 def spec_of(cfg: RunConfig, key: dict) -> dict:
     """What the reference job reads: the key plus how to run it (device, loader, batch size)."""
-    return {"key": key, "device": cfg.device, "loader": dataclasses.asdict(cfg.loader),
-            "input": dataclasses.asdict(cfg.input), "batch_size": cfg.eval.batch_size, "tf32": cfg.performance.tf32}
+    return {
+        "key": key,
+        "device": cfg.device,
+        "loader": dataclasses.asdict(cfg.loader),
+        "input": dataclasses.asdict(cfg.input),
+        "batch_size": cfg.eval.batch_size,
+        "tf32": cfg.performance.tf32,
+    }
 
 
 def _eval_config(spec: dict) -> RunConfig:
     """The settings `evaluate_model` reads (the rest at their defaults; no method)."""
     key = spec["key"]
-    return RunConfig.from_dict({"data": key["data"], "loader": spec["loader"],
-                                "input": {**spec["input"], **key["input"]},
-                                "eval": {**key["eval"], "batch_size": spec["batch_size"]},
-                                "model": dict(key["model"], frozen_bn=False)}, "reference spec")
+    return RunConfig.from_dict(
+        {
+            "data": key["data"],
+            "loader": spec["loader"],
+            "input": {**spec["input"], **key["input"]},
+            "eval": {**key["eval"], "batch_size": spec["batch_size"]},
+            "model": dict(key["model"], frozen_bn=False),
+        },
+        "reference spec",
+    )
 
 
 def label(key: dict, kind: str) -> str:
@@ -70,12 +95,18 @@ def label(key: dict, kind: str) -> str:
     model = key["model"]
     timm_trunk = timm_trunks.TRUNKS.get(model["backbone"])
     if timm_trunk:  # its label names its pretraining
-        trunk = timm_trunk.label if model["pretrained"] or "random init" in timm_trunk.label \
+        trunk = (
+            timm_trunk.label
+            if model["pretrained"] or "random init" in timm_trunk.label
             else f"{timm_trunk.label} (random init.)"
+        )
     else:
         trunk = BACKBONE_NAMES.get(model["backbone"], model["backbone"])
-        trunk += " (ImageNet)" if model["pretrained"] and model["backbone"] not in ("small_cnn", "spatial_cnn") \
+        trunk += (
+            " (ImageNet)"
+            if model["pretrained"] and model["backbone"] not in ("small_cnn", "spatial_cnn")
             else " (random init.)"
+        )
     if kind == "trunk":
         return f"no training: {trunk}, {'CLS token' if timm_trunk and timm_trunk.cls_token else 'pooled features'}"
     return f"no training: {trunk} + {model['embedding_dim']}-d head at initialisation"
@@ -126,14 +157,18 @@ def compute(spec: dict) -> dict:
     base = Path(key["data"]["manifest"]).parent
     torch.manual_seed(key["seed"])  # as train does right before building the model
     net = models.build(cfg.model).to(device).eval()
-    rows = {"initial": evaluate_model(net, table, base, cfg, device),
-            "trunk": evaluate_model(TrunkFeatures(net), table, base, cfg, device)}
+    rows = {
+        "initial": evaluate_model(net, table, base, cfg, device),
+        "trunk": evaluate_model(TrunkFeatures(net), table, base, cfg, device),
+    }
     if key["pixels"]:
         side, raw_manifest = key["pixels"]["side"], Path(key["pixels"]["manifest"])
-        raw = dataclasses.replace(cfg, data={"manifest": str(raw_manifest)},
-                                  input=dataclasses.replace(cfg.input, resize=side, crop=side))
-        rows["pixels"] = evaluate_model(RawPixels(), manifest.read(raw_manifest), raw_manifest.parent,
-                                        raw, torch.device("cpu"))
+        raw = dataclasses.replace(
+            cfg, data={"manifest": str(raw_manifest)}, input=dataclasses.replace(cfg.input, resize=side, crop=side)
+        )
+        rows["pixels"] = evaluate_model(
+            RawPixels(), manifest.read(raw_manifest), raw_manifest.parent, raw, torch.device("cpu")
+        )
     return rows
 
 
@@ -143,8 +178,12 @@ def run(spec: dict, output: Path) -> dict:
 
     started = time.perf_counter()
     rows = compute(spec)
-    result = {"reference": spec["key"], "rows": rows,
-              "seconds": round(time.perf_counter() - started, 3), "device": spec["device"]}
+    result = {
+        "reference": spec["key"],
+        "rows": rows,
+        "seconds": round(time.perf_counter() - started, 3),
+        "device": spec["device"],
+    }
     write_json(output, result)
     for kind, metrics in rows.items():
         shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())

@@ -32,8 +32,15 @@ CAP = 1024  # a row that gathers more candidates leaves this pass
 GROUP = 64  # entries per run whose maximum is checked before the run is read
 
 
-def rank(gallery: np.ndarray, labels: np.ndarray, lists: np.ndarray, counts: np.ndarray,
-         first: np.ndarray, hits: np.ndarray, block: int) -> np.ndarray:
+def rank(
+    gallery: np.ndarray,
+    labels: np.ndarray,
+    lists: np.ndarray,
+    counts: np.ndarray,
+    first: np.ndarray,
+    hits: np.ndarray,
+    block: int,
+) -> np.ndarray:
     """Fill `first` and `hits` (as `ranking.relevant_ranks` returns them) of the rows this pass
     ranks, in blocks of `block` items; return the rows with relevant items it leaves."""
     queried = np.flatnonzero(counts > 0)
@@ -55,17 +62,17 @@ def rank(gallery: np.ndarray, labels: np.ndarray, lists: np.ndarray, counts: np.
     tile = torch.full((side, side), -np.inf, dtype=torch.float32)  # reused; beyond the items: −inf
     for i in starts:
         rows = slice(i, min(i + block, n))
-        for j in starts[i // block:]:
+        for j in starts[i // block :]:
             columns = slice(j, min(j + block, n))
             if rows.stop - i < side or columns.stop - j < side:
                 tile.fill_(-np.inf)
-            torch.matmul(g[rows], g[columns].T, out=tile[:rows.stop - i, :columns.stop - j])
+            torch.matmul(g[rows], g[columns].T, out=tile[: rows.stop - i, : columns.stop - j])
             if i == j:
                 tile.fill_diagonal_(-np.inf)
-            pending[i].append(_candidates(tile, shared[i:i + side], i, j))
+            pending[i].append(_candidates(tile, shared[i : i + side], i, j))
             _cap(pending[i][-1][0], gathered, bound, left)
             if j > i:
-                pending[j].append(_candidates(tile, shared[j:j + side], j, i, down_columns=True))
+                pending[j].append(_candidates(tile, shared[j : j + side], j, i, down_columns=True))
                 _cap(pending[j][-1][0], gathered, bound, left)
         _rank_block(pending.pop(i), rows, labels, counts, left, first, hits, n)
     return np.flatnonzero(left)
@@ -82,8 +89,7 @@ def _bounds(g: torch.Tensor, lists: np.ndarray, counts: np.ndarray, block: int) 
         against_sample = torch.matmul(g[rows], sample.T)
         own = np.arange(rows.start, rows.stop)
         sampled = own % STRIDE == 0
-        against_sample[torch.from_numpy(np.flatnonzero(sampled)),
-                       torch.from_numpy(own[sampled] // STRIDE)] = -np.inf
+        against_sample[torch.from_numpy(np.flatnonzero(sampled)), torch.from_numpy(own[sampled] // STRIDE)] = -np.inf
         relevant = _relevant_similarities(g, rows, lists[rows])
         valid = lists[rows] >= 0
         best = np.where(valid, relevant, -np.inf).max(axis=1)
@@ -106,13 +112,13 @@ def _relevant_similarities(g: torch.Tensor, rows: slice, lists: np.ndarray) -> n
     """Similarity of each row to each of its relevant items (padding: any value)."""
     items = torch.from_numpy(np.maximum(lists, 0))
     step = max(1, (1 << 16) // max(lists.shape[1], 1))  # at most 65,536 gathered vectors at once
-    parts = [torch.einsum("rd,rkd->rk", g[rows][s:s + step], g[items[s:s + step]])
-             for s in range(0, len(lists), step)]
+    parts = [
+        torch.einsum("rd,rkd->rk", g[rows][s : s + step], g[items[s : s + step]]) for s in range(0, len(lists), step)
+    ]
     return torch.cat(parts).numpy()
 
 
-def _candidates(tile: torch.Tensor, bound: torch.Tensor, row_start: int, column_start: int,
-                down_columns: bool = False):
+def _candidates(tile: torch.Tensor, bound: torch.Tensor, row_start: int, column_start: int, down_columns: bool = False):
     """(rows, items, similarities) of the entries of `tile` at or above their row's bound (with
     `down_columns`, of `tile`'s transpose: its columns are the rows): the maximum of each run of
     `GROUP` entries tells which runs to read."""

@@ -34,19 +34,29 @@ def pairwise(per_repetition: pd.DataFrame) -> pd.DataFrame:
     with its 95 % interval, p, Holm-adjusted p and whether a and b differ at α = 0.05."""
     rows = []
     for (dataset, mode, metric), group in per_repetition.groupby(["dataset", "mode", "metric"], sort=False):
-        values = {method: dict(zip(mine["repetition"], mine["value"]))
-                  for method, mine in group.groupby("method", sort=False)}
+        values = {
+            method: dict(zip(mine["repetition"], mine["value"])) for method, mine in group.groupby("method", sort=False)
+        }
         tested = []
         for a, b in itertools.combinations(values, 2):
             result = claims.test(values[a], values[b])
             row = {"dataset": dataset, "mode": mode, "metric": metric, "a": a, "b": b}
             if isinstance(result, claims.ClaimTest):
-                row.update(gain=result.gain, low=result.low, high=result.high, p=result.p, paired=result.paired,
-                           untested="")
+                row.update(
+                    gain=result.gain, low=result.low, high=result.high, p=result.p, paired=result.paired, untested=""
+                )
                 tested.append(len(rows))
             else:
-                row.update(gain=math.nan, low=math.nan, high=math.nan, p=math.nan, paired=False, untested=result,
-                           p_holm=math.nan, differ=False)
+                row.update(
+                    gain=math.nan,
+                    low=math.nan,
+                    high=math.nan,
+                    p=math.nan,
+                    paired=False,
+                    untested=result,
+                    p_holm=math.nan,
+                    differ=False,
+                )
             rows.append(row)
         for index, adjusted in zip(tested, claims.holm([rows[i]["p"] for i in tested])):
             rows[index]["p_holm"] = adjusted
@@ -76,14 +86,20 @@ class Ranking:
     friedman_statistic: float
     friedman_p: float
     critical_difference: float
-    nemenyi_p: pd.DataFrame      # methods × methods
-    smallest_p: float = 0.0      # the Friedman p-value when every dataset ranks the methods alike
+    nemenyi_p: pd.DataFrame  # methods × methods
+    smallest_p: float = 0.0  # the Friedman p-value when every dataset ranks the methods alike
 
     def as_dict(self) -> dict:
-        return {"methods": self.methods, "datasets": self.datasets, "average_ranks": self.average_ranks,
-                "friedman": {"statistic": self.friedman_statistic, "p": self.friedman_p},
-                "critical_difference": self.critical_difference, "alpha": ALPHA, "smallest_p": self.smallest_p,
-                "nemenyi_p": {a: {b: float(self.nemenyi_p.at[a, b]) for b in self.methods} for a in self.methods}}
+        return {
+            "methods": self.methods,
+            "datasets": self.datasets,
+            "average_ranks": self.average_ranks,
+            "friedman": {"statistic": self.friedman_statistic, "p": self.friedman_p},
+            "critical_difference": self.critical_difference,
+            "alpha": ALPHA,
+            "smallest_p": self.smallest_p,
+            "nemenyi_p": {a: {b: float(self.nemenyi_p.at[a, b]) for b in self.methods} for a in self.methods},
+        }
 
 
 def ranking(means: pd.DataFrame) -> Ranking | str:
@@ -92,8 +108,10 @@ def ranking(means: pd.DataFrame) -> Ranking | str:
     means = means.dropna(axis=1)
     k, n = means.shape[1], means.shape[0]
     if k < 3 or n < 2:
-        return (f"a ranking over datasets needs at least 3 methods and 2 datasets with every method; "
-                f"here {k} methods and {n} datasets")
+        return (
+            f"a ranking over datasets needs at least 3 methods and 2 datasets with every method; "
+            f"here {k} methods and {n} datasets"
+        )
     ranks = means.rank(axis=1, ascending=False, method="average")
     average = ranks.mean(axis=0)
     columns = [means[m].to_numpy() for m in means.columns]
@@ -104,11 +122,16 @@ def ranking(means: pd.DataFrame) -> Ranking | str:
     p = stats.studentized_range.sf(difference, k, np.inf)
     np.fill_diagonal(p, 1.0)
     statistic, p_value = float(friedman.statistic), float(friedman.pvalue)
-    return Ranking(list(means.columns), list(means.index), {m: float(r) for m, r in average.items()},
-                   statistic, 1.0 if p_value != p_value else p_value,  # no spread: nothing to tell apart
-                   q / math.sqrt(2) * scale,
-                   pd.DataFrame(np.clip(p, 0.0, 1.0), index=means.columns, columns=means.columns),
-                   smallest_friedman_p(k, n))
+    return Ranking(
+        list(means.columns),
+        list(means.index),
+        {m: float(r) for m, r in average.items()},
+        statistic,
+        1.0 if p_value != p_value else p_value,  # no spread: nothing to tell apart
+        q / math.sqrt(2) * scale,
+        pd.DataFrame(np.clip(p, 0.0, 1.0), index=means.columns, columns=means.columns),
+        smallest_friedman_p(k, n),
+    )
 
 
 def smallest_friedman_p(k: int, n: int) -> float:
@@ -125,9 +148,11 @@ def cliques(result: Ranking) -> list[list[str]]:
     runs = []
     for start in range(len(order)):
         end = start
-        while (end + 1 < len(order) and result.average_ranks[order[end + 1]] - result.average_ranks[order[start]]
-               < result.critical_difference):
+        while (
+            end + 1 < len(order)
+            and result.average_ranks[order[end + 1]] - result.average_ranks[order[start]] < result.critical_difference
+        ):
             end += 1
         if end > start and not any(s <= start and end <= e for s, e in runs):
             runs.append((start, end))
-    return [order[s:e + 1] for s, e in runs]
+    return [order[s : e + 1] for s, e in runs]

@@ -29,8 +29,9 @@ from dmlbench.training import run_folder, train
 VALIDATION_KEYS = ("map@r", "r_precision", "recall@1")
 
 
-def run(spec: dict, params_file: Path, run_dir: Path, output: Path, test_output: Path | None = None,
-        log=train.log_stderr) -> dict:
+def run(
+    spec: dict, params_file: Path, run_dir: Path, output: Path, test_output: Path | None = None, log=train.log_stderr
+) -> dict:
     """Train the fold (or take its result when it finished with these settings) → `output`."""
     chosen = read_json(params_file)["params"]
     space = spaces.from_json(spec["space"])
@@ -49,10 +50,15 @@ def run(spec: dict, params_file: Path, run_dir: Path, output: Path, test_output:
         return result
     state = torch.load(Path(run_dir) / "model.pt", map_location="cpu", weights_only=True)
     history = [row for row in run_folder.read_history(Path(run_dir)) if row["epoch"] == state["selected_epoch"]]
-    result = {"status": "finished", "params": chosen, "selected_epoch": state["selected_epoch"],
-              "epochs_trained": state["epochs_trained"], "stopped_by": state["stopped_by"],
-              "epoch_cap": cfg.epochs,
-              "validation": {key: history[0][key] for key in VALIDATION_KEYS}}
+    result = {
+        "status": "finished",
+        "params": chosen,
+        "selected_epoch": state["selected_epoch"],
+        "epochs_trained": state["epochs_trained"],
+        "stopped_by": state["stopped_by"],
+        "epoch_cap": cfg.epochs,
+        "validation": {key: history[0][key] for key in VALIDATION_KEYS},
+    }
     if test_output is not None:
         _write_test_embeddings(state, cfg, Path(test_output))
     write_json(output, result)

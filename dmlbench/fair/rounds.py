@@ -31,15 +31,23 @@ def with_side(settings: dict, side: dict) -> dict:
 
 def stage_rounds(spec: dict) -> list[dict]:
     """A search job's rounds, each a whole round spec (its folds' settings made whole from `base`)."""
-    return [{"ask": spec["ask"], "space": spec["space"], "output": r["output"],
-             "trials": [{**t, "folds": [_whole(spec["base"], f) for f in t["folds"]]} for t in r["trials"]]}
-            for r in spec["rounds"]]
+    return [
+        {
+            "ask": spec["ask"],
+            "space": spec["space"],
+            "output": r["output"],
+            "trials": [{**t, "folds": [_whole(spec["base"], f) for f in t["folds"]]} for t in r["trials"]],
+        }
+        for r in spec["rounds"]
+    ]
 
 
 def final_repetitions(spec: dict) -> list[dict]:
     """A final job's repetitions, each a whole repetition spec."""
-    return [{"space": spec["space"], "output": r["output"], "folds": [_whole(spec["base"], f) for f in r["folds"]]}
-            for r in spec["repetitions"]]
+    return [
+        {"space": spec["space"], "output": r["output"], "folds": [_whole(spec["base"], f) for f in r["folds"]]}
+        for r in spec["repetitions"]
+    ]
 
 
 def _whole(base: dict, fold: dict) -> dict:
@@ -72,10 +80,19 @@ def run_round(spec: dict, side: dict, output: Path) -> list[dict]:
             _train_fold(fold, spec["space"], side, Path(trial["params"]))
         outputs = [Path(fold["output"]) for fold in trial["folds"]]  # each fold's validation.json
         result = study.tell({**ask, "slot": trial["slot"]}, Path(trial["params"]), outputs, Path(trial["result"]))
-        print(f"trial {result['trial']} (slot {trial['slot']}): objective {result['objective']}",
-              file=sys.stderr, flush=True)
-        told.append({"slot": trial["slot"], "trial": result["trial"], "status": result["status"],
-                     "objective": result["objective"]})
+        print(
+            f"trial {result['trial']} (slot {trial['slot']}): objective {result['objective']}",
+            file=sys.stderr,
+            flush=True,
+        )
+        told.append(
+            {
+                "slot": trial["slot"],
+                "trial": result["trial"],
+                "status": result["status"],
+                "objective": result["objective"],
+            }
+        )
     write_json(output, {"slots": told})
     return told
 
@@ -83,8 +100,10 @@ def run_round(spec: dict, side: dict, output: Path) -> list[dict]:
 def run_final(spec: dict, side: dict, best: Path, output: Path) -> list[dict]:
     """A final job: its repetitions in turn (each one's record written when its folds are done);
     `output` lists them."""
-    done = [{"repetition": rep["output"], "folds": run_repetition(rep, side, best, Path(rep["output"]))}
-            for rep in final_repetitions(spec)]
+    done = [
+        {"repetition": rep["output"], "folds": run_repetition(rep, side, best, Path(rep["output"]))}
+        for rep in final_repetitions(spec)
+    ]
     write_json(output, {"repetitions": done})
     return done
 
@@ -92,8 +111,10 @@ def run_final(spec: dict, side: dict, best: Path, output: Path) -> list[dict]:
 def run_repetition(spec: dict, side: dict, best: Path, output: Path) -> list[dict]:
     """Train the repetition's folds with the best parameters; `output` lists their results."""
     results = [_train_fold(fold, spec["space"], side, best, test=True) for fold in spec["folds"]]
-    done = [{"fold": i, "status": "finished", "selected_epoch": r.get("selected_epoch"),
-             "validation": r.get("validation")} for i, r in enumerate(results)]
+    done = [
+        {"fold": i, "status": "finished", "selected_epoch": r.get("selected_epoch"), "validation": r.get("validation")}
+        for i, r in enumerate(results)
+    ]
     write_json(output, {"folds": done})
     return done
 
@@ -101,5 +122,10 @@ def run_repetition(spec: dict, side: dict, best: Path, output: Path) -> list[dic
 def _train_fold(fold: dict, space: dict, side: dict, params: Path, test: bool = False) -> dict:
     """One fold training (or its result, when it finished with these settings); with `test`, its
     test embeddings too."""
-    return fold_run.run({"run": with_side(fold["run"], side), "space": space}, params, Path(fold["run_dir"]),
-                        Path(fold["output"]), Path(fold["test_output"]) if test else None)
+    return fold_run.run(
+        {"run": with_side(fold["run"], side), "space": space},
+        params,
+        Path(fold["run_dir"]),
+        Path(fold["output"]),
+        Path(fold["test_output"]) if test else None,
+    )

@@ -39,17 +39,20 @@ class Space:
     tied: dict  # path → the path whose value it takes
 
     def describe(self) -> str:
-        return "; ".join([d.describe() for d in self.dimensions]
-                         + [f"{path} = {source}" for path, source in self.tied.items()])
+        return "; ".join(
+            [d.describe() for d in self.dimensions] + [f"{path} = {source}" for path, source in self.tied.items()]
+        )
 
 
 def parse(name: str, method: dict) -> Space:
     """The method's space; a method without one, or with a malformed one, is refused by name."""
     entries = method.get("search")
     if not entries or not isinstance(entries, dict):
-        raise ConfigError(f"method {name} has no search space: the fair protocol tunes every method's own "
-                          f"parameters; add `search:` beside it in methods.yaml (docs/fair-table.md) "
-                          f"or leave it out of suite.fair")
+        raise ConfigError(
+            f"method {name} has no search space: the fair protocol tunes every method's own "
+            f"parameters; add `search:` beside it in methods.yaml (docs/fair-table.md) "
+            f"or leave it out of suite.fair"
+        )
     dimensions, tied = [], {}
     for path, entry in entries.items():
         where = f"method {name}.search.{path}"
@@ -64,8 +67,10 @@ def parse(name: str, method: dict) -> Space:
         if unknown or not {"low", "high"} <= set(entry):
             raise ConfigError(f"{where}: keys are low, high, log, int; found {sorted(entry)}")
         low, high = entry["low"], entry["high"]
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in (low, high)) \
-                or not low < high:
+        if (
+            not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in (low, high))
+            or not low < high
+        ):
             raise ConfigError(f"{where}: low and high must be finite numbers with low < high, not {low!r}, {high!r}")
         if entry.get("log") and low <= 0:
             raise ConfigError(f"{where}: a log-scale range needs low > 0, not {low!r}")
@@ -101,14 +106,18 @@ def check(name: str, space: Space, cfg: dict, where: str) -> None:
         try:
             value_at(cfg, path)
         except KeyError:
-            raise ConfigError(f"{where}: method {name}.search.{path} names no setting of the run (loss.*, "
-                              f"miner.* or a training setting that exists)") from None
+            raise ConfigError(
+                f"{where}: method {name}.search.{path} names no setting of the run (loss.*, "
+                f"miner.* or a training setting that exists)"
+            ) from None
     for d in space.dimensions:
         value = value_at(cfg, d.path)
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not d.low <= value <= d.high:
-            raise ConfigError(f"{where}: the paper's {d.path} = {value!r} lies outside method {name}'s "
-                              f"search range [{d.low:g}, {d.high:g}]; widen the range (the paper's "
-                              f"setting is the first trial)")
+            raise ConfigError(
+                f"{where}: the paper's {d.path} = {value!r} lies outside method {name}'s "
+                f"search range [{d.low:g}, {d.high:g}]; widen the range (the paper's "
+                f"setting is the first trial)"
+            )
         if d.integer and value != int(value):
             raise ConfigError(f"{where}: {d.path} is searched as an integer but the paper's value is {value!r}")
 

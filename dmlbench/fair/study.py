@@ -43,8 +43,9 @@ def read_json(path: Path) -> dict:
     try:
         return read(path)
     except (ValueError, UnicodeDecodeError) as error:
-        raise DmlbenchError(f"{path} is damaged ({error}): delete it and rerun; the step that writes it "
-                            f"runs again") from None
+        raise DmlbenchError(
+            f"{path} is damaged ({error}): delete it and rerun; the step that writes it runs again"
+        ) from None
 
 
 def _optuna():
@@ -64,17 +65,21 @@ def open_study(journal: Path, name: str, seed: int = 0):
     sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True)
     try:
         storage = optuna.storages.JournalStorage(JournalFileBackend(str(journal)))
-        return optuna.create_study(study_name=name, storage=storage, direction="maximize",
-                                   sampler=sampler, load_if_exists=True)
+        return optuna.create_study(
+            study_name=name, storage=storage, direction="maximize", sampler=sampler, load_if_exists=True
+        )
     except Exception as error:  # records that parse but do not replay: optuna raises several kinds
-        raise DmlbenchError(f"{journal} cannot be replayed ({type(error).__name__}: {error}): "
-                            f"{_remedy(journal)}") from None
+        raise DmlbenchError(
+            f"{journal} cannot be replayed ({type(error).__name__}: {error}): {_remedy(journal)}"
+        ) from None
 
 
 def _remedy(journal: Path, first: str = "restore it from a backup, or move it aside,") -> str:
-    return (f"{first} delete {journal.parent}/stage*.json, round*.json and trial*/params.json and rerun: "
-            f"the search is asked again "
-            f"from slot 0, and fold trainings of unchanged parameters resume from their checkpoints")
+    return (
+        f"{first} delete {journal.parent}/stage*.json, round*.json and trial*/params.json and rerun: "
+        f"the search is asked again "
+        f"from slot 0, and fold trainings of unchanged parameters resume from their checkpoints"
+    )
 
 
 def _journal_lock(journal: Path):
@@ -95,8 +100,11 @@ def _repair(journal: Path) -> None:
         end = data.rfind(b"\n") + 1
         if end < len(data):
             os.truncate(journal, end)
-            print(f"{journal}: its last line was cut ({len(data) - end} bytes: a writer stopped mid-line); "
-                  f"that unfinished record was dropped", file=sys.stderr)
+            print(
+                f"{journal}: its last line was cut ({len(data) - end} bytes: a writer stopped mid-line); "
+                f"that unfinished record was dropped",
+                file=sys.stderr,
+            )
         for number, line in enumerate(data[:end].splitlines(), 1):
             try:
                 record = json.loads(line)
@@ -144,10 +152,12 @@ def _bound_study(spec: dict, seed: int):
     old = study.user_attrs.get(SETTINGS)
     changes = run_folder.changed_settings(old, settings) if old else ["(a study of an older version)"]
     if spec["slot"] > 0:
-        raise DmlbenchError(f"{journal} holds a study of other search settings than slot {spec['slot']}'s "
-                            f"({'; '.join(changes[:6])}): delete {journal.parent}/stage*.json, round*.json "
-                            f"and trial*/params.json and rerun, "
-                            f"so that the search starts again from slot 0")
+        raise DmlbenchError(
+            f"{journal} holds a study of other search settings than slot {spec['slot']}'s "
+            f"({'; '.join(changes[:6])}): delete {journal.parent}/stage*.json, round*.json "
+            f"and trial*/params.json and rerun, "
+            f"so that the search starts again from slot 0"
+        )
     target = journal.with_name(f"{journal.name}.superseded-{(stored or 'unknown')[:12]}")
     lock = _journal_lock(journal)
     lock.acquire()
@@ -155,9 +165,12 @@ def _bound_study(spec: dict, seed: int):
         os.replace(journal, target)
     finally:
         lock.release()
-    print(f"search settings changed since {journal} was written ({'; '.join(changes[:6])}"
-          f"{' …' if len(changes) > 6 else ''}): the search starts a new study; the previous one is in "
-          f"{target}", file=sys.stderr)
+    print(
+        f"search settings changed since {journal} was written ({'; '.join(changes[:6])}"
+        f"{' …' if len(changes) > 6 else ''}): the search starts a new study; the previous one is in "
+        f"{target}",
+        file=sys.stderr,
+    )
     return _bound_study(spec, seed)
 
 
@@ -185,9 +198,11 @@ def ask(spec: dict, output: Path) -> dict:
         asked = {t.user_attrs.get(SLOT) for t in trials}
         missing = [s for s in range(slot) if s not in asked]
         if missing:
-            raise DmlbenchError(f"{spec['journal']} has no trial of slot(s) {', '.join(map(str, missing))}, "
-                                f"asked before slot {slot}: the journal was emptied, lost or replaced. "
-                                f"{_remedy(Path(spec['journal']), 'Restore it, or')}")
+            raise DmlbenchError(
+                f"{spec['journal']} has no trial of slot(s) {', '.join(map(str, missing))}, "
+                f"asked before slot {slot}: the journal was emptied, lost or replaced. "
+                f"{_remedy(Path(spec['journal']), 'Restore it, or')}"
+            )
         for t in trials:  # an ask killed between its two writes left a trial without a slot
             if t.state == optuna.trial.TrialState.RUNNING and SLOT not in t.user_attrs:
                 study.tell(t.number, state=optuna.trial.TrialState.FAIL)
@@ -197,8 +212,14 @@ def ask(spec: dict, output: Path) -> dict:
         trial = study.ask(distributions(space))
         trial.set_user_attr(SLOT, slot)
         number, params = trial.number, trial.params
-    result = {"slot": slot, "trial": number, "params": params, "paper": params == spec["paper"],
-              "study": spec["study"], "fingerprint": study.user_attrs[FINGERPRINT]}
+    result = {
+        "slot": slot,
+        "trial": number,
+        "params": params,
+        "paper": params == spec["paper"],
+        "study": spec["study"],
+        "fingerprint": study.user_attrs[FINGERPRINT],
+    }
     write_json(output, result)
     return result
 
@@ -217,31 +238,48 @@ def tell(spec: dict, params_file: Path, validation_files: list[Path], output: Pa
     validations = [read_json(path) for path in validation_files]
     for path, v in zip(validation_files, validations):
         if v.get("params") != asked["params"]:
-            raise DmlbenchError(f"{path} was trained with {v.get('params')}, not trial {asked['trial']}'s "
-                                f"parameters {asked['params']}: delete it and rerun")
+            raise DmlbenchError(
+                f"{path} was trained with {v.get('params')}, not trial {asked['trial']}'s "
+                f"parameters {asked['params']}: delete it and rerun"
+            )
     objective = fold_objective(validations)
     if asked.get("fingerprint") != run_folder.fingerprint(search_settings(spec)):
-        raise DmlbenchError(f"{params_file} was asked with other search settings than this search's: "
-                            f"delete it and rerun")
+        raise DmlbenchError(
+            f"{params_file} was asked with other search settings than this search's: delete it and rerun"
+        )
     study = open_study(Path(spec["journal"]), spec["study"])
     trial = next((t for t in study.get_trials(deepcopy=False) if t.number == asked["trial"]), None)
     if trial is None or study.user_attrs.get(FINGERPRINT) != asked["fingerprint"]:
-        raise DmlbenchError(f"{spec['journal']} has no trial {asked['trial']} (of {params_file}): the journal was "
-                            f"emptied, lost or replaced. {_remedy(Path(spec['journal']), 'Restore it, or')}")
+        raise DmlbenchError(
+            f"{spec['journal']} has no trial {asked['trial']} (of {params_file}): the journal was "
+            f"emptied, lost or replaced. {_remedy(Path(spec['journal']), 'Restore it, or')}"
+        )
     if trial.state == optuna.trial.TrialState.RUNNING:
         if objective is None:
             study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
         else:
             study.tell(trial.number, objective)
     elif trial.state == optuna.trial.TrialState.COMPLETE and trial.value != objective:
-        raise DmlbenchError(f"trial {trial.number} of {spec['journal']} was told {trial.value}, its folds now "
-                            f"give {objective}: the folds were retrained; delete the search folder and rerun")
-    result = {**asked, "objective": objective,
-              "status": "finished" if objective is not None else "diverged",
-              "folds": [{"fold": i, "status": v["status"], "selected_epoch": v.get("selected_epoch"),
-                         "epochs_trained": v.get("epochs_trained"), "stopped_by": v.get("stopped_by"),
-                         **(v.get("validation") or {})}
-                        for i, v in enumerate(validations)]}
+        raise DmlbenchError(
+            f"trial {trial.number} of {spec['journal']} was told {trial.value}, its folds now "
+            f"give {objective}: the folds were retrained; delete the search folder and rerun"
+        )
+    result = {
+        **asked,
+        "objective": objective,
+        "status": "finished" if objective is not None else "diverged",
+        "folds": [
+            {
+                "fold": i,
+                "status": v["status"],
+                "selected_epoch": v.get("selected_epoch"),
+                "epochs_trained": v.get("epochs_trained"),
+                "stopped_by": v.get("stopped_by"),
+                **(v.get("validation") or {}),
+            }
+            for i, v in enumerate(validations)
+        ],
+    }
     write_json(output, result)
     return result
 
@@ -251,27 +289,41 @@ def best(results: list[Path], output: Path, trials_csv: Path) -> dict:
     told = {path: read_json(path) for path in results}
     for path, row in told.items():  # told by one study: trials.csv holds no stale trial
         if row.get("fingerprint") != next(iter(told.values())).get("fingerprint"):
-            raise DmlbenchError(f"{path} is a trial of other search settings than {results[0]}'s: delete it "
-                                f"and rerun")
+            raise DmlbenchError(f"{path} is a trial of other search settings than {results[0]}'s: delete it and rerun")
     rows = sorted(told.values(), key=lambda r: r["slot"])
     finished = [r for r in rows if r["objective"] is not None]
     if not finished:
-        raise DmlbenchError(f"every trial of {rows[0]['study']} diverged ({len(rows)} trials): narrow the "
-                            f"method's search space or lower the learning rate")
+        raise DmlbenchError(
+            f"every trial of {rows[0]['study']} diverged ({len(rows)} trials): narrow the "
+            f"method's search space or lower the learning rate"
+        )
     chosen = max(finished, key=lambda r: r["objective"])
     _write_trials(rows, trials_csv)
-    result = {"study": chosen["study"], "trial": chosen["trial"], "slot": chosen["slot"],
-              "params": chosen["params"], "objective": chosen["objective"],
-              "paper": next(r["params"] for r in rows if r["slot"] == 0),
-              "trials": len(rows), "diverged": len(rows) - len(finished)}
+    result = {
+        "study": chosen["study"],
+        "trial": chosen["trial"],
+        "slot": chosen["slot"],
+        "params": chosen["params"],
+        "objective": chosen["objective"],
+        "paper": next(r["params"] for r in rows if r["slot"] == 0),
+        "trials": len(rows),
+        "diverged": len(rows) - len(finished),
+    }
     write_json(output, result)
     return result
 
 
 def _write_trials(rows: list[dict], path: Path) -> None:
     params = sorted({key for r in rows for key in r["params"]})
-    metrics = sorted({key for r in rows for f in r["folds"] for key in f
-                      if key not in ("fold", "status", "selected_epoch", "epochs_trained")})
+    metrics = sorted(
+        {
+            key
+            for r in rows
+            for f in r["folds"]
+            for key in f
+            if key not in ("fold", "status", "selected_epoch", "epochs_trained")
+        }
+    )
     header = ["slot", "trial", "status", "objective", *params]
     for fold in range(len(rows[0]["folds"])):
         header += [f"fold{fold}_{key}" for key in ("selected_epoch", "epochs_trained", *metrics)]

@@ -23,6 +23,7 @@ MODES = ("separated", "concatenated")
 def joined_metrics(parts: list, ks) -> dict:
     """Metrics of embeddings given per split (`test`, or `query` and `gallery`); `parts` are the
     folds' arrays (mappings such as a loaded `test.npz`), joined along the feature axis."""
+
     def joined(split):
         return np.concatenate([_unit(p[f"{split}_embeddings"]) for p in parts], axis=1)
 
@@ -32,8 +33,9 @@ def joined_metrics(parts: list, ks) -> dict:
             if key.endswith("_labels") and not np.array_equal(first[key], p[key]):
                 raise ValueError("the folds' test embeddings are of other images (labels differ)")
     if "query_embeddings" in first:
-        out = retrieval_metrics(joined("gallery"), first["gallery_labels"], ks, joined("query"),
-                                first["query_labels"], clustering=False)
+        out = retrieval_metrics(
+            joined("gallery"), first["gallery_labels"], ks, joined("query"), first["query_labels"], clustering=False
+        )
     else:
         out = retrieval_metrics(joined("test"), first["test_labels"], ks, clustering=False)
     out["p@1"] = out["recall@1"]
@@ -61,9 +63,16 @@ def summarise(spec: dict, embeddings: list[list[Path]], output: Path) -> dict:
     """`embeddings[r][k]`: repetition r's fold k test.npz."""
     reps = [repetition(files, spec["ks"]) for files in embeddings]
     ended = stops(embeddings)
-    result = {"method": spec["method"], "dataset": spec["dataset"], "repetitions": len(reps),
-              "interval": "mean ± t(0.975, n−1) · s / √n over the repetitions", "per_repetition": reps,
-              "stopped_by": ended, "capped_folds": ended["cap"], "fold_trainings": sum(ended.values())}
+    result = {
+        "method": spec["method"],
+        "dataset": spec["dataset"],
+        "repetitions": len(reps),
+        "interval": "mean ± t(0.975, n−1) · s / √n over the repetitions",
+        "per_repetition": reps,
+        "stopped_by": ended,
+        "capped_folds": ended["cap"],
+        "fold_trainings": sum(ended.values()),
+    }
     for mode in MODES:
         result[mode] = {}
         for key in reps[0][mode]:

@@ -32,8 +32,10 @@ def step_value(path: Path, recipe: dict, step: str) -> float:
         value = selected[METRIC] if selected and METRIC in selected else data["metrics"][METRIC]
         return 100.0 * float(value)
     except (OSError, ValueError, KeyError, TypeError) as error:
-        raise DmlbenchError(f"{path} cannot be read as a step's result ({type(error).__name__}: {error}): delete "
-                            f"it and rerun; the step that writes it runs again") from None
+        raise DmlbenchError(
+            f"{path} cannot be read as a step's result ({type(error).__name__}: {error}): delete "
+            f"it and rerun; the step that writes it runs again"
+        ) from None
 
 
 def method_attribution(recipe: dict, values: dict[str, dict[int, float]]) -> dict:
@@ -44,10 +46,24 @@ def method_attribution(recipe: dict, values: dict[str, dict[int, float]]) -> dic
     for knob, name in zip([k["name"] for k in recipe["knobs"]], recipe["cumulative"]):
         cumulative.append({"knob": knob, "step": name, **paired.change(values[name], before)})
         before = values[name]
-    alone = paired.holm([{"knob": knob, "step": step, "base": base, **paired.change(values[step], values[base])}
-                         for knob, (step, base) in recipe["alone"].items()])
-    back = paired.holm([{"knob": knob, "step": step, "base": base, **paired.change(values[step], values[base])}
-                        for knob, (step, base) in recipe["back"].items()])
+    alone = paired.holm(
+        [
+            {"knob": knob, "step": step, "base": base, **paired.change(values[step], values[base])}
+            for knob, (step, base) in recipe["alone"].items()
+        ]
+    )
+    back = paired.holm(
+        [
+            {"knob": knob, "step": step, "base": base, **paired.change(values[step], values[base])}
+            for knob, (step, base) in recipe["back"].items()
+        ]
+    )
     fair = recipe["cumulative"][-1] if recipe["cumulative"] else "paper"
-    return {"steps": steps, "cumulative": cumulative, "alone": alone, "back": back,
-            **shares.method_shares(recipe, values), "fair_step": fair}
+    return {
+        "steps": steps,
+        "cumulative": cumulative,
+        "alone": alone,
+        "back": back,
+        **shares.method_shares(recipe, values),
+        "fair_step": fair,
+    }

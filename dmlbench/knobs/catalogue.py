@@ -20,13 +20,13 @@ class KnobSpec:
     label: str
     settings: tuple[str, ...]
     protocol: str | None = None
-    needs: tuple[str, ...] = ()          # knobs moved with it on the one-at-a-time path
+    needs: tuple[str, ...] = ()  # knobs moved with it on the one-at-a-time path
 
 
 @dataclass(frozen=True)
 class Catalogue:
-    knobs: tuple[KnobSpec, ...]           # in the order of the cumulative path
-    headline: dict                        # paper → its headline method's id in suite.fair
+    knobs: tuple[KnobSpec, ...]  # in the order of the cumulative path
+    headline: dict  # paper → its headline method's id in suite.fair
     baseline: str
     not_numbers: tuple[str, ...]
     method_settings: tuple[str, ...]
@@ -40,14 +40,19 @@ def parse(data: dict, where: str) -> Catalogue:
     every setting a real one and placed once."""
     unknown = set(data) - {"headline", "baseline", "knobs", "not_numbers", "method_settings"}
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; known: headline, baseline, knobs, "
-                          f"not_numbers, method_settings")
+        raise ConfigError(
+            f"{where}: unknown key(s) {sorted(unknown)}; known: headline, baseline, knobs, not_numbers, method_settings"
+        )
     knobs = []
     for name, entry in (data.get("knobs") or {}).items():
-        if not isinstance(entry, dict) or set(entry) - {"label", "settings", "protocol", "needs"} \
-                or "label" not in entry:
-            raise ConfigError(f"{where}: knob {name}: give {{label, settings: [...], protocol and needs: [...] "
-                              f"(optional)}}")
+        if (
+            not isinstance(entry, dict)
+            or set(entry) - {"label", "settings", "protocol", "needs"}
+            or "label" not in entry
+        ):
+            raise ConfigError(
+                f"{where}: knob {name}: give {{label, settings: [...], protocol and needs: [...] (optional)}}"
+            )
         protocol = entry.get("protocol")
         if protocol is not None and protocol not in PROTOCOLS:
             raise ConfigError(f"{where}: knob {name}: protocol {protocol!r} is not one of {', '.join(PROTOCOLS)}")
@@ -57,11 +62,18 @@ def parse(data: dict, where: str) -> Catalogue:
         needs = entry.get("needs") or []
         earlier = [k.name for k in knobs]
         if not isinstance(needs, list) or any(n not in earlier for n in needs):
-            raise ConfigError(f"{where}: knob {name}: needs {needs!r}: a list of knobs listed before it "
-                              f"({', '.join(earlier) or 'none'})")
+            raise ConfigError(
+                f"{where}: knob {name}: needs {needs!r}: a list of knobs listed before it "
+                f"({', '.join(earlier) or 'none'})"
+            )
         knobs.append(KnobSpec(name, entry["label"], tuple(settings), protocol, tuple(needs)))
-    catalogue = Catalogue(tuple(knobs), dict(data.get("headline") or {}), data.get("baseline"),
-                          tuple(data.get("not_numbers") or ()), tuple(data.get("method_settings") or ()))
+    catalogue = Catalogue(
+        tuple(knobs),
+        dict(data.get("headline") or {}),
+        data.get("baseline"),
+        tuple(data.get("not_numbers") or ()),
+        tuple(data.get("method_settings") or ()),
+    )
     _check_placement(catalogue, where)
     return catalogue
 
@@ -74,12 +86,16 @@ def _check_placement(catalogue: Catalogue, where: str) -> None:
     for group, settings in groups:
         for setting in settings:
             if setting not in known:
-                raise ConfigError(f"{where}: {group}: {setting!r} is no training setting{did_you_mean(setting, known)}"
-                                  f" (docs/generated/settings.md)")
+                raise ConfigError(
+                    f"{where}: {group}: {setting!r} is no training setting{did_you_mean(setting, known)}"
+                    f" (docs/generated/settings.md)"
+                )
             if setting in placed:
                 raise ConfigError(f"{where}: {setting} is in {placed[setting]} and in {group}: place it once")
             placed[setting] = group
     missing = [key for key in known if key not in placed]
     if missing:
-        raise ConfigError(f"{where}: setting(s) {', '.join(missing)} belong to no knob: add each to the knob it "
-                          f"moves, to not_numbers or to method_settings")
+        raise ConfigError(
+            f"{where}: setting(s) {', '.join(missing)} belong to no knob: add each to the knob it "
+            f"moves, to not_numbers or to method_settings"
+        )

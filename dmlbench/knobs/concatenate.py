@@ -33,8 +33,12 @@ def concatenate(run_dirs: list[Path], output: Path) -> dict:
         runs.append(cfg.run)
     folds = sorted(run["method"] for run in runs)
     per_fold = [joined_metrics([part], ks) for part in parts]
-    result = {"runs": runs, "folds": len(parts), "metrics": joined_metrics(parts, ks),
-              "separated": {key: float(np.mean([m[key] for m in per_fold])) for key in per_fold[0]},
-              "fold_runs": folds}
+    result = {
+        "runs": runs,
+        "folds": len(parts),
+        "metrics": joined_metrics(parts, ks),
+        "separated": {key: float(np.mean([m[key] for m in per_fold])) for key in per_fold[0]},
+        "fold_runs": folds,
+    }
     write_json(output, result)
     return result

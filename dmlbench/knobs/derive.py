@@ -35,8 +35,9 @@ def setting_values(resolved: dict) -> dict:
     return out
 
 
-def derive(paper: dict, fair: dict, catalogue: Catalogue, where: str,
-           protocol: dict[str, tuple[str, str]] | None = None) -> list[Knob]:
+def derive(
+    paper: dict, fair: dict, catalogue: Catalogue, where: str, protocol: dict[str, tuple[str, str]] | None = None
+) -> list[Knob]:
     """The knobs of `catalogue` in which the resolved configs `paper` and `fair` differ.
     `protocol`: per protocol part (`selection`, `folds`, `evaluation`) its (paper, fair) text. A
     differing setting that is no knob's (nor `not_numbers` nor `method_settings`) is refused."""
@@ -48,8 +49,10 @@ def derive(paper: dict, fair: dict, catalogue: Catalogue, where: str,
             continue
         knob = catalogue.knob_of(key)
         if knob is None:
-            raise ConfigError(f"{where}: setting {key} differs ({a[key]!r} in the paper's recipe, {b[key]!r} in the "
-                              f"fair one) and belongs to no knob: add it to a knob of knobs.yaml")
+            raise ConfigError(
+                f"{where}: setting {key} differs ({a[key]!r} in the paper's recipe, {b[key]!r} in the "
+                f"fair one) and belongs to no knob: add it to a knob of knobs.yaml"
+            )
         moved.setdefault(knob.name, {})[key] = (a[key], b[key])
     knobs = []
     for spec in catalogue.knobs:
@@ -58,6 +61,7 @@ def derive(paper: dict, fair: dict, catalogue: Catalogue, where: str,
         if texts and texts[0] != texts[1]:
             values["protocol"] = texts
         if values:
-            knobs.append(Knob(spec.name, spec.label, {k: v[0] for k, v in values.items()},
-                              {k: v[1] for k, v in values.items()}))
+            knobs.append(
+                Knob(spec.name, spec.label, {k: v[0] for k, v in values.items()}, {k: v[1] for k, v in values.items()})
+            )
     return knobs

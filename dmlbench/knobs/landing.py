@@ -28,22 +28,36 @@ def excludes_zero(row: dict) -> bool:
     return row["untested"] is None and (row["low"] > 0 or row["high"] < 0)
 
 
-def dataset_part(dataset: str, gap: dict, levels: tuple[float, float], labels: dict[str, str],
-                 reproduction: tuple[float, float] | None) -> str:
+def dataset_part(
+    dataset: str,
+    gap: dict,
+    levels: tuple[float, float],
+    labels: dict[str, str],
+    reproduction: tuple[float, float] | None,
+) -> str:
     """One dataset's clause. `gap`: `shares.method_shares` of the gap; `levels`: the gap's mean under
     the paper's and the fair recipe; `reproduction`: (printed, ours under the paper's recipe)."""
     paper, fair = levels
     text = f"{dataset}: gap {points(paper)} under the paper's recipe, {points(fair)} under the fair one"
-    named = [f"{labels[row['knob']]} {points(row['effect'])}{_interval(row)}{' *' if row['significant'] else ''}"
-             for row in sorted(gap["shares"], key=lambda r: -abs(r["effect"])) if excludes_zero(row)]
+    named = [
+        f"{labels[row['knob']]} {points(row['effect'])}{_interval(row)}{' *' if row['significant'] else ''}"
+        for row in sorted(gap["shares"], key=lambda r: -abs(r["effect"]))
+        if excludes_zero(row)
+    ]
     if named:
         text += f"; moved by {', '.join(named)}"
     else:
         untested = {row["untested"] for row in gap["shares"] if row["untested"]}
         largest = sorted(gap["shares"], key=lambda r: -abs(r["effect"]))[:3]
         why = f" ({', '.join(sorted(untested))}: not tested)" if untested else ""
-        text += (f"; no knob's share has an interval that excludes zero{why}; largest: "
-                 + ", ".join(f"{labels[r['knob']]} {points(r['effect'])}" for r in largest)) if largest else ""
+        text += (
+            (
+                f"; no knob's share has an interval that excludes zero{why}; largest: "
+                + ", ".join(f"{labels[r['knob']]} {points(r['effect'])}" for r in largest)
+            )
+            if largest
+            else ""
+        )
     text += f"; higher-order remainder {points(gap['remainder']['effect'])}{_interval(gap['remainder'])}"
     if reproduction is not None:
         printed, ours = reproduction
@@ -53,5 +67,7 @@ def dataset_part(dataset: str, gap: dict, levels: tuple[float, float], labels: d
 
 def landing_line(paper: str, headline: str, baseline: str, parts: list[str]) -> str:
     """The paper's line: its datasets' clauses (`dataset_part`)."""
-    return (f"{paper}: the gap of {headline} over {baseline} (Recall@1, points; knobs named where their "
-            f"share's 95 % interval excludes zero, * where Holm's p < {paired.ALPHA} too) — " + ". ".join(parts))
+    return (
+        f"{paper}: the gap of {headline} over {baseline} (Recall@1, points; knobs named where their "
+        f"share's 95 % interval excludes zero, * where Holm's p < {paired.ALPHA} too) — " + ". ".join(parts)
+    )

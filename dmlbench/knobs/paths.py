@@ -71,7 +71,7 @@ def build(knobs: list[str], needs: dict[str, tuple[str, ...]]) -> Paths:
     def ordered(names) -> tuple[str, ...]:
         return tuple(sorted(names, key=order.__getitem__))
 
-    prefixes = {tuple(knobs[:k + 1]): f"upto-{knobs[k]}" for k in range(len(knobs))}
+    prefixes = {tuple(knobs[: k + 1]): f"upto-{knobs[k]}" for k in range(len(knobs))}
     alone_sets = {ordered({name} | _closure(name, needs)): f"only-{name}" for name in knobs}
 
     def step(moved: set[str]) -> Step:
@@ -83,9 +83,11 @@ def build(knobs: list[str], needs: dict[str, tuple[str, ...]]) -> Paths:
         name = prefixes.get(key) or alone_sets.get(key) or named
         return Step(name, key)
 
-    cumulative = tuple(step(set(knobs[:k + 1])) for k in range(len(knobs)))
+    cumulative = tuple(step(set(knobs[: k + 1])) for k in range(len(knobs)))
     alone = {name: (step({name} | _closure(name, needs)), step(_closure(name, needs))) for name in knobs}
     every = set(knobs)
-    back = {name: (step(every - _dependents(name, knobs, needs)),
-                   step(every - _dependents(name, knobs, needs) - {name})) for name in knobs}
+    back = {
+        name: (step(every - _dependents(name, knobs, needs)), step(every - _dependents(name, knobs, needs) - {name}))
+        for name in knobs
+    }
     return Paths(tuple(knobs), Step(PAPER, ()), cumulative, alone, back)

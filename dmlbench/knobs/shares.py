@@ -26,8 +26,11 @@ def seed_shares(recipe: dict, values: dict[str, dict[int, float]]) -> dict[str, 
         forward = _difference(values, step, base)
         backward = _difference(values, *recipe["back"][knob])
         seeds = sorted(set(forward) & set(backward))
-        out[knob] = {"forward": forward, "backward": backward,
-                     "share": {s: (forward[s] + backward[s]) / 2 for s in seeds}}
+        out[knob] = {
+            "forward": forward,
+            "backward": backward,
+            "share": {s: (forward[s] + backward[s]) / 2 for s in seeds},
+        }
     return out
 
 
@@ -39,9 +42,14 @@ def method_shares(recipe: dict, values: dict[str, dict[int, float]]) -> dict:
     per_knob = seed_shares(recipe, values)
     rows = []
     for knob, parts in per_knob.items():
-        rows.append({"knob": knob, **paired.of_differences(parts["share"]),
-                     "forward": paired.of_differences(parts["forward"])["effect"],
-                     "backward": paired.of_differences(parts["backward"])["effect"]})
+        rows.append(
+            {
+                "knob": knob,
+                **paired.of_differences(parts["share"]),
+                "forward": paired.of_differences(parts["forward"])["effect"],
+                "backward": paired.of_differences(parts["backward"])["effect"],
+            }
+        )
     paired.holm(rows)
     seeds = set(total).intersection(*(set(p["share"]) for p in per_knob.values())) if per_knob else set(total)
     remainder = {s: total[s] - sum(p["share"][s] for p in per_knob.values()) for s in sorted(seeds)}
@@ -50,5 +58,7 @@ def method_shares(recipe: dict, values: dict[str, dict[int, float]]) -> dict:
 
 def gap_values(head: dict[str, dict[int, float]], base: dict[str, dict[int, float]]) -> dict[str, dict[int, float]]:
     """The headline method's gap over the baseline at every step, seed by seed (the seeds both ran)."""
-    return {step: {s: head[step][s] - base[step][s] for s in sorted(set(head[step]) & set(base.get(step, {})))}
-            for step in head}
+    return {
+        step: {s: head[step][s] - base[step][s] for s in sorted(set(head[step]) & set(base.get(step, {})))}
+        for step in head
+    }

@@ -31,8 +31,9 @@ class Criterion(nn.Module):
         if self.miner is not None and not getattr(self.loss, "takes_miner", False):
             raise ValueError(f"loss {params['name']!r} takes no miner; method {method.name!r} gives it one")
 
-    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor,
-                pairs: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, embeddings: torch.Tensor, labels: torch.Tensor, pairs: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """The loss of the batch; `pairs` (B×B bool) restricts a pair loss to those pairs."""
         if pairs is None:
             return self.loss(embeddings, labels, miner=self.miner)

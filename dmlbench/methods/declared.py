@@ -36,19 +36,19 @@ GROUPS = {"loss": "dmlbench.losses", "miner": "dmlbench.miners", "sampler": "dml
 @dataclass(frozen=True)
 class Component:
     name: str
-    source: str                 # file:line of its class, relative to the package
-    params: tuple[str, ...]     # keyword parameters, in order
-    required: tuple[str, ...]   # those without a default
-    open: bool                  # takes any keyword (**kwargs passed nowhere we can read)
-    takes_miner: bool = False   # a loss that sees the pairs a miner keeps
+    source: str  # file:line of its class, relative to the package
+    params: tuple[str, ...]  # keyword parameters, in order
+    required: tuple[str, ...]  # those without a default
+    open: bool  # takes any keyword (**kwargs passed nowhere we can read)
+    takes_miner: bool = False  # a loss that sees the pairs a miner keeps
     restricts_pairs: bool = False  # its forward takes `pairs=` (the PROFS scheme's restriction)
-    needs: tuple = ()           # constructor arguments the training fills in
+    needs: tuple = ()  # constructor arguments the training fills in
     class_vectors: bool = False  # has class centres to rank (`class_vectors()`)
-    defaults: tuple = ()        # each parameter's default as written in the source (None: required)
-    doc: str = ""               # the class's docstring: equation, parameters, paper
-    types: tuple = ()           # each parameter's annotation as written (None: not annotated)
-    limits: tuple = ()          # (parameter, limit) pairs: "> 0", "[-1, 1]", or the values allowed
-    about: tuple = ()           # (parameter, "meaning; source") pairs: the class's `about`
+    defaults: tuple = ()  # each parameter's default as written in the source (None: required)
+    doc: str = ""  # the class's docstring: equation, parameters, paper
+    types: tuple = ()  # each parameter's annotation as written (None: not annotated)
+    limits: tuple = ()  # (parameter, limit) pairs: "> 0", "[-1, 1]", or the values allowed
+    about: tuple = ()  # (parameter, "meaning; source") pairs: the class's `about`
 
 
 def _files(family: str) -> list[Path]:
@@ -62,30 +62,45 @@ def _package(family: str) -> tuple[dict, dict, dict]:
     their literal constants."""
     trees = {path: ast.parse(path.read_text(), str(path)) for path in _files(family)}
     trees[METHODS / "losses" / "base.py"] = ast.parse((METHODS / "losses" / "base.py").read_text())
-    classes = {node.name: node for tree in trees.values() for node in ast.walk(tree)
-               if isinstance(node, ast.ClassDef)}
+    classes = {node.name: node for tree in trees.values() for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
     return trees, classes, source_reading.literal_constants(trees.values())
 
 
-def _component(name: str, node, classes: dict, constants: dict, source: str,
-               tree: ast.Module | None = None) -> Component:
-    params, required, open_ = (source_reading.constructor_signature(node, classes) if isinstance(node, ast.ClassDef)
-                               else source_reading.parameters(node, skip=0))
+def _component(
+    name: str, node, classes: dict, constants: dict, source: str, tree: ast.Module | None = None
+) -> Component:
+    params, required, open_ = (
+        source_reading.constructor_signature(node, classes)
+        if isinstance(node, ast.ClassDef)
+        else source_reading.parameters(node, skip=0)
+    )
     texts = source_reading.default_texts(node, classes)
     annotations = source_reading.default_texts(node, classes, source_reading.parameter_annotations)
     is_class = isinstance(node, ast.ClassDef)
     limits = source_reading.class_mapping(node, classes, constants, "limits") if is_class else {}
-    about = (source_reading.class_mapping(node, classes, constants, "about") if is_class
-             else source_reading.function_mapping(tree, node.name, "about", constants) if tree else {})
+    about = (
+        source_reading.class_mapping(node, classes, constants, "about")
+        if is_class
+        else source_reading.function_mapping(tree, node.name, "about", constants)
+        if tree
+        else {}
+    )
     return Component(
-        name, source, tuple(params), tuple(required), open_,
+        name,
+        source,
+        tuple(params),
+        tuple(required),
+        open_,
         is_class and source_reading.class_attribute(node, classes, "takes_miner", False),
         is_class and source_reading.class_attribute(node, classes, "restricts_pairs", False),
         tuple(source_reading.class_attribute(node, classes, "needs", ())) if is_class else (),
         is_class and source_reading.defines(node, classes, "class_vectors"),
-        tuple(texts.get(p) for p in params), ast.get_docstring(node) or "",
-        tuple(annotations.get(p) for p in params), tuple((p, limits[p]) for p in params if p in limits),
-        tuple((p, about[p]) for p in params if p in about))
+        tuple(texts.get(p) for p in params),
+        ast.get_docstring(node) or "",
+        tuple(annotations.get(p) for p in params),
+        tuple((p, limits[p]) for p in params if p in limits),
+        tuple((p, about[p]) for p in params if p in about),
+    )
 
 
 def external(family: str, target: str, name: str) -> Component:
@@ -97,21 +112,33 @@ def external(family: str, target: str, name: str) -> Component:
     try:
         spec = util.find_spec(module)
     except (ImportError, ValueError) as error:
-        raise ConfigError(f"{family} {name!r}: module {module!r} cannot be found ({error}); install the package "
-                          f"or put its folder on PYTHONPATH") from None
+        raise ConfigError(
+            f"{family} {name!r}: module {module!r} cannot be found ({error}); install the package "
+            f"or put its folder on PYTHONPATH"
+        ) from None
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-        raise ConfigError(f"{family} {name!r}: {module!r} is no Python source file on the path; install the "
-                          f"package or put its folder on PYTHONPATH")
+        raise ConfigError(
+            f"{family} {name!r}: {module!r} is no Python source file on the path; install the "
+            f"package or put its folder on PYTHONPATH"
+        )
     path = Path(spec.origin)
     tree = ast.parse(path.read_text(), str(path))
     node = next((n for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef)) and n.name == attribute), None)
     if node is None:
-        raise ConfigError(f"{family} {name!r}: {path} defines no class or function {attribute!r} at its top level"
-                          f"{did_you_mean(attribute, [n.name for n in tree.body if hasattr(n, 'name')])}")
+        raise ConfigError(
+            f"{family} {name!r}: {path} defines no class or function {attribute!r} at its top level"
+            f"{did_you_mean(attribute, [n.name for n in tree.body if hasattr(n, 'name')])}"
+        )
     _, classes, constants = _package(family)
     own = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
-    return _component(name, node, {**classes, **own}, {**constants, **source_reading.literal_constants([tree])},
-                      f"{path}:{node.lineno}", tree)
+    return _component(
+        name,
+        node,
+        {**classes, **own},
+        {**constants, **source_reading.literal_constants([tree])},
+        f"{path}:{node.lineno}",
+        tree,
+    )
 
 
 class Known(dict):
@@ -144,13 +171,16 @@ def components(family: str) -> Known:
                 continue
             name = source_reading.registered_name(node, registry)
             if name is not None:
-                found[name] = _component(name, node, classes, constants,
-                                         f"{path.relative_to(METHODS.parent)}:{node.lineno}", tree)
+                found[name] = _component(
+                    name, node, classes, constants, f"{path.relative_to(METHODS.parent)}:{node.lineno}", tree
+                )
     for point in entry_points(GROUPS[family]):
         if point.name in found:
-            raise ConfigError(f"{family} {point.name!r} of the installed package "
-                              f"{point.dist.name if point.dist else '?'} "
-                              f"(entry point {GROUPS[family]}) is a built-in name too; rename it there")
+            raise ConfigError(
+                f"{family} {point.name!r} of the installed package "
+                f"{point.dist.name if point.dist else '?'} "
+                f"(entry point {GROUPS[family]}) is a built-in name too; rename it there"
+            )
         found[point.name] = external(family, point.value, point.name)
     return Known(family, found)
 
@@ -168,18 +198,19 @@ def check(family: str, entry, where: str) -> None:
         except ConfigError as error:
             raise ConfigError(f"{where}: {error}") from None
     if name not in known:
-        raise ConfigError(f"{where}: unknown {family} {name!r}{did_you_mean(name, known)}; known: "
-                          f"{', '.join(sorted(known))} (a plugin's name: its package's entry point "
-                          f"{GROUPS[family]} was not found; install the package, or put its folder, with its "
-                          f".dist-info, on PYTHONPATH)")
+        raise ConfigError(
+            f"{where}: unknown {family} {name!r}{did_you_mean(name, known)}; known: "
+            f"{', '.join(sorted(known))} (a plugin's name: its package's entry point "
+            f"{GROUPS[family]} was not found; install the package, or put its folder, with its "
+            f".dist-info, on PYTHONPATH)"
+        )
     if not isinstance(entry, dict):
         return
     check_params(family, name, [k for k in entry if k != "name"], where)
     check_values(known[name], {k: v for k, v in entry.items() if k != "name"}, f"{where}", family)
     missing = [p for p in known[name].required if p not in entry and p not in known[name].needs]
     if missing:
-        raise ConfigError(f"{where}: {family} {name!r} needs {', '.join(missing)} "
-                          f"({known[name].source})")
+        raise ConfigError(f"{where}: {family} {name!r} needs {', '.join(missing)} ({known[name].source})")
 
 
 def check_method(method: dict, where: str) -> None:
@@ -189,8 +220,10 @@ def check_method(method: dict, where: str) -> None:
             check(part, method[part], f"{where}.{part}")
     loss = components("loss")[method["loss"]["name"]]
     if method.get("miner") is not None and not loss.takes_miner:
-        raise ConfigError(f"{where}.miner: loss {loss.name!r} takes no miner (it builds its own comparisons: "
-                          f"{loss.source}); remove the miner or choose a loss that uses one")
+        raise ConfigError(
+            f"{where}.miner: loss {loss.name!r} takes no miner (it builds its own comparisons: "
+            f"{loss.source}); remove the miner or choose a loss that uses one"
+        )
 
 
 def check_params(family: str, name: str, keys, where: str) -> None:
@@ -198,9 +231,11 @@ def check_params(family: str, name: str, keys, where: str) -> None:
     component = components(family)[name]
     for key in keys:
         if not component.open and key not in component.params:
-            raise ConfigError(f"{where}.{key}: {family} {name!r} has no parameter {key!r}"
-                              f"{did_you_mean(key, component.params)}; it takes: "
-                              f"{', '.join(component.params) or 'none'} ({component.source})")
+            raise ConfigError(
+                f"{where}.{key}: {family} {name!r} has no parameter {key!r}"
+                f"{did_you_mean(key, component.params)}; it takes: "
+                f"{', '.join(component.params) or 'none'} ({component.source})"
+            )
 
 
 def check_values(component: Component, values: dict, where: str, family: str) -> None:
@@ -209,8 +244,10 @@ def check_values(component: Component, values: dict, where: str, family: str) ->
     types, limits = dict(zip(component.params, component.types)), dict(component.limits)
     for key, value in values.items():
         kind, limit = types.get(key), limits.get(key)
-        told = (f"{family} {component.name!r} takes {key}: {kind}{f', {shown_limit(limit)}' if limit else ''} "
-                f"({component.source})")
+        told = (
+            f"{family} {component.name!r} takes {key}: {kind}{f', {shown_limit(limit)}' if limit else ''} "
+            f"({component.source})"
+        )
         if kind and not _of_type(value, kind):
             raise ConfigError(f"{where}.{key}: {value!r} is not of that kind; {told}")
         if limit is not None and value is not None and not _within(value, limit):
@@ -242,10 +279,11 @@ def _within(value, limit) -> bool:
     text = limit.replace(" ", "")
     for sign, test in ((">=", float.__ge__), ("<=", float.__le__), (">", float.__gt__), ("<", float.__lt__)):
         if text.startswith(sign):
-            return test(float(value), float(text[len(sign):]))
+            return test(float(value), float(text[len(sign) :]))
     low, high = (float(end) for end in text[1:-1].split(","))
-    return (((low <= value) if text[0] == "[" else (low < value))
-            and ((value <= high) if text[-1] == "]" else (value < high)))
+    return ((low <= value) if text[0] == "[" else (low < value)) and (
+        (value <= high) if text[-1] == "]" else (value < high)
+    )
 
 
 def shown_limit(limit) -> str:

@@ -51,15 +51,24 @@ class MPerClassBatches(BatchSampler):
     One epoch = `batches` batches (default: number of images // batch size).
     """
 
-    about = {"labels": "training class label of each image, filled in by the training; the suite",
-             "batch_size": "images per batch (batch.size); the suite",
-             "per_class": "images per class in a batch (batch.per_class, the ms paper's K); ms paper section 6",
-             "generator": "torch generator that makes the batches deterministic, filled in by the training; the suite",
-             "batches": "batches per epoch (default images // batch size); the suite's choice",
-             "small_classes": "a class short of per_class: fill (more classes) or repeat (ms code); the suite's choice"}
+    about = {
+        "labels": "training class label of each image, filled in by the training; the suite",
+        "batch_size": "images per batch (batch.size); the suite",
+        "per_class": "images per class in a batch (batch.per_class, the ms paper's K); ms paper section 6",
+        "generator": "torch generator that makes the batches deterministic, filled in by the training; the suite",
+        "batches": "batches per epoch (default images // batch size); the suite's choice",
+        "small_classes": "a class short of per_class: fill (more classes) or repeat (ms code); the suite's choice",
+    }
 
-    def __init__(self, labels, batch_size: int, per_class: int, generator: torch.Generator,
-                 batches: int | None = None, small_classes: str = "fill"):
+    def __init__(
+        self,
+        labels,
+        batch_size: int,
+        per_class: int,
+        generator: torch.Generator,
+        batches: int | None = None,
+        small_classes: str = "fill",
+    ):
         if batch_size % per_class:
             raise ConfigError(f"batch.size {batch_size} is not a multiple of batch.per_class {per_class}")
         if small_classes not in ("fill", "repeat"):
@@ -78,7 +87,8 @@ class MPerClassBatches(BatchSampler):
             raise ConfigError(
                 f"a batch of {batch_size} without repeated images needs {batch_size} images at "
                 f"{per_class} per class; the training split offers {capacity}: use a smaller "
-                f"batch or batch.small_classes: repeat")
+                f"batch or batch.small_classes: repeat"
+            )
         self.per_class, self.generator, self.small_classes = per_class, generator, small_classes
         self.batch_size = batch_size
         self.batches = batches or max(1, len(labels) // batch_size)
@@ -98,8 +108,7 @@ class MPerClassBatches(BatchSampler):
                 pool = self.members[c]
                 order = torch.randperm(len(pool), generator=self.generator).numpy()
                 if len(pool) < self.per_class and self.small_classes == "repeat":
-                    extra = torch.randint(len(pool), (self.per_class - len(pool),),
-                                          generator=self.generator).numpy()
+                    extra = torch.randint(len(pool), (self.per_class - len(pool),), generator=self.generator).numpy()
                     order = np.concatenate([order, extra])
                 room = self.batch_size - len(batch)
                 batch.extend(pool[order[: min(self.per_class, room)]].tolist())
@@ -110,10 +119,12 @@ class MPerClassBatches(BatchSampler):
 class ShuffledBatches(BatchSampler):
     """Plain shuffling: a random permutation cut into batches of `batch_size` (last partial dropped)."""
 
-    about = {"labels": "training class label of each image, filled in by the training; the suite",
-             "batch_size": "images per batch (batch.size); the suite",
-             "generator": "torch generator that makes the batches deterministic, filled in by the training; the suite",
-             "batches": "batches per epoch (default images // batch size); the suite's choice"}
+    about = {
+        "labels": "training class label of each image, filled in by the training; the suite",
+        "batch_size": "images per batch (batch.size); the suite",
+        "generator": "torch generator that makes the batches deterministic, filled in by the training; the suite",
+        "batches": "batches per epoch (default images // batch size); the suite's choice",
+    }
 
     def __init__(self, labels, batch_size: int, generator: torch.Generator, batches: int | None = None):
         self.n, self.batch_size, self.generator = len(labels), batch_size, generator
@@ -129,7 +140,7 @@ class ShuffledBatches(BatchSampler):
             for start in range(0, self.n - self.batch_size + 1, self.batch_size):
                 if produced == self.batches:
                     return
-                yield order[start:start + self.batch_size]
+                yield order[start : start + self.batch_size]
                 produced += 1
 
 
@@ -166,16 +177,17 @@ class RandomClassBatches(_WholeClasses):
     """fastap "random": classes drawn from the whole training set, each with all its images,
     until the batch has `batch_size` images. One epoch = images // batch size batches."""
 
-    about = {"labels": "training class label of each image, filled in by the training; the suite",
-             "batch_size": "minibatch size M (batch.size); fastap supplement section A",
-             "generator": "torch generator that makes the batches deterministic, filled in by the training; the suite",
-             "batches": "batches per epoch (default images // batch size); the suite's choice"}
+    about = {
+        "labels": "training class label of each image, filled in by the training; the suite",
+        "batch_size": "minibatch size M (batch.size); fastap supplement section A",
+        "generator": "torch generator that makes the batches deterministic, filled in by the training; the suite",
+        "batches": "batches per epoch (default images // batch size); the suite's choice",
+    }
 
     def __init__(self, labels, batch_size: int, generator: torch.Generator, batches: int | None = None):
         super().__init__(labels, None, generator)
         if len(labels) < batch_size:
-            raise ConfigError(f"a batch of {batch_size} needs more images than the {len(labels)} "
-                              f"of the training split")
+            raise ConfigError(f"a batch of {batch_size} needs more images than the {len(labels)} of the training split")
         self.batch_size = batch_size
         self.batches = batches or max(1, len(labels) // batch_size)
         self.all_classes = list(range(len(self.members)))
@@ -194,25 +206,38 @@ class CategoryPairBatches(_WholeClasses):
     each. One epoch visits every pair of distinct categories `per_pair` times (sop: 66 × 5 = 330
     batches, inshop: 253 × 2 = 506), in random order; `batches` cuts an epoch short."""
 
-    about = {"labels": "training class label of each image, filled in by the training; the suite",
-             "batch_size": "minibatch size M, M/2 from each category (batch.size); fastap supplement section A",
-             "generator": "torch generator that makes the batches deterministic, filled in by the training; the suite",
-             "supers": "super-category of each image, filled in by the training; fastap supplement section A",
-             "per_pair": "minibatches per category pair per epoch (sop 5, inshop 2); fastap supplement section A",
-             "batches": "cuts an epoch short (default every category pair per_pair times); the suite's choice"}
-    def __init__(self, labels, batch_size: int, generator: torch.Generator, supers=None,
-                 per_pair: int = 5, batches: int | None = None):
+    about = {
+        "labels": "training class label of each image, filled in by the training; the suite",
+        "batch_size": "minibatch size M, M/2 from each category (batch.size); fastap supplement section A",
+        "generator": "torch generator that makes the batches deterministic, filled in by the training; the suite",
+        "supers": "super-category of each image, filled in by the training; fastap supplement section A",
+        "per_pair": "minibatches per category pair per epoch (sop 5, inshop 2); fastap supplement section A",
+        "batches": "cuts an epoch short (default every category pair per_pair times); the suite's choice",
+    }
+
+    def __init__(
+        self,
+        labels,
+        batch_size: int,
+        generator: torch.Generator,
+        supers=None,
+        per_pair: int = 5,
+        batches: int | None = None,
+    ):
         super().__init__(labels, supers, generator)
         self.classes_of.pop("", None)
         if batch_size % 2:
             raise ConfigError(f"batch.size {batch_size} must be even: half comes from each category")
         if len(self.classes_of) < 2:
-            raise ConfigError("category_pairs needs at least two super-categories in the manifest's "
-                              "`super` column (sop, inshop, vehicleid)")
+            raise ConfigError(
+                "category_pairs needs at least two super-categories in the manifest's "
+                "`super` column (sop, inshop, vehicleid)"
+            )
         small = [k for k, c in self.classes_of.items() if sum(len(self.members[i]) for i in c) < batch_size // 2]
         if small:
-            raise ConfigError(f"categories {small[:5]} have fewer than batch.size/2 = {batch_size // 2} "
-                              f"images: use a smaller batch")
+            raise ConfigError(
+                f"categories {small[:5]} have fewer than batch.size/2 = {batch_size // 2} images: use a smaller batch"
+            )
         self.half = batch_size // 2
         self.pairs = list(itertools.combinations(sorted(self.classes_of), 2)) * per_pair
         self.batches = min(batches, len(self.pairs)) if batches else len(self.pairs)
@@ -232,23 +257,25 @@ class VehicleIDBatches(_WholeClasses):
     batch_size/2 of vehicles without a model label (super-category "none"). One epoch =
     Σ_c 2 N_c / batch_size batches (N_c images of model c; at least one per model), in random order."""
 
-    about = {"labels": "training class label of each image, filled in by the training; the suite",
-             "batch_size": "minibatch size M, M/2 from one vehicle model (batch.size); fastap supplement section A",
-             "generator": "torch generator that makes the batches deterministic, filled in by the training; the suite",
-             "supers": "super-category of each image, filled in by the training; fastap supplement section A",
-             "batches": "cuts an epoch short (default Σ_c 2 N_c / M batches); the suite's choice"}
+    about = {
+        "labels": "training class label of each image, filled in by the training; the suite",
+        "batch_size": "minibatch size M, M/2 from one vehicle model (batch.size); fastap supplement section A",
+        "generator": "torch generator that makes the batches deterministic, filled in by the training; the suite",
+        "supers": "super-category of each image, filled in by the training; fastap supplement section A",
+        "batches": "cuts an epoch short (default Σ_c 2 N_c / M batches); the suite's choice",
+    }
 
     UNLABELLED = "none"
 
-    def __init__(self, labels, batch_size: int, generator: torch.Generator, supers=None,
-                 batches: int | None = None):
+    def __init__(self, labels, batch_size: int, generator: torch.Generator, supers=None, batches: int | None = None):
         super().__init__(labels, supers, generator)
         if self.UNLABELLED not in self.classes_of:
             raise ConfigError("the vehicleid sampler needs vehicles without a model label (super 'none')")
         self.unlabelled = self.classes_of.pop(self.UNLABELLED)
         self.half = batch_size // 2
-        self.models = [m for m in sorted(self.classes_of) for _ in
-                       range(max(1, round(2 * self._images(m) / batch_size)))]
+        self.models = [
+            m for m in sorted(self.classes_of) for _ in range(max(1, round(2 * self._images(m) / batch_size)))
+        ]
         self.batches = min(batches, len(self.models)) if batches else len(self.models)
 
     def _images(self, model: str) -> int:
@@ -263,8 +290,9 @@ class VehicleIDBatches(_WholeClasses):
 
 
 @SAMPLERS.register("hard")
-def hard_batches(labels, batch_size: int, generator: torch.Generator, supers=None, per_pair: int = 5,
-                 batches: int | None = None):
+def hard_batches(
+    labels, batch_size: int, generator: torch.Generator, supers=None, per_pair: int = 5, batches: int | None = None
+):
     """fastap's "hard" strategy for the dataset at hand: category pairs, or, where vehicles
     without a model label exist (VehicleID), a labelled model + unlabelled vehicles."""
     if supers is not None and VehicleIDBatches.UNLABELLED in set(supers):
@@ -278,15 +306,32 @@ hard_batches.about = {  # what it hands on to category_pairs (or the VehicleID b
     "generator": "torch generator that makes the batches deterministic, filled in by the training; the suite",
     "supers": "super-category of each image, filled in by the training; fastap supplement section A",
     "per_pair": "minibatches per category pair per epoch (sop 5, inshop 2); fastap supplement section A",
-    "batches": "cuts an epoch short (default every category pair per_pair times); the suite's choice"}
+    "batches": "cuts an epoch short (default every category pair per_pair times); the suite's choice",
+}
 
 
-def build(name: str, labels, batch_size: int, per_class: int, generator, batches=None,
-          small_classes: str = "fill", supers=None, per_pair: int = 5):
+def build(
+    name: str,
+    labels,
+    batch_size: int,
+    per_class: int,
+    generator,
+    batches=None,
+    small_classes: str = "fill",
+    supers=None,
+    per_pair: int = 5,
+):
     """The sampler `name`, given the settings it takes (the others are not its own)."""
-    offered = {"labels": labels, "batch_size": batch_size, "per_class": per_class,
-               "generator": generator, "batches": batches, "small_classes": small_classes,
-               "supers": supers, "per_pair": per_pair}
+    offered = {
+        "labels": labels,
+        "batch_size": batch_size,
+        "per_class": per_class,
+        "generator": generator,
+        "batches": batches,
+        "small_classes": small_classes,
+        "supers": supers,
+        "per_pair": per_pair,
+    }
     wanted = inspect.signature(SAMPLERS.get(name)).parameters
     return SAMPLERS.build(name, **{k: v for k, v in offered.items() if k in wanted})
 
@@ -295,5 +340,14 @@ def from_config(cfg: RunConfig, labels, supers, generator, batches=None):
     """The batch sampler of a resolved run config: its method's sampler with the run's `batch`
     settings, over the training `labels` (and `supers`), `batches` batches."""
     batch = cfg.batch
-    return build(cfg.method.sampler, labels, batch.size, batch.per_class, generator, batches,
-                 batch.small_classes, supers, batch.per_pair)
+    return build(
+        cfg.method.sampler,
+        labels,
+        batch.size,
+        batch.per_class,
+        generator,
+        batches,
+        batch.small_classes,
+        supers,
+        batch.per_pair,
+    )

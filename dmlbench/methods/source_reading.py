@@ -11,10 +11,15 @@ import ast
 
 def registered_name(node: ast.ClassDef | ast.FunctionDef, registry: str) -> str | None:
     for decorator in node.decorator_list:
-        if (isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute)
-                and decorator.func.attr == "register" and isinstance(decorator.func.value, ast.Name)
-                and decorator.func.value.id == registry and decorator.args
-                and isinstance(decorator.args[0], ast.Constant)):
+        if (
+            isinstance(decorator, ast.Call)
+            and isinstance(decorator.func, ast.Attribute)
+            and decorator.func.attr == "register"
+            and isinstance(decorator.func.value, ast.Name)
+            and decorator.func.value.id == registry
+            and decorator.args
+            and isinstance(decorator.args[0], ast.Constant)
+        ):
             return decorator.args[0].value
     return None
 
@@ -67,18 +72,23 @@ def constructor_signature(cls: ast.ClassDef, classes: dict[str, ast.ClassDef]) -
         return names, required, False
     if base is None:
         return names, required, True
-    return (names + [p for p in inherited[0] if p not in names],
-            required + [p for p in inherited[1] if p not in names], inherited[2])
+    return (
+        names + [p for p in inherited[0] if p not in names],
+        required + [p for p in inherited[1] if p not in names],
+        inherited[2],
+    )
 
 
-def class_attribute(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], name: str, default,
-                     constants: dict | None = None):
+def class_attribute(
+    cls: ast.ClassDef, classes: dict[str, ast.ClassDef], name: str, default, constants: dict | None = None
+):
     """The literal class attribute `name` of `cls` or of its nearest base in `classes`; a name in
     it is looked up among the class's own literal attributes, then `constants` (the literal
     module constants of the methods' files)."""
     for node in cls.body:
-        targets = (node.targets if isinstance(node, ast.Assign)
-                   else [node.target] if isinstance(node, ast.AnnAssign) else [])
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
         if any(isinstance(t, ast.Name) and t.id == name for t in targets) and node.value is not None:
             return literal(node.value, {**(constants or {}), **literal_constants([cls])})
     base = next((classes[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in classes), None)
@@ -89,18 +99,26 @@ def class_mapping(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], constants
     """The class's mapping attribute `name` (`limits`, `about`) over those of its bases (its own win)."""
     base = next((classes[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in classes), None)
     inherited = class_mapping(base, classes, constants, name) if base is not None else {}
-    own = next((node for node in cls.body if isinstance(node, ast.Assign) and any(
-        isinstance(t, ast.Name) and t.id == name for t in node.targets)), None)
+    own = next(
+        (
+            node
+            for node in cls.body
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+        ),
+        None,
+    )
     return inherited | (literal(own.value, {**constants, **literal_constants([cls])}) if own is not None else {})
 
 
 def literal(node: ast.AST, constants: dict):
     """`ast.literal_eval` of `node`, each bare name replaced by its constant's value."""
+
     class Named(ast.NodeTransformer):
         def visit_Name(self, name: ast.Name):
             if name.id not in constants:
                 raise ValueError(f"{name.id} is not a literal constant of the methods' files")
             return ast.copy_location(ast.Constant(constants[name.id]), name)
+
     return ast.literal_eval(Named().visit(ast.parse(ast.unparse(node), mode="eval")))
 
 
@@ -131,8 +149,13 @@ def defines(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], method: str) ->
 def function_mapping(tree: ast.Module, function: str, name: str, constants: dict) -> dict:
     """A function's mapping attribute set at the top of its module (`hard_batches.about = {…}`)."""
     for node in tree.body:
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute)
-                and node.targets[0].attr == name and isinstance(node.targets[0].value, ast.Name)
-                and node.targets[0].value.id == function):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Attribute)
+            and node.targets[0].attr == name
+            and isinstance(node.targets[0].value, ast.Name)
+            and node.targets[0].value.id == function
+        ):
             return literal(node.value, constants)
     return {}

@@ -48,8 +48,12 @@ class SmallCNN(nn.Module):
         super().__init__()
         layers, channels = [], 3
         for width in (32, 64, 128, 128):
-            layers += [nn.Conv2d(channels, width, 3, padding=1), nn.BatchNorm2d(width), nn.ReLU(),
-                       nn.MaxPool2d(2, ceil_mode=True)]
+            layers += [
+                nn.Conv2d(channels, width, 3, padding=1),
+                nn.BatchNorm2d(width),
+                nn.ReLU(),
+                nn.MaxPool2d(2, ceil_mode=True),
+            ]
             channels = width
         self.features = nn.Sequential(*layers)
 
@@ -68,11 +72,16 @@ class SpatialCNN(nn.Module):
         super().__init__()
         layers, channels = [], 3
         for width in (64, 128):
-            layers += [nn.Conv2d(channels, width, 3, padding=1), nn.BatchNorm2d(width), nn.ReLU(),
-                       nn.MaxPool2d(2, ceil_mode=True)]
+            layers += [
+                nn.Conv2d(channels, width, 3, padding=1),
+                nn.BatchNorm2d(width),
+                nn.ReLU(),
+                nn.MaxPool2d(2, ceil_mode=True),
+            ]
             channels = width
-        self.features = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(4), nn.Flatten(),
-                                      nn.Linear(channels * 16, self.out_features), nn.ReLU())
+        self.features = nn.Sequential(
+            *layers, nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(channels * 16, self.out_features), nn.ReLU()
+        )
 
     def forward(self, x):
         return self.features(x)[:, :, None, None]
@@ -148,11 +157,13 @@ def _small(network) -> Callable[[bool, str | None, str | None], tuple[nn.Module,
 
 BACKBONES.register("small_cnn")(Backbone(_small(SmallCNN)))
 BACKBONES.register("spatial_cnn")(Backbone(_small(SpatialCNN)))
-BACKBONES.register("bninception")(Backbone(_bninception_trunk, bninception.WEIGHTS_URL, caffe_input=True,
-                                           local_weights=True))
+BACKBONES.register("bninception")(
+    Backbone(_bninception_trunk, bninception.WEIGHTS_URL, caffe_input=True, local_weights=True)
+)
 for _name, (_, _url) in TORCHVISION.items():
-    BACKBONES.register(_name)(Backbone(
-        lambda pretrained, path, digest, name=_name: _torchvision_trunk(name, pretrained), _url))
+    BACKBONES.register(_name)(
+        Backbone(lambda pretrained, path, digest, name=_name: _torchvision_trunk(name, pretrained), _url)
+    )
 
 
 class _ClsToken(nn.Module):
@@ -167,14 +178,21 @@ class _ClsToken(nn.Module):
         return self.net(x)[:, :, None, None]
 
 
-def _timm_trunk(trunk: timm_trunks.TimmTrunk, pretrained: bool, weights_path: str | None,
-                digest: str | None) -> tuple[nn.Module, int]:
+def _timm_trunk(
+    trunk: timm_trunks.TimmTrunk, pretrained: bool, weights_path: str | None, digest: str | None
+) -> tuple[nn.Module, int]:
     """A timm trunk (`dmlbench.models.timm_trunks`) and the width of what it hands on."""
     net = timm_trunks.create(trunk, pretrained, weights_path, digest)
     return (_ClsToken(net) if trunk.cls_token else net), net.num_features
 
 
 for _name, _trunk in timm_trunks.TRUNKS.items():
-    BACKBONES.register(_name)(Backbone(
-        lambda pretrained, path, digest, trunk=_trunk: _timm_trunk(trunk, pretrained, path, digest),
-        local_weights=True, mean=_trunk.mean, std=_trunk.std, timm=_trunk))
+    BACKBONES.register(_name)(
+        Backbone(
+            lambda pretrained, path, digest, trunk=_trunk: _timm_trunk(trunk, pretrained, path, digest),
+            local_weights=True,
+            mean=_trunk.mean,
+            std=_trunk.std,
+            timm=_trunk,
+        )
+    )

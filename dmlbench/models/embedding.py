@@ -22,9 +22,18 @@ class EmbeddingNet(nn.Module):
     `normalize=False` (Sohn's N-pair loss trains unnormalised embeddings with an L2 penalty;
     retrieval then normalises them, `dmlbench.evaluation.model_eval.embed`)."""
 
-    def __init__(self, backbone: str = "resnet50", embedding_dim: int = 512, pretrained: bool = True,
-                 pooling: str = "avg", frozen_bn: bool = False, weights_path: str | None = None,
-                 normalize: bool = True, weights_sha256: str | None = None, frozen_patch_embed: bool = False):
+    def __init__(
+        self,
+        backbone: str = "resnet50",
+        embedding_dim: int = 512,
+        pretrained: bool = True,
+        pooling: str = "avg",
+        frozen_bn: bool = False,
+        weights_path: str | None = None,
+        normalize: bool = True,
+        weights_sha256: str | None = None,
+        frozen_patch_embed: bool = False,
+    ):
         super().__init__()
         self.normalize = normalize
         BACKBONES.check(backbone, "model.backbone")
@@ -88,7 +97,14 @@ def timm_layer_groups(trunk: nn.Module, lr: float, layer_decay: float) -> list[d
 
 def build(model: Model) -> EmbeddingNet:
     """The embedding network of a run's `model` settings."""
-    return EmbeddingNet(backbone=model.backbone, embedding_dim=model.embedding_dim, pretrained=model.pretrained,
-                        pooling=model.pooling, frozen_bn=model.frozen_bn, weights_path=model.weights,
-                        normalize=model.normalize, weights_sha256=model.weights_sha256,
-                        frozen_patch_embed=model.frozen_patch_embed)
+    return EmbeddingNet(
+        backbone=model.backbone,
+        embedding_dim=model.embedding_dim,
+        pretrained=model.pretrained,
+        pooling=model.pooling,
+        frozen_bn=model.frozen_bn,
+        weights_path=model.weights,
+        normalize=model.normalize,
+        weights_sha256=model.weights_sha256,
+        frozen_patch_embed=model.frozen_patch_embed,
+    )

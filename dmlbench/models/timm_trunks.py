@@ -70,13 +70,17 @@ def expected_digest(trunk: TimmTrunk, user_digest: str | None) -> str:
     the hub page (`model.weights_sha256`); both given, they must agree."""
     page = f"https://huggingface.co/timm/{trunk.model}/blob/main/model.safetensors"
     if trunk.sha256 and user_digest and user_digest != trunk.sha256:
-        raise DmlbenchError(f"model.weights_sha256 {user_digest} is not the published {trunk.sha256} of "
-                            f"{trunk.model} ({trunk.source}); remove the setting or correct it")
+        raise DmlbenchError(
+            f"model.weights_sha256 {user_digest} is not the published {trunk.sha256} of "
+            f"{trunk.model} ({trunk.source}); remove the setting or correct it"
+        )
     if trunk.sha256 or user_digest:
         return trunk.sha256 or user_digest
-    raise DmlbenchError(f"{trunk.model}: no published sha256 of its weights is on record here. Read it on "
-                        f"{page} (Git LFS details) and set model.weights_sha256 to it, or use "
-                        f"model.pretrained: false")
+    raise DmlbenchError(
+        f"{trunk.model}: no published sha256 of its weights is on record here. Read it on "
+        f"{page} (Git LFS details) and set model.weights_sha256 to it, or use "
+        f"model.pretrained: false"
+    )
 
 
 def verified_file(trunk: TimmTrunk, weights_path: str | None, user_digest: str | None = None) -> Path:
@@ -86,19 +90,26 @@ def verified_file(trunk: TimmTrunk, weights_path: str | None, user_digest: str |
     try:
         digest_wanted = expected_digest(trunk, user_digest)
     except DmlbenchError as error:
-        raise DmlbenchError(f"{error}. The file itself: {trunk.hub_url}, placed at {path}"
-                            f"{'' if path.exists() else ' (not there yet)'}") from None
+        raise DmlbenchError(
+            f"{error}. The file itself: {trunk.hub_url}, placed at {path}{'' if path.exists() else ' (not there yet)'}"
+        ) from None
     if not path.exists():
-        raise DmlbenchError(f"{path}: the weights of {trunk.model} are not there. Download {trunk.hub_url} "
-                            f"(sha256 {digest_wanted}) and place it at {path}, or set model.weights to its "
-                            f"path (`python -m dmlbench doctor` lists every file the plan needs).")
+        raise DmlbenchError(
+            f"{path}: the weights of {trunk.model} are not there. Download {trunk.hub_url} "
+            f"(sha256 {digest_wanted}) and place it at {path}, or set model.weights to its "
+            f"path (`python -m dmlbench doctor` lists every file the plan needs)."
+        )
     if path.suffix != ".safetensors":
-        raise DmlbenchError(f"{path}: only safetensors weights are read (a pickled file is never "
-                            f"loaded); use the hub's model.safetensors of {trunk.model}")
+        raise DmlbenchError(
+            f"{path}: only safetensors weights are read (a pickled file is never "
+            f"loaded); use the hub's model.safetensors of {trunk.model}"
+        )
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     if digest != digest_wanted:
-        raise DmlbenchError(f"{path}: sha256 {digest} is not the expected {digest_wanted} of {trunk.model} "
-                            f"(left untouched). Place an intact copy of {trunk.hub_url} there.")
+        raise DmlbenchError(
+            f"{path}: sha256 {digest} is not the expected {digest_wanted} of {trunk.model} "
+            f"(left untouched). Place an intact copy of {trunk.hub_url} there."
+        )
     return path
 
 
@@ -109,21 +120,22 @@ def overlap_note(backbones) -> str:
     if not trunks:
         return ""
     return "Pretraining data of each trunk, and what it is known to hold of the datasets: " + " ".join(
-        f"{t.label}: {t.pretraining}; {t.overlap}." for t in trunks)
+        f"{t.label}: {t.pretraining}; {t.overlap}." for t in trunks
+    )
 
 
 def check_settings(cfg: RunConfig, where: str) -> None:
     """The model and optimiser settings that only some trunks read, refused elsewhere."""
     backbone = cfg.model.backbone
     if cfg.model.weights and backbone != "bninception" and backbone not in TRUNKS:
-        raise ConfigError(f"{where}: model.weights is read for bninception and the timm trunks only, not "
-                          f"{backbone}")
+        raise ConfigError(f"{where}: model.weights is read for bninception and the timm trunks only, not {backbone}")
     if cfg.model.weights_sha256 and backbone not in TRUNKS:
         raise ConfigError(f"{where}: model.weights_sha256 is read for the timm trunks only, not {backbone}")
     transformer = backbone in TRUNKS and TRUNKS[backbone].cls_token
     if cfg.optimizer.layer_decay != 1.0 and not transformer:
-        raise ConfigError(f"{where}: optimizer.layer_decay needs a timm transformer (its blocks are the "
-                          f"layers), not {backbone}")
+        raise ConfigError(
+            f"{where}: optimizer.layer_decay needs a timm transformer (its blocks are the layers), not {backbone}"
+        )
     if cfg.model.frozen_patch_embed and not transformer:
         raise ConfigError(f"{where}: model.frozen_patch_embed needs a timm transformer, not {backbone}")
 
@@ -148,9 +160,11 @@ def create(trunk: TimmTrunk, pretrained: bool, weights_path: str | None, user_di
     expected = set(timm.create_model(trunk.model, pretrained=False, **options).state_dict())
     missing = sorted(expected - tensor_names(path))
     if missing:  # timm loads a trunk without a classifier non-strictly: a run labelled pretrained would be random
-        raise DmlbenchError(f"{path} lacks {len(missing)} of the {len(expected)} tensors of {trunk.model} "
-                            f"({', '.join(missing[:3])}{' …' if len(missing) > 3 else ''}): it holds other "
-                            f"weights. Place {trunk.hub_url} there")
+        raise DmlbenchError(
+            f"{path} lacks {len(missing)} of the {len(expected)} tensors of {trunk.model} "
+            f"({', '.join(missing[:3])}{' …' if len(missing) > 3 else ''}): it holds other "
+            f"weights. Place {trunk.hub_url} there"
+        )
     return timm.create_model(trunk.model, pretrained=True, pretrained_cfg_overlay={"file": str(path)}, **options)
 
 
@@ -163,60 +177,115 @@ def tensor_names(path: Path) -> set[str]:
         with safe_open(str(path), framework="pt") as handle:
             return set(handle.keys())
     except SafetensorError as error:
-        raise DmlbenchError(f"{path} is not a readable safetensors file ({' '.join(str(error).split())[:160]}); "
-                            f"it may be cut short: place an intact copy there") from None
+        raise DmlbenchError(
+            f"{path} is not a readable safetensors file ({' '.join(str(error).split())[:160]}); "
+            f"it may be cut short: place an intact copy there"
+        ) from None
 
 
 # `sha256`: read on the file's Hugging Face "Git LFS Details" page (`source`, 2026-11-26); None
 # where no such page was at hand, and then the run must name the digest the user read on the hub
 # page (`model.weights_sha256`). Pretraining data and overlap: the model cards and papers named.
-IN21K_OVERLAP = ("CUB's authors warn that its images overlap ImageNet's (22 of CUB's 5,794 test images "
-                 "reported in ImageNet-1k, part of ImageNet-21k, by the Spatial Transformer Networks "
-                 "authors); no audit known for Cars, SOP, In-Shop")
-IN1K_OVERLAP = ("CUB's images overlap ImageNet-1k's (22 of its 5,794 test images reported there by the "
-                "Spatial Transformer Networks authors); "
-                "no audit known for Cars, SOP, In-Shop")
-DINOV2_OVERLAP = ("LVD-142M was retrieved with CUB-200-2011's and Stanford Cars' official training sets as "
-                  "queries, 1M images each (DINOv2 paper, Tables 15 and 18); only the official test sets were "
-                  "deduplicated against, so DML's test classes (CUB 101-200, Cars 99-196, which include "
-                  "official training images) may have near neighbours in it; SOP and In-Shop were not queries")
+IN21K_OVERLAP = (
+    "CUB's authors warn that its images overlap ImageNet's (22 of CUB's 5,794 test images "
+    "reported in ImageNet-1k, part of ImageNet-21k, by the Spatial Transformer Networks "
+    "authors); no audit known for Cars, SOP, In-Shop"
+)
+IN1K_OVERLAP = (
+    "CUB's images overlap ImageNet-1k's (22 of its 5,794 test images reported there by the "
+    "Spatial Transformer Networks authors); "
+    "no audit known for Cars, SOP, In-Shop"
+)
+DINOV2_OVERLAP = (
+    "LVD-142M was retrieved with CUB-200-2011's and Stanford Cars' official training sets as "
+    "queries, 1M images each (DINOv2 paper, Tables 15 and 18); only the official test sets were "
+    "deduplicated against, so DML's test classes (CUB 101-200, Cars 99-196, which include "
+    "official training images) may have near neighbours in it; SOP and In-Shop were not queries"
+)
 TRUNKS: dict[str, TimmTrunk] = {
     "vit_s16_in21k": TimmTrunk(
-        "vit_small_patch16_224.augreg_in21k", None, "", *INCEPTION, native_size=224,
-        pretraining="ImageNet-21k, supervised (AugReg, arXiv 2106.10270)", overlap=IN21K_OVERLAP,
-        label="ViT-S/16 (ImageNet-21k)"),
+        "vit_small_patch16_224.augreg_in21k",
+        None,
+        "",
+        *INCEPTION,
+        native_size=224,
+        pretraining="ImageNet-21k, supervised (AugReg, arXiv 2106.10270)",
+        overlap=IN21K_OVERLAP,
+        label="ViT-S/16 (ImageNet-21k)",
+    ),
     "vit_b16_in21k": TimmTrunk(
-        "vit_base_patch16_224.augreg_in21k", None, "", *INCEPTION, native_size=224,
-        pretraining="ImageNet-21k, supervised (AugReg, arXiv 2106.10270)", overlap=IN21K_OVERLAP,
-        label="ViT-B/16 (ImageNet-21k)"),
+        "vit_base_patch16_224.augreg_in21k",
+        None,
+        "",
+        *INCEPTION,
+        native_size=224,
+        pretraining="ImageNet-21k, supervised (AugReg, arXiv 2106.10270)",
+        overlap=IN21K_OVERLAP,
+        label="ViT-B/16 (ImageNet-21k)",
+    ),
     "vit_s16_dino": TimmTrunk(
-        "vit_small_patch16_224.dino", None, "", *IMAGENET, native_size=224,
-        pretraining="ImageNet-1k without labels (DINO, arXiv 2104.14294)", overlap=IN1K_OVERLAP,
-        label="ViT-S/16 (DINO)"),
+        "vit_small_patch16_224.dino",
+        None,
+        "",
+        *IMAGENET,
+        native_size=224,
+        pretraining="ImageNet-1k without labels (DINO, arXiv 2104.14294)",
+        overlap=IN1K_OVERLAP,
+        label="ViT-S/16 (DINO)",
+    ),
     "vit_b16_dino": TimmTrunk(
-        "vit_base_patch16_224.dino", "93181583427d6de3e18ab0e6ee4df35736cfc51a3c1bf9ae0e9b53b1316598dc",
+        "vit_base_patch16_224.dino",
+        "93181583427d6de3e18ab0e6ee4df35736cfc51a3c1bf9ae0e9b53b1316598dc",
         "https://huggingface.co/timm/vit_base_patch16_224.dino/blob/refs%2Fpr%2F2/model.safetensors "
-        "(the file unchanged on main since 9578d38)", *IMAGENET, native_size=224,
-        pretraining="ImageNet-1k without labels (DINO, arXiv 2104.14294)", overlap=IN1K_OVERLAP,
-        label="ViT-B/16 (DINO)"),
+        "(the file unchanged on main since 9578d38)",
+        *IMAGENET,
+        native_size=224,
+        pretraining="ImageNet-1k without labels (DINO, arXiv 2104.14294)",
+        overlap=IN1K_OVERLAP,
+        label="ViT-B/16 (DINO)",
+    ),
     "dinov2_s14": TimmTrunk(
-        "vit_small_patch14_dinov2.lvd142m", None, "", *IMAGENET, native_size=518, img_size=224,
-        pretraining="LVD-142M, self-supervised (DINOv2, arXiv 2304.07193)", overlap=DINOV2_OVERLAP,
-        label="DINOv2 ViT-S/14"),
+        "vit_small_patch14_dinov2.lvd142m",
+        None,
+        "",
+        *IMAGENET,
+        native_size=518,
+        img_size=224,
+        pretraining="LVD-142M, self-supervised (DINOv2, arXiv 2304.07193)",
+        overlap=DINOV2_OVERLAP,
+        label="DINOv2 ViT-S/14",
+    ),
     "dinov2_b14": TimmTrunk(
-        "vit_base_patch14_dinov2.lvd142m", "55cbb5d887b336d430e649c277b85a1429e724871f9d02ac16203235886d8c7b",
+        "vit_base_patch14_dinov2.lvd142m",
+        "55cbb5d887b336d430e649c277b85a1429e724871f9d02ac16203235886d8c7b",
         "https://huggingface.co/timm/vit_base_patch14_dinov2.lvd142m/blob/main/model.safetensors",
-        *IMAGENET, native_size=518, img_size=224,
-        pretraining="LVD-142M, self-supervised (DINOv2, arXiv 2304.07193)", overlap=DINOV2_OVERLAP,
-        label="DINOv2 ViT-B/14"),
+        *IMAGENET,
+        native_size=518,
+        img_size=224,
+        pretraining="LVD-142M, self-supervised (DINOv2, arXiv 2304.07193)",
+        overlap=DINOV2_OVERLAP,
+        label="DINOv2 ViT-B/14",
+    ),
     "timm_resnet50": TimmTrunk(
-        "resnet50.a1_in1k", "773525d5821de224f8f30c33377b7a795d7863e08522698200d3217d3f2a41bb",
+        "resnet50.a1_in1k",
+        "773525d5821de224f8f30c33377b7a795d7863e08522698200d3217d3f2a41bb",
         "https://huggingface.co/timm/resnet50.a1_in1k/blob/5d9e13b8fdab4d9718bcf2c8f5c3af01878367e8/"
-        "model.safetensors (main changed only README.md since)", *IMAGENET, native_size=224, cls_token=False,
-        pretraining="ImageNet-1k, supervised (ResNet strikes back A1, arXiv 2110.00476)", overlap=IN1K_OVERLAP,
-        label="ResNet-50 (timm A1)"),
+        "model.safetensors (main changed only README.md since)",
+        *IMAGENET,
+        native_size=224,
+        cls_token=False,
+        pretraining="ImageNet-1k, supervised (ResNet strikes back A1, arXiv 2110.00476)",
+        overlap=IN1K_OVERLAP,
+        label="ResNet-50 (timm A1)",
+    ),
     "vit_tiny_test": TimmTrunk(
-        "test_vit.r160_in1k", None, "", *INCEPTION, native_size=160,
+        "test_vit.r160_in1k",
+        None,
+        "",
+        *INCEPTION,
+        native_size=160,
         pretraining="none: timm's smallest ViT, used with random initialisation (CPU presets, tests)",
-        overlap="none (random initialisation)", label="tiny test ViT (random init)"),
+        overlap="none (random initialisation)",
+        label="tiny test ViT (random init)",
+    ),
 }

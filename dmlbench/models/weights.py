@@ -59,8 +59,10 @@ def load_checked(url: str, sha256: str, local_path: str | None = None) -> dict:
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     if not digest.startswith(sha256):
         if local_path:
-            raise DmlbenchError(f"{path}: sha256 {digest} is not the published {sha256}; this is not "
-                                f"the expected weights file (left untouched). Use an intact copy.")
+            raise DmlbenchError(
+                f"{path}: sha256 {digest} is not the published {sha256}; this is not "
+                f"the expected weights file (left untouched). Use an intact copy."
+            )
         os.replace(path, path.with_suffix(path.suffix + ".corrupt"))
         raise DmlbenchError(
             f"{path}: sha256 {digest} is not the published {sha256}; the file is not the expected "
@@ -69,5 +71,6 @@ def load_checked(url: str, sha256: str, local_path: str | None = None) -> dict:
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # a matching digest of a file that is not a plain state dict
-        raise DmlbenchError(f"{path}: not a plain weights file ({error}); it was not loaded. "
-                            f"Place an intact copy of {url} there.") from None
+        raise DmlbenchError(
+            f"{path}: not a plain weights file ({error}); it was not loaded. Place an intact copy of {url} there."
+        ) from None

@@ -59,16 +59,23 @@ def visible_devices(slots: int, mask: str | None) -> list[str]:
         return [str(i) for i in range(slots)]
     listed = [d.strip() for d in mask.split(",") if d.strip()]
     if len(listed) < slots:
-        raise DmlbenchError(f"gpu-slot --slots {slots}, but CUDA_VISIBLE_DEVICES={mask!r} gives this "
-                            f"job {len(listed)} device(s): use --resources gpu={len(listed)} (or fewer), "
-                            f"or unset CUDA_VISIBLE_DEVICES to use devices 0-{slots - 1}")
+        raise DmlbenchError(
+            f"gpu-slot --slots {slots}, but CUDA_VISIBLE_DEVICES={mask!r} gives this "
+            f"job {len(listed)} device(s): use --resources gpu={len(listed)} (or fewer), "
+            f"or unset CUDA_VISIBLE_DEVICES to use devices 0-{slots - 1}"
+        )
     return listed[:slots]
 
 
 @contextmanager
-def claim_device(slots: int, lock_dir: Path, poll: float = 0.5, timeout: float | None = None,
-                 say=lambda message: print(message, file=sys.stderr, flush=True),
-                 devices: list[str] | None = None):
+def claim_device(
+    slots: int,
+    lock_dir: Path,
+    poll: float = 0.5,
+    timeout: float | None = None,
+    say=lambda message: print(message, file=sys.stderr, flush=True),
+    devices: list[str] | None = None,
+):
     """Hold the lock of a free device among `devices` (default 0..slots-1) for the duration of the
     block; yield its name (the value for CUDA_VISIBLE_DEVICES).
 
@@ -79,9 +86,11 @@ def claim_device(slots: int, lock_dir: Path, poll: float = 0.5, timeout: float |
     try:
         lock_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:  # a file in the way, a folder this user cannot make
-        raise DmlbenchError(f"gpu-slot --lock-dir {lock_dir}: the folder of the device locks cannot be made "
-                            f"({error.strerror}); give a folder this user can write (default "
-                            f".dmlbench/gpu-locks)") from None
+        raise DmlbenchError(
+            f"gpu-slot --lock-dir {lock_dir}: the folder of the device locks cannot be made "
+            f"({error.strerror}); give a folder this user can write (default "
+            f".dmlbench/gpu-locks)"
+        ) from None
     started = time.monotonic()
     waiting = False
     while True:
@@ -103,13 +112,16 @@ def claim_device(slots: int, lock_dir: Path, poll: float = 0.5, timeout: float |
                 handle.close()
             return
         if timeout is not None and time.monotonic() - started > timeout:
-            raise NoFreeDeviceError(f"no free device among {_listed(devices)} after {timeout:g} s "
-                                    f"({_holders(lock_dir, devices)}; locks in {lock_dir})")
+            raise NoFreeDeviceError(
+                f"no free device among {_listed(devices)} after {timeout:g} s "
+                f"({_holders(lock_dir, devices)}; locks in {lock_dir})"
+            )
         if not waiting:
             waiting = True
-            say(f"[gpu-slot] waiting for a free device among {_listed(devices)} "
-                f"({_holders(lock_dir, devices)})"
-                + (f", for at most {timeout:g} s" if timeout is not None else ""))
+            say(
+                f"[gpu-slot] waiting for a free device among {_listed(devices)} "
+                f"({_holders(lock_dir, devices)})" + (f", for at most {timeout:g} s" if timeout is not None else "")
+            )
         time.sleep(poll)
 
 
@@ -118,8 +130,9 @@ def _call(command: list[str], env: dict | None = None) -> int:
     try:
         child = subprocess.Popen(command, env=env, preexec_fn=functools.partial(die_with_parent, os.getpid()))
     except (FileNotFoundError, PermissionError) as error:
-        raise DmlbenchError(f"gpu-slot cannot run {command[0]!r}: {error.strerror}; check the "
-                            f"command after --") from None
+        raise DmlbenchError(
+            f"gpu-slot cannot run {command[0]!r}: {error.strerror}; check the command after --"
+        ) from None
 
     def forward(signum, _frame):
         child.send_signal(signum)
@@ -132,8 +145,7 @@ def _call(command: list[str], env: dict | None = None) -> int:
             signal.signal(s, handler)
 
 
-def run_on_free_device(command: list[str], slots: int, lock_dir: Path,
-                       timeout: float | None = None) -> int:
+def run_on_free_device(command: list[str], slots: int, lock_dir: Path, timeout: float | None = None) -> int:
     """Run `command` with CUDA_VISIBLE_DEVICES set to a device no other wrapped job holds."""
     if slots <= 0 or os.environ.get("SLURM_JOB_ID"):
         return _call(command)

@@ -21,8 +21,17 @@ import os
 import shutil
 import subprocess
 
-DEFAULTS = {"GPU_PARTITION": "gpu", "CPU_PARTITION": "", "ACCOUNT": "", "TRAIN_MINUTES": "2880",
-            "MIN_MINUTES": "30", "TIME_FACTOR": "1.5", "TRAIN_MEM_MB": "32000", "CPUS_PER_GPU": "8", "STATUS": ""}
+DEFAULTS = {
+    "GPU_PARTITION": "gpu",
+    "CPU_PARTITION": "",
+    "ACCOUNT": "",
+    "TRAIN_MINUTES": "2880",
+    "MIN_MINUTES": "30",
+    "TIME_FACTOR": "1.5",
+    "TRAIN_MEM_MB": "32000",
+    "CPUS_PER_GPU": "8",
+    "STATUS": "",
+}
 
 
 def setting(name: str) -> str:
@@ -41,8 +50,12 @@ def accounting_answers() -> bool:
     if shutil.which("sacct") is None:
         return False
     try:
-        return subprocess.run(["sacct", "--noheader", "-X", "--starttime", "now"], capture_output=True,
-                              timeout=20).returncode == 0
+        return (
+            subprocess.run(
+                ["sacct", "--noheader", "-X", "--starttime", "now"], capture_output=True, timeout=20
+            ).returncode
+            == 0
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
 
@@ -61,8 +74,12 @@ def status_command() -> str:
 def gpu_job() -> dict:
     """Resources of a GPU job: one GPU and its CPUs on the GPU partition (its run time: the rule's
     `runtime`, `job_minutes`). No `cpus_per_task`: the plugin would prefer it to `cpus_per_gpu`."""
-    resources = {"slurm_partition": setting("GPU_PARTITION"), "gpu": 1,
-                 "cpus_per_gpu": number("CPUS_PER_GPU"), "mem_mb": number("TRAIN_MEM_MB")}
+    resources = {
+        "slurm_partition": setting("GPU_PARTITION"),
+        "gpu": 1,
+        "cpus_per_gpu": number("CPUS_PER_GPU"),
+        "mem_mb": number("TRAIN_MEM_MB"),
+    }
     return _with_account(resources)
 
 

@@ -36,16 +36,43 @@ from dmlbench import training
 VARIABLE = "DMLBENCH_WARM_START"
 PREFIX = "dmlbench-warm-"  # the server's socket is <temporary folder>/dmlbench-warm-*/socket
 # the steps that start torch, pandas, scipy or matplotlib for seconds of work, and what they import
-COMMANDS = ("train", "fair-stage", "fair-final", "evaluate", "reference", "fair-summary", "aggregate", "analyse",
-            "fair-aggregate", "knob-joined", "knob-aggregate", "verdict", "report", "results-table")
-PRELOAD = ("torch", "dmlbench.training.train", "dmlbench.fair.rounds", "dmlbench.evaluation.evaluate_run",
-           "dmlbench.knobs.concatenate", "dmlbench.report.knob_tables", "dmlbench.evaluation.reference",
-           "dmlbench.fair.summary", "dmlbench.report.aggregate", "dmlbench.analysis", "dmlbench.report.fair_tables",
-           "dmlbench.report.index", "dmlbench.verdicts.certificate", *training.IMPORTS)
+COMMANDS = (
+    "train",
+    "fair-stage",
+    "fair-final",
+    "evaluate",
+    "reference",
+    "fair-summary",
+    "aggregate",
+    "analyse",
+    "fair-aggregate",
+    "knob-joined",
+    "knob-aggregate",
+    "verdict",
+    "report",
+    "results-table",
+)
+PRELOAD = (
+    "torch",
+    "dmlbench.training.train",
+    "dmlbench.fair.rounds",
+    "dmlbench.evaluation.evaluate_run",
+    "dmlbench.knobs.concatenate",
+    "dmlbench.report.knob_tables",
+    "dmlbench.evaluation.reference",
+    "dmlbench.fair.summary",
+    "dmlbench.report.aggregate",
+    "dmlbench.analysis",
+    "dmlbench.report.fair_tables",
+    "dmlbench.report.index",
+    "dmlbench.verdicts.certificate",
+    *training.IMPORTS,
+)
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 # --- the workflow's side ----------------------------------------------------------------------
+
 
 def wanted(plan) -> bool:
     """Whether every training of the plan runs on the CPU (a GPU job's start is small beside its
@@ -67,8 +94,11 @@ def start_for(plan) -> None:
             print(f"dmlbench: warning: no warm starts ({error}); each step starts cold", file=sys.stderr)
             return
         atexit.register(stop_started)  # however Snakemake ends
-        print(f"dmlbench: training steps start warm, forked from one process (pid {_started[-1].pid}) that has "
-              f"imported torch; DMLBENCH_WARM_START=off starts each cold", file=sys.stderr)
+        print(
+            f"dmlbench: training steps start warm, forked from one process (pid {_started[-1].pid}) that has "
+            f"imported torch; DMLBENCH_WARM_START=off starts each cold",
+            file=sys.stderr,
+        )
 
 
 def stop_started() -> None:
@@ -82,8 +112,10 @@ def start() -> subprocess.Popen:
     environment, which every job inherits."""
     remove_abandoned()
     path = Path(tempfile.mkdtemp(prefix=PREFIX)) / "socket"
-    server = subprocess.Popen([sys.executable, "-m", "dmlbench", "warm-start", "--socket", str(path),
-                               "--owner", str(os.getpid())], stdin=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "dmlbench", "warm-start", "--socket", str(path), "--owner", str(os.getpid())],
+        stdin=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 120
     while not path.exists():  # it appears once the server accepts connections
         if server.poll() is not None or time.monotonic() > deadline:
@@ -100,8 +132,11 @@ def remove_abandoned() -> None:
     processes hold, by the name they were bound to (`socket.tmp`, renamed once listening): a folder
     holding one is a live server's. Folders without a socket yet (a server starting) are left too."""
     try:
-        held = {Path(fields[7]).parent for line in Path("/proc/net/unix").read_text().splitlines()[1:]
-                if len(fields := line.split(None, 7)) == 8}
+        held = {
+            Path(fields[7]).parent
+            for line in Path("/proc/net/unix").read_text().splitlines()[1:]
+            if len(fields := line.split(None, 7)) == 8
+        }
     except OSError:  # not Linux: nothing can be told apart
         return
     for path in Path(tempfile.gettempdir()).glob(f"{PREFIX}*/socket"):
@@ -136,6 +171,7 @@ def remove_socket(path: Path) -> None:
 
 # --- the job's side -----------------------------------------------------------------------------
 
+
 def hand_off(argv: list[str]) -> int | None:
     """Run `python -m dmlbench <argv>` in the warm server; its exit status, or None when there is
     no server to take it (the caller then runs the command itself)."""
@@ -158,15 +194,20 @@ def hand_off(argv: list[str]) -> int | None:
         signal.signal(signum, lambda received, frame: connection.sendall(f"{received}\n".encode()))
     status = replies.readline().split()
     if not status:  # the server ended first: the child was ended with it
-        print(f"dmlbench {argv[0]}: error: the warm-start server ({path}) ended while this step ran, and the "
-              f"step with it: rerun it (`{VARIABLE}=off` runs steps in processes of their own)", file=sys.stderr)
+        print(
+            f"dmlbench {argv[0]}: error: the warm-start server ({path}) ended while this step ran, and the "
+            f"step with it: rerun it (`{VARIABLE}=off` runs steps in processes of their own)",
+            file=sys.stderr,
+        )
         return 1
     if status[0] == "signal":
         signum = int(status[1])
         if signum not in FORWARDED:  # not one this job was sent: say what ended it
-            print(f"dmlbench {argv[0]}: error: the step was ended by {signal.Signals(signum).name}"
-                  f"{' (the out-of-memory killer, or a kill -9)' if signum == signal.SIGKILL else ''}",
-                  file=sys.stderr)
+            print(
+                f"dmlbench {argv[0]}: error: the step was ended by {signal.Signals(signum).name}"
+                f"{' (the out-of-memory killer, or a kill -9)' if signum == signal.SIGKILL else ''}",
+                file=sys.stderr,
+            )
         if signum not in (signal.SIGKILL, signal.SIGSTOP):  # those two have no handler to reset
             signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)  # end as the child ended

@@ -7,8 +7,7 @@ from pathlib import Path
 from dmlbench.plots.canvas import plt, save
 
 
-def agreement(panels: list[tuple[str, object, object]], x_label: str, y_label: str, title: str,
-              path: Path) -> None:
+def agreement(panels: list[tuple[str, object, object]], x_label: str, y_label: str, title: str, path: Path) -> None:
     """One scatter per panel (name, reference values, values computed the other way) around the
     diagonal: two computations of the same quantity (dro.eq, fastap.grad)."""
     fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 4), squeeze=False)

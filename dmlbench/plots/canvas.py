@@ -20,8 +20,16 @@ def save(fig, path: Path, spec: dict | None = None) -> None:
     it is safe on its own (copied into a slide, say)."""
     if spec is not None and spec.get("toy_data"):
         below = fig.get_tightbbox(fig.canvas.get_renderer()).y0 - 0.08  # inches, under every label
-        fig.text(0.5, below / fig.get_figheight(), STAMP, ha="center", va="top", fontsize=8,
-                 color="#b00000", bbox={"facecolor": "white", "edgecolor": "#b00000", "pad": 2})
+        fig.text(
+            0.5,
+            below / fig.get_figheight(),
+            STAMP,
+            ha="center",
+            va="top",
+            fontsize=8,
+            color="#b00000",
+            bbox={"facecolor": "white", "edgecolor": "#b00000", "pad": 2},
+        )
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)

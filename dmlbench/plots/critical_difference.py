@@ -10,8 +10,15 @@ from pathlib import Path
 from dmlbench.plots.canvas import plt, save
 
 
-def diagram(average_ranks: dict[str, float], critical_difference: float, groups: list[list[str]],
-            labels: dict[str, str], title: str, path: Path, spec: dict | None = None) -> None:
+def diagram(
+    average_ranks: dict[str, float],
+    critical_difference: float,
+    groups: list[list[str]],
+    labels: dict[str, str],
+    title: str,
+    path: Path,
+    spec: dict | None = None,
+) -> None:
     """`groups`: runs of methods not told apart, in rank order; `title` may hold several lines."""
     order = sorted(average_ranks, key=average_ranks.get)
     k = len(order)
@@ -36,8 +43,14 @@ def diagram(average_ranks: dict[str, float], critical_difference: float, groups:
         y = -(i + 1 if left else k - i) * 0.5 - 0.2 - bars
         x_end = 0.6 if left else k + 0.4
         ax.plot([rank, rank, x_end], [0, y, y], color="#333", lw=0.8)
-        ax.text(x_end + (0.05 if not left else -0.05), y, f"{labels.get(method, method)} ({rank:.2f})",
-                ha="left" if not left else "right", va="center", fontsize=8)
+        ax.text(
+            x_end + (0.05 if not left else -0.05),
+            y,
+            f"{labels.get(method, method)} ({rank:.2f})",
+            ha="left" if not left else "right",
+            va="center",
+            fontsize=8,
+        )
     for j, members in enumerate(groups):
         low, high = average_ranks[members[0]], average_ranks[members[-1]]
         y = -0.2 - 0.25 * j

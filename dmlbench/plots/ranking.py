@@ -32,14 +32,24 @@ def recall_at_1(summary: pd.DataFrame, spec: dict) -> pd.DataFrame:
     for r in runs.itertuples():
         method, _, variant = r.method.partition("@")
         trunk = spec["trunks"].get(variant, {}).get("label", variant)
-        rows.append({"dataset": r.dataset, "method": method, "trunk": trunk, "recall@1": r.mean,
-                     "half": r.half, "n": r.n})
+        rows.append(
+            {"dataset": r.dataset, "method": method, "trunk": trunk, "recall@1": r.mean, "half": r.half, "n": r.n}
+        )
     ran = {(r["dataset"], r["method"]) for r in rows}
     for method, per_dataset in (spec.get("paper_recall") or {}).items():
         for dataset, (printed, source) in per_dataset.items():
             if (dataset, method) in ran:
-                rows.append({"dataset": dataset, "method": method, "trunk": PAPERS, "recall@1": float(printed),
-                             "half": np.nan, "n": np.nan, "source": source})
+                rows.append(
+                    {
+                        "dataset": dataset,
+                        "method": method,
+                        "trunk": PAPERS,
+                        "recall@1": float(printed),
+                        "half": np.nan,
+                        "n": np.nan,
+                        "source": source,
+                    }
+                )
     return pd.DataFrame(rows, columns=["dataset", "method", "trunk", "recall@1", "half", "n", "source"])
 
 
@@ -48,8 +58,7 @@ def untrained(summary: pd.DataFrame, spec: dict) -> dict[tuple[str, str], float]
     table's "pooled features" reference row); none where the table has no reference rows."""
     if "name" not in summary or "kind" not in summary:
         return {}
-    refs = summary[summary["reference"].astype(bool) & (summary["metric"] == METRIC)
-                   & (summary["kind"] == "trunk")]
+    refs = summary[summary["reference"].astype(bool) & (summary["metric"] == METRIC) & (summary["kind"] == "trunk")]
     out = {}
     for trunk in spec["trunks"].values():
         for r in refs[refs["name"].str.contains(f"-{trunk['backbone']}-", regex=False)].itertuples():
@@ -65,9 +74,10 @@ def kendall(values: pd.DataFrame) -> pd.DataFrame:
         table = block.pivot_table(index="method", columns="trunk", values="recall@1")
         for a, b in combinations(list(dict.fromkeys(block["trunk"])), 2):  # trunks in the order drawn
             both = table[[a, b]].dropna()
-            tau, p = (stats.kendalltau(both[a], both[b]) if len(both) >= 2 else (np.nan, np.nan))
-            rows.append({"dataset": dataset, "trunk_a": a, "trunk_b": b, "methods": len(both),
-                         "tau": tau, "p_value": p})
+            tau, p = stats.kendalltau(both[a], both[b]) if len(both) >= 2 else (np.nan, np.nan)
+            rows.append(
+                {"dataset": dataset, "trunk_a": a, "trunk_b": b, "methods": len(both), "tau": tau, "p_value": p}
+            )
     return pd.DataFrame(rows, columns=["dataset", "trunk_a", "trunk_b", "methods", "tau", "p_value"])
 
 
@@ -87,10 +97,15 @@ def trunk_ranking(run_dirs: list[Path], spec: dict, output_dir: Path) -> None:
 
 
 def _kendall_markdown(taus: pd.DataFrame) -> str:
-    lines = ["# Does the ranking survive the change of trunk?", "",
-             "Kendall's τ-b between the methods' Recall@1 on two trunks (1: the same order; 0: unrelated; "
-             "−1: reversed), two-sided p-value (scipy.stats.kendalltau), over the methods both have.", "",
-             "| dataset | trunk | trunk | methods | τ | p |", "|---|---|---|---|---|---|"]
+    lines = [
+        "# Does the ranking survive the change of trunk?",
+        "",
+        "Kendall's τ-b between the methods' Recall@1 on two trunks (1: the same order; 0: unrelated; "
+        "−1: reversed), two-sided p-value (scipy.stats.kendalltau), over the methods both have.",
+        "",
+        "| dataset | trunk | trunk | methods | τ | p |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in taus.itertuples():
         tau = "" if pd.isna(r.tau) else f"{r.tau:+.2f}"
         p = "" if pd.isna(r.p_value) else f"{r.p_value:.3f}"
@@ -113,16 +128,22 @@ def _draw(values: pd.DataFrame, plain: dict, spec: dict, path: Path) -> None:
             x = [m for m in methods if m in points.index]
             positions = [methods.index(m) + (i - (len(trunks) - 1) / 2) * width for m in x]
             half = points.loc[x, "half"].fillna(0).to_numpy() if x else []
-            ax.errorbar(positions, points.loc[x, "recall@1"] if x else [], yerr=half, fmt="o",
-                        color=colours[trunk], label=trunk, capsize=3)
+            ax.errorbar(
+                positions,
+                points.loc[x, "recall@1"] if x else [],
+                yerr=half,
+                fmt="o",
+                color=colours[trunk],
+                label=trunk,
+                capsize=3,
+            )
             if (dataset, trunk) in plain:
                 ax.axhline(plain[(dataset, trunk)], color=colours[trunk], linestyle="--", linewidth=0.8)
         ax.set_xticks(range(len(methods)))
         ax.set_xlim(-0.5, len(methods) - 0.5)  # each method its own slot, however few
         ax.set_xticklabels(methods, rotation=20, fontsize=8)
         ax.set_ylabel("Recall@1 (%)")
-        ax.set_title(f"{dataset}: Recall@1 by method and trunk (dashes: the trunk's features, no training)",
-                     fontsize=9)
+        ax.set_title(f"{dataset}: Recall@1 by method and trunk (dashes: the trunk's features, no training)", fontsize=9)
         ax.grid(axis="y", alpha=0.3)
     axes[0, 0].legend(fontsize=8, loc="best")
     fig.tight_layout()

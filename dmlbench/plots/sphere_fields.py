@@ -26,8 +26,7 @@ def _change_map(ax, part, column, bad_when_positive: bool, title: str) -> None:
     x, y, z = _grid(part, column)
     limit = float(np.nanmax(np.abs(z))) or 1.0
     cmap = "RdBu_r" if bad_when_positive else "RdBu"
-    ax.imshow(z, origin="lower", extent=(x[0], x[-1], y[0], y[-1]), cmap=cmap, vmin=-limit,
-              vmax=limit, aspect="equal")
+    ax.imshow(z, origin="lower", extent=(x[0], x[-1], y[0], y[-1]), cmap=cmap, vmin=-limit, vmax=limit, aspect="equal")
     if np.nanmin(z) < 0 < np.nanmax(z):
         ax.contour(x, y, z, levels=[0.0], colors="k", linewidths=0.8)
     ax.set_title(title, fontsize=11)
@@ -40,8 +39,16 @@ def _vector_field(ax, part, p: float, title: str) -> None:
     xx, yy = np.meshgrid(x, y)
     up = v[pick] > 0
     for mask, colour in ((up, "tab:red"), (~up, "tab:blue")):
-        ax.quiver(xx[pick][mask], yy[pick][mask], u[pick][mask], v[pick][mask], color=colour,
-                  angles="xy", pivot="tail", width=0.006)
+        ax.quiver(
+            xx[pick][mask],
+            yy[pick][mask],
+            u[pick][mask],
+            v[pick][mask],
+            color=colour,
+            angles="xy",
+            pivot="tail",
+            width=0.006,
+        )
     ax.set_xlim(x[0] - 0.05, x[-1] + 0.05)
     ax.set_ylim(y[0] - 0.05, y[-1] + 0.05)
     ax.set_aspect("equal")
@@ -65,8 +72,11 @@ def draw_fields(data: pd.DataFrame, setting: dict, titles: dict, title: str, pat
 def _draw_gamma(data: pd.DataFrame, loss_names, gamma: float, ps, titles: dict, title: str, path: Path) -> None:
     rows, cols = 2 + len(ps), 2 * len(loss_names)
     fig, axes = plt.subplots(rows, cols, figsize=(2.6 * cols, 2.6 * rows), squeeze=False)
-    fig.suptitle(f"{title}, γ = {gamma}\nx: S_ap, y: S_an; red = positive pushed away (ΔS_ap < 0) or "
-                 "negative pulled closer (ΔS_an > 0)", fontsize=13)
+    fig.suptitle(
+        f"{title}, γ = {gamma}\nx: S_ap, y: S_an; red = positive pushed away (ΔS_ap < 0) or "
+        "negative pulled closer (ΔS_an > 0)",
+        fontsize=13,
+    )
     for k, loss in enumerate(loss_names):
         part = data[(data["loss"] == loss) & (data["gamma"] == gamma)]
         name = titles[loss]

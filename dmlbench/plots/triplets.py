@@ -23,13 +23,16 @@ def _recorded(run_dirs: list[Path], folder: str) -> list[tuple[dict, int, pd.Dat
     found = []
     for run_dir in run_dirs:
         run = read_record(run_dir / "config.json", RUN_RECORD_FIX)["run"]
-        for path in sorted((run_dir / folder).glob("after_epoch*.csv"),
-                           key=lambda p: int(p.stem.removeprefix("after_epoch"))):
+        for path in sorted(
+            (run_dir / folder).glob("after_epoch*.csv"), key=lambda p: int(p.stem.removeprefix("after_epoch"))
+        ):
             found.append((run, int(path.stem.removeprefix("after_epoch")), pd.read_csv(path)))
     if not found:
-        raise FileNotFoundError(f"no run recorded {folder}/after_epoch*.csv; set record."
-                                f"{'scatter_epochs' if folder == 'scatter' else 'probe.epochs'} "
-                                f"for this experiment")
+        raise FileNotFoundError(
+            f"no run recorded {folder}/after_epoch*.csv; set record."
+            f"{'scatter_epochs' if folder == 'scatter' else 'probe.epochs'} "
+            f"for this experiment"
+        )
     return found
 
 
@@ -43,10 +46,12 @@ def triplet_scatter(run_dirs: list[Path], spec: dict, output_dir: Path) -> None:
     found = _recorded(run_dirs, "scatter")
     runs = list(dict.fromkeys(_label(spec, run) for run, _, _ in found))
     epochs = sorted({epoch for _, epoch, _ in found})
-    fig, axes = plt.subplots(len(runs), len(epochs), figsize=(2.4 * len(epochs), 2.4 * len(runs)),
-                             squeeze=False)
-    fig.suptitle(f"{spec['experiment']}: triplet scatter diagrams (x: S_ap of the closest positive, "
-                 f"y: S_an of the closest negative)", fontsize=9)
+    fig, axes = plt.subplots(len(runs), len(epochs), figsize=(2.4 * len(epochs), 2.4 * len(runs)), squeeze=False)
+    fig.suptitle(
+        f"{spec['experiment']}: triplet scatter diagrams (x: S_ap of the closest positive, "
+        f"y: S_an of the closest negative)",
+        fontsize=9,
+    )
     rows = []
     for run, epoch, table in found:
         ax = axes[runs.index(_label(spec, run)), epochs.index(epoch)]
@@ -58,14 +63,20 @@ def triplet_scatter(run_dirs: list[Path], spec: dict, output_dir: Path) -> None:
         low = min(0.0, float(np.floor(10 * min(table["s_ap"].min(), table["s_an"].min())) / 10))
         ax.set_xlim(low, 1.02)
         ax.set_ylim(low, 1.02)
-        ax.set_title(f"{_label(spec, run)}\nafter epoch {epoch}: {100 * correct.mean():.0f} % correct",
-                     fontsize=7)
+        ax.set_title(f"{_label(spec, run)}\nafter epoch {epoch}: {100 * correct.mean():.0f} % correct", fontsize=7)
         ax.set_xlabel("S_ap (closest positive)", fontsize=7)
         ax.set_ylabel("S_an (closest negative)", fontsize=7)
         ax.tick_params(labelsize=6)
-        rows.append({**run, "after_epoch": epoch, "images": len(table),
-                     "correct_share": float(correct.mean()), "mean_s_ap": float(table["s_ap"].mean()),
-                     "mean_s_an": float(table["s_an"].mean())})
+        rows.append(
+            {
+                **run,
+                "after_epoch": epoch,
+                "images": len(table),
+                "correct_share": float(correct.mean()),
+                "mean_s_ap": float(table["s_ap"].mean()),
+                "mean_s_an": float(table["s_an"].mean()),
+            }
+        )
     for ax in axes.ravel():
         if not ax.has_data():
             ax.axis("off")
@@ -77,8 +88,11 @@ def triplet_scatter(run_dirs: list[Path], spec: dict, output_dir: Path) -> None:
 
 def quadrant(d_ap: pd.Series, d_an: pd.Series) -> pd.Series:
     """Direction of a triplet's move on the scatter diagram (x: S_ap, y: S_an); "none" if it did not move."""
-    names = np.select([(d_ap > 0) & (d_an > 0), (d_ap < 0) & (d_an > 0), (d_ap < 0) & (d_an < 0),
-                       (d_ap > 0) & (d_an < 0)], list(QUADRANTS), default="none")
+    names = np.select(
+        [(d_ap > 0) & (d_an > 0), (d_ap < 0) & (d_an > 0), (d_ap < 0) & (d_an < 0), (d_ap > 0) & (d_an < 0)],
+        list(QUADRANTS),
+        default="none",
+    )
     return pd.Series(names, index=d_ap.index)
 
 
@@ -89,10 +103,11 @@ def triplet_moves(run_dirs: list[Path], spec: dict, output_dir: Path) -> None:
     found = _recorded(run_dirs, "moves")
     runs = list(dict.fromkeys(_label(spec, run) for run, _, _ in found))
     first = min(epoch for _, epoch, _ in found)
-    fig, axes = plt.subplots(len(runs), len(QUADRANTS), figsize=(2.6 * len(QUADRANTS), 2.6 * len(runs)),
-                             squeeze=False)
-    fig.suptitle(f"{spec['experiment']}: direction of triplet moves (blue: probe after epoch {first}, "
-                 f"red: later probes)", fontsize=9)
+    fig, axes = plt.subplots(len(runs), len(QUADRANTS), figsize=(2.6 * len(QUADRANTS), 2.6 * len(runs)), squeeze=False)
+    fig.suptitle(
+        f"{spec['experiment']}: direction of triplet moves (blue: probe after epoch {first}, red: later probes)",
+        fontsize=9,
+    )
     rows = []
     titles: dict = {}
     for run, epoch, table in found:
@@ -104,8 +119,7 @@ def triplet_moves(run_dirs: list[Path], spec: dict, output_dir: Path) -> None:
             axes[row, column].scatter(part["s_ap"], part["s_an"], s=3, c=colour, alpha=0.5)
             share = float((moved == name).mean()) if len(table) else float("nan")
             titles.setdefault((row, column), []).append(f"e{epoch}: {100 * share:.0f} %")
-            rows.append({**run, "after_epoch": epoch, "direction": name, "triplets": int(len(part)),
-                         "share": share})
+            rows.append({**run, "after_epoch": epoch, "direction": name, "triplets": int(len(part)), "share": share})
     for (row, column), parts in titles.items():
         axes[row, column].set_title(f"{runs[row]}\n{QUADRANTS[column]}: " + ", ".join(parts), fontsize=7)
     for ax in axes.ravel():

@@ -104,8 +104,10 @@ def cluster_summary(jobs: list[dict], hours: dict[str, float], devices: int) -> 
     ordered = sorted(lengths)
     median, top = ordered[len(ordered) // 2], ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
     bound = wall_lower_bound(lengths, chain, devices)
-    return (f"**Cluster jobs** (one GPU each, `Plan.gpu_jobs`): {len(lengths)} of {len(jobs)} projected; hours per "
-            f"job: min {ordered[0]:.2f}, median {median:.2f}, 90th percentile {top:.2f}, max {ordered[-1]:.2f}. "
-            f"Wall-clock lower bound on {devices} devices: {bound:.1f} h (device-hours / devices, or the longest "
-            f"fair search: its rounds in turn, then its longest repetition, {chain:.1f} h). Each job asks SLURM "
-            f"for its hours × DMLBENCH_SLURM_TIME_FACTOR (docs/slurm.md).")
+    return (
+        f"**Cluster jobs** (one GPU each, `Plan.gpu_jobs`): {len(lengths)} of {len(jobs)} projected; hours per "
+        f"job: min {ordered[0]:.2f}, median {median:.2f}, 90th percentile {top:.2f}, max {ordered[-1]:.2f}. "
+        f"Wall-clock lower bound on {devices} devices: {bound:.1f} h (device-hours / devices, or the longest "
+        f"fair search: its rounds in turn, then its longest repetition, {chain:.1f} h). Each job asks SLURM "
+        f"for its hours × DMLBENCH_SLURM_TIME_FACTOR (docs/slurm.md)."
+    )

@@ -67,5 +67,7 @@ def plan_need(plan) -> pd.DataFrame:
         row = need.setdefault(run.experiment, [0, 0])
         row[0] += 1
         row[1] += run_bytes(RunConfig.from_dict(plan.resolve(run)), run.dataset)
-    return pd.DataFrame([{"experiment": key, "trainings": n, "gb": size / 1e9} for key, (n, size) in need.items()],
-                        columns=["experiment", "trainings", "gb"])
+    return pd.DataFrame(
+        [{"experiment": key, "trainings": n, "gb": size / 1e9} for key, (n, size) in need.items()],
+        columns=["experiment", "trainings", "gb"],
+    )

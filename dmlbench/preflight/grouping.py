@@ -24,12 +24,19 @@ def code_path(resolved: dict, dataset: str) -> dict:
         "batches": "fixed" if cfg.batches_per_epoch else "from data",
         "method": {"loss": cfg.method.loss, "miner": cfg.method.miner, "sampler": cfg.method.sampler},
         "scheme": asdict(cfg.scheme),
-        "optimizer": {"name": optimizer.name, "weight_decay": optimizer.weight_decay > 0,
-                      "head_lr_mult": optimizer.head_lr_mult != 1, "loss_lr_mult": optimizer.loss_lr_mult != 1,
-                      "loss_params": optimizer.loss_params.optimizer},
+        "optimizer": {
+            "name": optimizer.name,
+            "weight_decay": optimizer.weight_decay > 0,
+            "head_lr_mult": optimizer.head_lr_mult != 1,
+            "loss_lr_mult": optimizer.loss_lr_mult != 1,
+            "loss_params": optimizer.loss_params.optimizer,
+        },
         "schedule": bool(cfg.schedule.milestones),
-        "eval": {"per_epoch": bool(cfg.eval.every), "vehicleid_protocol": cfg.eval.vehicleid_protocol,
-                 "kmeans_restarts": cfg.eval.kmeans_restarts},
+        "eval": {
+            "per_epoch": bool(cfg.eval.every),
+            "vehicleid_protocol": cfg.eval.vehicleid_protocol,
+            "kmeans_restarts": cfg.eval.kmeans_restarts,
+        },
         "record": asdict(cfg.record),
         "performance": asdict(cfg.performance),
         "early_stopping": bool(cfg.early_stopping.patience),
@@ -46,9 +53,14 @@ def network_shape(resolved: dict, image_side: int | None = None) -> str:
     scheme, evaluation) or in a few parameters after it (embedding size, pooling, normalisation)."""
     cfg = RunConfig.from_dict(resolved)
     model = cfg.model
-    shape = {"backbone": model.backbone, "frozen_bn": model.frozen_bn, "frozen_patch_embed": model.frozen_patch_embed,
-             "layer_decay": cfg.optimizer.layer_decay != 1, "batch": cfg.batch.size,
-             "performance": asdict(cfg.performance)}
+    shape = {
+        "backbone": model.backbone,
+        "frozen_bn": model.frozen_bn,
+        "frozen_patch_embed": model.frozen_patch_embed,
+        "layer_decay": cfg.optimizer.layer_decay != 1,
+        "batch": cfg.batch.size,
+        "performance": asdict(cfg.performance),
+    }
     if image_side is None:
         shape["input"] = {"crop": cfg.input.crop, "resize": cfg.input.resize}
     return json.dumps(shape, sort_keys=True)
@@ -72,11 +84,13 @@ class Group:
     def label(self) -> str:
         cfg = self.typed
         model, method, scheme = cfg.model, cfg.method, cfg.scheme.name
-        return (f"{self.run.experiment}/{self.run.dataset}/{self.run.method} "
-                f"[{model.backbone}, d {model.embedding_dim}, {cfg.input.crop} px, "
-                f"B {cfg.batch.size}, {method.loss['name']}"
-                f"{' + ' + method.miner['name'] if method.miner else ''}"
-                f"{', ' + scheme if scheme != 'plain' else ''}]")
+        return (
+            f"{self.run.experiment}/{self.run.dataset}/{self.run.method} "
+            f"[{model.backbone}, d {model.embedding_dim}, {cfg.input.crop} px, "
+            f"B {cfg.batch.size}, {method.loss['name']}"
+            f"{' + ' + method.miner['name'] if method.miner else ''}"
+            f"{', ' + scheme if scheme != 'plain' else ''}]"
+        )
 
 
 def group_runs(plan: Plan, runs: list[Run] | None = None) -> list[Group]:

@@ -36,8 +36,9 @@ LIGHT_TRUNK = "small_cnn"
 LIGHT_SIDE = 32  # its image side (its timings are not used)
 
 
-def probe_config(resolved: dict, manifest: Path, image_side: int | None, device: str,
-                 warm_steps: int = 0, light: bool = False) -> RunConfig:
+def probe_config(
+    resolved: dict, manifest: Path, image_side: int | None, device: str, warm_steps: int = 0, light: bool = False
+) -> RunConfig:
     """The group's config, shrunk only where the preflight must: two epochs of 1 + `warm_steps`
     batches, no pretrained weights to download, no loader workers, on a CPU no bf16; with `image_side`, the crop
     becomes that many pixels and the resize and padding scale with it (batch, method and network
@@ -46,8 +47,11 @@ def probe_config(resolved: dict, manifest: Path, image_side: int | None, device:
     trunk-specific settings), everything else as above."""
     cfg = RunConfig.from_dict(resolved)
     if light:
-        cfg = replace(cfg, model=replace(cfg.model, backbone=LIGHT_TRUNK, weights=None, frozen_patch_embed=False),
-                      optimizer=replace(cfg.optimizer, layer_decay=1.0))
+        cfg = replace(
+            cfg,
+            model=replace(cfg.model, backbone=LIGHT_TRUNK, weights=None, frozen_patch_embed=False),
+            optimizer=replace(cfg.optimizer, layer_decay=1.0),
+        )
     data = {"manifest": str(manifest)}
     fold = cfg.data.get("fold")
     if fold:  # the fair protocol's fold view, over the fixture's own split file
@@ -59,19 +63,29 @@ def probe_config(resolved: dict, manifest: Path, image_side: int | None, device:
     image = cfg.input
     if image_side:
         scale = image_side / image.crop
-        image = replace(image, crop=image_side, resize=max(image_side, round(image.resize * scale)),
-                        padding=round(image.padding * scale))
+        image = replace(
+            image,
+            crop=image_side,
+            resize=max(image_side, round(image.resize * scale)),
+            padding=round(image.padding * scale),
+        )
     record = cfg.record
     probe_record = replace(record.probe, epochs=(0,), steps=2) if record.probe.epochs else record.probe
     cpu = environment.pick_device(device).type == "cpu"  # bf16 autocast has no fast CPU kernels (minutes a step)
     return replace(
-        cfg, epochs=2, batches_per_epoch=1 + warm_steps, device=device, data=data, input=image,
+        cfg,
+        epochs=2,
+        batches_per_epoch=1 + warm_steps,
+        device=device,
+        data=data,
+        input=image,
         model=replace(cfg.model, pretrained=False),
         loader=replace(cfg.loader, workers=0, persistent_workers=False),
         performance=replace(cfg.performance, bf16=False) if cpu else cfg.performance,
         eval=replace(cfg.eval, every=1 if cfg.eval.every else 0),
         record=replace(record, scatter_epochs=tuple(e for e in (0, 2) if record.scatter_epochs), probe=probe_record),
-        schedule=replace(cfg.schedule, milestones=(1,) if cfg.schedule.milestones else ()))
+        schedule=replace(cfg.schedule, milestones=(1,) if cfg.schedule.milestones else ()),
+    )
 
 
 FIXTURE_GROUPS = 12  # at most this many categories (SOP's 12) or vehicle-model shares (1/6) in a fixture
@@ -132,16 +146,29 @@ def peak_memory_mb(device: torch.device) -> int:
     return round(environment.peak_resident_mib())
 
 
-def probe(cfg: dict, dataset: str, workdir: Path, image_side: int | None = None,
-          device: str = "auto", warm_steps: int = 0, light: bool = False) -> dict:
+def probe(
+    cfg: dict,
+    dataset: str,
+    workdir: Path,
+    image_side: int | None = None,
+    device: str = "auto",
+    warm_steps: int = 0,
+    light: bool = False,
+) -> dict:
     """Run the group's code path; return status, seconds per step (with `warm_steps`, the mean of
     that many steps after a first one in the epoch after the resume; else that epoch's one step),
     evaluation seconds per image, peak memory and the error (the last line, and the traceback)
     of a failure. `light` (see `probe_config`): the code path on a small trunk; its timings and
     memory are the small trunk's, which the runner replaces by its shape's measured ones."""
     started = time.perf_counter()
-    result = {"status": "failed", "seconds_per_step": None, "eval_seconds_per_image": None,
-              "peak_mb": None, "error": "", "traceback": ""}
+    result = {
+        "status": "failed",
+        "seconds_per_step": None,
+        "eval_seconds_per_image": None,
+        "peak_mb": None,
+        "error": "",
+        "traceback": "",
+    }
     run_dir = workdir / "run"
     shutil.rmtree(run_dir, ignore_errors=True)
     try:
@@ -155,9 +182,12 @@ def probe(cfg: dict, dataset: str, workdir: Path, image_side: int | None = None,
         _train_with_a_kill(cfg, run_dir)
         eval_seconds, images = _final_evaluation(run_dir, cfg)
         last = _history(run_dir)[-1]
-        result.update(status="passed", seconds_per_step=last.get("warm_seconds_per_step", last["seconds"]),
-                      peak_mb=peak_memory_mb(torch_device),
-                      eval_seconds_per_image=eval_seconds / images)
+        result.update(
+            status="passed",
+            seconds_per_step=last.get("warm_seconds_per_step", last["seconds"]),
+            peak_mb=peak_memory_mb(torch_device),
+            eval_seconds_per_image=eval_seconds / images,
+        )
     except Exception as error:  # every failure is reported with its group, never raised
         lines = traceback.format_exception_only(type(error), error)
         result.update(error=lines[-1].strip(), traceback=traceback.format_exc())
@@ -171,6 +201,7 @@ def _train_with_a_kill(cfg: RunConfig, run_dir: Path) -> None:
     def stop_after_first_epoch(message: str) -> None:
         if message.startswith("epoch 1/"):
             raise _Interrupted
+
     try:
         train(cfg, run_dir, log=stop_after_first_epoch)
         raise RuntimeError("training did not reach the end of its first epoch")
@@ -186,11 +217,11 @@ def _final_evaluation(run_dir: Path, cfg: RunConfig) -> tuple[float, int]:
     """The train step's own final evaluation (what the train job writes as metrics.json), checked: finite
     parameters and metrics, and the seconds it took."""
     state = torch.load(run_dir / "model.pt", map_location="cpu", weights_only=True)
-    bad = [name for name, value in state["model"].items()
-           if value.is_floating_point() and not torch.isfinite(value).all()]
+    bad = [
+        name for name, value in state["model"].items() if value.is_floating_point() and not torch.isfinite(value).all()
+    ]
     if bad:
-        raise FloatingPointError(f"non-finite parameters after two steps (a non-finite gradient): "
-                                 f"{', '.join(bad[:3])}")
+        raise FloatingPointError(f"non-finite parameters after two steps (a non-finite gradient): {', '.join(bad[:3])}")
     kept = json.loads((run_dir / final_metrics.RECORD).read_text())["result"]
     if not all(math.isfinite(v) for v in kept["metrics"].values()):
         raise FloatingPointError(f"non-finite metrics: {kept['metrics']}")

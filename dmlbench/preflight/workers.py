@@ -84,9 +84,15 @@ class Worker:
         self.process.join()
         code = self.process.exitcode
         how = f"signal {-code}" if code is not None and code < 0 else f"status {code}"
-        return {"status": "failed", "seconds_per_step": None, "eval_seconds_per_image": None,
-                "peak_mb": None, "error": f"the probe process ended with {how} (see the log above)",
-                "traceback": "", "seconds": None}
+        return {
+            "status": "failed",
+            "seconds_per_step": None,
+            "eval_seconds_per_image": None,
+            "peak_mb": None,
+            "error": f"the probe process ended with {how} (see the log above)",
+            "traceback": "",
+            "seconds": None,
+        }
 
     def alive(self) -> bool:
         return self.process.is_alive()
@@ -105,8 +111,9 @@ class Worker:
 
 def wait(workers: list[Worker]) -> None:
     """Until one of the busy workers has a result or has ended."""
-    multiprocessing.connection.wait([item for worker in workers if worker.group is not None
-                                     for item in worker.waitables()])
+    multiprocessing.connection.wait(
+        [item for worker in workers if worker.group is not None for item in worker.waitables()]
+    )
 
 
 def workdir_of(root: Path, key: str) -> Path:

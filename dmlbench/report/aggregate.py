@@ -26,12 +26,16 @@ from dmlbench.verdicts.numbers import SELECTED
 
 TRUNK_FEATURE = " (trunk feature)"  # a metric of the trunk's pooled feature, the head removed (`eval.trunk_feature`)
 
-SELECTED_NOTE = ("Columns marked (test-selected) take each run's epoch with the best test Recall@1, "
-                 "as the paper reports (a choice made on the test set): the verdict compares the paper's "
-                 "number with them; the last-epoch column of the same metric is the honest number.")
-TOY_NOTE = ("Fixture data (synthetic images in the datasets' formats, small networks): these numbers test "
-            "the pipeline and are not comparable with the paper's; the differences and verdicts shown "
-            "test the code that computes them, not the paper.")
+SELECTED_NOTE = (
+    "Columns marked (test-selected) take each run's epoch with the best test Recall@1, "
+    "as the paper reports (a choice made on the test set): the verdict compares the paper's "
+    "number with them; the last-epoch column of the same metric is the honest number."
+)
+TOY_NOTE = (
+    "Fixture data (synthetic images in the datasets' formats, small networks): these numbers test "
+    "the pipeline and are not comparable with the paper's; the differences and verdicts shown "
+    "test the code that computes them, not the paper."
+)
 
 
 def collect(metric_files: list[Path], planned: dict[str, str] | None = None) -> pd.DataFrame:
@@ -53,9 +57,11 @@ def collect(metric_files: list[Path], planned: dict[str, str] | None = None) -> 
             _check_metrics_file(Path(path), row)
         except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as error:
             moved = set_aside(Path(path))
-            raise DmlbenchError(f"{path} is not a metrics file of the suite ({type(error).__name__}: "
-                                f"{error}); set aside as {moved.name}. Rerun: the train job writes it "
-                                f"again from the run's model (no training when the model is this run's)") from None
+            raise DmlbenchError(
+                f"{path} is not a metrics file of the suite ({type(error).__name__}: "
+                f"{error}); set aside as {moved.name}. Rerun: the train job writes it "
+                f"again from the run's model (no training when the model is this run's)"
+            ) from None
         rows.append(row)
     return pd.DataFrame(rows).sort_values(["dataset", "method", "seed"]).reset_index(drop=True)
 
@@ -68,8 +74,15 @@ def _check_metrics_file(path: Path, row: dict) -> None:
     said = (row["experiment"], row["dataset"], row["method"], f"seed{row['seed']}")
     if len(folder) == 4 and re.fullmatch(r"seed\d+", folder[-1]) and tuple(folder) != said:  # a run folder
         raise ValueError(f"it names the run {'/'.join(map(str, said))}, not its folder's {'/'.join(folder)}")
-    bad = {k: v for k, v in row.items() if k not in RUN_KEYS and k != "test-selected epoch"
-           and isinstance(v, float) and v == v and not 0.0 <= v <= 100.0}
+    bad = {
+        k: v
+        for k, v in row.items()
+        if k not in RUN_KEYS
+        and k != "test-selected epoch"
+        and isinstance(v, float)
+        and v == v
+        and not 0.0 <= v <= 100.0
+    }
     if bad:
         raise ValueError(f"metrics outside [0, 1]: {', '.join(f'{k} {v / 100:g}' for k, v in bad.items())}")
 
@@ -99,11 +112,11 @@ def check_fresh(metric_files: list[Path], planned: dict[str, str]) -> None:
         raise DmlbenchError(
             f"{len(stale)} metrics file(s) were computed with other settings than the plan's: "
             f"{', '.join(stale[:3])}{' …' if len(stale) > 3 else ''}. Train them again: "
-            f"`snakemake --forcerun train --until <these files>` (or rerun without `--rerun-triggers mtime`)")
+            f"`snakemake --forcerun train --until <these files>` (or rerun without `--rerun-triggers mtime`)"
+        )
 
 
-def summarise(runs: pd.DataFrame, metrics: list[str], reported: dict, margin=None,
-              selected=()) -> pd.DataFrame:
+def summarise(runs: pd.DataFrame, metrics: list[str], reported: dict, margin=None, selected=()) -> pd.DataFrame:
     """Mean, std, n and the 95 % interval's half-width per dataset × method × metric, with the
     paper's number, the difference and the verdict (`margin`: the experiment's, `dmlbench.config.margins.of`). A metric
     the paper reports at its test-selected epoch (`selected`) is judged on that column; its
@@ -126,19 +139,31 @@ def summarise(runs: pd.DataFrame, metrics: list[str], reported: dict, margin=Non
             if paper is not None and (base not in selected or metric != base):
                 band = numbers.band_of(margin, base) + numbers.printed_precision(str(text))
                 verdict = numbers.judge(values.tolist() + [float("nan")] * int(failed.sum()), paper, band).verdict
-            rows.append({"dataset": dataset, "method": method, "metric": metric, "mean": mean,
-                         "std": float(values.std(ddof=1)) if len(values) > 1 else float("nan"),
-                         "half": mean_interval(values)[1] if len(values) > 1 else float("nan"),
-                         "n": int(len(values)), "paper": paper,
-                         "difference": None if paper is None else mean - paper, "verdict": verdict})
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "method": method,
+                    "metric": metric,
+                    "mean": mean,
+                    "std": float(values.std(ddof=1)) if len(values) > 1 else float("nan"),
+                    "half": mean_interval(values)[1] if len(values) > 1 else float("nan"),
+                    "n": int(len(values)),
+                    "paper": paper,
+                    "difference": None if paper is None else mean - paper,
+                    "verdict": verdict,
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def quoted_rows(spec: dict) -> pd.DataFrame:
     """Numbers the paper only quotes from the literature: shown as quoted, never as run."""
-    rows = [{"dataset": dataset, "method": method, "metric": metric, "value": value}
-            for method, per_dataset in (spec.get("quoted") or {}).items()
-            for dataset, metrics in per_dataset.items() for metric, value in metrics.items()]
+    rows = [
+        {"dataset": dataset, "method": method, "metric": metric, "value": value}
+        for method, per_dataset in (spec.get("quoted") or {}).items()
+        for dataset, metrics in per_dataset.items()
+        for metric, value in metrics.items()
+    ]
     return pd.DataFrame(rows, columns=["dataset", "method", "metric", "value"])
 
 
@@ -149,18 +174,26 @@ def markdown(summary: pd.DataFrame, spec: dict, quoted: pd.DataFrame) -> str:
     if spec.get("toy_data"):
         lines += [TOY_NOTE, ""]
     if spec.get("paper"):
-        lines += [f"Paper: `{spec['paper']}`. Cells: this suite (mean ± 95 % interval over n seeds) / paper "
-                  f"(as it prints it) / difference / verdict, in %. Last-epoch model. Rows: the paper's names "
-                  f"where its table gives them.", ""]
+        lines += [
+            f"Paper: `{spec['paper']}`. Cells: this suite (mean ± 95 % interval over n seeds) / paper "
+            f"(as it prints it) / difference / verdict, in %. Last-epoch model. Rows: the paper's names "
+            f"where its table gives them.",
+            "",
+        ]
     else:
-        lines += ["The suite's own experiment (no paper numbers). Cells: mean ± 95 % interval over n seeds, "
-                  "in %. Last-epoch model.", ""]
+        lines += [
+            "The suite's own experiment (no paper numbers). Cells: mean ± 95 % interval over n seeds, "
+            "in %. Last-epoch model.",
+            "",
+        ]
     if spec["table"].get("test_selected"):
         lines += [SELECTED_NOTE, ""]
     said = references.sentences(summary, spec.get("reference_of") or [], labels)
     if said:
-        lines += ["Rows \"no training\": the same evaluation of embeddings before any training step. "
-                  + " ".join(said), ""]
+        lines += [
+            'Rows "no training": the same evaluation of embeddings before any training step. ' + " ".join(said),
+            "",
+        ]
     leakage = timm_trunks.overlap_note(t["backbone"] for t in (spec.get("trunks") or {}).values())
     if leakage:
         lines += [leakage, ""]
@@ -173,8 +206,9 @@ def markdown(summary: pd.DataFrame, spec: dict, quoted: pd.DataFrame) -> str:
             lines.append(markdown_row([labels.get(method, method), *(cells.get(m, "") for m in metrics)]))
         for method, rows in quoted[quoted["dataset"] == dataset].groupby("method", sort=False):
             cells = {r.metric: printed(r.value) for r in rows.itertuples()}
-            lines.append(markdown_row([f"{method} (quoted by the paper, not run)",
-                                       *(cells.get(m, "") for m in metrics)]))
+            lines.append(
+                markdown_row([f"{method} (quoted by the paper, not run)", *(cells.get(m, "") for m in metrics)])
+            )
         lines.append("")
     return "\n".join(lines)
 
@@ -196,8 +230,7 @@ def _metrics(spec: dict, runs: pd.DataFrame) -> list[str]:
     return metrics + [m + SELECTED for m in spec["table"].get("test_selected") or []]
 
 
-def aggregate(spec: dict, metric_files: list[Path], output_dir: Path,
-              reference_files: list[Path] = ()) -> None:
+def aggregate(spec: dict, metric_files: list[Path], output_dir: Path, reference_files: list[Path] = ()) -> None:
     output_dir.mkdir(parents=True, exist_ok=True)
     try:
         runs = collect(metric_files, spec.get("fingerprints"))
@@ -209,8 +242,9 @@ def aggregate(spec: dict, metric_files: list[Path], output_dir: Path,
         (output_dir.parent / "index.html").unlink(missing_ok=True)
         raise
     metrics = _metrics(spec, runs)
-    summary = summarise(runs, metrics, spec.get("reported") or {}, spec.get("margin"),
-                        spec["table"].get("test_selected") or ()).assign(reference=False)
+    summary = summarise(
+        runs, metrics, spec.get("reported") or {}, spec.get("margin"), spec["table"].get("test_selected") or ()
+    ).assign(reference=False)
     refs = refs[refs["dataset"].isin(summary["dataset"])] if len(refs) else refs
     summary = pd.concat([refs, summary], ignore_index=True) if len(refs) else summary
     order = {dataset: i for i, dataset in enumerate(spec.get("datasets") or [])}

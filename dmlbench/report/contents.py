@@ -65,10 +65,14 @@ def contents(plan: Plan, preset_dir: Path) -> dict:
         for key in keys:
             folder = preset_dir / key
             status, detail = _status(plan, key, folder)
-            figures = (sorted(p.name for p in folder.glob("*.png"))
-                       if status not in ("quoted only", FIGURE_ONLY, NOT_RUN) else [])
-            entries.append({"id": key, "title": plan.title(key), "status": status,
-                            "detail": detail, "figures": figures})
+            figures = (
+                sorted(p.name for p in folder.glob("*.png"))
+                if status not in ("quoted only", FIGURE_ONLY, NOT_RUN)
+                else []
+            )
+            entries.append(
+                {"id": key, "title": plan.title(key), "status": status, "detail": detail, "figures": figures}
+            )
         if entries:
             papers.append({"paper": paper, "title": paper_title, "experiments": entries})
     return {"preset": plan.name, "toy_data": plan.toy_data, "papers": papers}

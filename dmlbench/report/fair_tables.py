@@ -29,8 +29,11 @@ RANKED = ("separated", "map@r")  # the mode and metric of the figure, the rankin
 
 def _files(spec: dict, dataset: str, method: str) -> tuple[dict, dict, tuple[int, int]]:
     folder = Path(spec["folder"].replace("DATASET", dataset).replace("METHOD", method))
-    return (read_json(folder / "final" / "summary.json"), read_json(folder / "search" / "best.json"),
-            _search_stops(folder / "search" / "trials.csv"))
+    return (
+        read_json(folder / "final" / "summary.json"),
+        read_json(folder / "search" / "best.json"),
+        _search_stops(folder / "search" / "trials.csv"),
+    )
 
 
 def _search_stops(trials_csv: Path) -> tuple[int, int]:
@@ -47,16 +50,28 @@ def table(spec: dict) -> pd.DataFrame:
             summary, best, (capped_search, search_folds) = _files(spec, dataset, method)
             for mode in MODES:
                 for metric, value in summary[mode].items():
-                    rows.append({"dataset": dataset, "method": method, "label": about["label"],
-                                 "paper": about["paper"], "mode": mode, "metric": metric,
-                                 "mean": 100 * value["mean"], "ci95": 100 * value["ci95"],
-                                 "repetitions": summary["repetitions"],
-                                 "tuned": json.dumps(best["params"], sort_keys=True),
-                                 "paper_setting": json.dumps(best["paper"], sort_keys=True),
-                                 "trials": best["trials"], "diverged_trials": best["diverged"],
-                                 "capped_folds": summary["capped_folds"], "final_folds": summary["fold_trainings"],
-                                 "capped_search_folds": capped_search, "search_folds": search_folds,
-                                 "validation_map@r": 100 * best["objective"]})
+                    rows.append(
+                        {
+                            "dataset": dataset,
+                            "method": method,
+                            "label": about["label"],
+                            "paper": about["paper"],
+                            "mode": mode,
+                            "metric": metric,
+                            "mean": 100 * value["mean"],
+                            "ci95": 100 * value["ci95"],
+                            "repetitions": summary["repetitions"],
+                            "tuned": json.dumps(best["params"], sort_keys=True),
+                            "paper_setting": json.dumps(best["paper"], sort_keys=True),
+                            "trials": best["trials"],
+                            "diverged_trials": best["diverged"],
+                            "capped_folds": summary["capped_folds"],
+                            "final_folds": summary["fold_trainings"],
+                            "capped_search_folds": capped_search,
+                            "search_folds": search_folds,
+                            "validation_map@r": 100 * best["objective"],
+                        }
+                    )
     frame = pd.DataFrame(rows)
     return _mark_best(frame)
 
@@ -68,9 +83,18 @@ def per_repetition(spec: dict) -> pd.DataFrame:
         for method in spec["methods"]:
             summary = _files(spec, dataset, method)[0]
             for r, numbers in enumerate(summary["per_repetition"]):
-                rows += [{"dataset": dataset, "method": method, "mode": mode, "metric": metric,
-                          "repetition": r, "value": 100 * value}
-                         for mode in MODES for metric, value in numbers[mode].items()]
+                rows += [
+                    {
+                        "dataset": dataset,
+                        "method": method,
+                        "mode": mode,
+                        "metric": metric,
+                        "repetition": r,
+                        "value": 100 * value,
+                    }
+                    for mode in MODES
+                    for metric, value in numbers[mode].items()
+                ]
     return pd.DataFrame(rows)
 
 
@@ -83,8 +107,11 @@ def ranking(frame: pd.DataFrame):
 
 def ranking_record(result) -> dict:
     mode, metric = RANKED
-    about = {"mode": mode, "metric": metric,
-             "method": "Friedman test over the datasets, Nemenyi critical difference (Demšar 2006)"}
+    about = {
+        "mode": mode,
+        "metric": metric,
+        "method": "Friedman test over the datasets, Nemenyi critical difference (Demšar 2006)",
+    }
     if isinstance(result, str):
         return {**about, "none": result}
     return {**about, **result.as_dict(), "groups": comparisons.cliques(result)}
@@ -92,8 +119,9 @@ def ranking_record(result) -> dict:
 
 def average_ranks_text(record: dict, labels: dict) -> str:
     """'EPHN L2nd 1.00, DRO-TopK_M 2.50, …': the methods by their average rank, best first."""
-    return ", ".join(f"{labels.get(m, m)} {r:.2f}" for m, r in sorted(record["average_ranks"].items(),
-                                                                     key=lambda item: item[1]))
+    return ", ".join(
+        f"{labels.get(m, m)} {r:.2f}" for m, r in sorted(record["average_ranks"].items(), key=lambda item: item[1])
+    )
 
 
 def ranking_figure(record: dict, spec: dict, path: Path) -> None:
@@ -102,13 +130,22 @@ def ranking_figure(record: dict, spec: dict, path: Path) -> None:
     if "none" in record:
         fig, ax = canvas.plt.subplots(figsize=(8, 1.2))
         ax.axis("off")
-        ax.text(0.5, 0.5, f"No critical-difference diagram: {record['none']}.", ha="center", va="center",
-                fontsize=9, wrap=True)
+        ax.text(
+            0.5,
+            0.5,
+            f"No critical-difference diagram: {record['none']}.",
+            ha="center",
+            va="center",
+            fontsize=9,
+            wrap=True,
+        )
         canvas.save(fig, path, spec)
         return
-    title = (f"{spec['title']}: average rank of separated MAP@R over {len(record['datasets'])} datasets\n"
-             f"Friedman χ² = {record['friedman']['statistic']:.2f}, p = {record['friedman']['p']:.3g}; "
-             f"bars: not told apart (Nemenyi, α = {record['alpha']})")
+    title = (
+        f"{spec['title']}: average rank of separated MAP@R over {len(record['datasets'])} datasets\n"
+        f"Friedman χ² = {record['friedman']['statistic']:.2f}, p = {record['friedman']['p']:.3g}; "
+        f"bars: not told apart (Nemenyi, α = {record['alpha']})"
+    )
     diagram(record["average_ranks"], record["critical_difference"], record["groups"], labels, title, path, spec)
 
 
@@ -123,8 +160,9 @@ def _mark_best(frame: pd.DataFrame) -> pd.DataFrame:
         frame.loc[top, "best"] = True
         best = (frame.at[top, "mean"], frame.at[top, "ci95"])
         for index in group.index:
-            frame.loc[index, "overlaps_best"] = index != top and overlaps((frame.at[index, "mean"],
-                                                                           frame.at[index, "ci95"]), best)
+            frame.loc[index, "overlaps_best"] = index != top and overlaps(
+                (frame.at[index, "mean"], frame.at[index, "ci95"]), best
+            )
     return frame
 
 
@@ -134,11 +172,18 @@ def paper_vs_fair(frame: pd.DataFrame, spec: dict) -> pd.DataFrame:
     rows = []
     for _, row in fair.iterrows():
         quoted = (spec["paper_recall"].get(row["method"]) or {}).get(row["dataset"])
-        rows.append({"dataset": row["dataset"], "method": row["method"], "label": row["label"],
-                     "paper_recall@1": printed(quoted[0]) if quoted else None,  # the paper's digits
-                     "quoted_in": quoted[1] if quoted else None,
-                     "fair_p@1": row["mean"], "fair_ci95": row["ci95"],
-                     "difference": row["mean"] - float(quoted[0]) if quoted and not spec["toy_data"] else None})
+        rows.append(
+            {
+                "dataset": row["dataset"],
+                "method": row["method"],
+                "label": row["label"],
+                "paper_recall@1": printed(quoted[0]) if quoted else None,  # the paper's digits
+                "quoted_in": quoted[1] if quoted else None,
+                "fair_p@1": row["mean"],
+                "fair_ci95": row["ci95"],
+                "difference": row["mean"] - float(quoted[0]) if quoted and not spec["toy_data"] else None,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -149,8 +194,10 @@ def cell(row) -> str:
 
 def capped(row) -> str:
     """Capped fold trainings: final of final, search of search."""
-    return (f"{int(row['capped_folds'])}/{int(row['final_folds'])}; "
-            f"{int(row['capped_search_folds'])}/{int(row['search_folds'])}")
+    return (
+        f"{int(row['capped_folds'])}/{int(row['final_folds'])}; "
+        f"{int(row['capped_search_folds'])}/{int(row['search_folds'])}"
+    )
 
 
 def notes(spec: dict) -> list[str]:
@@ -158,15 +205,19 @@ def notes(spec: dict) -> list[str]:
     and the methods whose papers print no number, each with its reason."""
     labels = {m: about["label"] for m, about in spec["methods"].items()}
     caps = "/".join(str(c) for c in spec["epoch_caps"])
-    out = [f"Epoch cap {caps}: each fold stops once `early_stopping.patience` epochs pass without a better "
-           f"validation MAP@R, or at the cap. Capped folds: the fold trainings that reached the cap with "
-           f"patience left, final (repetitions × folds); search (finished trials × folds)."]
+    out = [
+        f"Epoch cap {caps}: each fold stops once `early_stopping.patience` epochs pass without a better "
+        f"validation MAP@R, or at the cap. Capped folds: the fold trainings that reached the cap with "
+        f"patience left, final (repetitions × folds); search (finished trials × folds)."
+    ]
     grouped: dict = {}
     for method, needs in spec["necessities"].items():
         grouped.setdefault(tuple(sorted(needs.items())), []).append(labels[method])
     for needs, methods in grouped.items():
-        out.append(f"Own settings of {', '.join(methods)} (all else is the protocol's): "
-                   + "; ".join(f"{path}: {why}" for path, why in needs))
+        out.append(
+            f"Own settings of {', '.join(methods)} (all else is the protocol's): "
+            + "; ".join(f"{path}: {why}" for path, why in needs)
+        )
     out += [f"Left out: {label}: {why}" for label, why in spec["omitted"].items()]
     out += [f"No paper number for {labels[m]}: {why}" for m, why in spec["no_paper_number"].items() if m in labels]
     return out
@@ -177,9 +228,13 @@ def statistics_markdown(frame: pd.DataFrame, pairs: pd.DataFrame, record: dict, 
     Holm); the ranking over the datasets."""
     mode, metric = RANKED
     labels = {m: about["label"] for m, about in spec["methods"].items()}
-    lines = ["## Statistics", "",
-             f"Paired t-tests over the repetitions on {mode} {METRICS[metric]}, Holm-corrected over every pair "
-             "of methods of a dataset (every pair of every metric: fair_pairwise.csv).", ""]
+    lines = [
+        "## Statistics",
+        "",
+        f"Paired t-tests over the repetitions on {mode} {METRICS[metric]}, Holm-corrected over every pair "
+        "of methods of a dataset (every pair of every metric: fair_pairwise.csv).",
+        "",
+    ]
     for dataset in spec["datasets"]:
         rows = frame[(frame["dataset"] == dataset) & (frame["mode"] == mode) & (frame["metric"] == metric)]
         against = comparisons.versus_best(pairs, rows.set_index("method")["mean"], dataset, mode, metric)
@@ -191,30 +246,60 @@ def statistics_markdown(frame: pd.DataFrame, pairs: pd.DataFrame, record: dict, 
         lines.append(f"No ranking over the datasets: {record['none']}.")
     else:
         ranks = average_ranks_text(record, labels)
-        lines.append(f"Friedman test over {len(record['datasets'])} datasets: "
-                     f"χ² = {record['friedman']['statistic']:.2f}, "
-                     f"p = {record['friedman']['p']:.3g}; "
-                     f"Nemenyi critical difference {record['critical_difference']:.2f} "
-                     f"(α = {record['alpha']}). Average ranks: {ranks}. Diagram: fair_cd.png.")
+        lines.append(
+            f"Friedman test over {len(record['datasets'])} datasets: "
+            f"χ² = {record['friedman']['statistic']:.2f}, "
+            f"p = {record['friedman']['p']:.3g}; "
+            f"Nemenyi critical difference {record['critical_difference']:.2f} "
+            f"(α = {record['alpha']}). Average ranks: {ranks}. Diagram: fair_cd.png."
+        )
     return lines + [""]
 
 
 def markdown(frame: pd.DataFrame, spec: dict, statistics: list[str]) -> str:
-    lines = [f"# {spec['title']}", "",
-             "Mean ± 95 % interval (t(0.975, n−1) · s / √n) over the final repetitions, in %. "
-             "(best): the column's highest mean; (≈ best): its interval overlaps the best one's.", ""]
+    lines = [
+        f"# {spec['title']}",
+        "",
+        "Mean ± 95 % interval (t(0.975, n−1) · s / √n) over the final repetitions, in %. "
+        "(best): the column's highest mean; (≈ best): its interval overlaps the best one's.",
+        "",
+    ]
     for dataset in spec["datasets"]:
         rows = frame[frame["dataset"] == dataset]
         header = [f"{mode[:3]}. {name}" for mode in MODES for name in METRICS.values()]
-        lines += [f"## {dataset}", "", markdown_row(["method", "paper", *header, "tuned", "paper setting",
-                                                     "trials (diverged)", "capped folds (final; search)"]),
-                  "|---|---|" + "---|" * len(header) + "---|---|---|---|"]
+        lines += [
+            f"## {dataset}",
+            "",
+            markdown_row(
+                [
+                    "method",
+                    "paper",
+                    *header,
+                    "tuned",
+                    "paper setting",
+                    "trials (diverged)",
+                    "capped folds (final; search)",
+                ]
+            ),
+            "|---|---|" + "---|" * len(header) + "---|---|---|---|",
+        ]
         for method, about in spec["methods"].items():
             mine = rows[rows["method"] == method].set_index(["mode", "metric"])
             cells = [cell(mine.loc[(mode, metric)]) for mode in MODES for metric in METRICS]
             first = mine.iloc[0]
-            lines.append(markdown_row([about["label"], about["paper"], *cells, first["tuned"], first["paper_setting"],
-                                       f"{int(first['trials'])} ({int(first['diverged_trials'])})", capped(first)]))
+            lines.append(
+                markdown_row(
+                    [
+                        about["label"],
+                        about["paper"],
+                        *cells,
+                        first["tuned"],
+                        first["paper_setting"],
+                        f"{int(first['trials'])} ({int(first['diverged_trials'])})",
+                        capped(first),
+                    ]
+                )
+            )
         lines.append("")
     lines += statistics + ["Notes:", ""] + [f"- {note}" for note in notes(spec)]
     return "\n".join(lines)

@@ -42,8 +42,9 @@ def recall_curves(summary: pd.DataFrame, spec: dict, path: Path) -> None:
     parts = summary["metric"].str.extract(RECALL)
     recall = summary[parts["k"].notna()].copy()
     recall["k"] = parts.loc[recall.index, "k"].astype(int)
-    recall["panel"] = recall["dataset"] + parts.loc[recall.index, "list"].map(lambda v: f" ({v})"
-                                                                              if isinstance(v, str) else "")
+    recall["panel"] = recall["dataset"] + parts.loc[recall.index, "list"].map(
+        lambda v: f" ({v})" if isinstance(v, str) else ""
+    )
     panels = list(dict.fromkeys(recall["panel"]))
     fig, axes = _axes(len(panels), f"{spec['experiment']}: Recall@K")
     for ax, panel in zip(axes, panels):
@@ -63,8 +64,11 @@ def recall_curves(summary: pd.DataFrame, spec: dict, path: Path) -> None:
     save(fig, path, spec)
 
 
-REFERENCE_LEGEND = {"initial": "no training: network", "trunk": "no training: trunk features",
-                    "pixels": "no training: raw pixels"}
+REFERENCE_LEGEND = {
+    "initial": "no training: network",
+    "trunk": "no training: trunk features",
+    "pixels": "no training: raw pixels",
+}
 
 
 def _is_reference(rows: pd.DataFrame) -> pd.Series:
@@ -74,18 +78,30 @@ def _is_reference(rows: pd.DataFrame) -> pd.Series:
 def _recall_lines(ax, rows_of: pd.DataFrame, spec: dict, ks: list[int]) -> None:
     for method, rows in rows_of[_is_reference(rows_of)].groupby("method", sort=False):
         rows = rows.sort_values("k")  # no training: grey dashed, beneath the runs, named by kind
-        ax.plot(rows["k"], rows["mean"], linestyle="--", marker=".", color="grey", alpha=0.8,
-                linewidth=1, label=REFERENCE_LEGEND.get(rows["kind"].iloc[0], method))
+        ax.plot(
+            rows["k"],
+            rows["mean"],
+            linestyle="--",
+            marker=".",
+            color="grey",
+            alpha=0.8,
+            linewidth=1,
+            label=REFERENCE_LEGEND.get(rows["kind"].iloc[0], method),
+        )
     for method, rows in rows_of[~_is_reference(rows_of)].groupby("method"):
         rows = rows.sort_values("k")
         label = spec["method_labels"].get(method, method)
-        line, = ax.plot(rows["k"], rows["mean"], marker="o", label=label)
-        ax.fill_between(rows["k"], rows["mean"] - rows["std"].fillna(0), rows["mean"] + rows["std"].fillna(0),
-                        color=line.get_color(), alpha=0.2)
+        (line,) = ax.plot(rows["k"], rows["mean"], marker="o", label=label)
+        ax.fill_between(
+            rows["k"],
+            rows["mean"] - rows["std"].fillna(0),
+            rows["mean"] + rows["std"].fillna(0),
+            color=line.get_color(),
+            alpha=0.2,
+        )
         paper = rows.dropna(subset=["paper"])
         if len(paper):
-            ax.plot(paper["k"], paper["paper"], "x", color=line.get_color(), markersize=8,
-                    label=f"{label} (paper)")
+            ax.plot(paper["k"], paper["paper"], "x", color=line.get_color(), markersize=8, label=f"{label} (paper)")
     ax.set_xscale("log", base=2)
     ax.set_xticks(ks, [str(k) for k in ks])
     ax.set_xlabel("K")
@@ -93,14 +109,23 @@ def _recall_lines(ax, rows_of: pd.DataFrame, spec: dict, ks: list[int]) -> None:
 
 def _recall_bars(ax, rows_of: pd.DataFrame, spec: dict) -> None:
     rows_of = rows_of.reset_index(drop=True)
-    labels = [REFERENCE_LEGEND.get(kind, m) if reference else spec["method_labels"].get(m, m)
-              for m, kind, reference in zip(rows_of["method"], rows_of.get("kind", [None] * len(rows_of)),
-                                            _is_reference(rows_of))]
+    labels = [
+        REFERENCE_LEGEND.get(kind, m) if reference else spec["method_labels"].get(m, m)
+        for m, kind, reference in zip(
+            rows_of["method"], rows_of.get("kind", [None] * len(rows_of)), _is_reference(rows_of)
+        )
+    ]
     reference = _is_reference(rows_of)
     for chosen, color, name in ((~reference, "tab:blue", "ours"), (reference, "lightgrey", "ours, no training")):
         if chosen.any():
-            ax.bar(rows_of.index[chosen], rows_of.loc[chosen, "mean"], yerr=rows_of.loc[chosen, "std"].fillna(0),
-                   capsize=3, color=color, label=name)
+            ax.bar(
+                rows_of.index[chosen],
+                rows_of.loc[chosen, "mean"],
+                yerr=rows_of.loc[chosen, "std"].fillna(0),
+                capsize=3,
+                color=color,
+                label=name,
+            )
     paper = rows_of["paper"].notna()
     if paper.any():
         ax.plot(rows_of.index[paper], rows_of.loc[paper, "paper"], "x", color="k", markersize=9, label="paper")
@@ -121,12 +146,15 @@ def learning_curves(run_dirs: list[Path], spec: dict, path: Path) -> None:
             rows.append({**config, **json.loads(line)})
     history = pd.DataFrame(rows)
     datasets = list(dict.fromkeys(history["dataset"]))
-    recall_of = {d: next((m for m in PER_EPOCH if m in history
-                          and history.loc[history["dataset"] == d, m].notna().any()), None) for d in datasets}
+    recall_of = {
+        d: next((m for m in PER_EPOCH if m in history and history.loc[history["dataset"] == d, m].notna().any()), None)
+        for d in datasets
+    }
     has_recall = any(recall_of.values())
     n_rows = 2 if has_recall else 1
-    fig, axes = plt.subplots(n_rows, len(datasets), figsize=(4.2 * len(datasets), 3.2 * n_rows),
-                             squeeze=False, sharex="col")
+    fig, axes = plt.subplots(
+        n_rows, len(datasets), figsize=(4.2 * len(datasets), 3.2 * n_rows), squeeze=False, sharex="col"
+    )
     fig.suptitle(f"{spec['experiment']}: learning curves", fontsize=10)
     for column, dataset in enumerate(datasets):
         metric = recall_of[dataset]
@@ -145,8 +173,15 @@ def learning_curves(run_dirs: list[Path], spec: dict, path: Path) -> None:
             axes[1, column].set_ylabel(f"test {metric.replace('_recall', ' Recall').replace('recall', 'Recall')} (%)")
         elif has_recall:
             axes[1, column].axis("off")
-            axes[1, column].text(0.5, 0.5, "no per-epoch evaluation", ha="center", va="center",
-                                 transform=axes[1, column].transAxes, color="#777")
+            axes[1, column].text(
+                0.5,
+                0.5,
+                "no per-epoch evaluation",
+                ha="center",
+                va="center",
+                transform=axes[1, column].transAxes,
+                color="#777",
+            )
         axes[-1, column].set_xlabel("epoch")
         last = int(history.loc[history["dataset"] == dataset, "epoch"].max())
         for ax in axes[:, column]:
@@ -175,19 +210,28 @@ def sweep_plot(summary: pd.DataFrame, spec: dict, path: Path) -> None:
             part = part.sort_values("x")
             label = spec["method_labels"].get(part["method"].iloc[0], base).split(" (")[0]
             name = label if len(metrics) == 1 else f"{label}, {metric}"
-            bars = ax.errorbar(part["x"], part["mean"], yerr=part["std"].fillna(0), marker="o",
-                               capsize=3, label=name)
+            bars = ax.errorbar(part["x"], part["mean"], yerr=part["std"].fillna(0), marker="o", capsize=3, label=name)
             paper = part.dropna(subset=["paper"])
             if len(paper):  # the points the paper prints as numbers
-                ax.plot(paper["x"], paper["paper"], "x", color=bars.lines[0].get_color(),
-                        markersize=9, label=f"{name} (paper)")
+                ax.plot(
+                    paper["x"],
+                    paper["paper"],
+                    "x",
+                    color=bars.lines[0].get_color(),
+                    markersize=9,
+                    label=f"{name} (paper)",
+                )
         if plot.get("log2_x"):
             ax.set_xscale("log", base=2)
-            ax.set_xticks(sorted(rows["x"].dropna().unique()),
-                          [f"{x:g}" for x in sorted(rows["x"].dropna().unique())])
+            ax.set_xticks(sorted(rows["x"].dropna().unique()), [f"{x:g}" for x in sorted(rows["x"].dropna().unique())])
         shown_here = rows[rows["dataset"] == dataset]
-        values = pd.concat([shown_here["mean"] - shown_here["std"].fillna(0),
-                            shown_here["mean"] + shown_here["std"].fillna(0), shown_here["paper"].dropna()])
+        values = pd.concat(
+            [
+                shown_here["mean"] - shown_here["std"].fillna(0),
+                shown_here["mean"] + shown_here["std"].fillna(0),
+                shown_here["paper"].dropna(),
+            ]
+        )
         honest_ylim(ax, float(values.min()), float(values.max()))
         ax.set_title(dataset)
         ax.set_xlabel(plot["x_label"])

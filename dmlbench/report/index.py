@@ -13,8 +13,18 @@ import pandas as pd
 
 from dmlbench.core.io import atomic_path, json_text, read_json
 from dmlbench.models import timm_trunks
-from dmlbench.report import (certificate_section, contents, fair_section, knob_section, layout, ledger, markdown,
-                             provenance, references, scorecard)
+from dmlbench.report import (
+    certificate_section,
+    contents,
+    fair_section,
+    knob_section,
+    layout,
+    ledger,
+    markdown,
+    provenance,
+    references,
+    scorecard,
+)
 from dmlbench.report.aggregate import TOY_NOTE
 from dmlbench.verdicts import certificate
 
@@ -86,9 +96,11 @@ def _badge(exp: dict) -> str:
 
 
 def _page(title: str, body: str) -> str:
-    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-            f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{html.escape(title)}</title>"
-            f"<style>{STYLE}</style></head><body><h1 id='top'>{html.escape(title)}</h1>{body}</body></html>\n")
+    return (
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{html.escape(title)}</title>"
+        f"<style>{STYLE}</style></head><body><h1 id='top'>{html.escape(title)}</h1>{body}</body></html>\n"
+    )
 
 
 def _labels(plan, exp: dict) -> dict[str, str]:
@@ -102,22 +114,33 @@ def _labels(plan, exp: dict) -> dict[str, str]:
 
 def _caption(exp: dict, ran: bool, toy: bool) -> str:
     if not (exp.get("reported") or exp.get("quoted")):
-        return ("Mean ± 95 % interval over the n seeds run (n in the cell), last epoch; 'not run': not trained by this "
-                "preset; '·': not measured by this preset. The paper prints no numbers for this.")
-    parts = ["This suite: mean ± 95 % interval (Student t) over the n seeds run, last epoch; paper: the paper's "
-             "number as it prints it (– where it prints none; a row name's \"(ours)\" is the paper's "
-             "authors')." if ran else
-             "Not run in this preset: the paper's numbers alone."]
+        return (
+            "Mean ± 95 % interval over the n seeds run (n in the cell), last epoch; 'not run': not trained by this "
+            "preset; '·': not measured by this preset. The paper prints no numbers for this."
+        )
+    parts = [
+        "This suite: mean ± 95 % interval (Student t) over the n seeds run, last epoch; paper: the paper's "
+        "number as it prints it (– where it prints none; a row name's \"(ours)\" is the paper's "
+        "authors')."
+        if ran
+        else "Not run in this preset: the paper's numbers alone."
+    ]
     if ran:
-        parts.append("'not run': this preset does not train that row on that dataset; '·': not measured "
-                     "by this preset; (quoted): a row the paper quotes from the literature.")
+        parts.append(
+            "'not run': this preset does not train that row on that dataset; '·': not measured "
+            "by this preset; (quoted): a row the paper quotes from the literature."
+        )
     if ran and (exp.get("table") or {}).get("test_selected"):
-        parts.append("The paper reports each method at its best epoch on the test set: 'sel.' is this "
-                     "suite's test-selected epoch, which Δ and the verdict compare with the paper's number; "
-                     "'last' its last epoch, the honest number.")
+        parts.append(
+            "The paper reports each method at its best epoch on the test set: 'sel.' is this "
+            "suite's test-selected epoch, which Δ and the verdict compare with the paper's number; "
+            "'last' its last epoch, the honest number."
+        )
     if ran and toy:
-        parts.append("Fixture data: this suite's numbers, differences and verdicts test the pipeline; they are "
-                     "not comparable with the paper's.")
+        parts.append(
+            "Fixture data: this suite's numbers, differences and verdicts test the pipeline; they are "
+            "not comparable with the paper's."
+        )
     return " ".join(parts)
 
 
@@ -128,16 +151,23 @@ def _table_html(plan, key: str, folder: Path | None) -> str:
     summary = pd.read_csv(folder / "table.csv") if folder is not None and (folder / "table.csv").exists() else None
     caption = _caption(exp, summary is not None, plan.toy_data)
     if summary is not None:
-        said = references.sentences(summary, [[d, m, n] for (d, m), n in plan.reference_map(key).items()],
-                                    _labels(plan, exp))
+        said = references.sentences(
+            summary, [[d, m, n] for (d, m), n in plan.reference_map(key).items()], _labels(plan, exp)
+        )
         if said:
-            caption += (" Rows 'no training': the same evaluation of the embeddings before any training "
-                        "step (first seed's network at initialisation, its trunk's pooled features"
-                        + (", the raw pixels" if any("raw pixels" in s for s in said) else "") + "). "
-                        + " ".join(said))
+            caption += (
+                " Rows 'no training': the same evaluation of the embeddings before any training "
+                "step (first seed's network at initialisation, its trunk's pooled features"
+                + (", the raw pixels" if any("raw pixels" in s for s in said) else "")
+                + "). "
+                + " ".join(said)
+            )
     ran = {run.variant for run in plan.runs(key)} if key in plan.experiment_ids else set()
-    leakage = timm_trunks.overlap_note(((entry.get("train") or {}).get("model") or {}).get("backbone")
-                                       for variant, entry in (exp.get("sweep") or {}).items() if variant in ran)
+    leakage = timm_trunks.overlap_note(
+        ((entry.get("train") or {}).get("model") or {}).get("backbone")
+        for variant, entry in (exp.get("sweep") or {}).items()
+        if variant in ran
+    )
     caption += f" {leakage}" if leakage else ""
     return layout.render(exp, grid, summary, caption)
 
@@ -158,10 +188,14 @@ def _toc(info: dict) -> str:
     preset = info["preset"]
     papers = []
     for paper in info["papers"]:
-        items = "".join(f"<li><a href='#{_anchor(preset, exp['id'])}' title='{html.escape(exp['title'])}'>"
-                        f"{html.escape(exp['id'])}</a> {_badge(exp)}</li>" for exp in paper["experiments"])
-        papers.append(f"<li><a href='#{_anchor(preset, paper['paper'])}'>{html.escape(paper['title'])}</a>"
-                      f"<ul>{items}</ul></li>")
+        items = "".join(
+            f"<li><a href='#{_anchor(preset, exp['id'])}' title='{html.escape(exp['title'])}'>"
+            f"{html.escape(exp['id'])}</a> {_badge(exp)}</li>"
+            for exp in paper["experiments"]
+        )
+        papers.append(
+            f"<li><a href='#{_anchor(preset, paper['paper'])}'>{html.escape(paper['title'])}</a><ul>{items}</ul></li>"
+        )
     return f"<nav><h2>Contents</h2><ul>{''.join(papers)}</ul></nav>"
 
 
@@ -178,44 +212,63 @@ def _preset_body(plan, info: dict, preset_dir: Path, spent: pd.DataFrame) -> str
         body.append(_budget_html(budget, preset, preset_dir))
     body.append(ledger.html_section(spent, preset))
     for paper in info["papers"]:
-        sections = "".join(_experiment_html(plan, exp, preset, preset_dir / exp["id"], preset_dir)
-                           for exp in paper["experiments"])
+        sections = "".join(
+            _experiment_html(plan, exp, preset, preset_dir / exp["id"], preset_dir) for exp in paper["experiments"]
+        )
         cert = certificate_section.read(preset_dir, paper["paper"])
         if cert is not None:
             sections = certificate_section.render(cert, _url(paper["paper"])) + sections
-        body.append(f"<details open id='{_anchor(preset, paper['paper'])}'><summary>"
-                    f"{html.escape(paper['title'])}</summary>{sections}</details>")
+        body.append(
+            f"<details open id='{_anchor(preset, paper['paper'])}'><summary>"
+            f"{html.escape(paper['title'])}</summary>{sections}</details>"
+        )
     return "".join(body)
 
 
 def _budget_html(budget: Path, preset: str, page_dir: Path) -> str:
     """The preflight's compute budget (`python -m dmlbench preflight`), as it wrote it."""
     lines = budget.read_text().splitlines()[1:]
-    text = [f"<p class='note'>{html.escape(line)}</p>" for line in lines
-            if line.strip() and not line.startswith("|")]
-    rows = [[html.escape(c.strip("*")) for c in markdown.cells(line)]
-            for line in lines if line.startswith("|") and not line.startswith("|---")]
-    table = "<div class='scroll'><table>" + "".join(
-        "<tr>" + "".join(f"<{'th' if i == 0 else 'td'}>{c}</{'th' if i == 0 else 'td'}>" for c in row) + "</tr>"
-        for i, row in enumerate(rows)) + "</table></div>"
+    text = [f"<p class='note'>{html.escape(line)}</p>" for line in lines if line.strip() and not line.startswith("|")]
+    rows = [
+        [html.escape(c.strip("*")) for c in markdown.cells(line)]
+        for line in lines
+        if line.startswith("|") and not line.startswith("|---")
+    ]
+    table = (
+        "<div class='scroll'><table>"
+        + "".join(
+            "<tr>" + "".join(f"<{'th' if i == 0 else 'td'}>{c}</{'th' if i == 0 else 'td'}>" for c in row) + "</tr>"
+            for i, row in enumerate(rows)
+        )
+        + "</table></div>"
+    )
     link = os.path.relpath(budget.parent / "preflight.md", page_dir)
-    return (f"<h2 id='{html.escape(preset)}-budget'>Compute budget (preflight)</h2>" + "".join(text)
-            + table + f"<p><a href='{_url(link)}'>every group's probe</a></p>")
+    return (
+        f"<h2 id='{html.escape(preset)}-budget'>Compute budget (preflight)</h2>"
+        + "".join(text)
+        + table
+        + f"<p><a href='{_url(link)}'>every group's probe</a></p>"
+    )
 
 
 def _experiment_html(plan, exp: dict, preset: str, folder: Path, page_dir: Path) -> str:
     anchor = _anchor(preset, exp["id"])
-    parts = [f"<h3 id='{anchor}'>{html.escape(exp['id'])}: {html.escape(exp['title'])} "
-             f"{_badge(exp)}"
-             f" <a class='top' href='#top'>back to top</a></h3>"]
+    parts = [
+        f"<h3 id='{anchor}'>{html.escape(exp['id'])}: {html.escape(exp['title'])} "
+        f"{_badge(exp)}"
+        f" <a class='top' href='#top'>back to top</a></h3>"
+    ]
     is_table = not plan.is_analysis(exp["id"])
     if exp["status"] == contents.FIGURE_ONLY:
-        parts.append("<p class='note'>Not run in this preset; the paper gives it as a figure only "
-                     "(no numbers to show).</p>")
+        parts.append(
+            "<p class='note'>Not run in this preset; the paper gives it as a figure only (no numbers to show).</p>"
+        )
         return "".join(parts)
     if exp["status"] == contents.NOT_RUN:
-        parts.append(f"<p class='note'>Not run in this preset: the suite's own experiment, with no paper "
-                     f"numbers to show (<code>--config experiments=[{html.escape(exp['id'])}]</code> runs it).</p>")
+        parts.append(
+            f"<p class='note'>Not run in this preset: the suite's own experiment, with no paper "
+            f"numbers to show (<code>--config experiments=[{html.escape(exp['id'])}]</code> runs it).</p>"
+        )
         return "".join(parts)
     if exp["status"] == "quoted only":
         if plan.is_fair(exp["id"]):
@@ -223,8 +276,10 @@ def _experiment_html(plan, exp: dict, preset: str, folder: Path, page_dir: Path)
         elif is_table:
             parts.append(_table_html(plan, exp["id"], None))
         else:
-            parts.append("<p class='note'>Not run in this preset (computed by the suite; the paper "
-                         "prints no numbers for it).</p>")
+            parts.append(
+                "<p class='note'>Not run in this preset (computed by the suite; the paper "
+                "prints no numbers for it).</p>"
+            )
         return "".join(parts)
     rel = Path(os.path.relpath(folder.resolve(), page_dir.resolve()))
     if plan.is_fair(exp["id"]):
@@ -238,8 +293,10 @@ def _experiment_html(plan, exp: dict, preset: str, folder: Path, page_dir: Path)
     elif (folder / "summary.md").exists():
         parts.append(_summary_html((folder / "summary.md").read_text().splitlines()[1:]))
     for name in [] if plan.is_fair(exp["id"]) or plan.is_knobs(exp["id"]) else exp["figures"]:
-        parts.append(f"<figure id='{anchor}-{html.escape(name)}'><img src='{_url(rel / name)}' "
-                     f"alt='{html.escape(exp['id'])}: {html.escape(name)}'></figure>")
+        parts.append(
+            f"<figure id='{anchor}-{html.escape(name)}'><img src='{_url(rel / name)}' "
+            f"alt='{html.escape(exp['id'])}: {html.escape(name)}'></figure>"
+        )
     if folder.exists():
         data = sorted(p.name for p in folder.iterdir() if p.suffix in (".csv", ".md"))
         links = ", ".join(f"<a href='{_url(rel / name)}'>{html.escape(name)}</a>" for name in data)
@@ -256,12 +313,16 @@ def write(plan, output: Path) -> None:
     certificates = [certificate_section.read(preset_dir, paper["paper"]) for paper in info["papers"]]
     info["certificates"] = [certificate.headline(c) for c in certificates if c is not None]
     info["scorecard"] = [scorecard.row(c) for c in certificates if c is not None]
-    spent = ledger.collect(plan, preset_dir.parent.parent / "results" / plan.name,
-                           preset_dir / "preflight" / "budget.csv")
+    spent = ledger.collect(
+        plan, preset_dir.parent.parent / "results" / plan.name, preset_dir / "preflight" / "budget.csv"
+    )
     info["cost"] = ledger.totals(spent) if not spent.empty else None
-    info["knobs"] = [line for key in plan.experiment_ids if plan.is_knobs(key)
-                     and (preset_dir / key / "landing.json").exists()
-                     for line in read_json(preset_dir / key / "landing.json")["lines"]]
+    info["knobs"] = [
+        line
+        for key in plan.experiment_ids
+        if plan.is_knobs(key) and (preset_dir / key / "landing.json").exists()
+        for line in read_json(preset_dir / key / "landing.json")["lines"]
+    ]
     page = _page(f"dmlbench report: {plan.name}", _preset_body(plan, info, preset_dir, spent))
     with atomic_path(preset_dir / "contents.json") as contents_tmp, atomic_path(output) as page_tmp:
         contents_tmp.write_text(json_text(info))
@@ -275,20 +336,30 @@ def write_landing(reports_dir: Path) -> None:
     for folder in sorted(p.parent for p in reports_dir.glob("*/contents.json")):
         info = read_json(folder / "contents.json")
         statuses = Counter(e["status"] for p in info.get("papers", []) for e in p.get("experiments", []))
-        counts = ", ".join(f"<span class='{_status_class(s)}'>{html.escape(str(n))} {html.escape(str(s))}</span>"
-                           for s, n in sorted(statuses.items()))
+        counts = ", ".join(
+            f"<span class='{_status_class(s)}'>{html.escape(str(n))} {html.escape(str(s))}</span>"
+            for s, n in sorted(statuses.items())
+        )
         note = " <span class='muted'>(fixture data)</span>" if info.get("toy_data") else ""
-        papers = "".join(f"<li>{html.escape(line)}</li>"
-                         for line in info.get("certificates", []) + info.get("knobs", []))
+        papers = "".join(
+            f"<li>{html.escape(line)}</li>" for line in info.get("certificates", []) + info.get("knobs", [])
+        )
         if info.get("cost"):
             papers += f"<li>{html.escape(ledger.headline(info['cost']))}</li>"
-        items.append(f"<li><a href='{_url(folder.name + '/index.html')}'>{html.escape(folder.name)}</a>"
-                     f"{note}: {counts}{scorecard.table(info.get('scorecard') or [])}"
-                     + (f"<ul>{papers}</ul>" if papers else "") + "</li>")
+        items.append(
+            f"<li><a href='{_url(folder.name + '/index.html')}'>{html.escape(folder.name)}</a>"
+            f"{note}: {counts}{scorecard.table(info.get('scorecard') or [])}"
+            + (f"<ul>{papers}</ul>" if papers else "")
+            + "</li>"
+        )
     if (reports_dir / "benchmarks.md").exists():
-        items.append("<li><a href='benchmarks.md'>benchmarks</a> (<code>python -m benchmarks</code>, "
-                     "<a href='benchmarks.json'>JSON</a>)</li>")
-    body = ("<p class='note'>One report per preset; each lists, paper by paper, every table and figure "
-            "of the catalogue with its status.</p>" + f"<ul>{''.join(items)}</ul>")
+        items.append(
+            "<li><a href='benchmarks.md'>benchmarks</a> (<code>python -m benchmarks</code>, "
+            "<a href='benchmarks.json'>JSON</a>)</li>"
+        )
+    body = (
+        "<p class='note'>One report per preset; each lists, paper by paper, every table and figure "
+        "of the catalogue with its status.</p>" + f"<ul>{''.join(items)}</ul>"
+    )
     with atomic_path(reports_dir / "index.html") as tmp:
         tmp.write_text(_page("dmlbench reports", body))

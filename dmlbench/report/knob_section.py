@@ -21,11 +21,13 @@ def render(folder: Path, url) -> str:
         if table:
             head, *rows = [markdown.cells(line) for line in table if not line.startswith("|---")]
             header = "".join(f"<th>{html.escape(c)}</th>" for c in head)
-            body = "".join(f"<tr><th>{html.escape(row[0])}</th>"
-                           + "".join(f"<td>{html.escape(c)}</td>" for c in row[1:])
-                           + "</tr>" for row in rows)
-            parts.append(f"<div class='scroll'><table><thead><tr>{header}</tr></thead>"
-                         f"<tbody>{body}</tbody></table></div>")
+            body = "".join(
+                f"<tr><th>{html.escape(row[0])}</th>" + "".join(f"<td>{html.escape(c)}</td>" for c in row[1:]) + "</tr>"
+                for row in rows
+            )
+            parts.append(
+                f"<div class='scroll'><table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table></div>"
+            )
             table.clear()
 
     for line in lines:
@@ -40,11 +42,10 @@ def render(folder: Path, url) -> str:
             title = line[3:]
             parts.append(f"<h4>{html.escape(title)}</h4>")
         elif line.startswith("![waterfall](") and line.endswith(")"):  # knob_tables' figure line
-            name = line[len("![waterfall]("):-1]
+            name = line[len("![waterfall](") : -1]
             if (folder / name).exists():
                 parts.append(f"<figure><img src='{url(name)}' alt='waterfall: {html.escape(title)}'></figure>")
         elif line.strip():
             parts.append(f"<p class='note'>{html.escape(line)}</p>")
     flush()
     return "".join(parts)
-

@@ -39,19 +39,19 @@ SUITE = "this suite"  # the suite's own columns (a paper's "ours" is its authors
 
 @dataclass(frozen=True)
 class Row:
-    key: str        # method id, quoted row name, or (datasets as rows) dataset id
+    key: str  # method id, quoted row name, or (datasets as rows) dataset id
     label: str
-    quoted: bool    # numbers the paper quotes from the literature: never run
+    quoted: bool  # numbers the paper quotes from the literature: never run
     reference: bool = False  # no training (dmlbench.evaluation.reference): the suite's number only
     joined: str | None = None  # a quoted row whose numbers fill this method's row where it has none
 
 
 @dataclass(frozen=True)
 class Group:
-    key: str        # dataset id, or (datasets as rows) method id
+    key: str  # dataset id, or (datasets as rows) method id
     label: str
     metrics: tuple[str, ...]  # empty when the rows set the metric (datasets as rows)
-    reference: bool = False   # (datasets as rows) a no-training column: the suite's number only
+    reference: bool = False  # (datasets as rows) a no-training column: the suite's number only
 
 
 @dataclass(frozen=True)
@@ -98,8 +98,9 @@ def _paper_metrics(exp: dict, dataset: str) -> tuple[str, ...]:
     metrics = (exp.get("table") or {}).get("metrics") or []
     if exp.get("paper") is None:
         return tuple(metrics)
-    given = {m for source in ("reported", "quoted") for per in (exp.get(source) or {}).values()
-             for m in per.get(dataset, {})}
+    given = {
+        m for source in ("reported", "quoted") for per in (exp.get(source) or {}).values() for m in per.get(dataset, {})
+    }
     return tuple(m for m in metrics if m in given) or tuple(metrics)
 
 
@@ -114,13 +115,19 @@ def table_layout(exp: dict, labels: dict[str, str]) -> Layout:
     runs = [f"{m}@{v}" for m in exp["methods"] for v in exp["sweep"]] if exp.get("sweep") else list(exp["methods"])
     keys = declared.get("rows") or [q for q in exp.get("quoted") or {} if q not in joined.values()] + runs
     rows = tuple(Row(k, k if k in quoted else labels.get(k, k), k in quoted, joined=joined.get(k)) for k in keys)
-    extra = {"selected": tuple((exp.get("table") or {}).get("test_selected") or []),
-             "bands": tuple(Band(label, tuple(members)) for label, members in (declared.get("bands") or {}).items()),
-             "metric_names": tuple((declared.get("metrics") or {}).items()),
-             "notes": tuple(declared.get("notes") or ()) + _joined_notes(exp, rows, names)}
+    extra = {
+        "selected": tuple((exp.get("table") or {}).get("test_selected") or []),
+        "bands": tuple(Band(label, tuple(members)) for label, members in (declared.get("bands") or {}).items()),
+        "metric_names": tuple((declared.get("metrics") or {}).items()),
+        "notes": tuple(declared.get("notes") or ()) + _joined_notes(exp, rows, names),
+    }
     if declared.get("datasets_as_rows"):
-        return Layout(tuple(Row(d, names.get(d, d), False) for d in exp["datasets"]),
-                      tuple(Group(r.key, r.label, ()) for r in rows), True, **extra)
+        return Layout(
+            tuple(Row(d, names.get(d, d), False) for d in exp["datasets"]),
+            tuple(Group(r.key, r.label, ()) for r in rows),
+            True,
+            **extra,
+        )
     groups = tuple(Group(d, names.get(d, d), _paper_metrics(exp, d)) for d in exp["datasets"])
     return Layout(rows, groups, False, **extra)
 
@@ -131,8 +138,10 @@ def _joined_notes(exp: dict, rows: tuple[Row, ...], names: dict[str, str]) -> tu
     for row in rows:
         if row.joined:
             where = [names.get(d, d) for d in exp["datasets"] if d in (exp.get("quoted") or {})[row.joined]]
-            notes.append(f"{row.label}: the paper's numbers on {', '.join(where)} are those it quotes "
-                         f"from the literature ({row.joined}); the others are its own runs.")
+            notes.append(
+                f"{row.label}: the paper's numbers on {', '.join(where)} are those it quotes "
+                f"from the literature ({row.joined}); the others are its own runs."
+            )
     return tuple(notes)
 
 
@@ -176,8 +185,12 @@ def _bands_row(layout: Layout, widths: dict[str, int], first: str) -> str:
         elif group.key == band.groups[0]:
             span = sum(widths[key] for key in band.groups)
             cells.append(f"<th colspan='{span}' class='band'>{html.escape(band.label)}</th>")
-    return (f"<tr>{first}<th rowspan='3' class='row'>" + ("dataset" if layout.datasets_as_rows else "method") + "</th>"
-            + "".join(cells))
+    return (
+        f"<tr>{first}<th rowspan='3' class='row'>"
+        + ("dataset" if layout.datasets_as_rows else "method")
+        + "</th>"
+        + "".join(cells)
+    )
 
 
 def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str) -> str:
@@ -193,23 +206,31 @@ def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str
     per_value = (3 if with_paper else 1) if cells is not None else 1  # ours, paper, Δ
     judged = cells is not None and with_paper and bool(exp.get("reported"))  # a verdict column, first and pinned
     first = "<th rowspan='{}' class='row-verdict'>verdict</th>" if judged else ""
-    head1 = ("<tr>" if layout.bands else "<tr>" + first.format(2) + "<th rowspan='2' class='row'>"
-             + ("dataset" if layout.datasets_as_rows else "method") + "</th>")
+    head1 = (
+        "<tr>"
+        if layout.bands
+        else "<tr>"
+        + first.format(2)
+        + "<th rowspan='2' class='row'>"
+        + ("dataset" if layout.datasets_as_rows else "method")
+        + "</th>"
+    )
     head2 = "<tr>"
     widths = {}
     for group in layout.groups:
         metrics = group.metrics or ("",)
         extra = sum(1 for m in metrics if m in layout.selected) if cells is not None else 0
         widths[group.key] = (1 if group.reference else per_value) * len(metrics) + extra
-        head1 += (f"<th colspan='{widths[group.key]}' class='group{' reference' if group.reference else ''}'>"
-                  f"{html.escape(group.label)}</th>")
+        head1 += (
+            f"<th colspan='{widths[group.key]}' class='group{' reference' if group.reference else ''}'>"
+            f"{html.escape(group.label)}</th>"
+        )
         for metric in metrics:
             name = html.escape(layout.metric_name(metric)) if metric else SUITE
             if cells is None:
                 head2 += f"<th>{name}</th>" if metric else "<th class='paper'>paper</th>"
                 continue
-            paper = ("<th class='paper'>paper</th><th class='delta'>Δ</th>"
-                     if with_paper and not group.reference else "")
+            paper = "<th class='paper'>paper</th><th class='delta'>Δ</th>" if with_paper and not group.reference else ""
             if metric in layout.selected:
                 head2 += f"<th class='ours'>{name} last</th><th class='ours'>{name} sel.</th>{paper}"
             else:
@@ -217,9 +238,10 @@ def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str
     body = []
     for row in layout.rows:
         verdicts = []
-        parts = [f"<th class='row{' quoted' if row.quoted else ''}{' reference' if row.reference else ''}'>"
-                 f"{html.escape(row.label)}"
-                 + (" <span class='muted'>(quoted)</span>" if row.quoted else "") + "</th>"]
+        parts = [
+            f"<th class='row{' quoted' if row.quoted else ''}{' reference' if row.reference else ''}'>"
+            f"{html.escape(row.label)}" + (" <span class='muted'>(quoted)</span>" if row.quoted else "") + "</th>"
+        ]
         for group in layout.groups:
             if layout.datasets_as_rows:
                 method, dataset, metrics = group.key, row.key, (row_metric(exp, row.key),)
@@ -238,22 +260,31 @@ def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str
                     elif metric in layout.selected and row.reference:
                         parts.append(cells.ours(dataset, method, metric) * 2)
                     elif metric in layout.selected:
-                        parts.append(cells.ours(dataset, method, metric)
-                                     + cells.ours(dataset, method, metric + SELECTED))
+                        parts.append(
+                            cells.ours(dataset, method, metric) + cells.ours(dataset, method, metric + SELECTED)
+                        )
                     else:
                         parts.append(cells.ours(dataset, method, metric))
                 if with_paper and not group.reference:
                     parts.append(_paper_cell(paper, quoted_as if paper is not None else None))
                     if cells is not None:
                         judged_on = metric + SELECTED if metric in layout.selected else metric
-                        parts.append("<td class='delta'></td>" if paper is None or row.quoted
-                                     else cells.delta(dataset, method, judged_on))
+                        parts.append(
+                            "<td class='delta'></td>"
+                            if paper is None or row.quoted
+                            else cells.delta(dataset, method, judged_on)
+                        )
                         verdicts += [] if paper is None or row.quoted else [cells.verdict(dataset, method, judged_on)]
         parts = ([row_verdict(verdicts)] if judged else []) + parts
         body.append(("<tr class='reference'>" if row.reference else "<tr>") + "".join(parts) + "</tr>")
     bands = _bands_row(layout, widths, first.format(3)) + "</tr>" if layout.bands else ""
-    notes = ("<div class='footnotes'>" + "".join(f"<p>{html.escape(note)}</p>" for note in layout.notes) + "</div>"
-             if layout.notes else "")
+    notes = (
+        "<div class='footnotes'>" + "".join(f"<p>{html.escape(note)}</p>" for note in layout.notes) + "</div>"
+        if layout.notes
+        else ""
+    )
     shown = legend() if cells is not None and with_paper and exp.get("reported") else ""
-    return (f"<div class='scroll'><table class='paper-table'><thead>{bands}{head1}</tr>{head2}</tr></thead>"
-            f"<tbody>{''.join(body)}</tbody></table></div>{notes}{shown}<p class='note'>{html.escape(caption)}</p>")
+    return (
+        f"<div class='scroll'><table class='paper-table'><thead>{bands}{head1}</tr>{head2}</tr></thead>"
+        f"<tbody>{''.join(body)}</tbody></table></div>{notes}{shown}<p class='note'>{html.escape(caption)}</p>"
+    )

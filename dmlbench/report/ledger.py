@@ -12,8 +12,16 @@ import pandas as pd
 
 from dmlbench.training.cost import RECORD
 
-COLUMNS = ["experiment", "trainings", "device_hours", "gpu_hours", "energy_kwh", "wall_hours",
-           "images_per_second", "projected_hours"]
+COLUMNS = [
+    "experiment",
+    "trainings",
+    "device_hours",
+    "gpu_hours",
+    "energy_kwh",
+    "wall_hours",
+    "images_per_second",
+    "projected_hours",
+]
 
 
 def _spent(experiment_dir: Path) -> list[dict]:
@@ -43,28 +51,38 @@ def collect(plan, results_dir: Path, budget_csv: Path | None = None) -> pd.DataF
             continue
         energy = [entry.get("energy_kwh") for entry in spent]
         speeds = [entry["images_per_second"] for entry in spent if entry.get("images_per_second")]
-        rows.append({"experiment": experiment, "trainings": len(spent),
-                     "device_hours": sum(e["device_seconds"] for e in spent) / 3600,
-                     "gpu_hours": sum(e["gpu_hours"] for e in spent),
-                     "energy_kwh": sum(energy) if None not in energy else None,
-                     "wall_hours": sum(e["wall_seconds"] for e in spent) / 3600,
-                     "images_per_second": float(pd.Series(speeds).median()) if speeds else None,
-                     "projected_hours": projected.get(experiment)})
+        rows.append(
+            {
+                "experiment": experiment,
+                "trainings": len(spent),
+                "device_hours": sum(e["device_seconds"] for e in spent) / 3600,
+                "gpu_hours": sum(e["gpu_hours"] for e in spent),
+                "energy_kwh": sum(energy) if None not in energy else None,
+                "wall_hours": sum(e["wall_seconds"] for e in spent) / 3600,
+                "images_per_second": float(pd.Series(speeds).median()) if speeds else None,
+                "projected_hours": projected.get(experiment),
+            }
+        )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def totals(ledger: pd.DataFrame) -> dict:
     energy = list(ledger["energy_kwh"])
-    return {"trainings": int(ledger["trainings"].sum()), "device_hours": float(ledger["device_hours"].sum()),
-            "gpu_hours": float(ledger["gpu_hours"].sum()),
-            "energy_kwh": float(sum(energy)) if energy and None not in energy and not pd.isna(energy).any() else None}
+    return {
+        "trainings": int(ledger["trainings"].sum()),
+        "device_hours": float(ledger["device_hours"].sum()),
+        "gpu_hours": float(ledger["gpu_hours"].sum()),
+        "energy_kwh": float(sum(energy)) if energy and None not in energy and not pd.isna(energy).any() else None,
+    }
 
 
 def headline(total: dict) -> str:
     """The landing page's line."""
     energy = f", {total['energy_kwh']:.2f} kWh" if total["energy_kwh"] is not None else ""
-    return (f"cost: {total['trainings']} trainings, {total['gpu_hours']:.2f} GPU-hours, "
-            f"{total['device_hours']:.2f} device-hours{energy}")
+    return (
+        f"cost: {total['trainings']} trainings, {total['gpu_hours']:.2f} GPU-hours, "
+        f"{total['device_hours']:.2f} device-hours{energy}"
+    )
 
 
 def _cell(value, digits: int = 2) -> str:
@@ -77,17 +95,39 @@ def html_section(ledger: pd.DataFrame, preset: str) -> str:
     if ledger.empty:
         return ""
     total = totals(ledger)
-    head = ["experiment", "trainings", "device-hours", "GPU-hours", "kWh", "wall hours", "images/s (median)",
-            "projected device-hours (preflight)"]
-    body = ["<tr>" + "".join(f"<td>{html.escape(_cell(row[c], 0 if c == 'images_per_second' else 3))}</td>"
-                             for c in COLUMNS) + "</tr>" for _, row in ledger.iterrows()]
-    body.append("<tr><th>all</th>" + "".join(
-        f"<th>{html.escape(_cell(v, 3))}</th>" for v in (total["trainings"], total["device_hours"],
-                                                       total["gpu_hours"], total["energy_kwh"])) + "<th></th>" * 3
-                + "</tr>")
-    return (f"<h2 id='{html.escape(preset)}-ledger'>Cost ledger</h2>"
-            "<p class='note'>What the trainings of this preset spent (each run's cost.json: optimiser "
-            "steps and evaluations on the device, energy from NVML on NVIDIA GPUs; fold trainings of the "
-            "fair protocol included). GPU-hours count only runs on a GPU; kWh only where every epoch "
-            "had an energy reading.</p><div class='scroll'><table><tr>"
-            + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>" + "".join(body) + "</table></div>")
+    head = [
+        "experiment",
+        "trainings",
+        "device-hours",
+        "GPU-hours",
+        "kWh",
+        "wall hours",
+        "images/s (median)",
+        "projected device-hours (preflight)",
+    ]
+    body = [
+        "<tr>"
+        + "".join(f"<td>{html.escape(_cell(row[c], 0 if c == 'images_per_second' else 3))}</td>" for c in COLUMNS)
+        + "</tr>"
+        for _, row in ledger.iterrows()
+    ]
+    body.append(
+        "<tr><th>all</th>"
+        + "".join(
+            f"<th>{html.escape(_cell(v, 3))}</th>"
+            for v in (total["trainings"], total["device_hours"], total["gpu_hours"], total["energy_kwh"])
+        )
+        + "<th></th>" * 3
+        + "</tr>"
+    )
+    return (
+        f"<h2 id='{html.escape(preset)}-ledger'>Cost ledger</h2>"
+        "<p class='note'>What the trainings of this preset spent (each run's cost.json: optimiser "
+        "steps and evaluations on the device, energy from NVML on NVIDIA GPUs; fold trainings of the "
+        "fair protocol included). GPU-hours count only runs on a GPU; kWh only where every epoch "
+        "had an energy reading.</p><div class='scroll'><table><tr>"
+        + "".join(f"<th>{html.escape(h)}</th>" for h in head)
+        + "</tr>"
+        + "".join(body)
+        + "</table></div>"
+    )

@@ -24,8 +24,19 @@ from dmlbench.core.io import atomic_path, read_json
 ALPHA = 0.05
 DRAWS = 2000
 METRIC = "recall@1"
-COLUMNS = ["dataset", "trunk", "methods", "tau", "p_value", "tau_low", "tau_high", "smallest_p",
-           "critical_tau", "power", "note"]
+COLUMNS = [
+    "dataset",
+    "trunk",
+    "methods",
+    "tau",
+    "p_value",
+    "tau_low",
+    "tau_high",
+    "smallest_p",
+    "critical_tau",
+    "power",
+    "note",
+]
 
 
 def smallest_p(n: int) -> float:
@@ -63,8 +74,15 @@ def compare(ours: dict[str, list[float]], fair: dict[str, list[float]], rng: np.
     methods = sorted(set(ours) & set(fair))
     row = {"methods": len(methods), "smallest_p": smallest_p(len(methods)), "critical_tau": critical_tau(len(methods))}
     if len(methods) < 2:
-        return {**row, "tau": math.nan, "p_value": math.nan, "tau_low": math.nan, "tau_high": math.nan,
-                "power": math.nan, "note": "fewer than two methods in both"}
+        return {
+            **row,
+            "tau": math.nan,
+            "p_value": math.nan,
+            "tau_low": math.nan,
+            "tau_high": math.nan,
+            "power": math.nan,
+            "note": "fewer than two methods in both",
+        }
     a = np.array([np.mean(ours[m]) for m in methods])
     b = np.array([np.mean(fair[m]) for m in methods])
     tau, p = stats.kendalltau(a, b)
@@ -80,9 +98,16 @@ def compare(ours: dict[str, list[float]], fair: dict[str, list[float]], rng: np.
     note = "one seed: the interval shows no seed uncertainty" if seeds < 2 else ""
     if not row["critical_tau"] == row["critical_tau"]:
         note = (note + "; " if note else "") + f"no τ over {len(methods)} methods reaches p < {ALPHA}"
-    low, high = (np.percentile(draws, [2.5, 97.5]) if draws else (math.nan, math.nan))
-    return {**row, "tau": float(tau), "p_value": float(p), "tau_low": float(low), "tau_high": float(high),
-            "power": significant / len(draws) if draws else math.nan, "note": note}
+    low, high = np.percentile(draws, [2.5, 97.5]) if draws else (math.nan, math.nan)
+    return {
+        **row,
+        "tau": float(tau),
+        "p_value": float(p),
+        "tau_low": float(low),
+        "tau_high": float(high),
+        "power": significant / len(draws) if draws else math.nan,
+        "note": note,
+    }
 
 
 def fair_values(path: Path) -> list[float]:
@@ -120,17 +145,23 @@ def _number(value: float, form: str) -> str:
 
 
 def _markdown(table: pd.DataFrame) -> str:
-    lines = ["# Does the ranking on today's trunks agree with the fair table's?", "",
-             "Kendall's τ-b between the methods' mean Recall@1 on each trunk and suite.fair's (BN-Inception, "
-             "concatenated, the reality check's protocol), over the methods both ran; 95 % bootstrap interval over "
-             f"seeds and repetitions ({DRAWS} draws); smallest p: what τ = 1 reaches over this many methods; "
-             f"critical τ: the smallest τ significant at {ALPHA}; power: the share of the draws significant at "
-             f"{ALPHA}.", "",
-             "| dataset | trunk | methods | τ [95 %] | p | smallest p | critical τ | power | note |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Does the ranking on today's trunks agree with the fair table's?",
+        "",
+        "Kendall's τ-b between the methods' mean Recall@1 on each trunk and suite.fair's (BN-Inception, "
+        "concatenated, the reality check's protocol), over the methods both ran; 95 % bootstrap interval over "
+        f"seeds and repetitions ({DRAWS} draws); smallest p: what τ = 1 reaches over this many methods; "
+        f"critical τ: the smallest τ significant at {ALPHA}; power: the share of the draws significant at "
+        f"{ALPHA}.",
+        "",
+        "| dataset | trunk | methods | τ [95 %] | p | smallest p | critical τ | power | note |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in table.itertuples():
         tau = _number(r.tau, "+.2f") + ("" if r.tau_low != r.tau_low else f" [{r.tau_low:+.2f}, {r.tau_high:+.2f}]")
-        lines.append(f"| {r.dataset} | {r.trunk} | {r.methods} | {tau} | {_number(r.p_value, '.3f')} | "
-                     f"{_number(r.smallest_p, '.4f')} | {_number(r.critical_tau, '.2f')} | "
-                     f"{_number(r.power, '.2f')} | {r.note} |")
+        lines.append(
+            f"| {r.dataset} | {r.trunk} | {r.methods} | {tau} | {_number(r.p_value, '.3f')} | "
+            f"{_number(r.smallest_p, '.4f')} | {_number(r.critical_tau, '.2f')} | "
+            f"{_number(r.power, '.2f')} | {r.note} |"
+        )
     return "\n".join(lines) + "\n"

@@ -28,15 +28,27 @@ def read(files: list[Path], metrics: list[str]) -> pd.DataFrame:
             for kind, values in sorted(data["rows"].items(), key=lambda item: KIND_ORDER[item[0]]):
                 for metric in metrics:
                     if metric in values:
-                        rows.append({"dataset": key["dataset"], "method": reference.label(key, kind),
-                                     "metric": metric, "mean": 100.0 * float(values[metric]),
-                                     "std": float("nan"), "n": 1, "paper": None, "reference": True,
-                                     "kind": kind, "name": Path(path).parent.name})
+                        rows.append(
+                            {
+                                "dataset": key["dataset"],
+                                "method": reference.label(key, kind),
+                                "metric": metric,
+                                "mean": 100.0 * float(values[metric]),
+                                "std": float("nan"),
+                                "n": 1,
+                                "paper": None,
+                                "reference": True,
+                                "kind": kind,
+                                "name": Path(path).parent.name,
+                            }
+                        )
         except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as error:
             moved = set_aside(Path(path))
-            raise DmlbenchError(f"{path} is not a reference file of the suite ({type(error).__name__}: "
-                                f"{error}); set aside as {moved.name}. Rerun: the reference step "
-                                f"writes it again") from None
+            raise DmlbenchError(
+                f"{path} is not a reference file of the suite ({type(error).__name__}: "
+                f"{error}); set aside as {moved.name}. Rerun: the reference step "
+                f"writes it again"
+            ) from None
     return pd.DataFrame(rows)
 
 
@@ -64,10 +76,13 @@ def sentences(summary: pd.DataFrame, reference_of: list, labels: dict) -> list[s
             if ours.empty or own.empty:
                 continue
             value = float(ours["mean"].iloc[0])
-            against = [f"{SHORT[r.kind]} {r.mean:.2f}: {value - float(r.mean):+.2f}"
-                       for r in own.sort_values("kind", key=lambda k: k.map(KIND_ORDER)).itertuples()]
+            against = [
+                f"{SHORT[r.kind]} {r.mean:.2f}: {value - float(r.mean):+.2f}"
+                for r in own.sort_values("kind", key=lambda k: k.map(KIND_ORDER)).itertuples()
+            ]
             parts.append(f"{labels.get(method, method)} {value:.2f} ({'; '.join(against)})")
         if parts:
-            out.append(f"{dataset_label(dataset)}, {metric_label(metric)}, trained vs no "
-                       f"training: " + ", ".join(parts) + ".")
+            out.append(
+                f"{dataset_label(dataset)}, {metric_label(metric)}, trained vs no training: " + ", ".join(parts) + "."
+            )
     return out

@@ -25,10 +25,35 @@ from dmlbench.core.errors import DmlbenchError
 from dmlbench.core.io import atomic_path
 from dmlbench.report import run_status
 
-COST_COLUMNS = ["device", "gpu_hours", "device_seconds", "train_seconds", "images_per_second",
-                "peak_gpu_mb", "energy_kwh"]
-COLUMNS = ["preset", "experiment", "paper", "dataset", "method", "seed", "status", "split", "metric", "value",
-           "percent", "paper_percent", "epoch", "fingerprint", "commit", "wall_seconds", *COST_COLUMNS, "error"]
+COST_COLUMNS = [
+    "device",
+    "gpu_hours",
+    "device_seconds",
+    "train_seconds",
+    "images_per_second",
+    "peak_gpu_mb",
+    "energy_kwh",
+]
+COLUMNS = [
+    "preset",
+    "experiment",
+    "paper",
+    "dataset",
+    "method",
+    "seed",
+    "status",
+    "split",
+    "metric",
+    "value",
+    "percent",
+    "paper_percent",
+    "epoch",
+    "fingerprint",
+    "commit",
+    "wall_seconds",
+    *COST_COLUMNS,
+    "error",
+]
 
 
 def _read(path: Path) -> dict:
@@ -50,29 +75,43 @@ def run_rows(run_dir: Path, names: dict, planned: str | None = None, log: Path |
     fingerprint = run_status.metrics_fingerprint(run_dir, result) if result else None
     state, error = run_status.status(run_dir, result, planned or fingerprint, log or Path(os.devnull))
     spent = _read(run_dir / cost.RECORD)
-    shared = {**names, "paper": names["experiment"].split(".")[0], "status": state, "fingerprint": fingerprint,
-              "commit": _read(run_dir / "env.json").get("git_commit"),
-              "wall_seconds": run_status.wall_seconds(run_dir, spent),
-              **{key: spent.get(key) for key in COST_COLUMNS}, "error": error}
+    shared = {
+        **names,
+        "paper": names["experiment"].split(".")[0],
+        "status": state,
+        "fingerprint": fingerprint,
+        "commit": _read(run_dir / "env.json").get("git_commit"),
+        "wall_seconds": run_status.wall_seconds(run_dir, spent),
+        **{key: spent.get(key) for key in COST_COLUMNS},
+        "error": error,
+    }
     if state != run_status.FINISHED:
         return [{**shared, "split": None, "metric": None, "value": None, "epoch": None}]
     trunk = result.get("trunk_feature") or {}
-    values = list(result["metrics"].items()) + [(f"{k} (test-selected)", v) for k, v in
-                                                 (result.get("test_selected") or {}).items() if k != "epoch"]
+    values = list(result["metrics"].items()) + [
+        (f"{k} (test-selected)", v) for k, v in (result.get("test_selected") or {}).items() if k != "epoch"
+    ]
     values += [(f"{k} (trunk feature)", v) for k, v in trunk.items()]
     impossible = [(k, v) for k, v in values if not isinstance(v, (int, float)) or (v == v and not 0.0 <= v <= 1.0)]
     if impossible:  # NaN passes: a failed evaluation, judged as such
-        raise DmlbenchError(f"{run_dir / 'metrics.json'} holds metrics outside [0, 1]: "
-                            f"{', '.join(f'{k} {v!r}' for k, v in impossible)}; rerun its train job")
+        raise DmlbenchError(
+            f"{run_dir / 'metrics.json'} holds metrics outside [0, 1]: "
+            f"{', '.join(f'{k} {v!r}' for k, v in impossible)}; rerun its train job"
+        )
     rows = []
     for key, value in result["metrics"].items():
         split, metric = _split_of(key)
         rows.append({**shared, "split": split, "metric": metric, "value": value, "epoch": None})
     selected = result.get("test_selected") or {}
-    rows += [{**shared, "split": "test_selected", "metric": key, "value": value, "epoch": selected["epoch"]}
-             for key, value in selected.items() if key != "epoch"]
-    rows += [{**shared, "split": "trunk_feature", "metric": key, "value": value, "epoch": None}
-             for key, value in trunk.items()]
+    rows += [
+        {**shared, "split": "test_selected", "metric": key, "value": value, "epoch": selected["epoch"]}
+        for key, value in selected.items()
+        if key != "epoch"
+    ]
+    rows += [
+        {**shared, "split": "trunk_feature", "metric": key, "value": value, "epoch": None}
+        for key, value in trunk.items()
+    ]
     return rows
 
 
@@ -103,14 +142,21 @@ def build(plan, output: Path) -> pd.DataFrame:
 
     rows = []
     for run in plan.runs():
-        names = {"preset": plan.name, "experiment": run.experiment, "dataset": run.dataset,
-                 "method": run.method, "seed": run.seed}
-        rows += run_rows(Path(run.path(plan.name)), names, run_folder.fingerprint(plan.resolved(run)),
-                         Path(run.train_log(plan.name)))
+        names = {
+            "preset": plan.name,
+            "experiment": run.experiment,
+            "dataset": run.dataset,
+            "method": run.method,
+            "seed": run.seed,
+        }
+        rows += run_rows(
+            Path(run.path(plan.name)), names, run_folder.fingerprint(plan.resolved(run)), Path(run.train_log(plan.name))
+        )
     table = pd.DataFrame(rows, columns=COLUMNS)
     table["percent"] = 100.0 * table["value"].astype(float)  # as the report's tables print it
-    table["paper_percent"] = [_paper_number(plan, r.experiment, r.method, r.dataset, r.split, r.metric)
-                              for r in table.itertuples()]
+    table["paper_percent"] = [
+        _paper_number(plan, r.experiment, r.method, r.dataset, r.split, r.metric) for r in table.itertuples()
+    ]
     table["epoch"] = table["epoch"].astype("Int64")
     output.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(output) as tmp:
@@ -123,8 +169,9 @@ def counts(table: pd.DataFrame) -> str:
     runs = table.drop_duplicates(["experiment", "dataset", "method", "seed"])
     shown = ", ".join(f"{n} {state}" for state, n in runs["status"].value_counts().items())
     failed = runs[runs["status"] == run_status.FAILED]
-    named = "".join(f"\n  failed: {r.experiment}/{r.dataset}/{r.method}/seed{r.seed}: {r.error}"
-                    for r in failed.itertuples())
+    named = "".join(
+        f"\n  failed: {r.experiment}/{r.dataset}/{r.method}/seed{r.seed}: {r.error}" for r in failed.itertuples()
+    )
     return f"{len(runs)} runs: {shown}{named}"
 
 
@@ -137,13 +184,21 @@ def query(table: Path, sql: str, max_rows: int | None = None) -> pd.DataFrame:
 
     if not table.exists():
         raise DmlbenchError(f"{table} does not exist: run the workflow (its results_table step writes it)")
-    with duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False,
-                                "memory_limit": MEMORY_LIMIT, "threads": 2}) as connection:
+    with duckdb.connect(
+        config={
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+            "memory_limit": MEMORY_LIMIT,
+            "threads": 2,
+        }
+    ) as connection:
         try:
             connection.execute(f"CREATE TABLE runs AS SELECT * FROM read_parquet('{_quoted(table)}')")
         except duckdb.Error as error:
-            raise DmlbenchError(f"{table} cannot be read ({' '.join(str(error).split())[:200]}): "
-                                f"write it again (`snakemake --forcerun results_table`)") from None
+            raise DmlbenchError(
+                f"{table} cannot be read ({' '.join(str(error).split())[:200]}): "
+                f"write it again (`snakemake --forcerun results_table`)"
+            ) from None
         for setting in LOCKED:
             connection.execute(setting)
         try:
@@ -157,8 +212,11 @@ def query(table: Path, sql: str, max_rows: int | None = None) -> pd.DataFrame:
 
 MEMORY_LIMIT = "2GB"  # a query's working memory (DuckDB spills or refuses beyond it)
 # what a query cannot do (the last one: nor undo the others)
-LOCKED = ("SET enable_external_access = false", "SET allow_community_extensions = false",
-          "SET lock_configuration = true")
+LOCKED = (
+    "SET enable_external_access = false",
+    "SET allow_community_extensions = false",
+    "SET lock_configuration = true",
+)
 
 
 def _quoted(path: Path) -> str:

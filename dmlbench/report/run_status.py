@@ -17,7 +17,13 @@ import os
 from pathlib import Path
 
 FINISHED, STALE, RUNNING, FAILED, INTERRUPTED, NOT_STARTED = (
-    "finished", "stale", "running", "failed", "interrupted", "not started")
+    "finished",
+    "stale",
+    "running",
+    "failed",
+    "interrupted",
+    "not started",
+)
 
 # how the last line of a failed job's log begins or ends: dmlbench's one-line error, a Python
 # exception, or Snakemake's notice

@@ -22,8 +22,12 @@ class Cells:
             for r in summary.itertuples():
                 verdict = getattr(r, "verdict", None)
                 self.values[(r.dataset, r.method, r.metric)] = (
-                    r.mean, getattr(r, "half", float("nan")), r.n, getattr(r, "difference", None),
-                    verdict if isinstance(verdict, str) else None)
+                    r.mean,
+                    getattr(r, "half", float("nan")),
+                    r.n,
+                    getattr(r, "difference", None),
+                    verdict if isinstance(verdict, str) else None,
+                )
         self.ran = {(d, m) for d, m, _ in self.values}
         self.references = reference_labels(summary)
 
@@ -53,11 +57,12 @@ class Cells:
             verdict = numbers.NOT_RUN if (dataset, method) not in self.ran else None
             if verdict is None:
                 return "<td class='delta muted'>·</td>"
-            return (f"<td class='delta {verdict_class(verdict)}' title='{verdict}'>"
-                    f"{numbers.SYMBOLS[verdict]}</td>")
+            return f"<td class='delta {verdict_class(verdict)}' title='{verdict}'>{numbers.SYMBOLS[verdict]}</td>"
         difference, verdict = found[3], found[4]
-        return (f"<td class='delta {verdict_class(verdict)}' title='{html.escape(verdict)}: "
-                f"{html.escape(numbers.MEANINGS[verdict])}'>{difference:+.2f} {numbers.SYMBOLS[verdict]}</td>")
+        return (
+            f"<td class='delta {verdict_class(verdict)}' title='{html.escape(verdict)}: "
+            f"{html.escape(numbers.MEANINGS[verdict])}'>{difference:+.2f} {numbers.SYMBOLS[verdict]}</td>"
+        )
 
 
 def reference_labels(summary: pd.DataFrame | None) -> list[str]:

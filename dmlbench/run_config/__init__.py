@@ -11,10 +11,52 @@ does not import torch. A new setting is one field here; the plan, the schema, th
 
 from dmlbench.run_config.fields import from_mapping, section, setting
 from dmlbench.run_config.schema import defaults, documented, json_schema
-from dmlbench.run_config.sections import (BACKBONE_NAMES, Batch, EarlyStopping, Eval, Input, Keep, Loader, LossParams,
-                                          MethodSpec, Model, Optimizer, Performance, Probe, Record, RunConfig, Schedule,
-                                          Scheme, Tracking, TrainingSettings)
+from dmlbench.run_config.sections import (
+    BACKBONE_NAMES,
+    Batch,
+    EarlyStopping,
+    Eval,
+    Input,
+    Keep,
+    Loader,
+    LossParams,
+    MethodSpec,
+    Model,
+    Optimizer,
+    Performance,
+    Probe,
+    Record,
+    RunConfig,
+    Schedule,
+    Scheme,
+    Tracking,
+    TrainingSettings,
+)
 
-__all__ = ["BACKBONE_NAMES", "Batch", "EarlyStopping", "Eval", "Input", "Keep", "Loader", "LossParams", "MethodSpec",
-           "Model", "Optimizer", "Performance", "Probe", "Record", "RunConfig", "Schedule", "Scheme", "Tracking",
-           "TrainingSettings", "defaults", "documented", "from_mapping", "json_schema", "section", "setting"]
+__all__ = [
+    "BACKBONE_NAMES",
+    "Batch",
+    "EarlyStopping",
+    "Eval",
+    "Input",
+    "Keep",
+    "Loader",
+    "LossParams",
+    "MethodSpec",
+    "Model",
+    "Optimizer",
+    "Performance",
+    "Probe",
+    "Record",
+    "RunConfig",
+    "Schedule",
+    "Scheme",
+    "Tracking",
+    "TrainingSettings",
+    "defaults",
+    "documented",
+    "from_mapping",
+    "json_schema",
+    "section",
+    "setting",
+]

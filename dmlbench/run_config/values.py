@@ -117,8 +117,9 @@ def check(settings: dict, schema: dict, where: str) -> None:
     bad = _non_finite(settings or {})
     if bad is not None:
         value = bad.split(".")
-        raise ConfigError(f"{where}: setting {bad}: {_lookup(settings, value)!r} is not a finite number; "
-                          f"give a finite value")
+        raise ConfigError(
+            f"{where}: setting {bad}: {_lookup(settings, value)!r} is not a finite number; give a finite value"
+        )
     validator = jsonschema.Draft202012Validator(schema)
     if not isinstance(settings, dict) or schema.get("required"):
         _first_error(validator, settings or {}, where)
@@ -152,10 +153,12 @@ def check_tracking_uri(uri: str | None, where: str) -> None:
     from urllib.parse import urlsplit
 
     if uri and (urlsplit(uri).username or urlsplit(uri).password):
-        raise ConfigError(f"{where}: tracking.mlflow holds credentials (user or password before '@'), which would "
-                          f"be stored in config.json, model.pt and the log: give the URI without them and set "
-                          f"MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD (or MLFLOW_TRACKING_TOKEN) in the "
-                          f"environment instead")
+        raise ConfigError(
+            f"{where}: tracking.mlflow holds credentials (user or password before '@'), which would "
+            f"be stored in config.json, model.pt and the log: give the URI without them and set "
+            f"MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD (or MLFLOW_TRACKING_TOKEN) in the "
+            f"environment instead"
+        )
 
 
 def check_run(cfg: RunConfig, where: str) -> None:
@@ -166,18 +169,26 @@ def check_run(cfg: RunConfig, where: str) -> None:
         raise ConfigError(f"{where}: batch.size {size} is not a multiple of batch.per_class {per_class}")
     scheme = cfg.scheme
     if scheme.name == "profs" and scheme.representatives == "images" and per_class < 2:
-        raise ConfigError(f"{where}: scheme profs puts a representative and batch.per_class − 1 "
-                          f"positives of its class in a batch: batch.per_class must be ≥ 2, not {per_class}")
+        raise ConfigError(
+            f"{where}: scheme profs puts a representative and batch.per_class − 1 "
+            f"positives of its class in a batch: batch.per_class must be ≥ 2, not {per_class}"
+        )
     image = cfg.input
     if image.crop > image.resize + 2 * image.padding:
-        raise ConfigError(f"{where}: input.crop {image.crop} is larger than input.resize "
-                          f"{image.resize} (+ 2 × padding {image.padding})")
+        raise ConfigError(
+            f"{where}: input.crop {image.crop} is larger than input.resize "
+            f"{image.resize} (+ 2 × padding {image.padding})"
+        )
     epochs = cfg.epochs
-    for key, listed in (("record.scatter_epochs", cfg.record.scatter_epochs),
-                        ("record.probe.epochs", cfg.record.probe.epochs)):
+    for key, listed in (
+        ("record.scatter_epochs", cfg.record.scatter_epochs),
+        ("record.probe.epochs", cfg.record.probe.epochs),
+    ):
         late = [e for e in listed if e > epochs]
         if late:
             raise ConfigError(f"{where}: {key} {late} lie after the last epoch ({epochs})")
     if cfg.early_stopping.patience and cfg.eval.every != 1:
-        raise ConfigError(f"{where}: early_stopping.patience needs an evaluation after every epoch "
-                          f"(eval.every: 1, now {cfg.eval.every})")
+        raise ConfigError(
+            f"{where}: early_stopping.patience needs an evaluation after every epoch "
+            f"(eval.every: 1, now {cfg.eval.every})"
+        )

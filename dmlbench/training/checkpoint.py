@@ -26,16 +26,20 @@ def load(run_dir: Path, cfg: dict, log) -> dict | None:
         state.get("fingerprint")
     except Exception as error:  # truncated or garbled: torch raises several kinds
         moved = run_folder.supersede(run_dir, "corrupt")
-        log(f"{path} is corrupt ({' '.join(str(error).split())[:200]}); the run's files were moved to "
-            f"{moved} and it trains afresh")
+        log(
+            f"{path} is corrupt ({' '.join(str(error).split())[:200]}); the run's files were moved to "
+            f"{moved} and it trains afresh"
+        )
         return None
     if state.get("fingerprint") in run_folder.fingerprints(cfg):
         return state
     old = json.loads(state["config"]) if "config" in state else {}
     changes = run_folder.changed_settings(old, cfg) if old else ["(checkpoint of an older version)"]
     moved = run_folder.supersede(run_dir, state.get("fingerprint", "unknown"))
-    log(f"settings changed since {path} was written ({'; '.join(changes[:6])}"
-        f"{' …' if len(changes) > 6 else ''}): training afresh; the previous files are in {moved}")
+    log(
+        f"settings changed since {path} was written ({'; '.join(changes[:6])}"
+        f"{' …' if len(changes) > 6 else ''}): training afresh; the previous files are in {moved}"
+    )
     return None
 
 
@@ -54,8 +58,10 @@ def _set_aside_finished(run_dir: Path, cfg: dict, log) -> None:
         return
     changes = run_folder.changed_settings(old, cfg)
     moved = run_folder.supersede(run_dir, run_folder.fingerprint(old))
-    log(f"settings changed since {run_dir} finished ({'; '.join(changes[:6])}{' …' if len(changes) > 6 else ''}): "
-        f"training afresh; the previous files are in {moved}")
+    log(
+        f"settings changed since {run_dir} finished ({'; '.join(changes[:6])}{' …' if len(changes) > 6 else ''}): "
+        f"training afresh; the previous files are in {moved}"
+    )
 
 
 def save(run_dir, parts: dict, history: list[dict], cfg: dict, selection: dict) -> None:
@@ -66,9 +72,14 @@ def save(run_dir, parts: dict, history: list[dict], cfg: dict, selection: dict) 
 
 
 def _state(parts: dict, history: list[dict], cfg: dict, selection: dict) -> dict:
-    return {**{name: part.state_dict() for name, part in parts.items()}, **selection,
-            "epochs_done": len(history), "history": json.dumps(history),
-            "config": json.dumps(cfg, sort_keys=True), "fingerprint": run_folder.fingerprint(cfg)}
+    return {
+        **{name: part.state_dict() for name, part in parts.items()},
+        **selection,
+        "epochs_done": len(history),
+        "history": json.dumps(history),
+        "config": json.dumps(cfg, sort_keys=True),
+        "fingerprint": run_folder.fingerprint(cfg),
+    }
 
 
 def _write(run_dir, state: dict) -> None:

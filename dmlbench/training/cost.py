@@ -75,10 +75,16 @@ def summary(history: list[dict], final_eval_seconds: float, device: torch.device
     joules = [row.get("energy_j") for row in history]
     peaks = [row["peak_gpu_mb"] for row in history if "peak_gpu_mb" in row]
     device_seconds = train_seconds + eval_seconds
-    return {"device": str(device), "epochs": len(history), "images": images,
-            "train_seconds": round(train_seconds, 3), "eval_seconds": round(eval_seconds, 3),
-            "device_seconds": round(device_seconds, 3), "wall_seconds": round(wall_seconds, 3),
-            "images_per_second": round(images / train_seconds, 2) if train_seconds else None,
-            "gpu_hours": device_seconds / 3600 if device.type == "cuda" else 0.0,
-            "peak_gpu_mb": max(peaks) if peaks else None,
-            "energy_kwh": sum(joules) / 3.6e6 if history and None not in joules else None}
+    return {
+        "device": str(device),
+        "epochs": len(history),
+        "images": images,
+        "train_seconds": round(train_seconds, 3),
+        "eval_seconds": round(eval_seconds, 3),
+        "device_seconds": round(device_seconds, 3),
+        "wall_seconds": round(wall_seconds, 3),
+        "images_per_second": round(images / train_seconds, 2) if train_seconds else None,
+        "gpu_hours": device_seconds / 3600 if device.type == "cuda" else 0.0,
+        "peak_gpu_mb": max(peaks) if peaks else None,
+        "energy_kwh": sum(joules) / 3.6e6 if history and None not in joules else None,
+    }

@@ -54,16 +54,22 @@ class Selection:
         if not self.patience:
             return
         model.load_state_dict(copy.deepcopy(self.best_model))
-        log(f"selected epoch {self.best_epoch} of {len(self.history)} ({self.metric} "
-            f"{self._best_value():.4f} on the evaluation split)")
+        log(
+            f"selected epoch {self.best_epoch} of {len(self.history)} ({self.metric} "
+            f"{self._best_value():.4f} on the evaluation split)"
+        )
 
     def summary(self) -> dict:
         """What model.pt records about the selection, once training has ended: `stopped_by` is
         "patience" when `patience` epochs passed after the best, else "cap" (the epoch cap ended it)."""
         if not self.patience:
             return {}
-        return {"selected_epoch": self.best_epoch, "epochs_trained": len(self.history),
-                "selected_by": self.metric, "stopped_by": "patience" if self.stop() else "cap"}
+        return {
+            "selected_epoch": self.best_epoch,
+            "epochs_trained": len(self.history),
+            "selected_by": self.metric,
+            "stopped_by": "patience" if self.stop() else "cap",
+        }
 
     def _best_value(self) -> float:
         return next(row[self.metric] for row in self.history if row["epoch"] == self.best_epoch)

@@ -50,8 +50,7 @@ def closest_similarities(embeddings: torch.Tensor, labels: torch.Tensor) -> tupl
 
 def write_scatter(path: Path, embeddings: torch.Tensor, labels: torch.Tensor) -> None:
     s_ap, s_an = closest_similarities(embeddings, labels)
-    frame = pd.DataFrame({"index": np.arange(len(s_ap)), "label": labels.cpu().numpy(),
-                          "s_ap": s_ap, "s_an": s_an})
+    frame = pd.DataFrame({"index": np.arange(len(s_ap)), "label": labels.cpu().numpy(), "s_ap": s_ap, "s_an": s_an})
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:
         frame.to_csv(tmp, index=False)
@@ -76,11 +75,9 @@ def probe(model, criterion, data, cfg: RunConfig, device, generator: torch.Gener
     settings = cfg.record.probe
     model, criterion = copy.deepcopy(model), copy.deepcopy(criterion)
     model.train()
-    optimizer = torch.optim.SGD(list(model.parameters()) + list(criterion.parameters()),
-                                lr=settings.lr, momentum=0.0)
+    optimizer = torch.optim.SGD(list(model.parameters()) + list(criterion.parameters()), lr=settings.lr, momentum=0.0)
     sampler = samplers.from_config(cfg, data.labels, data.supers, generator, settings.steps)
-    loader = batches.loader(data, batch_sampler=sampler, generator=generator,
-                            num_workers=cfg.loader.workers)
+    loader = batches.loader(data, batch_sampler=sampler, generator=generator, num_workers=cfg.loader.workers)
     rows = []
     for step, loaded in enumerate(loader, 1):
         images, labels = data.device_batch(loaded, device)
@@ -95,18 +92,22 @@ def probe(model, criterion, data, cfg: RunConfig, device, generator: torch.Gener
             optimizer.step()
         with torch.no_grad(), buffers_kept(model):
             after = F.normalize(model(images), dim=1)
-        rows.append(pd.DataFrame({
-            "step": step,
-            "s_ap": (before[a] * before[p]).sum(1).cpu().numpy(),
-            "s_an": (before[a] * before[n]).sum(1).cpu().numpy(),
-            "s_ap_after": (after[a] * after[p]).sum(1).cpu().numpy(),
-            "s_an_after": (after[a] * after[n]).sum(1).cpu().numpy()}))
+        rows.append(
+            pd.DataFrame(
+                {
+                    "step": step,
+                    "s_ap": (before[a] * before[p]).sum(1).cpu().numpy(),
+                    "s_an": (before[a] * before[n]).sum(1).cpu().numpy(),
+                    "s_ap_after": (after[a] * after[p]).sum(1).cpu().numpy(),
+                    "s_an_after": (after[a] * after[n]).sum(1).cpu().numpy(),
+                }
+            )
+        )
     columns = ["step", "s_ap", "s_an", "s_ap_after", "s_an_after"]
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=columns)
 
 
-def after_epoch(epoch: int, run_dir: Path, cfg: RunConfig, model, criterion, data, embed_train, device,
-                log) -> None:
+def after_epoch(epoch: int, run_dir: Path, cfg: RunConfig, model, criterion, data, embed_train, device, log) -> None:
     """Record what `cfg.record` asks for after `epoch` finished epochs (0: before training).
     `embed_train()` returns the training split's embeddings and labels (test-time transform)."""
     record = cfg.record

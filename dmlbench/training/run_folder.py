@@ -38,9 +38,13 @@ _LEGACY_NOT_IN_FINGERPRINT = ("keep", "tracking")
 
 # settings added after runs were made, at the value with which a run computes what it computed
 # before they existed: left out of the fingerprint at that value, so finished runs stay valid
-INTRODUCED_AT = {("model", "weights_sha256"): None, ("model", "frozen_patch_embed"): False,
-                 ("optimizer", "layer_decay"): 1.0, ("optimizer", "clip_grad_norm"): None,
-                 ("eval", "trunk_feature"): False}
+INTRODUCED_AT = {
+    ("model", "weights_sha256"): None,
+    ("model", "frozen_patch_embed"): False,
+    ("optimizer", "layer_decay"): 1.0,
+    ("optimizer", "clip_grad_norm"): None,
+    ("eval", "trunk_feature"): False,
+}
 
 
 def fingerprint(cfg: dict) -> str:
@@ -57,8 +61,10 @@ def fingerprints(cfg: dict) -> tuple[str, str]:
 def numbers_and_side(cfg: dict) -> tuple[dict, dict]:
     """A resolved config split into the settings that decide its numbers and the side settings
     (`NOT_IN_FINGERPRINT`): the workflow passes the first as a rerun trigger, the second not."""
-    return ({key: value for key, value in cfg.items() if key not in NOT_IN_FINGERPRINT},
-            {key: value for key, value in cfg.items() if key in NOT_IN_FINGERPRINT})
+    return (
+        {key: value for key, value in cfg.items() if key not in NOT_IN_FINGERPRINT},
+        {key: value for key, value in cfg.items() if key in NOT_IN_FINGERPRINT},
+    )
 
 
 def _digest(cfg: dict, left_out: tuple[str, ...]) -> str:
@@ -103,7 +109,8 @@ def exclusive(run_dir: Path):
         raise RunBusyError(
             f"{run_dir} is being trained by another process (pid {holder}). Two Snakemake "
             f"instances are working in this folder: let the other finish, or stop it, then "
-            f"rerun (see docs/interrupted-runs.md)") from None
+            f"rerun (see docs/interrupted-runs.md)"
+        ) from None
     try:
         handle.seek(0)
         handle.truncate()
@@ -160,6 +167,8 @@ def read_history(run_dir: Path) -> list[dict]:
             raise ValueError("a line is not an epoch's row")
     except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
         moved = set_aside(path)
-        raise DamagedHistoryError(f"{path} is damaged ({error}): set aside as {moved.name}; the train step "
-                                  f"writes it again from the run's checkpoint (rerun it)") from None
+        raise DamagedHistoryError(
+            f"{path} is damaged ({error}): set aside as {moved.name}; the train step "
+            f"writes it again from the run's checkpoint (rerun it)"
+        ) from None
     return rows

@@ -38,8 +38,11 @@ def flatten(settings: dict, prefix: str = "") -> dict[str, str]:
 
 def scalars(row: dict) -> dict[str, float]:
     """The numbers of an epoch row worth a curve (the epoch number is the step)."""
-    return {key: float(value) for key, value in row.items()
-            if key != "epoch" and isinstance(value, (int, float)) and not isinstance(value, bool)}
+    return {
+        key: float(value)
+        for key, value in row.items()
+        if key != "epoch" and isinstance(value, (int, float)) and not isinstance(value, bool)
+    }
 
 
 class _TensorBoard:
@@ -89,7 +92,7 @@ class _MLflow:
         id_file.write_text(self.run_id + "\n")
         params = [Param(key[:250], value[:6000]) for key, value in flatten(cfg).items()]
         for start in range(0, len(params), 100):  # the server takes at most 100 parameters a call
-            self.client.log_batch(self.run_id, params=params[start:start + 100])
+            self.client.log_batch(self.run_id, params=params[start : start + 100])
 
     def _metrics(self, values: dict, step: int, prefix: str = "") -> None:
         from mlflow.entities import Metric
@@ -97,7 +100,7 @@ class _MLflow:
         now = int(time.time() * 1000)
         metrics = [Metric(prefix + mlflow_key(key), value, now, step) for key, value in values.items()]
         for start in range(0, len(metrics), 1000):
-            self.client.log_batch(self.run_id, metrics=metrics[start:start + 1000])
+            self.client.log_batch(self.run_id, metrics=metrics[start : start + 1000])
 
     def epoch(self, row: dict, learning_rates: list[float]) -> None:
         self._metrics({**scalars(row), **{f"lr_group{i}": r for i, r in enumerate(learning_rates)}}, row["epoch"])
@@ -170,5 +173,7 @@ class Tracking:
         except Exception as error:  # a tracker never fails a training
             self._sinks.pop(name, None)
             hint = " (pip install tensorboard)" if isinstance(error, ImportError) and "TensorBoard" in name else ""
-            self._log(f"tracking: {name} failed and is off for this run{hint}: "
-                      f"{type(error).__name__}: {' '.join(str(error).split())[:300]}")
+            self._log(
+                f"tracking: {name} failed and is off for this run{hint}: "
+                f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
+            )

@@ -108,23 +108,25 @@ def _train(cfg: RunConfig, run_dir: Path, log, state: dict | None, final_evaluat
     # training labels as 0..C-1 (proxy losses index their proxies by label)
     is_train = table["split"] == "train"
     class_ids = table.loc[is_train, "label"].rank(method="dense").astype(int) - 1
-    data = batches.split_images(table.assign(label=class_ids.reindex(table.index, fill_value=-1)),
-                                table.index[is_train], base, cfg, train=True)
+    data = batches.split_images(
+        table.assign(label=class_ids.reindex(table.index, fill_value=-1)), table.index[is_train], base, cfg, train=True
+    )
 
     torch.manual_seed(cfg.seed)
     model = models.build(cfg.model).to(device)
     if cfg.performance.channels_last:
         model = model.to(memory_format=torch.channels_last)
     model.train()
-    criterion = Criterion(cfg.method, num_classes=int(class_ids.max()) + 1,
-                          embedding_dim=cfg.model.embedding_dim).to(device)
+    criterion = Criterion(cfg.method, num_classes=int(class_ids.max()) + 1, embedding_dim=cfg.model.embedding_dim).to(
+        device
+    )
     optimizer = optimisers.build_optimizer(model, criterion, cfg.optimizer)
     loss_optimizer = optimisers.build_loss_optimizer(criterion, cfg.optimizer)
     scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, list(cfg.schedule.milestones), cfg.schedule.gamma)
-    scheme = schemes.build(cfg, data.labels, data.supers,
-                           list(model.parameters()) + list(criterion.parameters()), criterion)
-    parts = {"model": model, "criterion": criterion, "optimizer": optimizer,
-             "scheduler": scheduler, "scheme": scheme}
+    scheme = schemes.build(
+        cfg, data.labels, data.supers, list(model.parameters()) + list(criterion.parameters()), criterion
+    )
+    parts = {"model": model, "criterion": criterion, "optimizer": optimizer, "scheduler": scheduler, "scheme": scheme}
     optimizers = [optimizer]
     if loss_optimizer is not None:
         parts["loss_optimizer"] = loss_optimizer
@@ -150,12 +152,26 @@ def _train(cfg: RunConfig, run_dir: Path, log, state: dict | None, final_evaluat
             if selection.stop():
                 break
             generator = seed_epoch(cfg.seed, epoch)
-            loader = batches.loader(data, generator=generator,
-                                    batch_sampler=scheme.batches(generator, cfg.batches_per_epoch),
-                                    **loader_options(cfg, device))
+            loader = batches.loader(
+                data,
+                generator=generator,
+                batch_sampler=scheme.batches(generator, cfg.batches_per_epoch),
+                **loader_options(cfg, device),
+            )
             meter.start()
-            row = _train_epoch(model, criterion, optimizers, scheme, loader, device, epoch, cfg.epochs,
-                               log, cfg.performance, cfg.optimizer.clip_grad_norm)
+            row = _train_epoch(
+                model,
+                criterion,
+                optimizers,
+                scheme,
+                loader,
+                device,
+                epoch,
+                cfg.epochs,
+                log,
+                cfg.performance,
+                cfg.optimizer.clip_grad_norm,
+            )
             scheduler.step()
             every = cfg.eval.every
             if every and ((epoch + 1) % every == 0 or epoch + 1 == cfg.epochs):
@@ -175,8 +191,9 @@ def _train(cfg: RunConfig, run_dir: Path, log, state: dict | None, final_evaluat
         selection.restore_best(model, log)
         final = run_dir / "model.pt"
         with atomic_path(final) as tmp, open(tmp, "wb") as handle:  # a handle: no temporary name inside, so
-            torch.save({"model": model.state_dict(), "config": record_of_settings, **selection.summary()},
-                       handle)  # the same weights give the same bytes (model_sha256)
+            torch.save(
+                {"model": model.state_dict(), "config": record_of_settings, **selection.summary()}, handle
+            )  # the same weights give the same bytes (model_sha256)
         model.eval()
         result = {"metrics": {}, "seconds": 0.0}
         if final_evaluation:
@@ -198,8 +215,9 @@ def _train(cfg: RunConfig, run_dir: Path, log, state: dict | None, final_evaluat
         tracking.close()
 
 
-def _train_epoch(model, criterion, optimizers, scheme, loader, device, epoch, epochs, log,
-                 perf, clip_grad_norm: float | None = None) -> dict:
+def _train_epoch(
+    model, criterion, optimizers, scheme, loader, device, epoch, epochs, log, perf, clip_grad_norm: float | None = None
+) -> dict:
     """One epoch of iterations; the logged loss is the method's loss (without the scheme's term).
     `optimizers`: the run's optimizer first, then the loss parameters' own, if any."""
     optimizer = optimizers[0]
@@ -211,10 +229,18 @@ def _train_epoch(model, criterion, optimizers, scheme, loader, device, epoch, ep
         plan = scheme.begin_step()
         batch, labels = loader.dataset.device_batch(loaded, device, memory)
         pairs = None if plan.pairs is None else plan.pairs.to(device)
-        loss, embeddings, stepped = train_step(model, criterion, optimizers, batch,
-                                               labels.to(device, non_blocking=True), pairs, scheme.penalty,
-                                               perf.bf16, f"epoch {epoch + 1}, step {step}",
-                                               clip_grad_norm)
+        loss, embeddings, stepped = train_step(
+            model,
+            criterion,
+            optimizers,
+            batch,
+            labels.to(device, non_blocking=True),
+            pairs,
+            scheme.penalty,
+            perf.bf16,
+            f"epoch {epoch + 1}, step {step}",
+            clip_grad_norm,
+        )
         skipped += not stepped
         scheme.end_step(plan, embeddings)
         total += loss.item()  # waits for the device: each step's time is its own
@@ -226,14 +252,31 @@ def _train_epoch(model, criterion, optimizers, scheme, loader, device, epoch, ep
             log(f"  epoch {epoch + 1}/{epochs} step {step}/{len(loader)} loss {total / steps:.4f}")
     ended = time.perf_counter()
     warm = {"warm_seconds_per_step": round((ended - first_done) / (steps - 1), 5)} if steps > 1 else {}
-    return {"epoch": epoch + 1, "loss": total / max(steps, 1), "steps": steps, "images": images,
-            "skipped_steps": skipped, "seconds": round(ended - started, 3), **warm,
-            "lr": optimizer.param_groups[0]["lr"], **criterion.take_stats()}
+    return {
+        "epoch": epoch + 1,
+        "loss": total / max(steps, 1),
+        "steps": steps,
+        "images": images,
+        "skipped_steps": skipped,
+        "seconds": round(ended - started, 3),
+        **warm,
+        "lr": optimizer.param_groups[0]["lr"],
+        **criterion.take_stats(),
+    }
 
 
-def train_step(model, criterion, optimizers, images, labels, pairs=None, penalty=lambda: None,
-               bf16: bool = False, where: str = "", clip_grad_norm: float | None = None
-               ) -> tuple[torch.Tensor, torch.Tensor, bool]:
+def train_step(
+    model,
+    criterion,
+    optimizers,
+    images,
+    labels,
+    pairs=None,
+    penalty=lambda: None,
+    bf16: bool = False,
+    where: str = "",
+    clip_grad_norm: float | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, bool]:
     """One optimiser step of the method on a batch already on the device: forward (bf16 autocast
     when asked), the method's loss (restricted to `pairs` when given) plus the scheme's
     `penalty()`, backward, the gradients of the run's optimiser (not a loss's own) scaled to a
@@ -245,8 +288,10 @@ def train_step(model, criterion, optimizers, images, labels, pairs=None, penalty
         embeddings = model(images)
     loss = criterion(embeddings.float(), labels, pairs=pairs)
     if not torch.isfinite(loss):
-        raise DivergedError(f"training diverged: {where}: loss is {loss.item()}; lower optimizer.lr "
-                            f"(now {optimizer.param_groups[0]['lr']:g})")
+        raise DivergedError(
+            f"training diverged: {where}: loss is {loss.item()}; lower optimizer.lr "
+            f"(now {optimizer.param_groups[0]['lr']:g})"
+        )
     extra = penalty()
     objective = loss if extra is None else loss + extra
     for each in optimizers:
@@ -259,8 +304,9 @@ def train_step(model, criterion, optimizers, images, labels, pairs=None, penalty
         torch.nn.utils.clip_grad_norm_(_params(optimizers[:1]), clip_grad_norm)
     for each in optimizers:
         each.step()
-    _check_finite(_params(optimizers), f"{where}: the parameters became non-finite after the optimiser's step",
-                  optimizer)
+    _check_finite(
+        _params(optimizers), f"{where}: the parameters became non-finite after the optimiser's step", optimizer
+    )
     return loss, embeddings, True
 
 
@@ -279,8 +325,7 @@ def _check_finite(tensors: list[torch.Tensor], what: str, optimizer) -> None:
         return
     largest = torch.stack(torch._foreach_norm(tensors, float("inf"))).max()
     if not torch.isfinite(largest):
-        raise DivergedError(f"training diverged: {what}; lower optimizer.lr (now "
-                            f"{optimizer.param_groups[0]['lr']:g})")
+        raise DivergedError(f"training diverged: {what}; lower optimizer.lr (now {optimizer.param_groups[0]['lr']:g})")
 
 
 def _format_row(row: dict, epochs: int) -> str:

@@ -15,16 +15,19 @@ from dmlbench.core.errors import DmlbenchError
 from dmlbench.verdicts import claim_kinds, numbers
 from dmlbench.verdicts import claims as claim_tests
 
-FIXTURE_STAMP = ("Fixture data: these verdicts test the code that computes them, not the paper "
-                 "(synthetic images, small networks).")
+FIXTURE_STAMP = (
+    "Fixture data: these verdicts test the code that computes them, not the paper (synthetic images, small networks)."
+)
 
 
 def _runs(path: Path) -> pd.DataFrame:
     """An experiment's per-seed numbers (the aggregate step's runs.csv)."""
     if not path.exists():
-        raise DmlbenchError(f"{path} is missing: the preset runs this experiment but its results are not "
-                            f"aggregated yet; run the pipeline first (snakemake --config preset=…), then "
-                            f"`python -m dmlbench verdict` again")
+        raise DmlbenchError(
+            f"{path} is missing: the preset runs this experiment but its results are not "
+            f"aggregated yet; run the pipeline first (snakemake --config preset=…), then "
+            f"`python -m dmlbench verdict` again"
+        )
     return pd.read_csv(path)
 
 
@@ -49,9 +52,15 @@ def _numbers(exp: dict, runs: pd.DataFrame | None) -> list[dict]:
                 per_seed = _per_seed(runs, row, dataset, column) if ran else {}
                 delta = numbers.band_of(exp["margin"], metric) + numbers.printed_precision(text)
                 found = numbers.judge(list(per_seed.values()), float(text), delta)
-                entry = {"row": row, "dataset": dataset, "metric": metric, "paper": text,
-                         "test_selected": column != metric, **found.__dict__,
-                         "failed_seeds": sorted(seed for seed, value in per_seed.items() if value != value)}
+                entry = {
+                    "row": row,
+                    "dataset": dataset,
+                    "metric": metric,
+                    "paper": text,
+                    "test_selected": column != metric,
+                    **found.__dict__,
+                    "failed_seeds": sorted(seed for seed, value in per_seed.items() if value != value),
+                }
                 if column != metric and ran:  # the honest number beside it: each run's last epoch
                     honest = numbers.judge(list(_per_seed(runs, row, dataset, metric).values()), float(text), delta)
                     entry["last_epoch"] = {"mean": honest.mean, "half": honest.half, "n": honest.n}
@@ -63,14 +72,21 @@ def _claims(exp: dict, runs: pd.DataFrame | None) -> list[dict]:
     out = []
     for claim in exp["claims"]:
         metrics = claim_kinds.listed(claim["metric"])
-        result = claim_kinds.evaluate(claim,
-                                      lambda row, dataset, metric: _per_seed(runs, row, dataset, _column(exp, metric)),
-                                      lambda metric: numbers.band_of(exp["margin"], metric))
-        entry = {**{k: v for k, v in claim.items() if k != "gain"}, "gain_paper": claim.get("gain"),
-                 "text": claim["text"] + (f" [unlike settings: {claim['unlike']}]" if claim.get("unlike") else ""),
-                 "kind": claim.get("kind", "gain"), "rows": claim_kinds.rows_text(claim),
-                 "where": f"{', '.join(claim_kinds.listed(claim['dataset']))}; {', '.join(metrics)}",
-                 "experiment": exp["id"], "test_selected": any(_column(exp, m) != m for m in metrics)}
+        result = claim_kinds.evaluate(
+            claim,
+            lambda row, dataset, metric: _per_seed(runs, row, dataset, _column(exp, metric)),
+            lambda metric: numbers.band_of(exp["margin"], metric),
+        )
+        entry = {
+            **{k: v for k, v in claim.items() if k != "gain"},
+            "gain_paper": claim.get("gain"),
+            "text": claim["text"] + (f" [unlike settings: {claim['unlike']}]" if claim.get("unlike") else ""),
+            "kind": claim.get("kind", "gain"),
+            "rows": claim_kinds.rows_text(claim),
+            "where": f"{', '.join(claim_kinds.listed(claim['dataset']))}; {', '.join(metrics)}",
+            "experiment": exp["id"],
+            "test_selected": any(_column(exp, m) != m for m in metrics),
+        }
         if isinstance(result, str):
             entry["verdict"] = result
         else:
@@ -84,8 +100,15 @@ def build(spec: dict, commit: str, root: Path = Path(".")) -> dict:
     experiments, tested = [], []
     for exp in spec["experiments"]:
         runs = _runs(root / exp["runs"]) if exp["ran"] else None
-        experiments.append({"id": exp["id"], "title": exp["title"], "ran": exp["ran"],
-                            "numbers": _numbers(exp, runs), "claims": _claims(exp, runs)})
+        experiments.append(
+            {
+                "id": exp["id"],
+                "title": exp["title"],
+                "ran": exp["ran"],
+                "numbers": _numbers(exp, runs),
+                "claims": _claims(exp, runs),
+            }
+        )
         tested += [c for c in experiments[-1]["claims"] if "p" in c]
     # the Holm family: every claim of the paper in the catalogue, run or not (an untested one
     # counts with p = 1), so that a claim's verdict does not depend on what else the preset ran
@@ -95,23 +118,32 @@ def build(spec: dict, commit: str, root: Path = Path(".")) -> dict:
         claim["p_holm"] = adjusted
         # detectable at power 0.8, two-sided at α/m (the strictest step of the paper's Holm
         # family), by the claim's weakest part
-        claim["detectable"] = max(claim_tests.detectable_gain(part["se"], part["df"], claim_tests.ALPHA / family)
-                                  for part in claim.get("parts") or [claim])
-        claim["verdict"] = claim_kinds.verdict({**claim, "gain": claim.get("gain_paper")}, claim, adjusted,
-                                               claim["detectable"])
+        claim["detectable"] = max(
+            claim_tests.detectable_gain(part["se"], part["df"], claim_tests.ALPHA / family)
+            for part in claim.get("parts") or [claim]
+        )
+        claim["verdict"] = claim_kinds.verdict(
+            {**claim, "gain": claim.get("gain_paper")}, claim, adjusted, claim["detectable"]
+        )
         if claim["parts_run"] < claim["parts_total"]:  # a part of the sentence only: no verdict on it
             claim["verdict_on_parts_run"], claim["verdict"] = claim["verdict"], claim_tests.PARTIAL
     every_number = [n for e in experiments for n in e["numbers"]]
     every_claim = [c for e in experiments for c in e["claims"]]
-    return {"paper": spec["paper"], "title": spec["title"], "preset": spec["preset"],
-            "fixture_data": spec["fixture_data"], "commit": commit, "fingerprint": spec["fingerprint"],
-            "checksums": {d: _checksum(root / p) for d, p in spec["checksums"].items()},
-            "numbers": {v: sum(n["verdict"] == v for n in every_number) for v in numbers.VERDICTS}
-            | {"total": len(every_number)},
-            "claims": {v: sum(c["verdict"] == v for c in every_claim) for v in claim_tests.VERDICTS}
-            | {"total": len(every_claim), "holding": sum(c["verdict"] in claim_tests.HOLDING for c in every_claim)},
-            "not_holding": [f"{c['id']}: {c['verdict']}" for c in every_claim if c["verdict"] in claim_tests.FAILING],
-            "experiments": experiments}
+    return {
+        "paper": spec["paper"],
+        "title": spec["title"],
+        "preset": spec["preset"],
+        "fixture_data": spec["fixture_data"],
+        "commit": commit,
+        "fingerprint": spec["fingerprint"],
+        "checksums": {d: _checksum(root / p) for d, p in spec["checksums"].items()},
+        "numbers": {v: sum(n["verdict"] == v for n in every_number) for v in numbers.VERDICTS}
+        | {"total": len(every_number)},
+        "claims": {v: sum(c["verdict"] == v for c in every_claim) for v in claim_tests.VERDICTS}
+        | {"total": len(every_claim), "holding": sum(c["verdict"] in claim_tests.HOLDING for c in every_claim)},
+        "not_holding": [f"{c['id']}: {c['verdict']}" for c in every_claim if c["verdict"] in claim_tests.FAILING],
+        "experiments": experiments,
+    }
 
 
 def _checksum(path: Path) -> str:
@@ -129,13 +161,19 @@ def headline(cert: dict) -> str:
     n, c = cert["numbers"], cert["claims"]
     numbers_part = ""
     if n["total"]:
-        rest = {"inconclusive": n.get(numbers.INCONCLUSIVE, 0),
-                "not reproduced": n.get(numbers.BELOW, 0) + n.get(numbers.ABOVE, 0), "failed": n.get(numbers.FAILED, 0)}
+        rest = {
+            "inconclusive": n.get(numbers.INCONCLUSIVE, 0),
+            "not reproduced": n.get(numbers.BELOW, 0) + n.get(numbers.ABOVE, 0),
+            "failed": n.get(numbers.FAILED, 0),
+        }
         numbers_part = f"{n[numbers.REPRODUCED]} of {n['total']} numbers reproduced{_counted(rest)}, "
-    rest = {claim_tests.UNDERPOWERED: c.get(claim_tests.UNDERPOWERED, 0),
-            claim_tests.NOT_SIGNIFICANT: c.get(claim_tests.NOT_SIGNIFICANT, 0),
-            claim_tests.REVERSED: c.get(claim_tests.REVERSED, 0), claim_tests.DIFFERS: c.get(claim_tests.DIFFERS, 0),
-            claim_tests.PARTIAL: c.get(claim_tests.PARTIAL, 0)}
+    rest = {
+        claim_tests.UNDERPOWERED: c.get(claim_tests.UNDERPOWERED, 0),
+        claim_tests.NOT_SIGNIFICANT: c.get(claim_tests.NOT_SIGNIFICANT, 0),
+        claim_tests.REVERSED: c.get(claim_tests.REVERSED, 0),
+        claim_tests.DIFFERS: c.get(claim_tests.DIFFERS, 0),
+        claim_tests.PARTIAL: c.get(claim_tests.PARTIAL, 0),
+    }
     return f"{cert['paper']}: {numbers_part}{c['holding']} of {c['total']} claims hold{_counted(rest)}"
 
 
@@ -160,8 +198,11 @@ def _why(number: dict) -> str:
     if number["n"] < numbers.MIN_SEEDS:
         return f": fewer than {numbers.MIN_SEEDS} seeds"
     needed = number.get("seeds_needed")
-    return (f": {needed} seeds would decide it at this spread" if needed
-            else f": more than {numbers.MAX_SEEDS} seeds would be needed at this spread")
+    return (
+        f": {needed} seeds would decide it at this spread"
+        if needed
+        else f": more than {numbers.MAX_SEEDS} seeds would be needed at this spread"
+    )
 
 
 def markdown(cert: dict, only: str | None = None) -> str:
@@ -174,8 +215,12 @@ def markdown(cert: dict, only: str | None = None) -> str:
     lines += [f"**{headline(cert)}** (preset {cert['preset']}).", ""]
     if n["total"]:
         lines.append("Numbers: " + ", ".join(f"{n[v]} {v}" for v in numbers.VERDICTS) + f" (of {n['total']}).")
-    lines += ["Claims: " + ", ".join(f"{cert['claims'][v]} {v}" for v in claim_tests.VERDICTS if cert["claims"][v])
-              + f" (of {cert['claims']['total']}).", ""]
+    lines += [
+        "Claims: "
+        + ", ".join(f"{cert['claims'][v]} {v}" for v in claim_tests.VERDICTS if cert["claims"][v])
+        + f" (of {cert['claims']['total']}).",
+        "",
+    ]
     if cert["not_holding"]:
         lines += ["Claims tested that do not hold:", ""] + [f"- {item}" for item in cert["not_holding"]] + [""]
     for exp in cert["experiments"]:
@@ -187,30 +232,49 @@ def markdown(cert: dict, only: str | None = None) -> str:
             lines += ["Numbers: " + ", ".join(f"{counts[v]} {v}" for v in numbers.VERDICTS if counts[v]) + ".", ""]
         decided = [x for x in exp["numbers"] if x["verdict"] not in (numbers.REPRODUCED, numbers.NOT_RUN)]
         if decided:  # what is not reproduced, and what more seeds would decide
-            lines += ["| row | dataset | metric | paper | this suite (95 % interval, n) | δ | verdict |",
-                      "|---|---|---|---|---|---|---|"]
-            lines += [f"| {x['row']} | {x['dataset']} | {x['metric']}"
-                      f"{' (test-selected)' if x['test_selected'] else ''} "
-                      f"| {x['paper']} | {_interval(x['mean'], x['half'])} (n={x['n']}) | ±{x['delta']:.3f} "
-                      f"| {numbers.SYMBOLS[x['verdict']]} {x['verdict']}{_why(x)} |" for x in decided]
+            lines += [
+                "| row | dataset | metric | paper | this suite (95 % interval, n) | δ | verdict |",
+                "|---|---|---|---|---|---|---|",
+            ]
+            lines += [
+                f"| {x['row']} | {x['dataset']} | {x['metric']}"
+                f"{' (test-selected)' if x['test_selected'] else ''} "
+                f"| {x['paper']} | {_interval(x['mean'], x['half'])} (n={x['n']}) | ±{x['delta']:.3f} "
+                f"| {numbers.SYMBOLS[x['verdict']]} {x['verdict']}{_why(x)} |"
+                for x in decided
+            ]
             lines.append("")
         if exp["claims"]:
-            lines += ["| claim | rows | datasets; metrics | paper's gain | this suite's gain (95 % interval) "
-                      "| test | p (Holm) | detectable gain | verdict |", "|---|---|---|---|---|---|---|---|---|"]
+            lines += [
+                "| claim | rows | datasets; metrics | paper's gain | this suite's gain (95 % interval) "
+                "| test | p (Holm) | detectable gain | verdict |",
+                "|---|---|---|---|---|---|---|---|---|",
+            ]
             for c in exp["claims"]:
-                ours = (f"{c['gain']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}]" if "low" in c else "–")
+                ours = f"{c['gain']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}]" if "low" in c else "–"
                 test = claim_kinds.test_text(c) if "low" in c else "–"
                 p = f"{c['p']:.3g} ({c['p_holm']:.3g})" if "p_holm" in c else "–"
                 paper = "–" if c.get("gain_paper") is None else f"{c['gain_paper']:+.2f}"
                 detectable = f"{c['detectable']:.2f}" if "detectable" in c else "–"
-                lines.append(f"| {c['id']}: {c['text']} ({c['source']}) | {c['rows']} "
-                             f"| {c['where']} | {paper} | {ours} | {test} | {p} | {detectable} "
-                             f"| {claim_kinds.verdict_text(c)} |")
+                lines.append(
+                    f"| {c['id']}: {c['text']} ({c['source']}) | {c['rows']} "
+                    f"| {c['where']} | {paper} | {ours} | {test} | {p} | {detectable} "
+                    f"| {claim_kinds.verdict_text(c)} |"
+                )
             lines.append("")
-    lines += ["## Provenance", "", f"- commit: {cert['commit']}", f"- settings fingerprint (sha256 of the "
-              f"runs' resolved settings): {cert['fingerprint']}"]
+    lines += [
+        "## Provenance",
+        "",
+        f"- commit: {cert['commit']}",
+        f"- settings fingerprint (sha256 of the runs' resolved settings): {cert['fingerprint']}",
+    ]
     lines += [f"- {dataset} manifest sha256: {digest}" for dataset, digest in cert["checksums"].items()]
-    lines += ["", "Verdicts: " + "; ".join(f"{numbers.SYMBOLS[v]} {v}: {numbers.MEANINGS[v]}" for v in numbers.VERDICTS)
-              + ". Claims: " + "; ".join(f"{claim_tests.SYMBOLS[v]} {v}: {claim_tests.MEANINGS[v]}"
-                                         for v in claim_tests.VERDICTS) + "."]
+    lines += [
+        "",
+        "Verdicts: "
+        + "; ".join(f"{numbers.SYMBOLS[v]} {v}: {numbers.MEANINGS[v]}" for v in numbers.VERDICTS)
+        + ". Claims: "
+        + "; ".join(f"{claim_tests.SYMBOLS[v]} {v}: {claim_tests.MEANINGS[v]}" for v in claim_tests.VERDICTS)
+        + ".",
+    ]
     return "\n".join(lines) + "\n"

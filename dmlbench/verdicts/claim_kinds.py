@@ -31,8 +31,23 @@ from dmlbench.verdicts import claims as gain_tests
 PAIR_KINDS = ("gain", "equivalent", "no_gain")
 SHAPE_KINDS = ("increasing", "decreasing", "peak", "plateau")
 KINDS = PAIR_KINDS + SHAPE_KINDS
-KEYS = {"id", "text", "kind", "better", "worse", "method", "variants", "at", "dataset", "metric", "gain", "margin",
-        "source", "note", "unlike"}
+KEYS = {
+    "id",
+    "text",
+    "kind",
+    "better",
+    "worse",
+    "method",
+    "variants",
+    "at",
+    "dataset",
+    "metric",
+    "gain",
+    "margin",
+    "source",
+    "note",
+    "unlike",
+}
 EQUIVALENT, DIFFERS = gain_tests.EQUIVALENT, gain_tests.DIFFERS
 
 
@@ -45,28 +60,45 @@ def check(claim: dict, exp: dict, at: str) -> None:
     pair, shape = {"better", "worse"}, {"method", "variants"} | ({"at"} if kind in ("peak", "plateau") else set())
     needed, barred = (pair, {"method", "at"}) if kind in PAIR_KINDS else (shape, pair)
     if needed - set(claim) or barred & set(claim):
-        raise ConfigError(f"{at}: a {kind} claim names {', '.join(sorted(needed))}"
-                          + (f", not {', '.join(sorted(barred & set(claim)))}" if barred & set(claim) else ""))
+        raise ConfigError(
+            f"{at}: a {kind} claim names {', '.join(sorted(needed))}"
+            + (f", not {', '.join(sorted(barred & set(claim)))}" if barred & set(claim) else "")
+        )
     sweep = list(exp.get("sweep") or {})
-    if kind in PAIR_KINDS and "variants" in claim and (not sweep or not isinstance(claim["variants"], list)
-                                                       or not claim["variants"] or set(claim["variants"]) - set(sweep)
-                                                       or "@" in claim["better"] + claim["worse"]):
-        raise ConfigError(f"{at}.variants: a pair claim over several settings of the sweep names bare methods and "
-                          f"a list of the sweep's settings ({', '.join(sweep) or 'none: no sweep'}), not "
-                          f"{claim['variants']!r}")
+    if (
+        kind in PAIR_KINDS
+        and "variants" in claim
+        and (
+            not sweep
+            or not isinstance(claim["variants"], list)
+            or not claim["variants"]
+            or set(claim["variants"]) - set(sweep)
+            or "@" in claim["better"] + claim["worse"]
+        )
+    ):
+        raise ConfigError(
+            f"{at}.variants: a pair claim over several settings of the sweep names bare methods and "
+            f"a list of the sweep's settings ({', '.join(sweep) or 'none: no sweep'}), not "
+            f"{claim['variants']!r}"
+        )
     if kind in SHAPE_KINDS:
         if claim["method"] not in exp["methods"] or not sweep:
-            raise ConfigError(f"{at}.method: a shape claim is about a method of a swept experiment "
-                              f"({', '.join(exp['methods'])}), not {claim['method']!r}")
+            raise ConfigError(
+                f"{at}.method: a shape claim is about a method of a swept experiment "
+                f"({', '.join(exp['methods'])}), not {claim['method']!r}"
+            )
         variants = claim["variants"]
         if not isinstance(variants, list) or len(variants) < 3 or set(variants) - set(sweep):
-            raise ConfigError(f"{at}.variants: three or more of the sweep's settings in the figure's order "
-                              f"({', '.join(sweep)}), not {variants!r}")
+            raise ConfigError(
+                f"{at}.variants: three or more of the sweep's settings in the figure's order "
+                f"({', '.join(sweep)}), not {variants!r}"
+            )
         if "at" in claim and claim["at"] not in variants:
             raise ConfigError(f"{at}.at: one of the claim's variants ({', '.join(variants)}), not {claim['at']!r}")
     margin = claim.get("margin")
-    if margin is not None and (isinstance(margin, bool) or not isinstance(margin, (int, float))
-                               or not 0 < margin < math.inf):
+    if margin is not None and (
+        isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 < margin < math.inf
+    ):
         raise ConfigError(f"{at}.margin: δ of an equivalence, finite points > 0, not {margin!r}")
 
 
@@ -86,34 +118,40 @@ def check_experiment(exp: dict, where: str) -> None:
             raise ConfigError(f"{at}: a mapping with keys {sorted(gain_tests.REQUIRED)} and those of its kind")
         unknown, missing = set(claim) - KEYS, gain_tests.REQUIRED - set(claim)
         if unknown or missing:
-            raise ConfigError(f"{at}: keys are {sorted(KEYS)} (gain may be null); "
-                              + "; ".join(f"{what} {sorted(names)}" for what, names in
-                                          (("unknown", unknown), ("missing", missing)) if names))
+            raise ConfigError(
+                f"{at}: keys are {sorted(KEYS)} (gain may be null); "
+                + "; ".join(
+                    f"{what} {sorted(names)}" for what, names in (("unknown", unknown), ("missing", missing)) if names
+                )
+            )
         check(claim, exp, at)
         if "better" in claim:
             _check_rows(claim, exp, rows, at)
         for dataset in listed(claim["dataset"]):
             if dataset not in exp["datasets"]:
-                raise ConfigError(f"{at}.dataset: {dataset!r} is not run by the experiment "
-                                  f"({', '.join(exp['datasets'])})")
+                raise ConfigError(
+                    f"{at}.dataset: {dataset!r} is not run by the experiment ({', '.join(exp['datasets'])})"
+                )
         for metric in listed(claim["metric"]):
             if metric not in metrics:
                 raise ConfigError(f"{at}.metric: {metric!r} is not in the experiment's table ({', '.join(metrics)})")
         gain = claim.get("gain")
-        if gain is not None and (isinstance(gain, bool) or not isinstance(gain, (int, float))
-                                 or not math.isfinite(gain)):
+        if gain is not None and (
+            isinstance(gain, bool) or not isinstance(gain, (int, float)) or not math.isfinite(gain)
+        ):
             raise ConfigError(f"{at}.gain: a finite number (points, the paper's better − worse) or null, not {gain!r}")
 
 
 def _check_rows(claim: dict, exp: dict, rows: set, at: str) -> None:
     for key in ("better", "worse"):
         if claim[key] not in rows:
-            raise ConfigError(f"{at}.{key}: {claim[key]!r} is no row the experiment runs "
-                              f"({', '.join(sorted(rows))})")
+            raise ConfigError(f"{at}.{key}: {claim[key]!r} is no row the experiment runs ({', '.join(sorted(rows))})")
     if exp.get("sweep") and ("@" in claim["better"]) != ("@" in claim["worse"]):
-        raise ConfigError(f"{at}: in an experiment with a sweep, name both rows with their variant "
-                          f"(method@variant) or neither (tested on every variant), not "
-                          f"{claim['better']!r} against {claim['worse']!r}")
+        raise ConfigError(
+            f"{at}: in an experiment with a sweep, name both rows with their variant "
+            f"(method@variant) or neither (tested on every variant), not "
+            f"{claim['better']!r} against {claim['worse']!r}"
+        )
     if claim["better"] == claim["worse"]:
         raise ConfigError(f"{at}: better and worse are the same row {claim['better']!r}")
 
@@ -127,8 +165,9 @@ def rows_text(claim: dict) -> str:
     if kind in PAIR_KINDS:
         over = f" at {', '.join(claim['variants'])}" if "variants" in claim else ""
         return f"{claim['better']} {'≈' if kind == 'equivalent' else '−'} {claim['worse']}{over}"
-    return f"{claim['method']} over {', '.join(claim['variants'])}" + (f" ({kind} at {claim['at']})"
-                                                                        if "at" in claim else f" ({kind})")
+    return f"{claim['method']} over {', '.join(claim['variants'])}" + (
+        f" ({kind} at {claim['at']})" if "at" in claim else f" ({kind})"
+    )
 
 
 def evaluate(claim: dict, per_seed, delta_of) -> dict | str:
@@ -144,7 +183,7 @@ def evaluate(claim: dict, per_seed, delta_of) -> dict | str:
     else:
         rows = [f"{claim['method']}@{v}" for v in claim["variants"]]
         top = f"{claim['method']}@{claim['at']}"
-        later = rows[rows.index(top) + 1:]
+        later = rows[rows.index(top) + 1 :]
         pairs = [(top, r, d, m) for d, m in parts for r in (rows if kind == "peak" else later) if r != top]
     tested = []
     for better, worse, dataset, metric in pairs:
@@ -192,9 +231,17 @@ def _trend(claim: dict, per_seed, dataset: str, metric: str) -> dict | str:
     se = float(fit.stderr) * span
     half = float(stats.t.ppf(1 - gain_tests.ALPHA / 2, df)) * se
     gain = sign * float(fit.slope) * span  # the fitted change over the range, in the claim's direction
-    return {"gain": gain, "low": gain - half, "high": gain + half, "p": 1.0 if fit.pvalue != fit.pvalue
-            else float(fit.pvalue), "se": se, "df": float(df), "paired": False,
-            "n_better": len(xs), "n_worse": len(claim["variants"])}
+    return {
+        "gain": gain,
+        "low": gain - half,
+        "high": gain + half,
+        "p": 1.0 if fit.pvalue != fit.pvalue else float(fit.pvalue),
+        "se": se,
+        "df": float(df),
+        "paired": False,
+        "n_better": len(xs),
+        "n_worse": len(claim["variants"]),
+    }
 
 
 def _joint(parts: list) -> dict | str:
@@ -246,9 +293,12 @@ def verdict(claim: dict, result: dict, adjusted_p: float, detectable: float) -> 
             return DIFFERS if kind != "no_gain" else gain_tests.REVERSED
         return gain_tests.UNDERPOWERED
     if kind == "gain" and len(parts) == 1:
-        found = gain_tests.verdict(gain_tests.ClaimTest(**{k: result[k]
-                                                           for k in gain_tests.ClaimTest.__dataclass_fields__}),
-                                   adjusted_p, claim.get("gain"), detectable)
+        found = gain_tests.verdict(
+            gain_tests.ClaimTest(**{k: result[k] for k in gain_tests.ClaimTest.__dataclass_fields__}),
+            adjusted_p,
+            claim.get("gain"),
+            detectable,
+        )
         # `unlike`: the paper's gain compares other settings than the suite's rows (dro's MS at
         # d = 512 against its own runs at 1024): the suite tests the like-for-like gain, and its
         # size is not held against the paper's

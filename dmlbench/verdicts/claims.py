@@ -27,26 +27,50 @@ REQUIRED = {"id", "text", "dataset", "metric", "source"}  # and those of the cla
 HOLDS, SMALLER, LARGER = "holds", "holds, smaller", "holds, larger"
 NOT_SIGNIFICANT, REVERSED, NOT_RUN, SINGLE_RUN = "not significant", "reversed", "not run", "single run"
 UNDERPOWERED, EQUIVALENT, DIFFERS, PARTIAL = "underpowered", "equivalent", "differs", "partly run"
-VERDICTS = (HOLDS, SMALLER, LARGER, EQUIVALENT, UNDERPOWERED, NOT_SIGNIFICANT, REVERSED, DIFFERS, PARTIAL, NOT_RUN,
-            SINGLE_RUN)
+VERDICTS = (
+    HOLDS,
+    SMALLER,
+    LARGER,
+    EQUIVALENT,
+    UNDERPOWERED,
+    NOT_SIGNIFICANT,
+    REVERSED,
+    DIFFERS,
+    PARTIAL,
+    NOT_RUN,
+    SINGLE_RUN,
+)
 POWER = 0.8
 HOLDING = (HOLDS, SMALLER, LARGER, EQUIVALENT)
 FAILING = (NOT_SIGNIFICANT, REVERSED, DIFFERS)  # tested, able to see it, and not holding
-SYMBOLS = {HOLDS: "✓", SMALLER: "✓▽", LARGER: "✓△", EQUIVALENT: "✓≈", UNDERPOWERED: "…", NOT_SIGNIFICANT: "○",
-           REVERSED: "✗", DIFFERS: "✗≠", PARTIAL: "◐", NOT_RUN: "∅", SINGLE_RUN: "①"}
-MEANINGS = {HOLDS: "same sign as the paper's, significant, the paper's gain inside this suite's gain's interval",
-            SMALLER: "holds, but this suite's gain's interval lies below the paper's gain",
-            LARGER: "holds, but this suite's gain's interval lies above the paper's gain",
-            EQUIVALENT: "an equivalence or plateau claim: the difference shown inside ±δ (two one-sided tests)",
-            UNDERPOWERED: "not significant, but the gain in question is below what the test detects with "
-                          "power 0.8 at these seeds and this family: more seeds are needed, not a refutation",
-            NOT_SIGNIFICANT: "no significant difference (Holm-corrected p ≥ 0.05) where the test could have seen it",
-            REVERSED: "the opposite sign, significant (a no-gain claim: a gain beyond δ shown)",
-            DIFFERS: "an equivalence or plateau claim: the 95 % interval of the difference wholly outside ±δ",
-            PARTIAL: "a claim over several datasets, metrics or settings of which the preset runs only some: "
-                     "tested on those (what they say is given), no verdict on the claim",
-            NOT_RUN: "a row of the claim is not run by this preset",
-            SINGLE_RUN: "a row has one seed: no test"}
+SYMBOLS = {
+    HOLDS: "✓",
+    SMALLER: "✓▽",
+    LARGER: "✓△",
+    EQUIVALENT: "✓≈",
+    UNDERPOWERED: "…",
+    NOT_SIGNIFICANT: "○",
+    REVERSED: "✗",
+    DIFFERS: "✗≠",
+    PARTIAL: "◐",
+    NOT_RUN: "∅",
+    SINGLE_RUN: "①",
+}
+MEANINGS = {
+    HOLDS: "same sign as the paper's, significant, the paper's gain inside this suite's gain's interval",
+    SMALLER: "holds, but this suite's gain's interval lies below the paper's gain",
+    LARGER: "holds, but this suite's gain's interval lies above the paper's gain",
+    EQUIVALENT: "an equivalence or plateau claim: the difference shown inside ±δ (two one-sided tests)",
+    UNDERPOWERED: "not significant, but the gain in question is below what the test detects with "
+    "power 0.8 at these seeds and this family: more seeds are needed, not a refutation",
+    NOT_SIGNIFICANT: "no significant difference (Holm-corrected p ≥ 0.05) where the test could have seen it",
+    REVERSED: "the opposite sign, significant (a no-gain claim: a gain beyond δ shown)",
+    DIFFERS: "an equivalence or plateau claim: the 95 % interval of the difference wholly outside ±δ",
+    PARTIAL: "a claim over several datasets, metrics or settings of which the preset runs only some: "
+    "tested on those (what they say is given), no verdict on the claim",
+    NOT_RUN: "a row of the claim is not run by this preset",
+    SINGLE_RUN: "a row has one seed: no test",
+}
 
 
 def check_ids(experiments: dict, source_of) -> None:
@@ -56,8 +80,10 @@ def check_ids(experiments: dict, source_of) -> None:
         for claim in exp.get("claims") or []:
             paper_id = (exp.get("paper"), claim["id"])
             if paper_id in seen:
-                raise ConfigError(f"{source_of(key)}: experiment {key}.claims: id {claim['id']!r} is "
-                                  f"also a claim of {seen[paper_id]}; ids are unique within a paper")
+                raise ConfigError(
+                    f"{source_of(key)}: experiment {key}.claims: id {claim['id']!r} is "
+                    f"also a claim of {seen[paper_id]}; ids are unique within a paper"
+                )
             seen[paper_id] = key
 
 
@@ -68,24 +94,33 @@ def per_variant(exp: dict, variants: list[str]) -> list[dict]:
     claims = exp.get("claims") or []
     if not exp.get("sweep"):
         return list(claims)
-    bare = [c for c in claims if "better" in c and "variants" not in c and "@" not in c["better"]
-            and "@" not in c["worse"]]
+    bare = [
+        c for c in claims if "better" in c and "variants" not in c and "@" not in c["better"] and "@" not in c["worse"]
+    ]
     return [c for c in claims if c not in bare] + [
-        {**c, "id": f"{c['id']}@{v}", "text": f"{c['text']} (on {v})",
-         "better": f"{c['better']}@{v}", "worse": f"{c['worse']}@{v}"} for v in variants for c in bare]
+        {
+            **c,
+            "id": f"{c['id']}@{v}",
+            "text": f"{c['text']} (on {v})",
+            "better": f"{c['better']}@{v}",
+            "worse": f"{c['worse']}@{v}",
+        }
+        for v in variants
+        for c in bare
+    ]
 
 
 @dataclass(frozen=True)
 class ClaimTest:
-    gain: float          # mean(better) − mean(worse), points
-    low: float           # 95 % interval of the gain
+    gain: float  # mean(better) − mean(worse), points
+    low: float  # 95 % interval of the gain
     high: float
-    p: float             # two-sided, before Holm
+    p: float  # two-sided, before Holm
     paired: bool
     n_better: int
     n_worse: int
-    se: float            # standard error of the gain
-    df: float            # the t-test's degrees of freedom
+    se: float  # standard error of the gain
+    df: float  # the t-test's degrees of freedom
 
 
 def test(better: dict, worse: dict) -> ClaimTest | str:
@@ -109,10 +144,22 @@ def test(better: dict, worse: dict) -> ClaimTest | str:
         result = stats.ttest_ind(x, y, equal_var=False)
     interval = result.confidence_interval(1 - ALPHA)
     p = float(result.pvalue)
-    se = float(np.std(x - y, ddof=1) / math.sqrt(len(x))) if paired else \
-        float(math.sqrt(np.var(x, ddof=1) / len(x) + np.var(y, ddof=1) / len(y)))
-    return ClaimTest(float(x.mean() - y.mean()), float(interval.low), float(interval.high),
-                     1.0 if p != p else p, paired, len(b), len(w), se, float(result.df))  # NaN p: no spread
+    se = (
+        float(np.std(x - y, ddof=1) / math.sqrt(len(x)))
+        if paired
+        else float(math.sqrt(np.var(x, ddof=1) / len(x) + np.var(y, ddof=1) / len(y)))
+    )
+    return ClaimTest(
+        float(x.mean() - y.mean()),
+        float(interval.low),
+        float(interval.high),
+        1.0 if p != p else p,
+        paired,
+        len(b),
+        len(w),
+        se,
+        float(result.df),
+    )  # NaN p: no spread
 
 
 def holm(pvalues: list[float]) -> list[float]:
@@ -139,6 +186,7 @@ def detectable_gain(se: float, df: float, alpha: float, power: float = POWER) ->
         shift = gain / se
         lower = stats.nct.sf(critical, df, -shift)  # P(T < −c) by symmetry; scipy's far-tail cdf can be NaN
         return stats.nct.sf(critical, df, shift) + (0.0 if lower != lower else lower) - power
+
     high = se
     while missing_power(high) < 0:
         high *= 2

@@ -32,17 +32,25 @@ MIN_SEEDS = 3
 MAX_SEEDS = 200
 ALPHA = 0.05
 REPRODUCED, BELOW, ABOVE, INCONCLUSIVE, FAILED, NOT_RUN = (
-    "reproduced", "below", "above", "inconclusive", "failed", "not run")
+    "reproduced",
+    "below",
+    "above",
+    "inconclusive",
+    "failed",
+    "not run",
+)
 VERDICTS = (REPRODUCED, BELOW, ABOVE, INCONCLUSIVE, FAILED, NOT_RUN)
 SYMBOLS = {REPRODUCED: "✓", BELOW: "▼", ABOVE: "▲", INCONCLUSIVE: "?", FAILED: "✗", NOT_RUN: "∅"}
-MEANINGS = {REPRODUCED: "equivalent to the paper's number within ±δ (the 90 % interval of this suite − paper "
-                        "inside ±δ: two one-sided tests at 5 %)",
-            BELOW: "not reproduced: the 95 % interval of this suite − paper lies wholly below −δ",
-            ABOVE: "not reproduced: the 95 % interval of this suite − paper lies wholly above +δ",
-            INCONCLUSIVE: f"neither shown (or fewer than {MIN_SEEDS} seeds): the seeds that would decide "
-                          f"it at the observed spread are given",
-            FAILED: "a seed's number is NaN (a diverged or failed run)",
-            NOT_RUN: "not run by this preset"}
+MEANINGS = {
+    REPRODUCED: "equivalent to the paper's number within ±δ (the 90 % interval of this suite − paper "
+    "inside ±δ: two one-sided tests at 5 %)",
+    BELOW: "not reproduced: the 95 % interval of this suite − paper lies wholly below −δ",
+    ABOVE: "not reproduced: the 95 % interval of this suite − paper lies wholly above +δ",
+    INCONCLUSIVE: f"neither shown (or fewer than {MIN_SEEDS} seeds): the seeds that would decide "
+    f"it at the observed spread are given",
+    FAILED: "a seed's number is NaN (a diverged or failed run)",
+    NOT_RUN: "not run by this preset",
+}
 
 
 @dataclass(frozen=True)
@@ -50,10 +58,10 @@ class NumberVerdict:
     verdict: str
     n: int
     mean: float | None = None
-    half: float | None = None     # half-width of the 95 % interval of the mean (n ≥ 2)
+    half: float | None = None  # half-width of the 95 % interval of the mean (n ≥ 2)
     delta: float | None = None  # δ, the margin
     seeds_needed: int | None = None  # inconclusive: the seeds that would decide it
-    failed: int = 0               # seeds whose number is NaN
+    failed: int = 0  # seeds whose number is NaN
     zero_spread: bool = False
 
 
@@ -67,7 +75,7 @@ def band_of(margin: dict | None, metric: str) -> float:
 def printed_precision(text: str) -> float:
     """Half a unit of the last digit the paper prints: '66.85' → 0.005, '97' → 0.5."""
     decimals = len(text.partition(".")[2])
-    return 0.5 * 10.0 ** -decimals
+    return 0.5 * 10.0**-decimals
 
 
 def judge(values, paper: float, margin: float) -> NumberVerdict:

@@ -12,8 +12,14 @@ from dmlbench.verdicts import claims as claim_tests
 
 GREEN, RED, YELLOW, RESET = "\033[32m", "\033[31m", "\033[33m", "\033[0m"
 GOOD = {numbers.REPRODUCED, *claim_tests.HOLDING}
-BAD = {numbers.BELOW, numbers.ABOVE, numbers.FAILED, claim_tests.REVERSED, claim_tests.DIFFERS,
-       claim_tests.NOT_SIGNIFICANT}
+BAD = {
+    numbers.BELOW,
+    numbers.ABOVE,
+    numbers.FAILED,
+    claim_tests.REVERSED,
+    claim_tests.DIFFERS,
+    claim_tests.NOT_SIGNIFICANT,
+}
 DECIDED_NUMBERS = (numbers.REPRODUCED, numbers.BELOW, numbers.ABOVE, numbers.FAILED)
 UNDECIDED_CLAIMS = (claim_tests.NOT_RUN, claim_tests.SINGLE_RUN)
 
@@ -42,8 +48,10 @@ def summary(cert: dict, colour: bool = False, only: str | None = None) -> str:
         for x in exp["numbers"]:
             if x["verdict"] in DECIDED_NUMBERS:
                 ours = "–" if x["mean"] is None else f"{x['mean']:.2f}" + (f" ± {x['half']:.2f}" if x["half"] else "")
-                text = (f"{numbers.SYMBOLS[x['verdict']]} {x['verdict']:<12} {exp['id']} {x['row']} {x['dataset']} "
-                        f"{x['metric']}: paper {x['paper']}, ours {ours} (n={x['n']}), δ ±{x['delta']:.3f}")
+                text = (
+                    f"{numbers.SYMBOLS[x['verdict']]} {x['verdict']:<12} {exp['id']} {x['row']} {x['dataset']} "
+                    f"{x['metric']}: paper {x['paper']}, ours {ours} (n={x['n']}), δ ±{x['delta']:.3f}"
+                )
                 lines.append(_paint(text, x["verdict"], colour))
             else:
                 left["inconclusive numbers" if x["verdict"] == numbers.INCONCLUSIVE else "numbers not run"] += 1
@@ -51,9 +59,11 @@ def summary(cert: dict, colour: bool = False, only: str | None = None) -> str:
             if c["verdict"] in UNDECIDED_CLAIMS:
                 left["claims not run or single-run"] += 1
                 continue
-            text = (f"{claim_kinds.verdict_text(c):<14} {exp['id']} {c['id']} ({c['rows']}; "
-                    f"{c['where']}): ours {c['gain']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}], "
-                    f"Holm p {c['p_holm']:.3g}, detectable {c['detectable']:.2f}")
+            text = (
+                f"{claim_kinds.verdict_text(c):<14} {exp['id']} {c['id']} ({c['rows']}; "
+                f"{c['where']}): ours {c['gain']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}], "
+                f"Holm p {c['p_holm']:.3g}, detectable {c['detectable']:.2f}"
+            )
             lines.append(_paint(text, c["verdict"], colour))
     shown = ", ".join(f"{n} {what}" for what, n in left.items() if n)
     if shown:

@@ -26,8 +26,9 @@ class PairLoss(nn.Module):
     restricts_pairs = True
     needs: tuple[str, ...] = ()
 
-    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor, miner=None,
-                pairs: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, embeddings: torch.Tensor, labels: torch.Tensor, miner=None, pairs: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """`pairs` (B×B bool), when given, restricts the pairs before any mining (a training
         scheme's choice, e.g. PROFS keeps the pairs that contain a class representative)."""
         batch = PairBatch.from_embeddings(embeddings, labels)

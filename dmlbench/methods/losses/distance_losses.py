@@ -22,8 +22,10 @@ class ContrastiveDistanceLoss(PairLoss):
     """
 
     limits = {"margin": "> 0"}  # checked when the plan loads (methods/declared.py)
-    about = {"margin": "margin ε the negative distances D_ij should exceed; profs paper eq. 3.2",
-             "halved": "put the factor 1/2 on both terms, as Hadsell et al. 2006 do; Hadsell et al. 2006"}
+    about = {
+        "margin": "margin ε the negative distances D_ij should exceed; profs paper eq. 3.2",
+        "halved": "put the factor 1/2 on both terms, as Hadsell et al. 2006 do; Hadsell et al. 2006",
+    }
 
     def __init__(self, margin: float = 1.0, halved: bool = False):
         super().__init__()
@@ -66,16 +68,24 @@ class MarginLoss(PairLoss):
 
     # checked when the plan loads (methods/declared.py)
     limits = {"margin": ">= 0", "beta": ">= 0", "nu": ">= 0", "num_classes": ">= 1"}
-    about = {"margin": "margin α on either side of the boundary β; Wu et al. 2017",
-             "beta": "initial boundary β between positive and negative distances; Wu et al. 2017",
-             "nu": "weight ν of the regulariser on β; Wu et al. 2017",
-             "learn_beta": "whether β is trained with the network; Wu et al. 2017",
-             "num_classes": "number of training classes (one β each), filled in by the training; the suite"}
+    about = {
+        "margin": "margin α on either side of the boundary β; Wu et al. 2017",
+        "beta": "initial boundary β between positive and negative distances; Wu et al. 2017",
+        "nu": "weight ν of the regulariser on β; Wu et al. 2017",
+        "learn_beta": "whether β is trained with the network; Wu et al. 2017",
+        "num_classes": "number of training classes (one β each), filled in by the training; the suite",
+    }
 
     needs = ("num_classes",)  # one β per class, the training's number of classes
 
-    def __init__(self, margin: float = 0.2, beta: float = 1.2, nu: float = 0.0,
-                 learn_beta: bool = True, num_classes: int | None = None):
+    def __init__(
+        self,
+        margin: float = 0.2,
+        beta: float = 1.2,
+        nu: float = 0.0,
+        learn_beta: bool = True,
+        num_classes: int | None = None,
+    ):
         super().__init__()
         self.margin, self.nu = margin, nu
         shape = (num_classes,) if num_classes else (1,)

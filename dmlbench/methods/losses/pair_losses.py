@@ -27,8 +27,10 @@ class ContrastiveLoss(PairLoss):
     """
 
     limits = {"neg_margin": "[-1, 1]", "pos_margin": "[-1, 1]"}  # checked when the plan loads (methods/declared.py)
-    about = {"neg_margin": "threshold λ: negatives are pushed below this similarity; ms paper eq. 5",
-             "pos_margin": "similarity positives are pulled up to (1: eq. 5's -S up to a constant); the suite's choice"}
+    about = {
+        "neg_margin": "threshold λ: negatives are pushed below this similarity; ms paper eq. 5",
+        "pos_margin": "similarity positives are pulled up to (1: eq. 5's -S up to a constant); the suite's choice",
+    }
 
     def __init__(self, neg_margin: float = 0.5, pos_margin: float = 1.0):
         super().__init__()
@@ -87,9 +89,11 @@ class MultiSimilarityLoss(PairLoss):
     """
 
     limits = {"alpha": "> 0", "beta": "> 0", "gamma": "[-1, 1]"}  # checked when the plan loads (methods/declared.py)
-    about = {"alpha": "scale α of the positive pairs' term; ms paper eq. 17",
-             "beta": "scale β of the negative pairs' term (the authors' code: 40); ms paper eq. 17",
-             "gamma": "similarity threshold γ both terms are taken about; ms paper eq. 17"}
+    about = {
+        "alpha": "scale α of the positive pairs' term; ms paper eq. 17",
+        "beta": "scale β of the negative pairs' term (the authors' code: 40); ms paper eq. 17",
+        "gamma": "similarity threshold γ both terms are taken about; ms paper eq. 17",
+    }
 
     def __init__(self, alpha: float = 2.0, beta: float = 50.0, gamma: float = 0.5):
         super().__init__()
@@ -115,13 +119,14 @@ class BinomialDevianceLoss(PairLoss):
 
     # checked when the plan loads (methods/declared.py)
     limits = {"alpha": "> 0", "beta": "> 0", "gamma": "[-1, 1]", "reduction": ("sum", "mean")}
-    about = {"alpha": "sensitivity α of the positive pairs to the threshold γ; ms paper eq. 12",
-             "beta": "sensitivity β of the negative pairs to the threshold γ; ms paper eq. 12",
-             "gamma": "soft similarity threshold γ; ms paper eq. 12",
-             "reduction": "sum over the anchors as eq. 12 writes it, or mean over the m anchors; the suite's choice"}
+    about = {
+        "alpha": "sensitivity α of the positive pairs to the threshold γ; ms paper eq. 12",
+        "beta": "sensitivity β of the negative pairs to the threshold γ; ms paper eq. 12",
+        "gamma": "soft similarity threshold γ; ms paper eq. 12",
+        "reduction": "sum over the anchors as eq. 12 writes it, or mean over the m anchors; the suite's choice",
+    }
 
-    def __init__(self, alpha: float = 2.0, beta: float = 50.0, gamma: float = 0.5,
-                 reduction: str = "sum"):
+    def __init__(self, alpha: float = 2.0, beta: float = 50.0, gamma: float = 0.5, reduction: str = "sum"):
         super().__init__()
         if reduction not in ("sum", "mean"):
             raise ValueError(f"reduction must be 'sum' or 'mean', not {reduction!r}")
@@ -190,8 +195,7 @@ class LiftedStructureLoss(PairLoss):
         if len(i) == 0:
             return batch.sim.sum() * 0.0
         terms = self.margin - d
-        both, has_neg = masked_logsumexp(torch.cat([terms[i], terms[j]], dim=1),
-                                         torch.cat([neg[i], neg[j]], dim=1))
+        both, has_neg = masked_logsumexp(torch.cat([terms[i], terms[j]], dim=1), torch.cat([neg[i], neg[j]], dim=1))
         j_ij = torch.where(has_neg, both + d[i, j], torch.zeros_like(both))
         return F.relu(j_ij).pow(2).sum() / (2 * len(i))
 

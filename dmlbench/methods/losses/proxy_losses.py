@@ -24,10 +24,11 @@ class ProxyNCALoss(ProxyLoss):
 
     # checked when the plan loads (methods/declared.py)
     limits = {"num_classes": ">= 2", "embedding_dim": ">= 1", "scale": "> 0"}
-    about = {"num_classes": "number of training classes, one proxy each, filled in by the training; the suite",
-             "embedding_dim": "embedding size, the proxies' dimension, filled in by the training; the suite",
-             "scale": "scale s of the squared distances (1 in the paper, often 3+); Movshovitz-Attias et al. 2017"}
-
+    about = {
+        "num_classes": "number of training classes, one proxy each, filled in by the training; the suite",
+        "embedding_dim": "embedding size, the proxies' dimension, filled in by the training; the suite",
+        "scale": "scale s of the squared distances (1 in the paper, often 3+); Movshovitz-Attias et al. 2017",
+    }
 
     def __init__(self, num_classes: int, embedding_dim: int, scale: float = 1.0):
         super().__init__()
@@ -57,24 +58,41 @@ class SoftTripleLoss(ProxyLoss):
     Defaults from the paper: λ 20, γ 0.1, τ 0.2, δ 0.01, K 10.
     """
 
-    limits = {"num_classes": ">= 2", "embedding_dim": ">= 1", "centres_per_class": ">= 1", "la": "> 0",
-              "gamma": "> 0", "tau": ">= 0", "margin": ">= 0"}  # checked when the plan loads (methods/declared.py)
-    about = {"num_classes": "number of training classes C, filled in by the training; the suite",
-             "embedding_dim": "embedding size, the centres' dimension, filled in by the training; the suite",
-             "centres_per_class": "number of centres K per class; Qian et al. 2019",
-             "la": "scale λ of the class similarities in the softmax; Qian et al. 2019",
-             "gamma": "temperature γ of the soft assignment to a class's centres; Qian et al. 2019",
-             "tau": "weight τ of the regulariser R that merges a class's centres; Qian et al. 2019",
-             "margin": "margin δ taken off the own class's similarity; Qian et al. 2019"}
+    limits = {
+        "num_classes": ">= 2",
+        "embedding_dim": ">= 1",
+        "centres_per_class": ">= 1",
+        "la": "> 0",
+        "gamma": "> 0",
+        "tau": ">= 0",
+        "margin": ">= 0",
+    }  # checked when the plan loads (methods/declared.py)
+    about = {
+        "num_classes": "number of training classes C, filled in by the training; the suite",
+        "embedding_dim": "embedding size, the centres' dimension, filled in by the training; the suite",
+        "centres_per_class": "number of centres K per class; Qian et al. 2019",
+        "la": "scale λ of the class similarities in the softmax; Qian et al. 2019",
+        "gamma": "temperature γ of the soft assignment to a class's centres; Qian et al. 2019",
+        "tau": "weight τ of the regulariser R that merges a class's centres; Qian et al. 2019",
+        "margin": "margin δ taken off the own class's similarity; Qian et al. 2019",
+    }
 
-
-    def __init__(self, num_classes: int, embedding_dim: int, centres_per_class: int = 10,
-                 la: float = 20.0, gamma: float = 0.1, tau: float = 0.2, margin: float = 0.01):
+    def __init__(
+        self,
+        num_classes: int,
+        embedding_dim: int,
+        centres_per_class: int = 10,
+        la: float = 20.0,
+        gamma: float = 0.1,
+        tau: float = 0.2,
+        margin: float = 0.01,
+    ):
         super().__init__()
         self.C, self.K = num_classes, centres_per_class
         self.la, self.gamma, self.tau, self.margin = la, gamma, tau, margin
-        self.centres = nn.Parameter(torch.randn(num_classes * centres_per_class, embedding_dim)
-                                    / math.sqrt(embedding_dim))
+        self.centres = nn.Parameter(
+            torch.randn(num_classes * centres_per_class, embedding_dim) / math.sqrt(embedding_dim)
+        )
 
     def forward(self, embeddings, labels, miner=None):
         x = F.normalize(embeddings, dim=1)
@@ -112,11 +130,12 @@ class ProxyAnchorLoss(ProxyLoss):
     """
 
     limits = {"num_classes": ">= 2", "embedding_dim": ">= 1", "alpha": "> 0", "delta": ">= 0"}
-    about = {"num_classes": "number of training classes, one proxy each, filled in by the training; the suite",
-             "embedding_dim": "embedding size, the proxies' dimension, filled in by the training; the suite",
-             "alpha": "scale α of the proxy-embedding similarities; Kim et al. 2020 eq. 4",
-             "delta": "margin δ; Kim et al. 2020 eq. 4"}
-
+    about = {
+        "num_classes": "number of training classes, one proxy each, filled in by the training; the suite",
+        "embedding_dim": "embedding size, the proxies' dimension, filled in by the training; the suite",
+        "alpha": "scale α of the proxy-embedding similarities; Kim et al. 2020 eq. 4",
+        "delta": "margin δ; Kim et al. 2020 eq. 4",
+    }
 
     def __init__(self, num_classes: int, embedding_dim: int, alpha: float = 32.0, delta: float = 0.1):
         super().__init__()
@@ -124,7 +143,7 @@ class ProxyAnchorLoss(ProxyLoss):
         self.alpha, self.delta = alpha, delta
 
     def forward(self, embeddings, labels, miner=None):
-        s = F.normalize(embeddings, dim=1) @ F.normalize(self.proxies, dim=1).T   # batch × classes
+        s = F.normalize(embeddings, dim=1) @ F.normalize(self.proxies, dim=1).T  # batch × classes
         own = F.one_hot(labels, self.proxies.shape[0]).bool()
         excluded = torch.tensor(float("-inf"), dtype=s.dtype, device=s.device)
         positive = F.softplus(torch.logsumexp(torch.where(own, -self.alpha * (s - self.delta), excluded), dim=0))

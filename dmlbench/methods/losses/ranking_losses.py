@@ -106,11 +106,13 @@ class _ClosedForm(torch.autograd.Function):
         f_pos = torch.where(has, (cum_all - cum_pos) * h_pos / square, zero)
         g_neg = torch.where(has, -cum_pos * h_pos / square, zero)
         later = lambda f: f.flip(1).cumsum(1).flip(1) - f  # Σ_{j>l} f_j, i.e. U f (eq. 29)
-        f_plus = scale * (g_pos + later(f_pos))           # F⁺ (eq. 30), one row per query
-        f_minus = scale * (g_neg + later(g_neg))          # F⁻ (∂FastAP_{i,j}/∂h⁻_{i,l} = g⁻_j)
+        f_plus = scale * (g_pos + later(f_pos))  # F⁺ (eq. 30), one row per query
+        f_minus = scale * (g_neg + later(g_neg))  # F⁻ (∂FastAP_{i,j}/∂h⁻_{i,l} = g⁻_j)
         # W_ij = Σ_l F_{i,l} B_l[i,j] (eqs. 14-15): only the bins near d_ij contribute
-        w = sum(slope * (torch.gather(f_plus, 1, index) * pos + torch.gather(f_minus, 1, index) * neg)
-                for index, _, slope in ctx.bins)
+        w = sum(
+            slope * (torch.gather(f_plus, 1, index) * pos + torch.gather(f_minus, 1, index) * neg)
+            for index, _, slope in ctx.bins
+        )
         # ∂d_ij/∂x_i = -2 x_j, ∂d_ij/∂x_j = -2 x_i (eq. 17); loss = 1 - mean over valid queries
         grad_x = 2.0 * (w + w.T) @ x / valid.sum()
         return grad_output * grad_x, None, None, None, None
@@ -124,9 +126,11 @@ class FastAPLoss(PairLoss):
 
     # checked when the plan loads (methods/declared.py)
     limits = {"num_bins": ">= 2", "bins": BINS, "gradient": GRADIENTS}
-    about = {"num_bins": "number L of histogram bins over squared distances in [0, 4]; fastap supplement C.1",
-             "bins": "paper: L bin centres, or code: L + 1 as in the authors' code; fastap supplement C.1",
-             "gradient": "closed_form: the supplement's gradient (eqs. 17-30), or autograd; fastap supplement C.3"}
+    about = {
+        "num_bins": "number L of histogram bins over squared distances in [0, 4]; fastap supplement C.1",
+        "bins": "paper: L bin centres, or code: L + 1 as in the authors' code; fastap supplement C.1",
+        "gradient": "closed_form: the supplement's gradient (eqs. 17-30), or autograd; fastap supplement C.3",
+    }
 
     takes_miner = False  # every query's whole ranking of the batch
     restricts_pairs = False

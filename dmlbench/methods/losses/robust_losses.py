@@ -54,20 +54,38 @@ def distinct(mask: torch.Tensor) -> torch.Tensor:
 class DROLoss(PairLoss):
     """Shared part: the base pair losses, the set of pairs the robust step sees, and K."""
 
-    limits = {"base": BASES, "variant": VARIANTS, "margin": ">= 0", "lam": "[-1, 1]", "alpha": "> 0",
-              "beta": "> 0", "K": ">= 1", "k_per_anchor": "> 0"}  # checked when the plan loads (methods/declared.py)
-    about = {"base": "base pair loss l_ij: margin L_M, binomial L_B or linear (L_M unclipped); dro paper section 4",
-             "margin": "margin m of the margin base loss L_M; dro paper section 4",
-             "lam": "similarity threshold λ of both base losses; dro paper section 4",
-             "alpha": "scale α of the binomial base loss's positive pairs; dro paper section 4",
-             "beta": "scale β of the binomial base loss's negative pairs (50, code variant 40); dro paper section 4",
-             "variant": "paper: the text, or code: the authors' released code (DRO/*.py); the suite's choice",
-             "K": "number K of distinct pairs the robust step keeps (top K); dro paper section 3.2",
-             "k_per_anchor": "K per image of the batch, K = k_per_anchor × B (paper: K = 2B); dro paper section 4.2"}
+    limits = {
+        "base": BASES,
+        "variant": VARIANTS,
+        "margin": ">= 0",
+        "lam": "[-1, 1]",
+        "alpha": "> 0",
+        "beta": "> 0",
+        "K": ">= 1",
+        "k_per_anchor": "> 0",
+    }  # checked when the plan loads (methods/declared.py)
+    about = {
+        "base": "base pair loss l_ij: margin L_M, binomial L_B or linear (L_M unclipped); dro paper section 4",
+        "margin": "margin m of the margin base loss L_M; dro paper section 4",
+        "lam": "similarity threshold λ of both base losses; dro paper section 4",
+        "alpha": "scale α of the binomial base loss's positive pairs; dro paper section 4",
+        "beta": "scale β of the binomial base loss's negative pairs (50, code variant 40); dro paper section 4",
+        "variant": "paper: the text, or code: the authors' released code (DRO/*.py); the suite's choice",
+        "K": "number K of distinct pairs the robust step keeps (top K); dro paper section 3.2",
+        "k_per_anchor": "K per image of the batch, K = k_per_anchor × B (paper: K = 2B); dro paper section 4.2",
+    }
 
-    def __init__(self, base: str = "margin", margin: float = 0.2, lam: float = 0.5,
-                 alpha: float = 2.0, beta: float | None = None, variant: str = "paper",
-                 K: int | None = None, k_per_anchor: float | None = None):
+    def __init__(
+        self,
+        base: str = "margin",
+        margin: float = 0.2,
+        lam: float = 0.5,
+        alpha: float = 2.0,
+        beta: float | None = None,
+        variant: str = "paper",
+        K: int | None = None,
+        k_per_anchor: float | None = None,
+    ):
         super().__init__()
         if base not in BASES:
             raise ValueError(f"base must be one of {BASES}, not {base!r}")
@@ -182,9 +200,11 @@ class DROKL(DROLoss):
     the tables' DRO-KL_M, section 4.1). `variant: code`: see the module docstring."""
 
     limits = {"gamma": "> 0"}  # checked when the plan loads (methods/declared.py)
-    about = {"gamma": "weight γ of the KL divergence from the uniform distribution; dro paper section 3.2",
-             "sample": "draw K pairs from p* and average their losses (DRO-KL_M); dro paper sections 3.2, 4.1",
-             "K": "number K of pairs drawn from p* (sample true, or variant code); dro paper section 3.2"}
+    about = {
+        "gamma": "weight γ of the KL divergence from the uniform distribution; dro paper section 3.2",
+        "sample": "draw K pairs from p* and average their losses (DRO-KL_M); dro paper sections 3.2, 4.1",
+        "K": "number K of pairs drawn from p* (sample true, or variant code); dro paper section 3.2",
+    }
 
     def __init__(self, gamma: float = 0.1, sample: bool = False, **base):
         super().__init__(**base)
@@ -223,15 +243,23 @@ class DROKLGrouped(DROLoss):
 
     # checked when the plan loads (methods/declared.py)
     limits = {"gamma": "> 0", "gamma_pos": "> 0", "gamma_neg": "> 0"}
-    about = {"gamma": "KL weight γ of both groups, where gamma_pos or gamma_neg is not given; dro paper eq. 7",
-             "gamma_pos": "KL weight γ_i^+ of each anchor's positive group; dro paper eq. 7",
-             "gamma_neg": "KL weight γ_i^- of each anchor's negative group; dro paper eq. 7",
-             "pseudo_pair": "add one zero-loss pair to each group (recovers MS); dro paper supplement 6.1.2",
-             "K": "not used by this loss (weights per anchor group); the suite",
-             "k_per_anchor": "not used by this loss (weights per anchor group); the suite"}
+    about = {
+        "gamma": "KL weight γ of both groups, where gamma_pos or gamma_neg is not given; dro paper eq. 7",
+        "gamma_pos": "KL weight γ_i^+ of each anchor's positive group; dro paper eq. 7",
+        "gamma_neg": "KL weight γ_i^- of each anchor's negative group; dro paper eq. 7",
+        "pseudo_pair": "add one zero-loss pair to each group (recovers MS); dro paper supplement 6.1.2",
+        "K": "not used by this loss (weights per anchor group); the suite",
+        "k_per_anchor": "not used by this loss (weights per anchor group); the suite",
+    }
 
-    def __init__(self, gamma: float = 1.0, gamma_pos: float | None = None,
-                 gamma_neg: float | None = None, pseudo_pair: bool = False, **base):
+    def __init__(
+        self,
+        gamma: float = 1.0,
+        gamma_pos: float | None = None,
+        gamma_neg: float | None = None,
+        pseudo_pair: bool = False,
+        **base,
+    ):
         super().__init__(**base)
         self.gamma_pos = gamma if gamma_pos is None else gamma_pos
         self.gamma_neg = gamma if gamma_neg is None else gamma_neg
@@ -258,8 +286,10 @@ class PairMarginAverage(DROLoss):
     semi-hard (SH) and distance-weighted (DWS) baselines of the dro paper. A pair a sampling
     miner drew several times counts that many times."""
 
-    about = {"K": "not used by this loss (the miner picks the pairs); the suite",
-             "k_per_anchor": "not used by this loss (the miner picks the pairs); the suite"}
+    about = {
+        "K": "not used by this loss (the miner picks the pairs); the suite",
+        "k_per_anchor": "not used by this loss (the miner picks the pairs); the suite",
+    }
 
     def compute(self, batch: PairBatch) -> torch.Tensor:
         l, pos, neg = self.pair_losses(batch)

@@ -39,8 +39,10 @@ class MultiSimilarityMiner(Miner):
     mining (the authors' released code keeps only S < 1 - 1e-5; the paper does not, default None)."""
 
     limits = {"epsilon": ">= 0", "duplicate_threshold": "[-1, 1]"}  # checked when the plan loads (methods/declared.py)
-    about = {"epsilon": "margin λ against the hardest positive and negative; ms paper section 5.1",
-             "duplicate_threshold": "positives with S at or above it are dropped (code: 1 - 1e-5); the authors' code"}
+    about = {
+        "epsilon": "margin λ against the hardest positive and negative; ms paper section 5.1",
+        "duplicate_threshold": "positives with S at or above it are dropped (code: 1 - 1e-5); the authors' code",
+    }
 
     def __init__(self, epsilon: float = 0.1, duplicate_threshold: float | None = None):
         self.epsilon, self.duplicate_threshold = epsilon, duplicate_threshold
@@ -72,8 +74,10 @@ class HardestMiner(Miner):
 
     NEGATIVES = ("per_anchor", "per_positive")
     limits = {"negatives": NEGATIVES}  # checked when the plan loads (methods/declared.py)
-    about = {"negatives": "per_anchor: batch-hard, per_positive: a negative per positive pair; "
-                          "Hermans et al. 2017, profs paper 5.3"}
+    about = {
+        "negatives": "per_anchor: batch-hard, per_positive: a negative per positive pair; "
+        "Hermans et al. 2017, profs paper 5.3"
+    }
 
     def __init__(self, negatives: str = "per_anchor"):
         if negatives not in self.NEGATIVES:
@@ -107,8 +111,10 @@ class DistanceWeightedMiner(Miner):
     generator (seeded per epoch by training)."""
 
     limits = {"cutoff": "[0, 2)", "nonzero_loss_cutoff": "(0, 2]"}  # checked when the plan loads (methods/declared.py)
-    about = {"cutoff": "distances D are clipped below at this before weighting; Wu et al. 2017",
-             "nonzero_loss_cutoff": "negatives with D at or above this get weight 0; Wu et al. 2017's code"}
+    about = {
+        "cutoff": "distances D are clipped below at this before weighting; Wu et al. 2017",
+        "nonzero_loss_cutoff": "negatives with D at or above this get weight 0; Wu et al. 2017's code",
+    }
 
     def __init__(self, cutoff: float = 0.5, nonzero_loss_cutoff: float = 1.4):
         self.cutoff, self.nonzero_loss_cutoff = cutoff, nonzero_loss_cutoff
@@ -116,12 +122,12 @@ class DistanceWeightedMiner(Miner):
     @torch.no_grad()
     def __call__(self, batch: PairBatch) -> PairBatch:
         if batch.dim is None:
-            raise ValueError("distance-weighted sampling needs the embedding size (build the "
-                             "batch with PairBatch.from_embeddings)")
+            raise ValueError(
+                "distance-weighted sampling needs the embedding size (build the batch with PairBatch.from_embeddings)"
+            )
         n_dim = batch.dim
         d = batch.distances().detach().clamp(min=self.cutoff)
-        log_q = (n_dim - 2) * torch.log(d) + (n_dim - 3) / 2 * torch.log(
-            torch.clamp(1.0 - d.pow(2) / 4.0, min=1e-8))
+        log_q = (n_dim - 2) * torch.log(d) + (n_dim - 3) / 2 * torch.log(torch.clamp(1.0 - d.pow(2) / 4.0, min=1e-8))
         log_w = -log_q
         allowed = batch.neg & (d < self.nonzero_loss_cutoff)
         log_w = log_w.masked_fill(~allowed, float("-inf"))
@@ -143,8 +149,10 @@ class SemiHardThresholdMiner(Miner):
     positive pair. Defaults λ 0.5, m 0.2."""
 
     limits = {"lam": "[-1, 1]", "margin": ">= 0"}  # checked when the plan loads (methods/declared.py)
-    about = {"lam": "threshold λ standing in for S_ap (the base loss's λ); dro paper section 4.2.2 (SH)",
-             "margin": "margin m: negatives with λ - m < S < λ are kept; dro paper section 4.2.2 (SH)"}
+    about = {
+        "lam": "threshold λ standing in for S_ap (the base loss's λ); dro paper section 4.2.2 (SH)",
+        "margin": "margin m: negatives with λ - m < S < λ are kept; dro paper section 4.2.2 (SH)",
+    }
 
     def __init__(self, lam: float = 0.5, margin: float = 0.2):
         self.lam, self.margin = lam, margin

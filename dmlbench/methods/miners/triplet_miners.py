@@ -32,15 +32,22 @@ class PerAnchorTripletMiner(Miner):
 
     # checked when the plan loads (methods/declared.py)
     limits = {"positive": POSITIVES, "negative": NEGATIVES, "duplicate_threshold": "[-1, 1]"}
-    about = {"positive": "easy: most similar positive (max S_ap), or hard: least similar; ephn paper section 4",
-             "negative": "hard: max S_an, semihard: max S_an below S_ap, or easy: min S_an; ephn paper sections 4, 6.3",
-             "one_triplet_per_image": "each image in at most one triplet of the batch; ephn paper section 6.1",
-             "duplicate_threshold": "positives more similar than this are left out (code: 0.9999); the authors' code",
-             "drop_nonpositive": "drop a triplet whose chosen S_ap or S_an is at most 0; the authors' code"}
+    about = {
+        "positive": "easy: most similar positive (max S_ap), or hard: least similar; ephn paper section 4",
+        "negative": "hard: max S_an, semihard: max S_an below S_ap, or easy: min S_an; ephn paper sections 4, 6.3",
+        "one_triplet_per_image": "each image in at most one triplet of the batch; ephn paper section 6.1",
+        "duplicate_threshold": "positives more similar than this are left out (code: 0.9999); the authors' code",
+        "drop_nonpositive": "drop a triplet whose chosen S_ap or S_an is at most 0; the authors' code",
+    }
 
-    def __init__(self, positive: str = "easy", negative: str = "hard",
-                 one_triplet_per_image: bool = False, duplicate_threshold: float | None = None,
-                 drop_nonpositive: bool = False):
+    def __init__(
+        self,
+        positive: str = "easy",
+        negative: str = "hard",
+        one_triplet_per_image: bool = False,
+        duplicate_threshold: float | None = None,
+        drop_nonpositive: bool = False,
+    ):
         if positive not in POSITIVES:
             raise ValueError(f"positive must be one of {POSITIVES}, not {positive!r}")
         if negative not in NEGATIVES:

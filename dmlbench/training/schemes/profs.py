@@ -36,8 +36,7 @@ from dmlbench.training.schemes.base import PlainScheme, Step, TrainingScheme
 
 def iterations_per_cycle(rho: float, batch_size: int, per_class: int, num_classes: int) -> int:
     """M = ceil(ρ / p(y)), p(y) = B / (I·L) (section 5.4.1), computed without rounding error."""
-    return max(1, math.ceil(Fraction(rho).limit_denominator(10**6) * per_class * num_classes
-                            / batch_size))
+    return max(1, math.ceil(Fraction(rho).limit_denominator(10**6) * per_class * num_classes / batch_size))
 
 
 class ProfsScheme(TrainingScheme):
@@ -57,14 +56,19 @@ class ProfsScheme(TrainingScheme):
         self.offsets = np.concatenate([[0], np.cumsum([len(m) for m in self.members])])
         self.batch_size, self.per_class = cfg.batch.size, cfg.batch.per_class
         self.iterations = options.iterations or iterations_per_cycle(
-            options.rho, self.batch_size, self.per_class, len(classes))
+            options.rho, self.batch_size, self.per_class, len(classes)
+        )
         if self.hncm and not self.with_images and not hasattr(criterion.loss, "class_vectors"):
-            raise ConfigError(f"scheme.hncm with representatives: none needs a loss with class "
-                              f"centres (softtriple, proxy_nca), not {cfg.method.loss['name']!r}")
+            raise ConfigError(
+                f"scheme.hncm with representatives: none needs a loss with class "
+                f"centres (softtriple, proxy_nca), not {cfg.method.loss['name']!r}"
+            )
         if self.restrict_pairs and not criterion.restricts_pairs:
-            raise ConfigError(f"scheme.pairs: {options.pairs} needs a pair loss; "
-                              f"{cfg.method.loss['name']!r} has no pairs to restrict: "
-                              f"set scheme.pairs: all")
+            raise ConfigError(
+                f"scheme.pairs: {options.pairs} needs a pair loss; "
+                f"{cfg.method.loss['name']!r} has no pairs to restrict: "
+                f"set scheme.pairs: all"
+            )
         self._plain = PlainScheme(cfg, labels, supers, [], criterion)
         L = len(classes)
         self.cycle = 0
@@ -182,10 +186,17 @@ class ProfsScheme(TrainingScheme):
     # --- checkpoint ------------------------------------------------------------------------
 
     def state_dict(self) -> dict:
-        return {"cycle": self.cycle, "planned_in_cycle": self.planned_in_cycle,
-                "representatives": self.representatives, "rep_order": self.rep_order,
-                "rep_used": self.rep_used, "table": self.table, "known": self.known,
-                "anchor": self.anchor, "target": self.target}
+        return {
+            "cycle": self.cycle,
+            "planned_in_cycle": self.planned_in_cycle,
+            "representatives": self.representatives,
+            "rep_order": self.rep_order,
+            "rep_used": self.rep_used,
+            "table": self.table,
+            "known": self.known,
+            "anchor": self.anchor,
+            "target": self.target,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.cycle, self.planned_in_cycle = int(state["cycle"]), int(state["planned_in_cycle"])

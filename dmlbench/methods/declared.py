@@ -29,7 +29,7 @@ from dmlbench.methods import source_reading
 from dmlbench.core.registry import did_you_mean, entry_points, importable
 
 METHODS = Path(__file__).resolve().parent
-FAMILIES = {"loss": ("LOSSES", "losses"), "miner": ("MINERS", "miners"), "sampler": ("SAMPLERS", "samplers.py")}
+FAMILIES = {"loss": ("LOSSES", "losses"), "miner": ("MINERS", "miners"), "sampler": ("SAMPLERS", "samplers")}
 GROUPS = {"loss": "dmlbench.losses", "miner": "dmlbench.miners", "sampler": "dmlbench.samplers"}
 
 

@@ -1,0 +1,76 @@
+"""Batch samplers by name. Each yields lists of dataset indices, one list per batch, and is
+deterministic given its `torch.Generator`.
+
+- `m_per_class`: batch.size / batch.per_class classes × batch.per_class images (most papers);
+- `shuffle`: a plain permutation cut into batches (proxy losses);
+- `random`, `category_pairs`, `vehicleid`: the fastap supplement's samplers (section A), which keep
+  every sampled class whole ("a minibatch will include all images from a class once that class
+  gets sampled") and build batches from super-categories; `hard` picks category_pairs, or
+  vehicleid on a dataset with unlabelled vehicles.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from dmlbench.methods.samplers.fastap import CategoryPairBatches, RandomClassBatches, VehicleIDBatches, hard_batches
+from dmlbench.methods.samplers.per_class import MPerClassBatches, ShuffledBatches
+from dmlbench.methods.samplers.base import SAMPLERS, BatchSampler
+from dmlbench.run_config import RunConfig
+
+
+def build(
+    name: str,
+    labels,
+    batch_size: int,
+    per_class: int,
+    generator,
+    batches=None,
+    small_classes: str = "fill",
+    supers=None,
+    per_pair: int = 5,
+):
+    """The sampler `name`, given the settings it takes (the others are not its own)."""
+    offered = {
+        "labels": labels,
+        "batch_size": batch_size,
+        "per_class": per_class,
+        "generator": generator,
+        "batches": batches,
+        "small_classes": small_classes,
+        "supers": supers,
+        "per_pair": per_pair,
+    }
+    wanted = inspect.signature(SAMPLERS.get(name)).parameters
+    return SAMPLERS.build(name, **{k: v for k, v in offered.items() if k in wanted})
+
+
+def from_config(cfg: RunConfig, labels, supers, generator, batches=None):
+    """The batch sampler of a resolved run config: its method's sampler with the run's `batch`
+    settings, over the training `labels` (and `supers`), `batches` batches."""
+    batch = cfg.batch
+    return build(
+        cfg.method.sampler,
+        labels,
+        batch.size,
+        batch.per_class,
+        generator,
+        batches,
+        batch.small_classes,
+        supers,
+        batch.per_pair,
+    )
+
+
+__all__ = [
+    "SAMPLERS",
+    "BatchSampler",
+    "build",
+    "from_config",
+    "MPerClassBatches",
+    "ShuffledBatches",
+    "RandomClassBatches",
+    "CategoryPairBatches",
+    "VehicleIDBatches",
+    "hard_batches",
+]

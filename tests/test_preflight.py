@@ -9,7 +9,8 @@ import pytest
 from dmlbench.config.plan import Plan
 from dmlbench.preflight import budget
 from dmlbench.preflight.grouping import code_path, group_runs
-from dmlbench.preflight.runner import bounded, probe_all, structure
+from dmlbench.preflight.coverage import bounded, structure
+from dmlbench.preflight.runner import probe_all
 from dmlbench.run_config import RunConfig
 
 from conftest import CONFIG_DIR
@@ -418,7 +419,7 @@ def test_the_budget_lists_each_experiments_results_disk_beside_its_hours(full, t
     import pandas as pd
 
     from dmlbench.preflight import disk
-    from dmlbench.preflight.runner import PROJECTION_COLUMNS, _write_budget, project_group
+    from dmlbench.preflight.outputs import PROJECTION_COLUMNS, project_group, write_budget
 
     groups = [g for g in group_runs(full, full.runs("ms.t1") + full.runs("dro.t1"))]
     measured = pd.Series({"status": "passed", "seconds_per_step": 0.5, "eval_seconds_per_image": 0.01})
@@ -427,7 +428,7 @@ def test_the_budget_lists_each_experiments_results_disk_beside_its_hours(full, t
     for row in rows:  # each run's own need
         run = next(r for g in groups for r in g.runs if r.path("full") == row["run"])
         assert row["results_gb"] == disk.run_bytes(RunConfig.from_dict(full.resolve(run)), run.dataset) / 1e9
-    _write_budget(projection, tmp_path, "CPU", None, 8, "full")
+    write_budget(projection, tmp_path, "CPU", None, 8, "full")
     text = (tmp_path / "budget.md").read_text()
     assert "| results GB |" in text
     for experiment in ("ms.t1", "dro.t1"):

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import os
 import platform
-from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
@@ -14,71 +12,15 @@ import torch
 from dmlbench.core import environment
 from dmlbench import training
 from dmlbench.config.plan import Plan
-from dmlbench.data import datasets
-from dmlbench.core.io import atomic_path
-from dmlbench.preflight import budget, disk, workers
+from dmlbench.preflight import coverage, outputs, workers
 from dmlbench.preflight.grouping import Group, group_runs, shape_owners, with_shape_timings
 from dmlbench.preflight.probe import LIGHT_SIDE, LIGHT_TRUNK
 from dmlbench.core.progress import Bar
-from dmlbench.report import markdown
-from dmlbench.run_config import RunConfig
-
-
-def structure(value):
-    """`value` with each number replaced by its sign class ("0", "+" or "-"): what tells code paths
-    apart (names, switches, zero or not), without the numbers that only move results."""
-    if isinstance(value, dict):
-        return {key: structure(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [structure(item) for item in value]
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return "0" if value == 0 else "+" if value > 0 else "-"
-    return value
-
-
-def features(group: Group) -> set[str]:
-    """What `bounded` covers: the group's paper, backbone, loss, miner and scheme (names and
-    structure), sampler and evaluation layout."""
-    cfg, run = group.typed, group.run
-    method = cfg.method
-    return {
-        f"paper:{run.experiment.split('.')[0]}",
-        f"backbone:{cfg.model.backbone}",
-        "loss:" + json.dumps(structure(method.loss), sort_keys=True),
-        "miner:" + json.dumps(structure(method.miner), sort_keys=True),
-        f"sampler:{method.sampler}",
-        "scheme:" + json.dumps(structure(asdict(cfg.scheme)), sort_keys=True),
-        f"layout:{datasets.get(run.dataset).evaluation}",
-    }
 
 
 # What the fork server imports once: the probe and what a training imports on its way (torch's
 # compiler stack alone took about 3 s a probe); a module that is not installed is skipped.
 PROBE_PRELOAD = ["dmlbench.preflight.workers", *training.IMPORTS, *training.OPTIONAL_IMPORTS]
-
-# A probe's fixed work (its process, model builds, checkpoints, three evaluations) costs about as
-# much as 450 training images at 32 px on a CPU core (measured 2026-11-25): the cost of a group is
-# that plus its two steps' images.
-PROBE_OVERHEAD_IMAGES = 450
-
-
-def probe_cost(group: Group) -> int:
-    return PROBE_OVERHEAD_IMAGES + 2 * group.typed.batch.size
-
-
-def bounded(groups: list[Group]) -> list[Group]:
-    """The cheapest part of the groups found by the greedy set cover (most new features per unit
-    of `probe_cost`, earliest group on ties) that still covers every feature of `features`;
-    returned in the groups' order. The full preflight probes the rest (numbers included)."""
-    wanted = [features(group) for group in groups]
-    costs = [probe_cost(group) for group in groups]
-    left = set().union(*wanted) if wanted else set()
-    chosen: set[int] = set()
-    while left:
-        best = max(range(len(groups)), key=lambda i: (len(wanted[i] & left) / costs[i], -i))
-        chosen.add(best)
-        left -= wanted[best]
-    return [group for i, group in enumerate(groups) if i in chosen]
 
 
 def device_label(device: torch.device) -> str:
@@ -107,7 +49,7 @@ def run(
     groups = group_runs(plan)
     total = len(groups)
     if only_bounded:
-        groups = bounded(groups)
+        groups = coverage.bounded(groups)
     torch_device = environment.pick_device(device)
     jobs = jobs or parallel_probes(torch_device)
     warm_steps = default_warm_steps(torch_device) if warm_steps is None else warm_steps
@@ -147,11 +89,11 @@ def run(
                     or pd.notna(by_group.loc[group.key, "seconds_per_step"])
                 )
             ):
-                projected[group.key] = project_group(plan, group, by_group.loc[group.key], image_side)
-        _write_table(table, output_dir, plan.name, measured_on, image_side, len(groups) - len(done))
+                projected[group.key] = outputs.project_group(plan, group, by_group.loc[group.key], image_side)
+        outputs.write_table(table, output_dir, plan.name, measured_on, image_side, len(groups) - len(done))
         rows = [row for group in groups for row in projected.get(group.key, [])]
-        _write_budget(
-            pd.DataFrame(rows, columns=PROJECTION_COLUMNS),
+        outputs.write_budget(
+            pd.DataFrame(rows, columns=outputs.PROJECTION_COLUMNS),
             output_dir,
             measured_on,
             image_side,
@@ -270,127 +212,3 @@ def longest_first(groups: list[Group], owners: dict[str, str]) -> list[Group]:
 
 def _frame(rows: dict[str, dict], order: dict[str, int]) -> pd.DataFrame:
     return pd.DataFrame(sorted(rows.values(), key=lambda row: order[row["group"]]))
-
-
-PROJECTION_COLUMNS = ["experiment", "run", "group", "steps", "hours", "results_gb"]
-
-
-def project_group(plan: Plan, group: Group, measured: pd.Series, image_side) -> list[dict]:
-    """Seconds of every run of a probed group (see `budget`); none when its probe failed."""
-    if measured["status"] != "passed":
-        return []
-    rows = []
-    for run in group.runs:
-        cfg = RunConfig.from_dict(plan.resolve(run))
-        scale = (cfg.input.crop / image_side) ** 2 if image_side else 1.0
-        seconds = budget.run_seconds(
-            cfg, run.dataset, measured["seconds_per_step"] * scale, measured["eval_seconds_per_image"] * scale
-        )
-        rows.append(
-            {
-                "experiment": run.experiment,
-                "run": run.path(plan.name),
-                "group": group.key,
-                "steps": cfg.epochs * budget.steps_per_epoch(cfg, run.dataset),
-                "hours": seconds / 3600,
-                "results_gb": disk.run_bytes(cfg, run.dataset) / 1e9,
-            }
-        )
-    return rows
-
-
-def _incomplete(left: int) -> list[str]:
-    return (
-        [f"**Incomplete**: {left} group(s) not probed yet (the preflight is running, or was stopped).", ""]
-        if left
-        else []
-    )
-
-
-def _write_table(
-    table: pd.DataFrame, output_dir: Path, preset: str, measured_on: str, image_side, left: int = 0
-) -> None:
-    output_dir.mkdir(parents=True, exist_ok=True)
-    with atomic_path(output_dir / "preflight.csv") as tmp:
-        table.drop(columns=["traceback"]).to_csv(tmp, index=False)
-    lines = [
-        f"# Preflight of preset `{preset}`",
-        "",
-        f"Measured on {measured_on}"
-        + (f", image side {image_side} px (batch, method and network as planned)" if image_side else "")
-        + ".",
-        "",
-        f"A group whose network shape (trunk, input, batch size, precision) an earlier group has "
-        f"ran its code path on {LIGHT_TRUNK} at {LIGHT_SIDE} px; its s/step and peak memory are "
-        f"those of the group that timed it.",
-        "",
-        *_incomplete(left),
-        "| group | code path | runs | status | s/step | peak MB | timed by | error |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for row in table.itertuples():
-        timed = row.status == "passed" and pd.notna(row.seconds_per_step)
-        step = f"{row.seconds_per_step:.3f}" if timed else ""
-        peak = f"{row.peak_mb:.0f}" if timed else ""
-        lines.append(
-            markdown.row(
-                [
-                    row.group,
-                    row.code_path,
-                    row.runs,
-                    row.status,
-                    step,
-                    peak,
-                    "" if row.timed_by == row.group else row.timed_by,
-                    row.error,
-                ]
-            )
-        )
-    with atomic_path(output_dir / "preflight.md") as tmp:
-        tmp.write_text("\n".join(lines) + "\n")
-
-
-def _write_budget(
-    projection: pd.DataFrame,
-    output_dir: Path,
-    measured_on: str,
-    image_side,
-    devices: int,
-    preset: str,
-    left: int = 0,
-    jobs: list[dict] | None = None,
-) -> None:
-    with atomic_path(output_dir / "budget.csv") as tmp:
-        projection.to_csv(tmp, index=False)
-    scaled = f", times scaled from {image_side} px by the pixel ratio" if image_side else ""
-    lines = [
-        f"# Compute budget of preset `{preset}`",
-        "",
-        f"Projected from seconds per step measured on {measured_on}{scaled}; "
-        f"formula in docs/preflight.md. Runs of failed groups are not counted. Results GB: what "
-        f"the finished runs keep (models, test embeddings, records; dmlbench/preflight/disk.py).",
-        "",
-        *_incomplete(left),
-        f"| experiment | runs | device-hours | wall hours on {devices} devices | results GB |",
-        "|---|---|---|---|---|",
-    ]
-    for experiment, part in projection.groupby("experiment", sort=False):
-        lines.append(
-            markdown.row(
-                [
-                    experiment,
-                    len(part),
-                    f"{part['hours'].sum():.1f}",
-                    f"{budget.wall_seconds(list(part['hours']), devices):.1f}",
-                    f"{part['results_gb'].sum():.1f}",
-                ]
-            )
-        )
-    hours = list(projection["hours"])
-    lines.append(
-        f"| **all** | {len(hours)} | {sum(hours):.1f} | {budget.wall_seconds(hours, devices):.1f} | "
-        f"{projection['results_gb'].sum():.1f} |"
-    )
-    lines += ["", budget.cluster_summary(jobs or [], dict(zip(projection["run"], projection["hours"])), devices)]
-    with atomic_path(output_dir / "budget.md") as tmp:
-        tmp.write_text("\n".join(lines) + "\n")

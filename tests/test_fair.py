@@ -26,6 +26,7 @@ from dmlbench.data.datasets import cub
 from dmlbench.data.prepare import prepare
 from dmlbench.core.errors import ConfigError, DatasetError, DmlbenchError
 from dmlbench.fair import fold_run, space, study
+from dmlbench.fair import journal as journals
 from dmlbench.fair.intervals import mean_interval
 from dmlbench.core.io import read_json, write_json
 from dmlbench.run_config import RunConfig
@@ -178,7 +179,7 @@ def test_the_papers_setting_is_the_first_trial_and_asking_again_repeats_nothing(
     told = study.tell(_ask_spec(tmp_path, 1), tmp_path / "p1.json", folds_out, tmp_path / "r1.json")
     assert told["objective"] == pytest.approx(0.5)
     study.tell(_ask_spec(tmp_path, 1), tmp_path / "p1.json", folds_out, tmp_path / "r1.json")  # told once
-    trials = study.open_study(tmp_path / "study.journal", _ask_spec(tmp_path, 0)["study"]).get_trials()
+    trials = journals.open_study(tmp_path / "study.journal", _ask_spec(tmp_path, 0)["study"]).get_trials()
     assert len(trials) == 2 and [t.value for t in trials if t.value is not None] == [pytest.approx(0.5)]
     wrong = tmp_path / "wrong.json"
     write_json(wrong, {"status": "finished", "params": first["params"], "validation": {"map@r": 0.9}})
@@ -596,7 +597,7 @@ def test_kill_9_during_the_search_resumes_without_losing_or_repeating_a_trial(tm
         assert (search / f"trial{t}" / "result.json").read_text() == text
     trials = pd.read_csv(search / "trials.csv")
     assert list(trials["slot"]) == [0, 1, 2, 3] and trials["trial"].is_unique
-    found = study.open_study(search / "study.journal", "suite.fair/cub/ephn_2nd").get_trials()
+    found = journals.open_study(search / "study.journal", "suite.fair/cub/ephn_2nd").get_trials()
     complete = [t for t in found if t.state.name == "COMPLETE"]
     assert sorted(t.user_attrs[study.SLOT] for t in complete) == [0, 1, 2, 3]  # none lost, none twice
     assert sorted(t.number for t in complete) == sorted(trials["trial"])

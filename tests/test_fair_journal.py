@@ -13,6 +13,7 @@ from test_fair import _fair_plan, _fixture_fold_spec
 
 from dmlbench.core.errors import DmlbenchError
 from dmlbench.fair import fold_run, space, study
+from dmlbench.fair import journal as journals
 from dmlbench.core.io import write_json
 
 import processes
@@ -94,8 +95,8 @@ def test_a_changed_search_space_starts_a_new_study_and_keeps_the_old_one_aside(s
     assert "miner.epsilon" in old.columns and "miner.epsilon" not in new.columns  # no stale trial kept
     assert list(new["slot"]) == [0, 1] and (new["loss.alpha"] >= 1.5).all()
     assert new.loc[1, "loss.alpha"] != old.loc[1, "loss.alpha"]
-    fresh = study.open_study(work / JOURNAL, "suite.fair/cub/ms")
-    previous = study.open_study(kept[0], "suite.fair/cub/ms")
+    fresh = journals.open_study(work / JOURNAL, "suite.fair/cub/ms")
+    previous = journals.open_study(kept[0], "suite.fair/cub/ms")
     assert fresh.user_attrs[study.FINGERPRINT] != previous.user_attrs[study.FINGERPRINT]
     assert sorted(t.params.get("miner.epsilon") is None for t in fresh.get_trials()) == [True, True]
     for fold in (0, 1):  # slot 1's folds trained afresh with the new parameters, the old ones set aside
@@ -142,7 +143,7 @@ def test_a_cut_last_journal_line_is_dropped_and_other_damage_is_named(tmp_path, 
     study.ask(_ask_spec(tmp_path, 2), tmp_path / "p2.json")
     lines = journal.read_bytes().splitlines()
     assert all(json.loads(line)["op_code"] >= 0 for line in lines)  # nothing glued onto the cut line
-    trials = study.open_study(journal, "suite.fair/cub/ms").get_trials()
+    trials = journals.open_study(journal, "suite.fair/cub/ms").get_trials()
     assert sorted(t.user_attrs[study.SLOT] for t in trials) == [0, 1, 2]
     intact = journal.read_bytes()
     garbled_line = intact.replace(lines[1], lines[1][:-9] + b"}garbled}")

@@ -2,12 +2,8 @@
 
 Every training setting and its default is a field of `dmlbench.run_config`; the catalogue lives in
 `workflow/config/`: `methods.yaml`, `experiments/<paper>.yaml` (ids `<paper>.t<N>` / `.f<N>`: the catalogue,
-docs/generated/catalogue.md) and `presets/<name>.yaml`. A run's settings are merged in this order: defaults <
-experiment `train` < experiment `per_dataset[dataset]` < method `train` < method `per_dataset[dataset]` <
-preset `overrides` < preset `per_dataset[dataset]` < preset `cpu_fallback` (no CUDA) < preset
-`subset[experiment].train` < sweep variant `train`. The swept setting comes last because it is the
-experiment's x axis: a preset shrinks a sweep by choosing variants (`subset`), it cannot flatten it.
-Validation lives in `validation`, the paths and specs of the pipeline's steps in `steps`.
+docs/generated/catalogue.md) and `presets/<name>.yaml`. How a run's settings are merged: `resolution`.
+Validation lives in `validation` and `run_checks`, the paths and specs of the pipeline's steps in `steps`.
 """
 
 from __future__ import annotations
@@ -19,20 +15,12 @@ from pathlib import Path
 import jsonschema
 
 from dmlbench.run_config import defaults, json_schema, values
-from dmlbench.config import knob_recipes, own_methods, validation
+from dmlbench.config import knob_recipes, own_methods, run_checks, validation
 from dmlbench.config.fair_specs import FairSpecs
 from dmlbench.config.knob_specs import KnobSpecs
-from dmlbench.config.loading import (
-    deep_merge,
-    load_yaml,
-    merge_layers,
-    plain_copy,
-    plain_numbers,
-    schema_hint,
-    with_dataset_names,
-    with_settings,
-)
-from dmlbench.config.run import FairRun, Run
+from dmlbench.config.loading import deep_merge, load_yaml, plain_numbers, schema_hint, with_dataset_names, with_settings
+from dmlbench.config.resolution import RunSettings
+from dmlbench.config.run import Run
 from dmlbench.config.steps import StepSpecs
 from dmlbench.data.datasets import DATASETS
 from dmlbench.core.errors import ConfigError
@@ -77,7 +65,7 @@ def preset_source(config_dir: Path, name, preset_file) -> tuple[str, Path]:
     return path.stem, path
 
 
-class Plan(StepSpecs, FairSpecs, KnobSpecs):
+class Plan(RunSettings, StepSpecs, FairSpecs, KnobSpecs):
     """The preset, the catalogue, the runs they expand into, and each run's resolved config."""
 
     def __init__(self, config_dir: Path, preset: dict):
@@ -93,8 +81,8 @@ class Plan(StepSpecs, FairSpecs, KnobSpecs):
         validation.check_catalogue(self)
         validation.check_preset(self)
         self.skipped = self._experiments_without_runs()
-        validation.check_runs(self)
-        validation.check_fair_runs(self)
+        run_checks.check_runs(self)
+        run_checks.check_fair_runs(self)
         knob_recipes.check(self)
 
     @classmethod
@@ -212,92 +200,6 @@ class Plan(StepSpecs, FairSpecs, KnobSpecs):
     @property
     def datasets(self) -> list[str]:
         return sorted({run.dataset for run in self.runs()})
-
-    def resolve(self, run: Run) -> dict:
-        """The complete settings of one run, as training reads them (the caller's own copy)."""
-        return plain_copy(self.resolved(run))
-
-    def resolved(self, run: Run) -> dict:
-        """`resolve`, made once per run and shared: to be read, not changed (the dry run of `full`
-        asks for each run's settings several times)."""
-        cache = self.__dict__.setdefault("_resolved", {})
-        if run not in cache:
-            cache[run] = self._resolve(run)
-        return cache[run]
-
-    def _resolve(self, run: Run, with_preset: bool = True) -> dict:
-        if isinstance(run, FairRun):
-            return self._resolve_fair(run)
-        exp = self.experiments[run.experiment]
-        if exp.get("kind") == "knobs":
-            return self._resolve_knob(run)
-        method = self.method_of(run.base_method, f"experiment {run.experiment}")
-        sweep = (exp.get("sweep") or {}).get(run.variant) or {}
-        own = (method.get("per_dataset") or {}).get(run.dataset) or {}  # the method's settings on this dataset
-        preset_layers = (
-            (
-                self.preset["overrides"],
-                (self.preset.get("per_dataset") or {}).get(run.dataset),
-                self.cpu_fallback,
-                self._subset(run.experiment).get("train"),
-            )
-            if with_preset
-            else ()
-        )
-        cfg = merge_layers(
-            self.defaults,
-            exp.get("train"),
-            (exp.get("per_dataset") or {}).get(run.dataset),
-            method.get("train"),
-            own.get("train"),
-            *preset_layers,
-            sweep.get("train"),
-        )
-        miner = deep_merge(method["miner"], sweep["miner"]) if sweep.get("miner") else method.get("miner")
-        cfg["method"] = {
-            "name": run.method,
-            "loss": deep_merge(deep_merge(method["loss"], own.get("loss")), sweep.get("loss")),
-            "miner": miner,
-            "sampler": method.get("sampler", "m_per_class"),
-        }
-        cfg["seed"] = run.seed
-        cfg["run"] = {
-            "preset": self.name,
-            "experiment": run.experiment,
-            "dataset": run.dataset,
-            "method": run.method,
-            "seed": run.seed,
-        }
-        cfg["data"] = {"manifest": self.manifest(run.dataset)}
-        if self.preset["data"].get("max_image_pixels"):  # only where set: other runs' settings unchanged
-            cfg["data"]["max_image_pixels"] = self.preset["data"]["max_image_pixels"]
-        store = self.store(run.dataset, cfg["input"]["resize"])
-        if store:
-            cfg["data"]["store"] = store
-        return cfg
-
-    def _resolve_fair(self, run: FairRun) -> dict:
-        """A fold training: the method's run settings with its seed, stage, index and fold (the
-        settings without those are merged once per experiment × dataset × method)."""
-        return plain_copy(self._fair_settings_shared(run))
-
-    def _fair_settings_shared(self, run: FairRun) -> dict:
-        """`_resolve_fair` without the copy: only `seed`, `run` and `data` are the fold training's
-        own, the rest is the method's settings shared by all its fold trainings (not to be changed;
-        the dry run of `full` builds tens of thousands of these)."""
-        cache = self.__dict__.setdefault("_fair_bases", {})
-        key = (run.experiment, run.dataset, run.method)
-        if key not in cache:
-            cache[key] = self.resolved(Run(run.experiment, run.dataset, run.method, 0))
-        base = cache[key]
-        folds = self.fair_settings(run.experiment)["folds"]
-        fold = {"splits": self.fair_splits(run.dataset, folds), "index": run.fold, "of": folds}
-        return {
-            **base,
-            "seed": run.seed,
-            "run": {**base["run"], "seed": run.seed, "stage": run.stage, "index": run.index, "fold": run.fold},
-            "data": {**base["data"], "fold": fold},
-        }
 
     @property
     def cpu_fallback(self) -> dict | None:

@@ -20,12 +20,12 @@ cut last line (a writer stopped mid-line), which is an unfinished record and is 
 from __future__ import annotations
 
 import csv
-import json
 import os
 import sys
 from pathlib import Path
 
 from dmlbench.core.errors import DmlbenchError
+from dmlbench.fair import journal as journals
 from dmlbench.fair import space as spaces
 from dmlbench.core.io import atomic_path, write_json
 from dmlbench.training import run_folder
@@ -48,75 +48,6 @@ def read_json(path: Path) -> dict:
         ) from None
 
 
-def _optuna():
-    import optuna  # imported by the search's steps only
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    return optuna
-
-
-def open_study(journal: Path, name: str, seed: int = 0):
-    optuna = _optuna()
-    from optuna.storages.journal import JournalFileBackend
-
-    journal = Path(journal)
-    journal.parent.mkdir(parents=True, exist_ok=True)
-    _repair(journal)
-    sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True)
-    try:
-        storage = optuna.storages.JournalStorage(JournalFileBackend(str(journal)))
-        return optuna.create_study(
-            study_name=name, storage=storage, direction="maximize", sampler=sampler, load_if_exists=True
-        )
-    except Exception as error:  # records that parse but do not replay: optuna raises several kinds
-        raise DmlbenchError(
-            f"{journal} cannot be replayed ({type(error).__name__}: {error}): {_remedy(journal)}"
-        ) from None
-
-
-def _remedy(journal: Path, first: str = "restore it from a backup, or move it aside,") -> str:
-    return (
-        f"{first} delete {journal.parent}/stage*.json, round*.json and trial*/params.json and rerun: "
-        f"the search is asked again "
-        f"from slot 0, and fold trainings of unchanged parameters resume from their checkpoints"
-    )
-
-
-def _journal_lock(journal: Path):
-    from optuna.storages.journal import JournalFileSymlinkLock
-
-    return JournalFileSymlinkLock(str(journal))  # the lock optuna's writers take
-
-
-def _repair(journal: Path) -> None:
-    """Drop a cut last line (the unfinished record of a writer stopped mid-line), so that the next
-    record is not glued onto it; name any other damage (a line that is not a JSON record)."""
-    if not journal.exists():
-        return
-    lock = _journal_lock(journal)
-    lock.acquire()
-    try:
-        data = journal.read_bytes()
-        end = data.rfind(b"\n") + 1
-        if end < len(data):
-            os.truncate(journal, end)
-            print(
-                f"{journal}: its last line was cut ({len(data) - end} bytes: a writer stopped mid-line); "
-                f"that unfinished record was dropped",
-                file=sys.stderr,
-            )
-        for number, line in enumerate(data[:end].splitlines(), 1):
-            try:
-                record = json.loads(line)
-            except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
-                record = error
-            if not (isinstance(record, dict) and "op_code" in record):
-                why = record if isinstance(record, ValueError) else "not a journal record"
-                raise DmlbenchError(f"{journal}, line {number}, is damaged ({why}): {_remedy(journal)}")
-    finally:
-        lock.release()
-
-
 def search_settings(spec: dict, run_keys_left_out=run_folder.NOT_IN_FINGERPRINT) -> dict:
     """What a study is bound to: the search space (its dimensions by path, so that a change names
     the dimension) and the method's fold training settings that decide its numbers."""
@@ -137,7 +68,7 @@ def _bound_study(spec: dict, seed: int):
     settings (moved aside, named), a later slot refuses it."""
     journal, settings = Path(spec["journal"]), search_settings(spec)
     wanted = run_folder.fingerprint(settings)
-    study = open_study(journal, spec["study"], seed)
+    study = journals.open_study(journal, spec["study"], seed)
     stored = study.user_attrs.get(FINGERPRINT)
     if stored is None and not study.get_trials(deepcopy=False):
         study.set_user_attr(SETTINGS, settings)
@@ -159,7 +90,7 @@ def _bound_study(spec: dict, seed: int):
             f"so that the search starts again from slot 0"
         )
     target = journal.with_name(f"{journal.name}.superseded-{(stored or 'unknown')[:12]}")
-    lock = _journal_lock(journal)
+    lock = journals.journal_lock(journal)
     lock.acquire()
     try:
         os.replace(journal, target)
@@ -175,7 +106,7 @@ def _bound_study(spec: dict, seed: int):
 
 
 def distributions(space: spaces.Space) -> dict:
-    optuna = _optuna()
+    optuna = journals.quiet_optuna()
     out = {}
     for d in space.dimensions:
         if d.integer:
@@ -187,7 +118,7 @@ def distributions(space: spaces.Space) -> dict:
 
 def ask(spec: dict, output: Path) -> dict:
     """The parameters of trial slot `spec["slot"]`, written to `output` (params.json)."""
-    optuna = _optuna()
+    optuna = journals.quiet_optuna()
     slot, space = spec["slot"], spaces.from_json(spec["space"])
     study = _bound_study(spec, seed=slot)
     trials = study.get_trials(deepcopy=False)
@@ -201,7 +132,7 @@ def ask(spec: dict, output: Path) -> dict:
             raise DmlbenchError(
                 f"{spec['journal']} has no trial of slot(s) {', '.join(map(str, missing))}, "
                 f"asked before slot {slot}: the journal was emptied, lost or replaced. "
-                f"{_remedy(Path(spec['journal']), 'Restore it, or')}"
+                f"{journals.remedy(Path(spec['journal']), 'Restore it, or')}"
             )
         for t in trials:  # an ask killed between its two writes left a trial without a slot
             if t.state == optuna.trial.TrialState.RUNNING and SLOT not in t.user_attrs:
@@ -233,7 +164,7 @@ def fold_objective(validations: list[dict]) -> float | None:
 
 def tell(spec: dict, params_file: Path, validation_files: list[Path], output: Path) -> dict:
     """Record the trial's objective in the study (once) and write `output` (result.json)."""
-    optuna = _optuna()
+    optuna = journals.quiet_optuna()
     asked = read_json(params_file)
     validations = [read_json(path) for path in validation_files]
     for path, v in zip(validation_files, validations):
@@ -247,12 +178,12 @@ def tell(spec: dict, params_file: Path, validation_files: list[Path], output: Pa
         raise DmlbenchError(
             f"{params_file} was asked with other search settings than this search's: delete it and rerun"
         )
-    study = open_study(Path(spec["journal"]), spec["study"])
+    study = journals.open_study(Path(spec["journal"]), spec["study"])
     trial = next((t for t in study.get_trials(deepcopy=False) if t.number == asked["trial"]), None)
     if trial is None or study.user_attrs.get(FINGERPRINT) != asked["fingerprint"]:
         raise DmlbenchError(
             f"{spec['journal']} has no trial {asked['trial']} (of {params_file}): the journal was "
-            f"emptied, lost or replaced. {_remedy(Path(spec['journal']), 'Restore it, or')}"
+            f"emptied, lost or replaced. {journals.remedy(Path(spec['journal']), 'Restore it, or')}"
         )
     if trial.state == optuna.trial.TrialState.RUNNING:
         if objective is None:

@@ -1,0 +1,83 @@
+"""Every resolved run of the plan checked by value before any job starts: each setting by type
+and range, then the checks that involve several settings of a run (the scheme's needs, the trunk's
+input, enough training classes for a batch, the fair protocol's epoch selection)."""
+
+from __future__ import annotations
+
+import json
+
+from dmlbench.config import method_checks
+from dmlbench.core.errors import ConfigError
+from dmlbench.data.datasets import DATASETS
+from dmlbench.models import timm_trunks
+from dmlbench.run_config import RunConfig, values
+
+
+def check_runs(plan) -> None:
+    """Every resolved run's settings, by value, before any job starts (runs whose settings, dataset
+    and table are another's, differing in seed or held-out fold only, are checked once)."""
+    seen = set()
+    for run in plan.runs():
+        cfg = plan.resolved(run)
+        chosen = {k: cfg[k] for k in plan.defaults}
+        test_selected = bool((plan.experiments[run.experiment].get("table") or {}).get("test_selected"))
+        key = (run.dataset, test_selected, json.dumps(chosen, sort_keys=True, default=str))
+        if key in seen:
+            continue
+        seen.add(key)
+        where = f"run {run.path(plan.name)}"
+        values.check(chosen, plan.settings_schema, where)
+        typed = _check_typed(plan, cfg, run.dataset, where)
+        if test_selected and not typed.eval.every:
+            raise ConfigError(
+                f"{where}: the table of {run.experiment} shows a test-selected "
+                f"epoch, which needs eval.every ≥ 1 (now 0)"
+            )
+
+
+def check_fair_runs(plan) -> None:
+    """One fold training per fair experiment × dataset × method and stage (the others differ in
+    fold and seed only), by value, with the paper's setting inside the method's search range."""
+    from dmlbench.fair import space as spaces
+
+    seen = set()
+    for run in plan.fair_runs():
+        if (run.experiment, run.dataset, run.method, run.stage) in seen:
+            continue
+        seen.add((run.experiment, run.dataset, run.method, run.stage))
+        cfg = plan.resolved(run)
+        where = f"fair run {run.path(plan.name)}"
+        values.check({k: cfg[k] for k in plan.defaults}, plan.settings_schema, where)
+        typed = _check_typed(plan, cfg, run.dataset, where)
+        if not typed.early_stopping.patience:
+            raise ConfigError(
+                f"{where}: the fair protocol selects each fold's epoch on its validation fold: "
+                f"set early_stopping.patience"
+            )
+        spaces.check(run.method, plan.fair_space(run.method), cfg, where)
+
+
+def _check_typed(plan, cfg: dict, dataset: str, where: str) -> RunConfig:
+    """The typed run (`dmlbench.run_config`) of a resolved config whose values passed the schema,
+    and the checks that involve several of its settings."""
+    typed = RunConfig.from_dict(cfg, where)
+    values.check_run(typed, where)
+    timm_trunks.check_settings(typed, where)
+    method_checks.check_scheme_needs(typed, where)
+    check_classes(plan, typed, dataset, where)
+    return typed
+
+
+def check_classes(plan, cfg: RunConfig, dataset: str, where: str) -> None:
+    """A batch of batch.size / per_class classes needs that many training classes (the real
+    dataset's count; fixtures are checked by the tests on their own sizes)."""
+    if plan.toy_data or cfg.method.sampler != "m_per_class" or cfg.scheme.name != "plain":
+        return
+    needed = cfg.batch.size // cfg.batch.per_class
+    available = DATASETS.get(dataset).expected.classes["train"]
+    if needed > available:
+        raise ConfigError(
+            f"{where}: batch.size {cfg.batch.size} at batch.per_class "
+            f"{cfg.batch.per_class} needs {needed} classes, but {dataset}'s "
+            f"training split has {available}: raise batch.per_class or lower batch.size"
+        )

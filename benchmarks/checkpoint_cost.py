@@ -22,7 +22,7 @@ from dmlbench.models.embedding import EmbeddingNet
 from dmlbench.run_config import Optimizer, from_mapping
 from dmlbench.training import checkpoint
 from dmlbench.training.optimisers import build_loss_optimizer, build_optimizer
-from dmlbench.training.train import train_step
+from dmlbench.training.step import train_step
 
 FAIR_OPTIMIZER = {"name": "rmsprop", "lr": 1.0e-6, "loss_lr_mult": 100.0, "weight_decay": 1.0e-4, "momentum": 0.9}
 METHOD = {"loss": {"name": "multi_similarity"}, "miner": {"name": "multi_similarity"}}

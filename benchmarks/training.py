@@ -14,7 +14,7 @@ from dmlbench.methods.criterion import Criterion
 from dmlbench.models.embedding import EmbeddingNet
 from dmlbench.run_config import Optimizer, from_mapping
 from dmlbench.training.optimisers import build_loss_optimizer, build_optimizer
-from dmlbench.training.train import train_step
+from dmlbench.training.step import train_step
 
 METHOD = {"loss": {"name": "multi_similarity"}, "miner": {"name": "multi_similarity"}}
 
@@ -31,7 +31,7 @@ def images_per_second(
     method=METHOD,
     optimizer: dict | None = None,
 ) -> float:
-    """The training loop's own step (`dmlbench.training.train.train_step`) on random images already on
+    """The training loop's own step (`dmlbench.training.step.train_step`) on random images already on
     the device: the model's speed with nothing to load. `optimizer`: a run's optimizer settings
     (default: Adam at 1e-4 over every parameter)."""
     torch.manual_seed(0)

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from dmlbench.fair import comparisons
-from dmlbench.report import fair_tables
+from dmlbench.report import fair_ranking
 
 # made-up MAP@R (%) of three methods over five repetitions on one dataset: a is clearly above c,
 # b is noisy around a
@@ -132,13 +132,13 @@ def test_fair_outputs_hold_the_statistics(tmp_path):
             for m, v in MEANS.loc[d].items()
         ]
     )
-    record = fair_tables.ranking_record(fair_tables.ranking(frame))
+    record = fair_ranking.ranking_record(fair_ranking.ranking(frame))
     assert record["average_ranks"] == pytest.approx(RANKS)
     assert record["groups"] == [["ms", "dro", "fastap"], ["dro", "fastap", "ephn"]]
     spec = {"title": "made up", "toy_data": True, "methods": {m: {"label": m.upper()} for m in MEANS.columns}}
-    fair_tables.ranking_figure(record, spec, tmp_path / "cd.png")
-    none = fair_tables.ranking_record(fair_tables.ranking(frame[frame["dataset"] == "cub"]))
-    fair_tables.ranking_figure(none, spec, tmp_path / "none.png")
+    fair_ranking.ranking_figure(record, spec, tmp_path / "cd.png")
+    none = fair_ranking.ranking_record(fair_ranking.ranking(frame[frame["dataset"] == "cub"]))
+    fair_ranking.ranking_figure(none, spec, tmp_path / "none.png")
     assert "2 datasets" in none["none"]
     assert (tmp_path / "cd.png").stat().st_size > 1000 and (tmp_path / "none.png").stat().st_size > 1000
 

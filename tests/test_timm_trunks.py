@@ -238,7 +238,7 @@ def test_the_trunk_feature_is_timms_pooled_feature_with_the_head_removed(name):
 
 def _step(model, clip=None, lr=1.0):
     from dmlbench.methods.criterion import Criterion
-    from dmlbench.training.train import train_step
+    from dmlbench.training.step import train_step
 
     criterion = Criterion({"name": "m", "loss": {"name": "contrastive"}, "miner": None, "sampler": "m_per_class"})
     optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=lr)

@@ -24,7 +24,7 @@ from dmlbench.fair import space as spaces
 from dmlbench.fair.study import read_json
 from dmlbench.core.io import atomic_path, write_json
 from dmlbench.run_config import RunConfig
-from dmlbench.training import run_folder, train
+from dmlbench.training import run_folder, step, train
 
 VALIDATION_KEYS = ("map@r", "r_precision", "recall@1")
 
@@ -42,7 +42,7 @@ def run(
         return earlier
     try:
         train.train(cfg, run_dir, log=log, final_evaluation=False)
-    except train.DivergedError as error:
+    except step.DivergedError as error:
         if test_output is not None:
             raise
         result = {"status": "diverged", "error": str(error), "params": chosen}

@@ -17,7 +17,8 @@ import pandas as pd
 
 from dmlbench.fair.comparisons import ALPHA, versus_best
 from dmlbench.core.io import read_json
-from dmlbench.report.fair_tables import METRICS, MODES, RANKED, average_ranks_text, capped, notes
+from dmlbench.report.fair_ranking import RANKED, average_ranks_text
+from dmlbench.report.fair_tables import METRICS, MODES, capped, notes
 from dmlbench.config.jobs import of as jobs_of
 
 

@@ -19,12 +19,12 @@ from dmlbench.fair import comparisons
 from dmlbench.fair.intervals import overlaps
 from dmlbench.core.io import atomic_path, read_json, write_json
 from dmlbench.plots import canvas
-from dmlbench.plots.critical_difference import diagram
+from dmlbench.report import fair_ranking
+from dmlbench.report.fair_ranking import RANKED
 from dmlbench.report.markdown import row as markdown_row
 
 MODES = ("separated", "concatenated")
 METRICS = {"p@1": "P@1", "r_precision": "RP", "map@r": "MAP@R"}
-RANKED = ("separated", "map@r")  # the mode and metric of the figure, the ranking and "vs best"
 
 
 def _files(spec: dict, dataset: str, method: str) -> tuple[dict, dict, tuple[int, int]]:
@@ -96,57 +96,6 @@ def per_repetition(spec: dict) -> pd.DataFrame:
                     for metric, value in numbers[mode].items()
                 ]
     return pd.DataFrame(rows)
-
-
-def ranking(frame: pd.DataFrame):
-    """`comparisons.ranking` of the methods' mean separated MAP@R, datasets × methods."""
-    mode, metric = RANKED
-    rows = frame[(frame["mode"] == mode) & (frame["metric"] == metric)]
-    return comparisons.ranking(rows.pivot(index="dataset", columns="method", values="mean"))
-
-
-def ranking_record(result) -> dict:
-    mode, metric = RANKED
-    about = {
-        "mode": mode,
-        "metric": metric,
-        "method": "Friedman test over the datasets, Nemenyi critical difference (Demšar 2006)",
-    }
-    if isinstance(result, str):
-        return {**about, "none": result}
-    return {**about, **result.as_dict(), "groups": comparisons.cliques(result)}
-
-
-def average_ranks_text(record: dict, labels: dict) -> str:
-    """'EPHN L2nd 1.00, DRO-TopK_M 2.50, …': the methods by their average rank, best first."""
-    return ", ".join(
-        f"{labels.get(m, m)} {r:.2f}" for m, r in sorted(record["average_ranks"].items(), key=lambda item: item[1])
-    )
-
-
-def ranking_figure(record: dict, spec: dict, path: Path) -> None:
-    """The critical-difference diagram, or a figure saying why there is none."""
-    labels = {m: about["label"] for m, about in spec["methods"].items()}
-    if "none" in record:
-        fig, ax = canvas.plt.subplots(figsize=(8, 1.2))
-        ax.axis("off")
-        ax.text(
-            0.5,
-            0.5,
-            f"No critical-difference diagram: {record['none']}.",
-            ha="center",
-            va="center",
-            fontsize=9,
-            wrap=True,
-        )
-        canvas.save(fig, path, spec)
-        return
-    title = (
-        f"{spec['title']}: average rank of separated MAP@R over {len(record['datasets'])} datasets\n"
-        f"Friedman χ² = {record['friedman']['statistic']:.2f}, p = {record['friedman']['p']:.3g}; "
-        f"bars: not told apart (Nemenyi, α = {record['alpha']})"
-    )
-    diagram(record["average_ranks"], record["critical_difference"], record["groups"], labels, title, path, spec)
 
 
 def _mark_best(frame: pd.DataFrame) -> pd.DataFrame:
@@ -245,7 +194,7 @@ def statistics_markdown(frame: pd.DataFrame, pairs: pd.DataFrame, record: dict, 
     if "none" in record:
         lines.append(f"No ranking over the datasets: {record['none']}.")
     else:
-        ranks = average_ranks_text(record, labels)
+        ranks = fair_ranking.average_ranks_text(record, labels)
         lines.append(
             f"Friedman test over {len(record['datasets'])} datasets: "
             f"χ² = {record['friedman']['statistic']:.2f}, "
@@ -331,8 +280,8 @@ def aggregate(spec: dict, output_dir: Path) -> None:
     pairs = comparisons.pairwise(per_repetition(spec))
     with atomic_path(output_dir / "fair_pairwise.csv") as tmp:
         pairs.to_csv(tmp, index=False)
-    record = ranking_record(ranking(frame))
-    ranking_figure(record, spec, output_dir / "fair_cd.png")
+    record = fair_ranking.ranking_record(fair_ranking.ranking(frame))
+    fair_ranking.ranking_figure(record, spec, output_dir / "fair_cd.png")
     write_json(output_dir / "fair_ranking.json", record)
     with atomic_path(output_dir / "paper_vs_fair.csv") as tmp:
         paper_vs_fair(frame, spec).to_csv(tmp, index=False)

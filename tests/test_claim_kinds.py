@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from dmlbench.core.errors import ConfigError
-from dmlbench.verdicts import claim_kinds, claims
+from dmlbench.verdicts import claim_checks, claim_kinds, claims
 
 # made-up per-seed Recall@1 (%): row → dataset → seed → value
 RUNS = {
@@ -149,7 +149,7 @@ def test_a_best_setting_beats_every_other_one_and_a_plateau_is_equivalence_after
 def test_a_claim_of_the_wrong_shape_is_refused(claim, said):
     exp = {"methods": ["m", "n"], "sweep": {"1": {}, "2": {}, "3": {}}, "datasets": ["cub"]}
     with pytest.raises(ConfigError, match=said):
-        claim_kinds.check(claim, exp, "ms.f1.claims[0]")
+        claim_checks.check(claim, exp, "ms.f1.claims[0]")
 
 
 def test_a_gain_over_unlike_settings_is_tested_like_for_like_without_comparing_its_size():

@@ -14,7 +14,7 @@ from dmlbench.core.errors import ConfigError
 from dmlbench.methods import declared
 from dmlbench.plots import FIGURES
 from dmlbench.core.registry import did_you_mean
-from dmlbench.verdicts import claim_kinds, claims
+from dmlbench.verdicts import claim_checks, claims
 
 EXPERIMENT_KEYS = {
     "layout",
@@ -109,7 +109,7 @@ def check_catalogue(plan) -> None:
         for name in exp.get("figures") or []:
             FIGURES.check(name, f"{where}.figures", ConfigError)
         table_checks.check_reported(exp, where)
-        claim_kinds.check_experiment(exp, where)
+        claim_checks.check_experiment(exp, where)
         margins.check_experiment(exp, where)
         table_checks.check_layout(exp, where)
         table_checks.check_title(plan, exp, where)

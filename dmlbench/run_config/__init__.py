@@ -10,6 +10,7 @@ does not import torch. A new setting is one field here; the plan, the schema, th
 """
 
 from dmlbench.run_config.fields import from_mapping, section, setting
+from dmlbench.run_config.resolved import MethodSpec, RunConfig
 from dmlbench.run_config.schema import defaults, documented, json_schema
 from dmlbench.run_config.sections import (
     BACKBONE_NAMES,
@@ -20,13 +21,11 @@ from dmlbench.run_config.sections import (
     Keep,
     Loader,
     LossParams,
-    MethodSpec,
     Model,
     Optimizer,
     Performance,
     Probe,
     Record,
-    RunConfig,
     Schedule,
     Scheme,
     Tracking,

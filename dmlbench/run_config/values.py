@@ -15,7 +15,7 @@ import re
 import jsonschema
 
 from dmlbench.core.errors import ConfigError
-from dmlbench.run_config.sections import RunConfig
+from dmlbench.run_config.resolved import RunConfig
 
 _NULL = {"null", "none", "~"}
 _BOOLEAN = {"true": True, "false": False}

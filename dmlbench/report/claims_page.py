@@ -8,11 +8,8 @@ import statistics
 
 from dmlbench.config import margins
 from dmlbench.config.plan import Plan
+from dmlbench.report import markdown
 from dmlbench.verdicts import claim_kinds
-
-
-def _row(cells) -> str:
-    return "| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
 
 
 def claimed_gains(plan: Plan) -> list[float]:
@@ -72,7 +69,7 @@ def page(plan: Plan, generated_note: str) -> str:
         for key, c in keyed:
             gain = "–" if c.get("gain") is None else f"{c['gain']:+g}"
             lines.append(
-                _row(
+                markdown.row(
                     [
                         f"`{key}`",
                         f"`{c['id']}`",
@@ -116,5 +113,5 @@ def _review(plan: Plan, paper: str) -> list[str]:
             answer = f"same as `{e['same_as']}`"
         else:
             answer = f"left out: {e['left_out']}"
-        lines.append(_row([f'`{e["reviewer"]}`: "{e["quote"]}"', e["location"], e["kind"], answer]))
+        lines.append(markdown.row([f'`{e["reviewer"]}`: "{e["quote"]}"', e["location"], e["kind"], answer]))
     return lines + [""]

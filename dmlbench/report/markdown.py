@@ -3,6 +3,7 @@ own cell, and rows read back (the report renders the preflight's budget table)."
 
 from __future__ import annotations
 
+import json
 import re
 
 _UNESCAPED_BAR = re.compile(r"(?<!\\)\|")
@@ -11,6 +12,11 @@ _UNESCAPED_BAR = re.compile(r"(?<!\\)\|")
 def cell(value) -> str:
     """`value` as the text of one table cell: `|` escaped, line breaks as spaces."""
     return re.sub(r"[\r\n]+", " ", str(value)).replace("|", "\\|")
+
+
+def code(value) -> str:
+    """`value` as inline code, written as JSON (a backtick inside becomes a quote)."""
+    return "`" + json.dumps(value, ensure_ascii=False).replace("`", "'") + "`"
 
 
 def row(values) -> str:

@@ -134,3 +134,22 @@ def test_every_module_is_under_300_lines():
     """Small modules with one job each: a module that grows past 300 lines is split."""
     long = [f"{name}: {n}" for name, path in modules() if (n := len(path.read_text().splitlines())) >= 300]
     assert not long, long
+
+
+def test_the_conda_environment_lists_every_dependency_of_the_package():
+    """envs/dmlbench.yaml (`--software-deployment-method conda`) carries pyproject.toml's dependencies
+    under their conda-forge names."""
+    import re
+    import tomllib
+
+    import yaml
+
+    conda_names = {"torch": "pytorch", "duckdb": "python-duckdb"}
+    wanted = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    names = {conda_names.get(n, n) for n in (re.match(r"[A-Za-z0-9_.-]+", d).group(0).lower() for d in wanted)}
+    listed = {
+        re.match(r"[A-Za-z0-9_.-]+", d).group(0).lower()
+        for d in yaml.safe_load((REPO / "envs" / "dmlbench.yaml").read_text())["dependencies"]
+        if isinstance(d, str)
+    }
+    assert names - listed == set(), f"add to envs/dmlbench.yaml: {sorted(names - listed)}"

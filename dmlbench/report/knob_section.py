@@ -3,49 +3,48 @@ dataset its waterfall and its attribution table, as `knob_tables` wrote them (`a
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 
 from dmlbench.report import markdown
+from dmlbench.report.html_templates import Markup, render as render_template
+
+FIGURE = "![waterfall]("  # knob_tables' figure line: ![waterfall](<file>)
 
 
-def render(folder: Path, url) -> str:
-    """`url(name)`: the link to a file of the experiment's report folder."""
-    lines = (folder / "attribution.md").read_text().splitlines()[1:]
-    parts, table, items, title = [], [], [], ""
+def blocks(folder: Path, url) -> list[dict]:
+    """The blocks of `attribution.md`: headings, notes, lists, tables and the figures that exist."""
+    out, table, items, title = [], [], [], ""
 
     def flush():
         if items:
-            parts.append("<ul>" + "".join(items) + "</ul>")
+            out.append({"kind": "list", "lines": list(items)})
             items.clear()
         if table:
             head, *rows = [markdown.cells(line) for line in table if not line.startswith("|---")]
-            header = "".join(f"<th>{html.escape(c)}</th>" for c in head)
-            body = "".join(
-                f"<tr><th>{html.escape(row[0])}</th>" + "".join(f"<td>{html.escape(c)}</td>" for c in row[1:]) + "</tr>"
-                for row in rows
-            )
-            parts.append(
-                f"<div class='scroll'><table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table></div>"
-            )
+            out.append({"kind": "table", "head": head, "rows": rows})
             table.clear()
 
-    for line in lines:
+    for line in (folder / "attribution.md").read_text().splitlines()[1:]:
         if line.startswith("|"):
             table.append(line)
             continue
         if line.startswith("- "):
-            items.append(f"<li>{html.escape(line[2:])}</li>")
+            items.append(line[2:])
             continue
         flush()
         if line.startswith("## "):
             title = line[3:]
-            parts.append(f"<h4>{html.escape(title)}</h4>")
-        elif line.startswith("![waterfall](") and line.endswith(")"):  # knob_tables' figure line
-            name = line[len("![waterfall](") : -1]
+            out.append({"kind": "heading", "text": title})
+        elif line.startswith(FIGURE) and line.endswith(")"):
+            name = line[len(FIGURE) : -1]
             if (folder / name).exists():
-                parts.append(f"<figure><img src='{url(name)}' alt='waterfall: {html.escape(title)}'></figure>")
+                out.append({"kind": "figure", "src": url(name), "alt": f"waterfall: {title}"})
         elif line.strip():
-            parts.append(f"<p class='note'>{html.escape(line)}</p>")
+            out.append({"kind": "note", "text": line})
     flush()
-    return "".join(parts)
+    return out
+
+
+def render(folder: Path, url) -> Markup:
+    """`url(name)`: the link to a file of the experiment's report folder."""
+    return render_template("markdown_blocks.html", blocks=blocks(folder, url))

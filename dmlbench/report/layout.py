@@ -16,7 +16,6 @@ numbers are printed with the digits the catalogue gives them (80.70 stays 80.70)
 
 from __future__ import annotations
 
-import html
 import re
 from dataclasses import dataclass, replace
 
@@ -24,6 +23,8 @@ import pandas as pd
 
 from dmlbench.config.loading import printed
 from dmlbench.data import datasets
+from dmlbench.report.html_templates import Cell, Markup, render as render_template
+from dmlbench.report.html_templates import Row as TableRow
 from dmlbench.report.table_cells import Cells, reference_labels
 from dmlbench.report.verdict_marks import legend, row_verdict
 from dmlbench.verdicts.numbers import SELECTED
@@ -167,33 +168,32 @@ def with_references(layout: Layout, summary: pd.DataFrame | None) -> Layout:
     return replace(layout, rows=tuple(Row(k, k, False, True) for k in labels) + layout.rows)
 
 
-def _paper_cell(text: str | None, quoted_as: str | None = None) -> str:
+def _paper_cell(text: str | None, quoted_as: str | None = None) -> Cell:
     if text is None:
-        return "<td class='paper'>–</td>"
-    if quoted_as:
-        return f"<td class='paper' title='{html.escape(f'quoted by the paper: {quoted_as}', quote=True)}'>{text}</td>"
-    return f"<td class='paper'>{text}</td>"
+        return Cell("–", cls="paper")
+    return Cell(text, cls="paper", title=f"quoted by the paper: {quoted_as}" if quoted_as else None)
 
 
-def _bands_row(layout: Layout, widths: dict[str, int], first: str) -> str:
+def _bands_row(layout: Layout, widths: dict[str, int], first: list[Cell]) -> TableRow:
     """The header level above the groups (empty where a group is under no band)."""
     cells, under = [], {key: band for band in layout.bands for key in band.groups}
     for group in layout.groups:
         band = under.get(group.key)
         if band is None:
-            cells.append(f"<th colspan='{widths[group.key]}' class='band'></th>")
+            cells.append(Cell(header=True, colspan=widths[group.key], cls="band"))
         elif group.key == band.groups[0]:
             span = sum(widths[key] for key in band.groups)
-            cells.append(f"<th colspan='{span}' class='band'>{html.escape(band.label)}</th>")
-    return (
-        f"<tr>{first}<th rowspan='3' class='row'>"
-        + ("dataset" if layout.datasets_as_rows else "method")
-        + "</th>"
-        + "".join(cells)
+            cells.append(Cell(band.label, header=True, colspan=span, cls="band"))
+    return TableRow(
+        (*first, Cell("dataset" if layout.datasets_as_rows else "method", header=True, rowspan=3, cls="row"), *cells)
     )
 
 
-def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str) -> str:
+def _verdict_head(judged: bool, rows: int) -> list[Cell]:
+    return [Cell("verdict", header=True, rowspan=rows, cls="row-verdict")] if judged else []
+
+
+def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str) -> Markup:
     """The table as HTML: a header row of groups, a header row of metrics with the suite's value
     (mean ± 95 % interval, n), the paper's and the difference with its verdict (Δ) in sub-columns;
     one row per paper row. Without `summary` (not run by this
@@ -205,43 +205,42 @@ def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str
     with_paper = cells is None or bool(exp.get("reported") or (exp.get("quoted") and exp.get("paper") is not None))
     per_value = (3 if with_paper else 1) if cells is not None else 1  # ours, paper, Δ
     judged = cells is not None and with_paper and bool(exp.get("reported"))  # a verdict column, first and pinned
-    first = "<th rowspan='{}' class='row-verdict'>verdict</th>" if judged else ""
-    head1 = (
-        "<tr>"
-        if layout.bands
-        else "<tr>"
-        + first.format(2)
-        + "<th rowspan='2' class='row'>"
-        + ("dataset" if layout.datasets_as_rows else "method")
-        + "</th>"
-    )
-    head2 = "<tr>"
+    row_name = "dataset" if layout.datasets_as_rows else "method"
+    head1 = [] if layout.bands else [*_verdict_head(judged, 2), Cell(row_name, header=True, rowspan=2, cls="row")]
+    head2 = []
     widths = {}
     for group in layout.groups:
         metrics = group.metrics or ("",)
         extra = sum(1 for m in metrics if m in layout.selected) if cells is not None else 0
         widths[group.key] = (1 if group.reference else per_value) * len(metrics) + extra
-        head1 += (
-            f"<th colspan='{widths[group.key]}' class='group{' reference' if group.reference else ''}'>"
-            f"{html.escape(group.label)}</th>"
+        head1.append(
+            Cell(
+                group.label,
+                header=True,
+                colspan=widths[group.key],
+                cls="group reference" if group.reference else "group",
+            )
         )
         for metric in metrics:
-            name = html.escape(layout.metric_name(metric)) if metric else SUITE
+            name = layout.metric_name(metric) if metric else SUITE
             if cells is None:
-                head2 += f"<th>{name}</th>" if metric else "<th class='paper'>paper</th>"
+                head2.append(Cell(name, header=True) if metric else Cell("paper", header=True, cls="paper"))
                 continue
-            paper = "<th class='paper'>paper</th><th class='delta'>Δ</th>" if with_paper and not group.reference else ""
+            paper = (
+                [Cell("paper", header=True, cls="paper"), Cell("Δ", header=True, cls="delta")]
+                if with_paper and not group.reference
+                else []
+            )
             if metric in layout.selected:
-                head2 += f"<th class='ours'>{name} last</th><th class='ours'>{name} sel.</th>{paper}"
+                head2 += [Cell(f"{name} last", header=True, cls="ours"), Cell(f"{name} sel.", header=True, cls="ours")]
             else:
-                head2 += f"<th class='ours'>{name}</th>{paper}"
+                head2.append(Cell(name, header=True, cls="ours"))
+            head2 += paper
     body = []
     for row in layout.rows:
         verdicts = []
-        parts = [
-            f"<th class='row{' quoted' if row.quoted else ''}{' reference' if row.reference else ''}'>"
-            f"{html.escape(row.label)}" + (" <span class='muted'>(quoted)</span>" if row.quoted else "") + "</th>"
-        ]
+        kind = "row" + (" quoted" if row.quoted else "") + (" reference" if row.reference else "")
+        parts = [Cell(row.label, header=True, cls=kind, aside="(quoted)" if row.quoted else None)]
         for group in layout.groups:
             if layout.datasets_as_rows:
                 method, dataset, metrics = group.key, row.key, (row_metric(exp, row.key),)
@@ -256,13 +255,11 @@ def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str
                     if row.quoted and not with_paper:  # the suite's own table: the quoted number in our column
                         parts.append(_paper_cell(paper, row.key if paper is not None else None))
                     elif row.quoted:
-                        parts.append("<td class='muted'>quoted</td>" * (2 if metric in layout.selected else 1))
+                        parts += [Cell("quoted", cls="muted")] * (2 if metric in layout.selected else 1)
                     elif metric in layout.selected and row.reference:
-                        parts.append(cells.ours(dataset, method, metric) * 2)
+                        parts += [cells.ours(dataset, method, metric)] * 2
                     elif metric in layout.selected:
-                        parts.append(
-                            cells.ours(dataset, method, metric) + cells.ours(dataset, method, metric + SELECTED)
-                        )
+                        parts += [cells.ours(dataset, method, metric), cells.ours(dataset, method, metric + SELECTED)]
                     else:
                         parts.append(cells.ours(dataset, method, metric))
                 if with_paper and not group.reference:
@@ -270,21 +267,22 @@ def render(exp: dict, layout: Layout, summary: pd.DataFrame | None, caption: str
                     if cells is not None:
                         judged_on = metric + SELECTED if metric in layout.selected else metric
                         parts.append(
-                            "<td class='delta'></td>"
+                            Cell(cls="delta")
                             if paper is None or row.quoted
                             else cells.delta(dataset, method, judged_on)
                         )
                         verdicts += [] if paper is None or row.quoted else [cells.verdict(dataset, method, judged_on)]
         parts = ([row_verdict(verdicts)] if judged else []) + parts
-        body.append(("<tr class='reference'>" if row.reference else "<tr>") + "".join(parts) + "</tr>")
-    bands = _bands_row(layout, widths, first.format(3)) + "</tr>" if layout.bands else ""
-    notes = (
-        "<div class='footnotes'>" + "".join(f"<p>{html.escape(note)}</p>" for note in layout.notes) + "</div>"
-        if layout.notes
-        else ""
-    )
-    shown = legend() if cells is not None and with_paper and exp.get("reported") else ""
-    return (
-        f"<div class='scroll'><table class='paper-table'><thead>{bands}{head1}</tr>{head2}</tr></thead>"
-        f"<tbody>{''.join(body)}</tbody></table></div>{notes}{shown}<p class='note'>{html.escape(caption)}</p>"
+        body.append(TableRow(tuple(parts), cls="reference" if row.reference else None))
+    head = ([_bands_row(layout, widths, _verdict_head(judged, 3))] if layout.bands else []) + [
+        TableRow(tuple(head1)),
+        TableRow(tuple(head2)),
+    ]
+    return render_template(
+        "paper_table.html",
+        head=head,
+        body=body,
+        notes=layout.notes,
+        legend=legend() if cells is not None and with_paper and exp.get("reported") else "",
+        caption=caption,
     )

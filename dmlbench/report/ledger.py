@@ -4,12 +4,12 @@ the preset has one (`reports/<preset>/preflight/budget.csv`: projected vs spent 
 
 from __future__ import annotations
 
-import html
 import json
 from pathlib import Path
 
 import pandas as pd
 
+from dmlbench.report.html_templates import Cell, Markup, Row, render
 from dmlbench.training.cost import RECORD
 
 COLUMNS = [
@@ -91,9 +91,10 @@ def _cell(value, digits: int = 2) -> str:
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
-def html_section(ledger: pd.DataFrame, preset: str) -> str:
+def html_section(ledger: pd.DataFrame, preset: str) -> Markup:
+    """The ledger's table on a preset's page (nothing without trainings)."""
     if ledger.empty:
-        return ""
+        return Markup()
     total = totals(ledger)
     head = [
         "experiment",
@@ -106,28 +107,11 @@ def html_section(ledger: pd.DataFrame, preset: str) -> str:
         "projected device-hours (preflight)",
     ]
     body = [
-        "<tr>"
-        + "".join(f"<td>{html.escape(_cell(row[c], 0 if c == 'images_per_second' else 3))}</td>" for c in COLUMNS)
-        + "</tr>"
+        Row(tuple(Cell(_cell(row[c], 0 if c == "images_per_second" else 3)) for c in COLUMNS))
         for _, row in ledger.iterrows()
     ]
+    spent = (total["trainings"], total["device_hours"], total["gpu_hours"], total["energy_kwh"])
     body.append(
-        "<tr><th>all</th>"
-        + "".join(
-            f"<th>{html.escape(_cell(v, 3))}</th>"
-            for v in (total["trainings"], total["device_hours"], total["gpu_hours"], total["energy_kwh"])
-        )
-        + "<th></th>" * 3
-        + "</tr>"
+        Row((Cell("all", header=True), *(Cell(_cell(v, 3), header=True) for v in spent), *[Cell(header=True)] * 3))
     )
-    return (
-        f"<h2 id='{html.escape(preset)}-ledger'>Cost ledger</h2>"
-        "<p class='note'>What the trainings of this preset spent (each run's cost.json: optimiser "
-        "steps and evaluations on the device, energy from NVML on NVIDIA GPUs; fold trainings of the "
-        "fair protocol included). GPU-hours count only runs on a GPU; kWh only where every epoch "
-        "had an energy reading.</p><div class='scroll'><table><tr>"
-        + "".join(f"<th>{html.escape(h)}</th>" for h in head)
-        + "</tr>"
-        + "".join(body)
-        + "</table></div>"
-    )
+    return render("ledger.html", preset=preset, head=head, body=body)

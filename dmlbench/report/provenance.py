@@ -5,13 +5,13 @@ and per experiment the settings that decide its numbers, the preset's beside the
 from __future__ import annotations
 
 import datetime
-import html
 import json
 import subprocess
 from pathlib import Path
 
 from dmlbench.data import datasets, manifest
 from dmlbench.core.errors import DmlbenchError
+from dmlbench.report.html_templates import Markup, render
 from dmlbench.run_config import RunConfig
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,53 +91,24 @@ def experiment_rows(plan) -> list[dict]:
     return rows
 
 
-def panel(plan, preset_dir: Path) -> str:
+def panel(plan, preset_dir: Path) -> Markup:
     """The provenance panel of a preset's page."""
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     preset = plan.preset
-    overrides = json.dumps(preset.get("overrides") or {}, sort_keys=True)
-    head = (
-        f"<p class='note'>Made {html.escape(now)} from commit <code>{html.escape(commit())}</code>, "
-        f"preset <b>{html.escape(plan.name)}</b>: {html.escape(preset.get('description') or '')} "
-        f"Data: {html.escape(str(preset['data']['source']))}; seeds {html.escape(str(preset.get('seeds')))}; "
-        f"settings over each experiment's: <code>{html.escape(overrides)}</code>.</p>"
+    rows = [
+        {**row, "test": "; ".join(f"{d} {ours} / {paper}" for d, (ours, paper) in row["test"].items()) or "–"}
+        for row in experiment_rows(plan)
+    ]
+    return render(
+        "provenance.html",
+        now=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        commit=commit(),
+        preset=plan.name,
+        description=preset.get("description") or "",
+        source=str(preset["data"]["source"]),
+        seeds=str(preset.get("seeds")),
+        overrides=json.dumps(preset.get("overrides") or {}, sort_keys=True),
+        cpu_fallback=json.dumps(plan.cpu_fallback, sort_keys=True) if plan.cpu_fallback else None,
+        abouts=[(name, datasets.get(name).about) for name in plan.datasets if datasets.get(name).about],
+        names=["backbone", "embedding", "input", "batch", "epochs"],
+        rows=rows,
     )
-    if plan.cpu_fallback:
-        head += (
-            "<p class='note'><b>Reduced size</b>: planned on a machine without a CUDA device, so the "
-            "preset's CPU settings replaced its own: <code>"
-            + html.escape(json.dumps(plan.cpu_fallback, sort_keys=True))
-            + "</code> (the input column "
-            "below shows what ran).</p>"
-        )
-    for name in plan.datasets:
-        if datasets.get(name).about:
-            head += f"<p class='note'><b>{html.escape(name)}</b> is {html.escape(datasets.get(name).about)}</p>"
-    names = ["backbone", "embedding", "input", "batch", "epochs"]
-    lines = []
-    for row in experiment_rows(plan):
-        cells = "".join(
-            f"<td>{html.escape(str(row['ours'][n]))}</td>"
-            f"<td class='paper'>{html.escape(str(row['paper'].get(n, '–')))}</td>"
-            for n in names
-        )
-        test = "; ".join(f"{d} {ours} / {paper}" for d, (ours, paper) in row["test"].items()) or "–"
-        lines.append(
-            f"<tr><th class='row'>{html.escape(row['experiment'])}</th>{cells}"
-            f"<td>{html.escape(', '.join(map(str, row['seeds'])))}</td><td>{html.escape(test)}</td></tr>"
-        )
-    header = "".join(f"<th colspan='2' class='group'>{n}</th>" for n in names)
-    sub = "<th class='ours'>ours</th><th class='paper'>paper</th>" * len(names)
-    table = (
-        (
-            f"<div class='scroll'><table><caption>Each experiment's first run in this preset beside the "
-            "paper's setting (the catalogue's, without this preset's settings); "
-            "test images: this preset's / the real dataset's.</caption>"
-            f"<thead><tr><th rowspan='2'>experiment</th>{header}<th rowspan='2'>seeds</th>"
-            f"<th rowspan='2'>test images</th></tr><tr>{sub}</tr></thead><tbody>{''.join(lines)}</tbody>"
-            f"</table></div>"
-        )
-        if lines
-        else ""
-    )
-    return f"<details id='{html.escape(plan.name)}-provenance'><summary>Provenance</summary>{head}{table}</details>"

@@ -3,8 +3,7 @@ the landing page and each preset's report show (from the papers' certificates)."
 
 from __future__ import annotations
 
-import html
-
+from dmlbench.report.html_templates import Cell, Markup, Row, render
 from dmlbench.report.verdict_marks import verdict_class
 from dmlbench.verdicts import claims, numbers
 
@@ -37,35 +36,29 @@ def row(cert: dict) -> dict:
     }
 
 
-def _cell(count: int, verdict: str) -> str:
-    shown = verdict_class(verdict) if count else "muted"
-    return f"<td class='delta {shown}'>{count}</td>"
+def _cell(count: int, verdict: str) -> Cell:
+    return Cell(count, cls=f"delta {verdict_class(verdict) if count else 'muted'}")
 
 
-def _head(name: str, symbol: str) -> str:
-    return f"<th title='{html.escape(name)}'>{html.escape(symbol)}<br>{html.escape(name)}</th>"
-
-
-def table(rows: list[dict]) -> str:
+def table(rows: list[dict]) -> Markup:
     """The scorecard as an HTML table (empty without certificates)."""
     if not rows:
-        return ""
-    head = (
-        "<tr><th rowspan='2'>paper</th><th colspan='6' class='group'>paper numbers</th>"
-        "<th colspan='8' class='group'>claims</th></tr><tr>"
-        + "".join(_head(name, numbers.SYMBOLS[v[0]]) for name, v in NUMBER_COLUMNS)
-        + "<th>of</th>"
-        + "".join(_head(name, claims.SYMBOLS[v[0]]) for name, v in CLAIM_COLUMNS)
-        + "<th>of</th></tr>"
-    )
-    body = ""
-    for r in rows:
-        cells = "".join(_cell(r["numbers"][name], verdicts[0]) for name, verdicts in NUMBER_COLUMNS)
-        cells += f"<td>{r['numbers']['total']}</td>"
-        cells += "".join(_cell(r["claims"][name], verdicts[0]) for name, verdicts in CLAIM_COLUMNS)
-        body += f"<tr><th class='row'>{html.escape(r['paper'])}</th>{cells}<td>{r['claims']['total']}</td></tr>"
-    return (
-        f"<div class='scroll'><table class='scorecard'><thead>{head}</thead><tbody>{body}</tbody></table></div>"
-        "<p class='legend'>Scorecard: each paper's printed numbers and its claims counted by verdict "
-        "(docs/verdicts.md; each paper's certificate below says which).</p>"
+        return Markup()
+    body = [
+        Row(
+            (
+                Cell(r["paper"], header=True, cls="row"),
+                *(_cell(r["numbers"][name], verdicts[0]) for name, verdicts in NUMBER_COLUMNS),
+                Cell(r["numbers"]["total"]),
+                *(_cell(r["claims"][name], verdicts[0]) for name, verdicts in CLAIM_COLUMNS),
+                Cell(r["claims"]["total"]),
+            )
+        )
+        for r in rows
+    ]
+    return render(
+        "scorecard.html",
+        number_heads=[(numbers.SYMBOLS[v[0]], name) for name, v in NUMBER_COLUMNS],
+        claim_heads=[(claims.SYMBOLS[v[0]], name) for name, v in CLAIM_COLUMNS],
+        body=body,
     )

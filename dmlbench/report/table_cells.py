@@ -3,10 +3,9 @@ interval and n, and ours − paper with its verdict."""
 
 from __future__ import annotations
 
-import html
-
 import pandas as pd
 
+from dmlbench.report.html_templates import Cell
 from dmlbench.report.verdict_marks import verdict_class
 from dmlbench.verdicts import numbers
 
@@ -31,17 +30,17 @@ class Cells:
         self.ran = {(d, m) for d, m, _ in self.values}
         self.references = reference_labels(summary)
 
-    def ours(self, dataset: str, method: str, metric: str) -> str:
+    def ours(self, dataset: str, method: str, metric: str) -> Cell:
         if (dataset, method) not in self.ran:
             if method in self.references:  # another backbone or size on this dataset
-                return "<td class='muted'>–</td>"
-            return f"<td class='muted'>{NOT_RUN}</td>"
+                return Cell("–", cls="muted")
+            return Cell(NOT_RUN, cls="muted")
         found = self.values.get((dataset, method, metric))
         if found is None:
-            return "<td class='muted' title='not measured by this preset'>·</td>"
+            return Cell("·", cls="muted", title="not measured by this preset")
         mean, half, n = found[:3]
         spread = "" if pd.isna(half) else f" ± {half:.2f}"
-        return f"<td class='ours'>{mean:.2f}{spread} <span class='n'>n={int(n)}</span></td>"
+        return Cell(f"{mean:.2f}{spread}", cls="ours", n=int(n))
 
     def verdict(self, dataset: str, method: str, metric: str) -> str | None:
         """The verdict on the paper's number of this cell (not run where the row did not run)."""
@@ -50,18 +49,19 @@ class Cells:
             return numbers.NOT_RUN if (dataset, method) not in self.ran else None
         return found[4]
 
-    def delta(self, dataset: str, method: str, metric: str) -> str:
+    def delta(self, dataset: str, method: str, metric: str) -> Cell:
         """Ours − paper with the verdict's symbol, coloured by the verdict (the paper gives a number)."""
         found = self.values.get((dataset, method, metric))
         if found is None or found[4] is None:
             verdict = numbers.NOT_RUN if (dataset, method) not in self.ran else None
             if verdict is None:
-                return "<td class='delta muted'>·</td>"
-            return f"<td class='delta {verdict_class(verdict)}' title='{verdict}'>{numbers.SYMBOLS[verdict]}</td>"
+                return Cell("·", cls="delta muted")
+            return Cell(numbers.SYMBOLS[verdict], cls=f"delta {verdict_class(verdict)}", title=verdict)
         difference, verdict = found[3], found[4]
-        return (
-            f"<td class='delta {verdict_class(verdict)}' title='{html.escape(verdict)}: "
-            f"{html.escape(numbers.MEANINGS[verdict])}'>{difference:+.2f} {numbers.SYMBOLS[verdict]}</td>"
+        return Cell(
+            f"{difference:+.2f} {numbers.SYMBOLS[verdict]}",
+            cls=f"delta {verdict_class(verdict)}",
+            title=f"{verdict}: {numbers.MEANINGS[verdict]}",
         )
 
 

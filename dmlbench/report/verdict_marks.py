@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-import html
 import re
 
+from dmlbench.report.html_templates import Cell, Markup, render
 from dmlbench.verdicts import numbers
 
 
@@ -14,27 +14,20 @@ def verdict_class(verdict: str) -> str:
     return "v-" + re.sub(r"[^a-z]+", "-", verdict)
 
 
-def legend() -> str:
+def legend() -> Markup:
     """What the difference column's symbols and colours say (never colour alone)."""
-    items = "".join(
-        f"<span class='delta {verdict_class(v)}'>{numbers.SYMBOLS[v]} {html.escape(v)}</span> "
-        f"{html.escape(numbers.MEANINGS[v])}; "
-        for v in numbers.VERDICTS
-    )
-    return (
-        f"<p class='legend'>Δ: this suite − paper, in points; the verdict's symbol beside it: {items}"
-        "interval: 95 % Student t over the n seeds; δ: the experiment's margin (workflow/config/margins.yaml) "
-        "plus half the "
-        f"paper's last printed digit (docs/verdicts.md).</p>"
+    return render(
+        "legend.html",
+        verdicts=[(verdict_class(v), numbers.SYMBOLS[v], v, numbers.MEANINGS[v]) for v in numbers.VERDICTS],
     )
 
 
-def row_verdict(verdicts: list) -> str:
+def row_verdict(verdicts: list) -> Cell:
     """A table row's verdict cell, the first column: its paper numbers counted by verdict
     (symbol and count), coloured by the worst of them."""
     counted = [v for v in numbers.VERDICTS if v in verdicts]
     if not counted:
-        return "<td class='row-verdict muted'>–</td>"
+        return Cell("–", cls="row-verdict muted")
     worst = next(
         v
         for v in (
@@ -49,4 +42,4 @@ def row_verdict(verdicts: list) -> str:
     )
     text = " ".join(f"{numbers.SYMBOLS[v]}{verdicts.count(v)}" for v in counted)
     title = ", ".join(f"{verdicts.count(v)} {v}" for v in counted)
-    return f"<td class='row-verdict {verdict_class(worst)}' title='{html.escape(title)}'>{text}</td>"
+    return Cell(text, cls=f"row-verdict {verdict_class(worst)}", title=title)

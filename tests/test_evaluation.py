@@ -203,6 +203,16 @@ def test_nmi_equals_scikit_learns(labels, clusters):
     )
 
 
+def test_a_perfect_clustering_has_nmi_one_not_one_plus_rounding():
+    """5 classes in 44 images (the first of each class, then random ones) clustered perfectly: the
+    ratio of sums rounds to 1.0000000000000002, which the report refused as out of [0, 1]."""
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        k = int(rng.integers(2, 30))
+        labels = np.concatenate([np.arange(k), rng.integers(0, k, int(rng.integers(k, 300)) - k)])
+        assert 1.0 - 1e-12 <= normalized_mutual_information(labels, labels) <= 1.0
+
+
 def test_kmeans_recovers_well_separated_classes():
     x, y = data(0, n=400, classes=8, spread=20.0)
     metrics = retrieval_metrics(x, y, (1,), kmeans_restarts=10)

@@ -84,7 +84,7 @@ def _check_metrics_file(path: Path, row: dict) -> None:
         and not 0.0 <= v <= 100.0
     }
     if bad:
-        raise ValueError(f"metrics outside [0, 1]: {', '.join(f'{k} {v / 100:g}' for k, v in bad.items())}")
+        raise ValueError(f"metrics outside [0, 1]: {', '.join(f'{k} {v / 100!r}' for k, v in bad.items())}")
 
 
 RUN_KEYS = ("experiment", "dataset", "method", "seed")

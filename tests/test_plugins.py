@@ -147,7 +147,10 @@ def test_the_users_loss_goes_through_the_smoke_fair_table_beside_the_papers_meth
     pairs = pd.read_csv(work / "reports/smoke/suite.fair/fair_pairwise.csv")
     mine = pairs[(pairs["a"] == "hinge_pairs") | (pairs["b"] == "hinge_pairs")]
     assert len(mine) == 3 * len(set(pairs["metric"])) * len(set(pairs["mode"])) and mine["paired"].all()
-    assert "Hinge pairs (mine)" in (work / "reports/smoke/index.html").read_text()
+    page = (work / "reports/smoke/index.html").read_text()
+    assert page.count("<th class='row'>Hinge pairs (mine)</th>") == 2  # its rows: cub's table, paper vs fair
+    assert "own method</th></tr>" in page  # a group of its own (no paper proposes it)
+    assert "| Hinge pairs (mine) | own method |" in (work / "reports/smoke/suite.fair/fair_table.md").read_text()
 
 
 def test_a_registry_takes_an_installed_packages_entry_points_and_refuses_a_built_in_name(tmp_path, monkeypatch):

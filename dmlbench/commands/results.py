@@ -29,8 +29,10 @@ def cmd_results_table(args) -> None:
     from dmlbench.config.plan import Plan
     from dmlbench.report import results_table
 
-    table = results_table.build(Plan.load(args.config_dir, spec_json(args.config, "--config")), Path(args.output))
-    print(f"{args.output}: {len(table)} rows; {results_table.counts(table)}", file=sys.stderr)
+    plan = Plan.load(args.config_dir, spec_json(args.config, "--config"))
+    output = Path(args.output or f"results/{plan.name}/runs.parquet")
+    table = results_table.build(plan, output)
+    print(f"{output}: {len(table)} rows; {results_table.counts(table)}", file=sys.stderr)
 
 
 def cmd_results(args) -> None:
@@ -151,7 +153,7 @@ def add(sub) -> None:
     )
     s.add_argument("--config-dir", default=CONFIG_DIR, help=CONFIG_DIR_HELP)
     s.add_argument("--config", default="{}", help="JSON: the workflow's config (preset and changes)")
-    s.add_argument("--output", required=True, help="results/<preset>/runs.parquet")
+    s.add_argument("--output", help="default: results/<preset>/runs.parquet")
     s.set_defaults(func=cmd_results_table)
 
 

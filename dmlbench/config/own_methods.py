@@ -38,7 +38,8 @@ def merge(plan) -> None:
     path = Path(given).expanduser()
     if not path.is_file():
         raise ConfigError(
-            f"methods_file={given}: no such file; give the path of a YAML file of your methods "
+            f"methods_file={given}: no such file ({path.absolute()}: a relative path is read from the "
+            f"workflow's folder, snakemake's -d); give the path of a YAML file of your methods "
             f"(docs/howto/compare-your-method.md)"
         )
     own = load_yaml(path)

@@ -25,6 +25,7 @@ from dmlbench.report.markdown import row as markdown_row
 
 MODES = ("separated", "concatenated")
 METRICS = {"p@1": "P@1", "r_precision": "RP", "map@r": "MAP@R"}
+OWN = "own method"  # the paper column of a method no paper proposes (a user's methods file)
 
 
 def _files(spec: dict, dataset: str, method: str) -> tuple[dict, dict, tuple[int, int]]:
@@ -55,7 +56,7 @@ def table(spec: dict) -> pd.DataFrame:
                             "dataset": dataset,
                             "method": method,
                             "label": about["label"],
-                            "paper": about["paper"],
+                            "paper": about["paper"] or OWN,
                             "mode": mode,
                             "metric": metric,
                             "mean": 100 * value["mean"],
@@ -240,7 +241,7 @@ def markdown(frame: pd.DataFrame, spec: dict, statistics: list[str]) -> str:
                 markdown_row(
                     [
                         about["label"],
-                        about["paper"],
+                        about["paper"] or OWN,
                         *cells,
                         first["tuned"],
                         first["paper_setting"],

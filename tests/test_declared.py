@@ -389,3 +389,23 @@ def test_a_methods_settings_on_one_dataset_reach_its_runs_there_alone():
             cfg = plan.resolved(run)
             seen[run.dataset] = (cfg["optimizer"]["loss_lr_mult"], cfg["method"]["loss"]["scale"])
     assert seen == {"cub": (604.0, 13.98), "cars": (443.0, 7.97), "sop": (52.8, 10.73), "inshop": (52.8, 10.73)}
+
+
+def test_a_users_proxy_loss_inherits_the_declarations_of_num_classes_and_embedding_dim(tmp_path, monkeypatch):
+    """A `ProxyLoss` subclass declares only its own parameters: the base's `limits` and `about` of
+    num_classes and embedding_dim reach it, read from the source as from Python."""
+    (tmp_path / "my_proxies.py").write_text(
+        "import torch\n"
+        "from dmlbench.methods.losses.base import ProxyLoss\n\n\n"
+        "class Mine(ProxyLoss):\n"
+        '    limits = {"scale": "> 0"}\n'
+        '    about = {"scale": "softmax scale; my paper"}\n\n'
+        "    def __init__(self, num_classes: int, embedding_dim: int, scale: float = 10.0):\n"
+        "        super().__init__()\n"
+        "        self.proxies = torch.nn.Parameter(torch.randn(num_classes, embedding_dim))\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    component = declared.external("loss", "my_proxies:Mine", "my_proxies:Mine")
+    assert dict(component.limits) == {"num_classes": ">= 2", "embedding_dim": ">= 1", "scale": "> 0"}
+    assert set(dict(component.about)) == {"num_classes", "embedding_dim", "scale"}
+    assert component.needs == ("num_classes", "embedding_dim") and component.takes_miner is False

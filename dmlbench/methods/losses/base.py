@@ -59,6 +59,11 @@ class ProxyLoss(nn.Module):
     takes_miner = False
     restricts_pairs = False
     needs: tuple[str, ...] = ("num_classes", "embedding_dim")
+    limits = {"num_classes": ">= 2", "embedding_dim": ">= 1"}  # a subclass's own entries are added
+    about = {
+        "num_classes": "number of training classes C, one proxy each, filled in by the training; the suite",
+        "embedding_dim": "embedding size, the proxies' dimension, filled in by the training; the suite",
+    }
 
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor, miner=None) -> torch.Tensor:
         raise NotImplementedError

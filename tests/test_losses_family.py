@@ -522,3 +522,19 @@ def test_proxy_anchor_gives_pytorch_metric_learnings_value_and_gradients():
     assert a.item() == pytest.approx(b.item(), rel=1e-9)
     torch.testing.assert_close(e1.grad, e2.grad, rtol=1e-7, atol=1e-10)
     torch.testing.assert_close(ours.proxies.grad, theirs.proxies.grad, rtol=1e-7, atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "name", [n for n in losses.LOSSES.names() if not getattr(losses.LOSSES.get(n), "takes_miner", True)]
+)
+def test_a_loss_that_builds_its_own_comparisons_refuses_a_miner_in_ones_own_loop(name):
+    """Called directly (docs/howto/own-code.md), as the plan refuses it in the pipeline."""
+    from dmlbench.methods import declared
+
+    component = declared.components("loss")[name]
+    filled = {"num_classes": 4, "embedding_dim": 8} if component.needs else {}
+    loss = losses.LOSSES.build(name, **filled)
+    embeddings, labels = torch.randn(8, 8), torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
+    with pytest.raises(ValueError, match="takes no miner"):
+        loss(embeddings, labels, miner=miners.build("semihard", margin=0.2))
+    assert torch.isfinite(loss(embeddings, labels))

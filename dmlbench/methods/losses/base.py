@@ -65,8 +65,22 @@ class ProxyLoss(nn.Module):
         "embedding_dim": "embedding size, the proxies' dimension, filled in by the training; the suite",
     }
 
+    def __call__(self, embeddings: torch.Tensor, labels: torch.Tensor, miner=None, **kwargs) -> torch.Tensor:
+        refuse_miner(self, miner)
+        return super().__call__(embeddings, labels, **kwargs)
+
     def forward(self, embeddings: torch.Tensor, labels: torch.Tensor, miner=None) -> torch.Tensor:
         raise NotImplementedError
+
+
+def refuse_miner(loss: nn.Module, miner) -> None:
+    """A loss that builds its own comparisons (`takes_miner = False`) refuses a miner, in the
+    pipeline (where the plan refuses it first) and in one's own training loop alike."""
+    if miner is not None:
+        raise ValueError(
+            f"{type(loss).__name__} takes no miner (takes_miner = False: it builds its own comparisons); "
+            f"call it without miner="
+        )
 
 
 def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from dmlbench.methods.losses.base import LOSSES, PairLoss
+from dmlbench.methods.losses.base import LOSSES, PairLoss, refuse_miner
 from dmlbench.methods.pairs import PairBatch
 
 BINS = ("paper", "code")
@@ -144,6 +144,7 @@ class FastAPLoss(PairLoss):
         self.num_bins, self.bins, self.gradient = num_bins, bins, gradient
 
     def forward(self, embeddings, labels, miner=None):
+        refuse_miner(self, miner)
         x = F.normalize(embeddings, dim=1)
         batch = PairBatch.from_similarity(x @ x.T, labels)
         pos, neg = batch.pos.to(x.dtype), batch.neg.to(x.dtype)

@@ -7,7 +7,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from dmlbench.methods.losses.base import LOSSES, PairLoss
+from dmlbench.methods.losses.base import LOSSES, PairLoss, refuse_miner
 from dmlbench.methods.pairs import PairBatch
 
 
@@ -42,8 +42,7 @@ class NPairLoss(PairLoss):
         self.l2_reg = l2_reg
 
     def forward(self, embeddings, labels, miner=None):
-        if miner is not None:
-            raise ValueError("the N-pair loss builds its own tuples; it takes no miner")
+        refuse_miner(self, miner)
         anchors, positives = first_two_of_each_class(labels)
         if len(anchors) < 2:
             return embeddings.sum() * 0.0

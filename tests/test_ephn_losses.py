@@ -6,6 +6,7 @@ import math
 import pytest
 import torch
 
+from dmlbench.core.errors import ConfigError
 from dmlbench.methods import losses, miners
 from dmlbench.methods.criterion import Criterion
 from dmlbench.methods.pairs import PairBatch
@@ -180,9 +181,9 @@ def test_criterion_reports_the_miner_counts():
 
 
 def test_bad_miner_options_are_named():
-    with pytest.raises(ValueError, match="negative must be one of"):
+    with pytest.raises(ConfigError, match="negative: 'medium' is outside what it allows.*'hard', 'semihard', 'easy'"):
         miners.build("per_anchor", negative="medium")
-    with pytest.raises(ValueError, match="positive must be one of"):
+    with pytest.raises(ConfigError, match="positive: 'semihard' is outside what it allows"):
         miners.build("per_anchor", positive="semihard")
 
 

@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 
+from dmlbench.core.errors import ConfigError
 from dmlbench.methods import losses, miners
 
 
@@ -170,10 +171,17 @@ def test_vthm_keeps_exactly_the_pairs_of_its_two_rules():
 
 
 def test_unknown_loss_names_the_known_ones():
-    with pytest.raises(KeyError, match="contrastive"):
+    with pytest.raises(ConfigError, match="did you mean 'contrastive'"):
         losses.build("contrastiv")
 
 
 def test_bad_loss_parameter_is_named():
-    with pytest.raises(TypeError, match="alpah"):
+    with pytest.raises(ConfigError, match="no parameter 'alpah' \\(did you mean 'alpha'"):
         losses.build("multi_similarity", alpah=2.0)
+
+
+@pytest.mark.parametrize("value, said", [(-32.0, "outside what it allows"), ("thirty-two", "not of that kind")])
+def test_a_bad_value_is_refused_when_built_in_ones_own_code_as_in_the_plan(value, said):
+    """docs/howto/own-code.md: `build` checks values as the plan checks a methods file."""
+    with pytest.raises(ConfigError, match=f"losses.build\\('multi_similarity'\\).alpha: .*{said}.*> 0"):
+        losses.build("multi_similarity", alpha=value)

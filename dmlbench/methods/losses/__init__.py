@@ -1,4 +1,4 @@
-"""Losses by name: `build("multi_similarity", alpha=2, beta=50, gamma=0.5)`.
+"""Losses by name: `build("multi_similarity", alpha=2, beta=50, gamma=0.5)` (values checked).
 
 Every loss is a `torch.nn.Module` called as `loss(embeddings, labels)` (embeddings not yet
 normalised) or `loss(embeddings, labels, miner=miner)` to restrict the pairs/triplets it sees.
@@ -8,7 +8,11 @@ from dmlbench.methods.losses.base import LOSSES, PairLoss
 
 
 def build(name: str, **params):
-    """Instantiate the loss registered as `name` with the paper-named parameters."""
+    """Instantiate the loss registered as `name` with the paper-named parameters, each checked by
+    type and range as the plan checks a methods file (ConfigError naming the parameter)."""
+    from dmlbench.methods import declared
+
+    declared.check("loss", {"name": name, **params}, f"losses.build({name!r})")
     return LOSSES.build(name, **params)
 
 

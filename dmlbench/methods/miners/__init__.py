@@ -4,6 +4,10 @@ from dmlbench.methods.miners.base import MINERS
 
 
 def build(name: str, **params):
+    """The miner registered as `name`, its parameters checked by type and range as the plan checks them."""
+    from dmlbench.methods import declared
+
+    declared.check("miner", {"name": name, **params}, f"miners.build({name!r})")
     return MINERS.build(name, **params)
 
 

@@ -433,7 +433,9 @@ def test_a_suite_claim_is_tested_on_every_trunk_the_preset_runs(tmp_path, monkey
     assert vit["gain"] == pytest.approx(2.0) and vit["verdict"] in claims.HOLDING  # differences 2.0, 2.1, 1.9
     assert dino["gain"] == pytest.approx(-1.0) and dino["verdict"] == claims.REVERSED  # -1.0, -1.01, -0.99
     assert cert["claims"]["total"] == 2 * 23 and cert["numbers"]["total"] == 0
-    assert certificate.headline(cert) == f"suite: {cert['claims']['holding']} of 46 claims hold (1 reversed)"
+    assert (
+        certificate.headline(cert) == f"suite: {cert['claims']['holding']} of 46 claims hold (1 reversed, 44 not run)"
+    )
     assert "numbers reproduced" not in certificate.markdown(cert)
 
 
@@ -503,6 +505,13 @@ def test_verdict_and_results_find_the_preset_that_has_results(tmp_path):
     import pandas as pd
 
     pd.DataFrame({"value": [0.5]}).to_parquet(table)
+    (tmp_path / "reports/smoke/ephn.t1").mkdir(parents=True)  # ephn.t1 alone ran (ephn.f4 did not)
+    (tmp_path / "reports/smoke/ephn.t1/runs.csv").write_text("experiment,dataset,method,seed,recall@1\n")
+    narrowed = dmlbench("verdict", "ephn.t1", "--preset", "smoke")
+    assert narrowed.returncode == 0, narrowed.stderr
+    assert "ephn.f4: no aggregated results (reports/smoke/ephn.f4/runs.csv), counted as not run" in narrowed.stderr
+    unjudged = dmlbench("verdict", "suite.baselines", "--preset", "smoke")
+    assert unjudged.returncode == 1 and "suite.baselines has no printed numbers or claims to judge" in unjudged.stderr
     answer = dmlbench("results", "SELECT sum(value) AS s FROM runs", "--csv")
     assert answer.returncode == 0 and answer.stdout.split() == ["s", "0.5"], answer.stderr
 

@@ -22,6 +22,13 @@ from dmlbench.verdicts.claims import per_variant
 def paper_of(plan, name: str) -> str:
     """The paper of `name`, a paper id (ms) or an experiment id (ms.t1); unknown names refused."""
     if name in plan.experiments:
+        if not _certified(plan, name):
+            judged = [k for k in plan.experiments if _paper(plan, k) == _paper(plan, name) and _certified(plan, k)]
+            raise ConfigError(
+                f"{name} has no printed numbers or claims to judge (a verdict reads a paper's numbers and "
+                f"claims; its results are in reports/{plan.name}/{name}/)"
+                + (f"; the experiments of {_paper(plan, name)} that have some: {', '.join(judged)}" if judged else "")
+            )
         return _paper(plan, name)
     if name in certified_papers(plan, chosen_only=False):
         return name

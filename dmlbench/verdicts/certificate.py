@@ -156,7 +156,7 @@ def _checksum(path: Path) -> str:
 
 def headline(cert: dict) -> str:
     """The paper's scorecard in a line: 'ms: N of M numbers reproduced (I inconclusive, B not
-    reproduced, F failed), K of L claims hold (U underpowered, R reversed)'; the numbers left out
+    reproduced, F failed), K of L claims hold (U underpowered, R reversed, N not run)'; the numbers left out
     where there are none (the suite's own experiments), zero counts left out."""
     n, c = cert["numbers"], cert["claims"]
     numbers_part = ""
@@ -173,6 +173,8 @@ def headline(cert: dict) -> str:
         claim_tests.REVERSED: c.get(claim_tests.REVERSED, 0),
         claim_tests.DIFFERS: c.get(claim_tests.DIFFERS, 0),
         claim_tests.PARTIAL: c.get(claim_tests.PARTIAL, 0),
+        claim_tests.SINGLE_RUN: c.get(claim_tests.SINGLE_RUN, 0),
+        claim_tests.NOT_RUN: c.get(claim_tests.NOT_RUN, 0),
     }
     return f"{cert['paper']}: {numbers_part}{c['holding']} of {c['total']} claims hold{_counted(rest)}"
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
-from dmlbench.data import datasets, fixtures, manifest
+from dmlbench.data import cars_fixture, datasets, fixtures, manifest
 from dmlbench.data.datasets import cars, cub
 from dmlbench.data.prepare import prepare
 from dmlbench.core.errors import DatasetError
@@ -32,7 +32,7 @@ def test_cub_real_lists_give_the_zero_shot_split(shared_datasets, tmp_path):
 def test_cars_real_list_through_a_mat_file(shared_datasets, tmp_path):
     rows = [line.split(",") for line in (shared_datasets / "Cars196" / "cars_annos.txt").read_text().split()]
     records = [(path, 10, 10, 100, 100, int(label), int(test)) for path, label, test in rows]
-    cars.write_cars_annos(tmp_path / "cars_annos.mat", records, [f"c{i}" for i in range(196)])
+    cars_fixture.write_cars_annos(tmp_path / "cars_annos.mat", records, [f"c{i}" for i in range(196)])
     table = cars.parse_cars(tmp_path)
     stats = manifest.SplitStats.of(table)
     # REPRODUCTION.md: classes 1-98 / 8,054 images train, 99-196 / 8,131 test
@@ -198,7 +198,7 @@ def test_every_cars_layout_gives_the_same_standard_split(tmp_path):
 
 def test_cars_devkit_with_a_mismatched_mat_is_refused(tmp_path):
     from dmlbench.data import acquire
-    from dmlbench.data.datasets.cars import _devkit_annotations
+    from dmlbench.data.cars_fixture import _devkit_annotations
 
     files = tmp_path / "files"
     fixtures.write("cars", files, n_classes=4, per_class=4, layout="devkit")
@@ -277,7 +277,7 @@ def test_a_cars_image_annotated_twice_is_refused_naming_the_annotations(shared_d
     records = [(path, 10, 10, 100, 100, int(label), int(test)) for path, label, test in rows]
     later = next(n for n, r in enumerate(records) if r[5] == 150)
     records[later] = (records[0][0],) + records[later][1:]
-    cars.write_cars_annos(tmp_path / "cars_annos.mat", records, [f"c{i}" for i in range(196)])
+    cars_fixture.write_cars_annos(tmp_path / "cars_annos.mat", records, [f"c{i}" for i in range(196)])
     with pytest.raises(
         DatasetError,
         match=rf"cars_annos.mat: the image '{records[0][0]}' is listed twice, "

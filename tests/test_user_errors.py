@@ -207,7 +207,7 @@ def test_a_data_root_that_is_a_file_or_a_looping_link_is_named_by_doctor_prepare
     ],
 )
 def test_a_wrong_value_in_a_cars_annotation_file_is_named(tmp_path, field, value, said):
-    from dmlbench.data.datasets.cars import write_cars_annos
+    from dmlbench.data.cars_fixture import write_cars_annos
 
     records = [(f"car_ims/{n:06d}.jpg", 1, 1, 9, 9, 1 + n % 4, 0) for n in range(1, 9)]
     position = ["relative_im_path", "bbox_x1", "bbox_y1", "bbox_x2", "bbox_y2", "class", "test"].index(field)

@@ -70,18 +70,22 @@ def _first_use_problem(path: Path, source: SourceFile) -> str | None:
     if pin.exists():
         recorded = pin.read_text().split()[0] if pin.read_text().split() else ""
         if found != recorded:
-            return (f"sha256 {found} differs from {recorded or 'nothing'}, recorded in {pin} when the "
-                    f"file was first used (no digest is published for it); if you replaced it on "
-                    f"purpose, delete {pin.name}")
+            return (
+                f"sha256 {found} differs from {recorded or 'nothing'}, recorded in {pin} when the "
+                f"file was first used (no digest is published for it); if you replaced it on "
+                f"purpose, delete {pin.name}"
+            )
         return None
     try:
         with atomic_path(pin) as tmp:
             tmp.write_text(f"{found}  {path.name}\n")
-        print(f"  {path.name}: no published sha256; recorded {found[:16]}… in {pin} for later uses",
-              file=sys.stderr)
+        print(f"  {path.name}: no published sha256; recorded {found[:16]}… in {pin} for later uses", file=sys.stderr)
     except OSError as error:
-        print(f"  warning: {path.name} has no published sha256 and {pin} cannot be written "
-              f"({error}); later uses cannot be checked", file=sys.stderr)
+        print(
+            f"  warning: {path.name} has no published sha256 and {pin} cannot be written "
+            f"({error}); later uses cannot be checked",
+            file=sys.stderr,
+        )
     return None
 
 
@@ -94,15 +98,17 @@ def verify(path: Path, source: SourceFile, owned: bool = False) -> None:
         return
     if owned:
         path.unlink()
-        raise ChecksumError(f"{path}: {problem}; the download was corrupt or incomplete and has "
-                            f"been removed.")
-    raise ChecksumError(f"{path}: {problem}. The file was not downloaded by this run and is left "
-                        f"untouched: replace it with an intact copy (or delete it, to download it "
-                        f"anew).")
+        raise ChecksumError(f"{path}: {problem}; the download was corrupt or incomplete and has been removed.")
+    raise ChecksumError(
+        f"{path}: {problem}. The file was not downloaded by this run and is left "
+        f"untouched: replace it with an intact copy (or delete it, to download it "
+        f"anew)."
+    )
 
 
-def download(url: str, dest: Path, source: SourceFile, retries: int = 3, timeout: float = 60.0,
-             backoff: float = 2.0) -> Path:
+def download(
+    url: str, dest: Path, source: SourceFile, retries: int = 3, timeout: float = 60.0, backoff: float = 2.0
+) -> Path:
     """Fetch `url` to `dest`, resuming a `.part` file left by an interrupted run, then verify."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
@@ -115,8 +121,7 @@ def download(url: str, dest: Path, source: SourceFile, retries: int = 3, timeout
         except (urllib.error.URLError, OSError, TimeoutError) as error:
             if attempt == retries:
                 raise SourceError(f"{_reason(error)} after {retries} attempts") from None
-            print(f"  download of {url} failed ({_reason(error)}); retry {attempt}/{retries - 1}",
-                  file=sys.stderr)
+            print(f"  download of {url} failed ({_reason(error)}); retry {attempt}/{retries - 1}", file=sys.stderr)
             time.sleep(backoff * attempt)
     _refuse_html(part)
     part.replace(dest)
@@ -138,8 +143,7 @@ def _refuse_html(part: Path) -> None:
         head = handle.read(512).lstrip().lower()
     if head.startswith(HTML_MARKERS):
         part.unlink()
-        raise SourceError("the server sent an HTML page (a sign-in, quota or virus-scan page), not "
-                          "the file")
+        raise SourceError("the server sent an HTML page (a sign-in, quota or virus-scan page), not the file")
 
 
 def _fetch(url: str, part: Path, timeout: float) -> None:
@@ -200,9 +204,11 @@ def obtain(spec: DatasetSpec, folder: Path, allow_download: bool, **options) -> 
         return [folder / f.filename for f in ready.files]
     if not allow_download:
         wanted = "; or ".join(" + ".join(f.filename for f in layout.files) for layout in spec.layouts)
-        raise DatasetError(f"{spec.title}: the files are not in {folder} and downloads are off "
-                           f"(data.download: false). Put {wanted} there, or set data.paths."
-                           f"{spec.name} to a folder that has them.")
+        raise DatasetError(
+            f"{spec.title}: the files are not in {folder} and downloads are off "
+            f"(data.download: false). Put {wanted} there, or set data.paths."
+            f"{spec.name} to a folder that has them."
+        )
     tried: list[str] = []
     for layout in spec.layouts:
         paths = []
@@ -214,8 +220,11 @@ def obtain(spec: DatasetSpec, folder: Path, allow_download: bool, **options) -> 
         else:
             return paths
     manual = spec.manual.format(folder=folder) if spec.manual else ""
-    raise DatasetError(f"{spec.title}: no source delivered the files. Tried:\n  - "
-                       + "\n  - ".join(tried) + (f"\n{manual}" if manual else ""))
+    raise DatasetError(
+        f"{spec.title}: no source delivered the files. Tried:\n  - "
+        + "\n  - ".join(tried)
+        + (f"\n{manual}" if manual else "")
+    )
 
 
 def checked_members(archive: tarfile.TarFile, dest: Path, path: Path) -> list[tarfile.TarInfo]:
@@ -227,12 +236,16 @@ def checked_members(archive: tarfile.TarFile, dest: Path, path: Path) -> list[ta
     for member in members:
         if not (member.isfile() or member.isdir()):
             kind = "a link" if member.issym() or member.islnk() else "not a regular file or folder"
-            raise DatasetError(f"{path}: member {member.name!r} is {kind}; the archive is refused and "
-                               f"nothing was extracted. Use an intact copy from the publisher.")
+            raise DatasetError(
+                f"{path}: member {member.name!r} is {kind}; the archive is refused and "
+                f"nothing was extracted. Use an intact copy from the publisher."
+            )
         target = (root / member.name).resolve()
         if member.name.startswith("/") or not target.is_relative_to(root):
-            raise DatasetError(f"{path}: member {member.name!r} would be written outside {dest}; the "
-                               f"archive is refused and nothing was extracted.")
+            raise DatasetError(
+                f"{path}: member {member.name!r} would be written outside {dest}; the "
+                f"archive is refused and nothing was extracted."
+            )
     return members
 
 

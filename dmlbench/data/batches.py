@@ -34,8 +34,9 @@ def split_images(table, rows, base: Path, cfg: RunConfig, train: bool):
     transform = images.train_transform(cfg.input) if train else images.test_transform(cfg.input)
     source = Path(cfg.data["manifest"])
     derived = source if re.fullmatch(r"cache\d+", source.parent.name) else None  # the cache step's
-    return images.ManifestImages(subset, base, transform, derived_manifest=derived,
-                                 max_pixels=cfg.data.get("max_image_pixels"))
+    return images.ManifestImages(
+        subset, base, transform, derived_manifest=derived, max_pixels=cfg.data.get("max_image_pixels")
+    )
 
 
 class StoreImages(torch.utils.data.Dataset):
@@ -100,8 +101,15 @@ def to_unit(pixels: torch.Tensor) -> torch.Tensor:
     return table.index_select(0, pixels.reshape(-1).to(torch.int32)).view(pixels.shape)
 
 
-def crop_and_flip(pixels: torch.Tensor, top: torch.Tensor, left: torch.Tensor, flip: torch.Tensor,
-                  crop: int, padding: int, gather: bool | None = None) -> torch.Tensor:
+def crop_and_flip(
+    pixels: torch.Tensor,
+    top: torch.Tensor,
+    left: torch.Tensor,
+    flip: torch.Tensor,
+    crop: int,
+    padding: int,
+    gather: bool | None = None,
+) -> torch.Tensor:
     """From B × side × side × 3 uint8: zero-pad, crop each image at its own corner, mirror the
     flipped ones, and return B × 3 × crop × crop floats in [0, 1], the per-image transforms'
     result for the whole batch. One gather (`gather`; by default on a GPU), else one copy per
@@ -113,7 +121,7 @@ def crop_and_flip(pixels: torch.Tensor, top: torch.Tensor, left: torch.Tensor, f
     if not gather:  # one pass per image: crop, mirror, to channels-first float
         out = torch.empty((len(pixels), 3, crop, crop), dtype=torch.float32)
         for image, target, t, l, mirrored in zip(pixels, out, top.tolist(), left.tolist(), flip.tolist()):
-            view = image[t:t + crop, l:l + crop].permute(2, 0, 1)
+            view = image[t : t + crop, l : l + crop].permute(2, 0, 1)
             target.copy_(view.flip(2) if mirrored else view)
         return out.div_(255)
     steps = torch.arange(crop, device=pixels.device)

@@ -13,8 +13,9 @@ from dmlbench.core.io import atomic_dir, removed_if_left_empty
 UNREADABLE = (OSError, UnidentifiedImageError, SyntaxError, ValueError)  # what PIL raises on bad files
 
 
-def build(source_manifest: Path, output: Path, shorter_side: int, workers: int = 1,
-          max_pixels: int | None = None) -> None:
+def build(
+    source_manifest: Path, output: Path, shorter_side: int, workers: int = 1, max_pixels: int | None = None
+) -> None:
     """Write every image of `source_manifest` resized so its shorter side is `shorter_side`
     (never enlarged) as JPEG (quality 95), and a manifest pointing at the copies; `workers`
     processes decode blocks of images side by side; an image of more than `max_pixels` pixels
@@ -40,13 +41,16 @@ def _build(source_manifest: Path, output: Path, shorter_side: int, workers: int)
     with atomic_dir(images) as tmp:
         pairs = [(str(base / rel), str(tmp / target)) for rel, target in copies.items()]
         tasks = [(start, part, shorter_side) for start, part in parallel.blocks(pairs)]
-        bad = [problem for found in parallel.map_blocks(_copy_block, tasks, workers, "images cached")
-               for problem in found]
+        bad = [
+            problem for found in parallel.map_blocks(_copy_block, tasks, workers, "images cached") for problem in found
+        ]
         if bad:
             raise DatasetError(
                 f"{len(bad)} of {len(table)} images of {source_manifest} cannot be decoded, e.g. "
-                + "; ".join(bad[:5]) + ". Replace those files with intact copies (or re-extract "
-                "the dataset), then rerun.")
+                + "; ".join(bad[:5])
+                + ". Replace those files with intact copies (or re-extract "
+                "the dataset), then rerun."
+            )
     cached = table.copy()
     cached["path"] = [str(Path("images") / copies[rel]) for rel in table["path"]]
     manifest.write(cached, output)

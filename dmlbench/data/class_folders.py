@@ -35,8 +35,9 @@ def parse(root: Path, top: str) -> pd.DataFrame:
     return half_split(pd.DataFrame({"path": [r[0] for r in rows], "label": [r[1] for r in rows], "super": ""}))
 
 
-def write_fixture(folder: Path, n_classes: int, per_class: int, rng, image_size: int, *,
-                  archive: str, top: str) -> SplitStats:
+def write_fixture(
+    folder: Path, n_classes: int, per_class: int, rng, image_size: int, *, archive: str, top: str
+) -> SplitStats:
     """`archive` (a tar, gzip-compressed if its name says so) holding `<top>/class_<c>/<c>_<k>.jpg`
     with synthetic images, as the publisher's archive holds its class folders."""
     mode = "w:gz" if archive.endswith((".tgz", ".tar.gz")) else "w"

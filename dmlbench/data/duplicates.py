@@ -43,6 +43,8 @@ def warning(table: pd.DataFrame, folder: Path, title: str) -> str | None:
         return None
     images = sum(len(g) for g in groups)
     example = " = ".join(f"{p} ({half}, class {label})" for p, label, half in groups[0][:2])
-    return (f"warning: {title}: {images} images in {len(groups)} groups have identical files under two "
-            f"classes or in both train and test, e.g. {example}. A test image seen in training (or one "
-            f"image with two labels) changes the results: check this copy of the dataset.")
+    return (
+        f"warning: {title}: {images} images in {len(groups)} groups have identical files under two "
+        f"classes or in both train and test, e.g. {example}. A test image seen in training (or one "
+        f"image with two labels) changes the results: check this copy of the dataset."
+    )

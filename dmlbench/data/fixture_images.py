@@ -26,8 +26,7 @@ def class_image(class_index: int, rng: np.random.Generator, size: tuple[int, int
     y, x = np.mgrid[0:height, 0:width] / max(height, width)
     phase = rng.uniform(0, 2 * np.pi)
     wave = 0.5 + 0.5 * np.sin(2 * np.pi * frequency * (x * np.cos(angle) + y * np.sin(angle)) + phase)
-    colour = np.array(hsv_to_rgb((hue + rng.normal(0, 0.04)) % 1.0, rng.uniform(0.5, 0.9),
-                                 rng.uniform(0.6, 1.0)))
+    colour = np.array(hsv_to_rgb((hue + rng.normal(0, 0.04)) % 1.0, rng.uniform(0.5, 0.9), rng.uniform(0.6, 1.0)))
     background = rng.uniform(0.0, 0.4, size=3)
     pixels = wave[..., None] * colour + (1 - wave[..., None]) * background
     pixels = pixels + rng.normal(0, 0.15, size=pixels.shape)

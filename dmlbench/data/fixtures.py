@@ -28,8 +28,15 @@ def folder_name(size: dict | None) -> str:
     return f"{name}-{size['layout']}" if size.get("layout") else name
 
 
-def write(dataset: str, folder: Path, n_classes: int = SIZE["n_classes"], per_class: int = SIZE["per_class"],
-          seed: int = 0, image_size: int = SIZE["image_size"], layout: str | None = None) -> SplitStats:
+def write(
+    dataset: str,
+    folder: Path,
+    n_classes: int = SIZE["n_classes"],
+    per_class: int = SIZE["per_class"],
+    seed: int = 0,
+    image_size: int = SIZE["image_size"],
+    layout: str | None = None,
+) -> SplitStats:
     """Write the fixture archives of `dataset` into `folder` and return their split statistics.
     `layout` chooses among a dataset's distribution layouts (Cars196: original, devkit, folders)."""
     folder.mkdir(parents=True, exist_ok=True)

@@ -25,11 +25,14 @@ def assign(table: pd.DataFrame, folds: int) -> pd.DataFrame:
     """The split table of a manifest: each training class in one of `folds` parts, the rest `test`."""
     classes = np.sort(table.loc[table["split"] == "train", "label"].unique())
     if len(classes) < 2 * folds:
-        raise DatasetError(f"{len(classes)} training classes cannot make {folds} folds of at least two "
-                           f"classes each: lower the experiment's fair.folds")
+        raise DatasetError(
+            f"{len(classes)} training classes cannot make {folds} folds of at least two "
+            f"classes each: lower the experiment's fair.folds"
+        )
     fold_of = {c: k for k, group in enumerate(np.array_split(classes, folds)) for c in group}
-    part = [f"fold{fold_of[label]}" if split == "train" else "test"
-            for label, split in zip(table["label"], table["split"])]
+    part = [
+        f"fold{fold_of[label]}" if split == "train" else "test" for label, split in zip(table["label"], table["split"])
+    ]
     return pd.DataFrame({"path": table["path"].to_numpy(), "label": table["label"].to_numpy(), "part": part})
 
 
@@ -50,13 +53,20 @@ def read(path: Path, table: pd.DataFrame) -> pd.DataFrame:
     except FileNotFoundError:
         raise DatasetError(f"{path} does not exist: the fair_splits step writes it") from None
     except (ValueError, UnicodeDecodeError) as error:  # pandas' parser and empty-file errors are ValueErrors
-        raise DatasetError(f"{path} cannot be read ({' '.join(str(error).split())[:200]}): delete it and "
-                           f"rerun; the fair_splits step writes it again") from None
-    if list(splits.columns) != COLUMNS or len(splits) != len(table) \
-            or not (splits["path"].to_numpy() == table["path"].to_numpy()).all() \
-            or not (splits["label"].to_numpy() == table["label"].to_numpy()).all():
-        raise DatasetError(f"{path} does not belong to the manifest it is read with (other rows, "
-                           f"paths or labels): delete it and rerun; the fair_splits step writes it again")
+        raise DatasetError(
+            f"{path} cannot be read ({' '.join(str(error).split())[:200]}): delete it and "
+            f"rerun; the fair_splits step writes it again"
+        ) from None
+    if (
+        list(splits.columns) != COLUMNS
+        or len(splits) != len(table)
+        or not (splits["path"].to_numpy() == table["path"].to_numpy()).all()
+        or not (splits["label"].to_numpy() == table["label"].to_numpy()).all()
+    ):
+        raise DatasetError(
+            f"{path} does not belong to the manifest it is read with (other rows, "
+            f"paths or labels): delete it and rerun; the fair_splits step writes it again"
+        )
     return splits
 
 
@@ -65,8 +75,9 @@ def fold_view(table: pd.DataFrame, splits: pd.DataFrame, fold: int) -> pd.DataFr
     the other folds as `train`. The test half is not in it. Row labels are the manifest's."""
     inside = splits["part"].str.startswith("fold").to_numpy()
     if f"fold{fold}" not in set(splits["part"]):
-        raise DatasetError(f"the split file has no fold{fold} (folds: "
-                           f"{sorted(p for p in set(splits['part']) if p != 'test')})")
+        raise DatasetError(
+            f"the split file has no fold{fold} (folds: {sorted(p for p in set(splits['part']) if p != 'test')})"
+        )
     view = table.loc[inside].copy()
     view["split"] = np.where(splits["part"].to_numpy()[inside] == f"fold{fold}", "test", "train")
     return view

@@ -35,5 +35,6 @@ def open_image(path: Path, max_pixels: int | None = None) -> Image.Image:
             f"per image (PIL's guard against decompression bombs). If the image is genuine, raise the "
             f"limit with the setting data.max_image_pixels (e.g. --config 'data={{max_image_pixels: "
             f"{width * height}}}'; decoding it needs about {3 * width * height / 2**30:.1f} GiB of memory); "
-            f"otherwise replace or remove the file")
+            f"otherwise replace or remove the file"
+        )
     return image

@@ -21,8 +21,14 @@ class ManifestImages(torch.utils.data.Dataset):
     damaged copy, so that manifest is set aside and the cache step makes the cache again.
     `max_pixels`: images of more pixels are refused (`data.max_image_pixels`; None: PIL's limit)."""
 
-    def __init__(self, table: pd.DataFrame, base: Path, transform, derived_manifest: Path | None = None,
-                 max_pixels: int | None = None):
+    def __init__(
+        self,
+        table: pd.DataFrame,
+        base: Path,
+        transform,
+        derived_manifest: Path | None = None,
+        max_pixels: int | None = None,
+    ):
         self.paths = [Path(base) / p for p in table["path"]]
         self.labels = table["label"].to_numpy()
         self.supers = table["super"].to_numpy() if "super" in table else None
@@ -46,11 +52,14 @@ class ManifestImages(torch.utils.data.Dataset):
                 return self.transform(image.convert("RGB")), int(self.labels[index])
         except (OSError, UnidentifiedImageError, SyntaxError) as error:
             if self.derived_manifest is not None:
-                raise DatasetError(f"cached image {self.paths[index]} cannot be read ({error}); "
-                                   f"{self._set_cache_aside()}Rerun: the cache step makes the cache "
-                                   f"again") from None
-            raise DatasetError(f"image {self.paths[index]} cannot be read ({error}); replace it with "
-                               f"an intact copy and rerun") from None
+                raise DatasetError(
+                    f"cached image {self.paths[index]} cannot be read ({error}); "
+                    f"{self._set_cache_aside()}Rerun: the cache step makes the cache "
+                    f"again"
+                ) from None
+            raise DatasetError(
+                f"image {self.paths[index]} cannot be read ({error}); replace it with an intact copy and rerun"
+            ) from None
 
     def _set_cache_aside(self) -> str:
         try:
@@ -74,5 +83,6 @@ def test_transform(cfg: Input):
     """Resize to resize×resize and take the centre crop."""
     from torchvision import transforms
 
-    return transforms.Compose([transforms.Resize((cfg.resize, cfg.resize)), transforms.CenterCrop(cfg.crop),
-                               transforms.ToTensor()])
+    return transforms.Compose(
+        [transforms.Resize((cfg.resize, cfg.resize)), transforms.CenterCrop(cfg.crop), transforms.ToTensor()]
+    )

@@ -32,8 +32,10 @@ class SplitStats:
     @classmethod
     def of(cls, manifest: pd.DataFrame) -> "SplitStats":
         groups = manifest.groupby("split")
-        return cls(images={k: int(v) for k, v in groups.size().items()},
-                   classes={k: int(v) for k, v in groups["label"].nunique().items()})
+        return cls(
+            images={k: int(v) for k, v in groups.size().items()},
+            classes={k: int(v) for k, v in groups["label"].nunique().items()},
+        )
 
     def to_dict(self) -> dict:
         return {"images": self.images, "classes": self.classes}
@@ -64,7 +66,8 @@ def check(manifest: pd.DataFrame, expected: SplitStats, name: str) -> None:
         problems.append(twice)
     if problems:
         raise DatasetError(
-            f"{name}: the split does not match the standard protocol: " + "; ".join(problems)
+            f"{name}: the split does not match the standard protocol: "
+            + "; ".join(problems)
             + ". Check that the dataset files are complete and unmodified."
         )
 
@@ -73,8 +76,14 @@ def listed_twice(manifest: pd.DataFrame) -> str | None:
     """The first image listed in two rows, with both rows (counted from 1); only VehicleID's test
     lists, nested in one another, share an image, under one label."""
     split = manifest["split"].where(~manifest["split"].isin(NESTED_TEST_LISTS), "test lists")
-    frame = pd.DataFrame({"path": manifest["path"].to_numpy(), "label": manifest["label"].to_numpy(),
-                          "kind": split.to_numpy(), "split": manifest["split"].to_numpy()})
+    frame = pd.DataFrame(
+        {
+            "path": manifest["path"].to_numpy(),
+            "label": manifest["label"].to_numpy(),
+            "kind": split.to_numpy(),
+            "split": manifest["split"].to_numpy(),
+        }
+    )
     per_path = frame.groupby("path", sort=False)[["kind", "label"]].nunique()
     mixed = set(per_path.index[(per_path["kind"] > 1) | (per_path["label"] > 1)])
     bad = frame["path"].isin(mixed) | frame.duplicated(["path", "split"], keep=False)
@@ -83,15 +92,18 @@ def listed_twice(manifest: pd.DataFrame) -> str | None:
     path = frame.loc[bad, "path"].iloc[0]
     rows = frame.index[frame["path"] == path][:2]
     described = " and ".join(f"{n + 1} ({frame['split'][n]}, class {frame['label'][n]})" for n in rows)
-    return (f"{int(bad.sum())} rows list an image another row lists too, e.g. {path} in rows {described} "
-            f"of the dataset's lists")
+    return (
+        f"{int(bad.sum())} rows list an image another row lists too, e.g. {path} in rows {described} "
+        f"of the dataset's lists"
+    )
 
 
 def check_paths_inside(table: pd.DataFrame, where: str, first_line: int = 1) -> None:
     """Stop when an image path climbs out of the dataset's folder (`..`) or is absolute; name the
     entry (line `first_line` is the table's first row)."""
-    bad = [(n, p) for n, p in enumerate(table["path"])
-           if ".." in PurePosixPath(p).parts or PurePosixPath(p).is_absolute()]
+    bad = [
+        (n, p) for n, p in enumerate(table["path"]) if ".." in PurePosixPath(p).parts or PurePosixPath(p).is_absolute()
+    ]
     if bad:
         line, path = bad[0]
         raise DatasetError(
@@ -122,9 +134,11 @@ def _verify(path: Path) -> None:
     if hashlib.sha256(path.read_bytes()).hexdigest() != recorded.read_text().strip():
         moved = set_aside(path)
         recorded.unlink()
-        raise DatasetError(f"manifest {path} was changed or damaged after the suite wrote it (its sha256 "
-                           f"is not the one in {recorded.name}); set aside as {moved.name}. Rerun: the "
-                           f"prepare (or cache) step writes it again.")
+        raise DatasetError(
+            f"manifest {path} was changed or damaged after the suite wrote it (its sha256 "
+            f"is not the one in {recorded.name}); set aside as {moved.name}. Rerun: the "
+            f"prepare (or cache) step writes it again."
+        )
 
 
 def read(path: Path) -> pd.DataFrame:
@@ -139,8 +153,10 @@ def read(path: Path) -> pd.DataFrame:
             raise ValueError(f"it lacks columns {sorted(missing)}")
         frame["label"] = pd.to_numeric(frame["label"], errors="raise")
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
-        raise DatasetError(f"manifest {path} cannot be read ({' '.join(str(error).split())[:200]}). The "
-                           f"prepare (or cache) step writes it: delete it and rerun.") from None
+        raise DatasetError(
+            f"manifest {path} cannot be read ({' '.join(str(error).split())[:200]}). The "
+            f"prepare (or cache) step writes it: delete it and rerun."
+        ) from None
     check_paths_inside(frame, f"manifest {path} (lines count from 1, the header)", first_line=2)
     check_protocol(frame, f"manifest {path}")
     return frame
@@ -152,15 +168,19 @@ def check_protocol(frame: pd.DataFrame, where: str) -> None:
     between their splits, as they should. Else a DatasetError naming the first offenders."""
     twice = frame[frame.duplicated(["path", "split"], keep=False)]
     if len(twice):
-        raise DatasetError(f"{where} lists {twice['path'].nunique()} image(s) twice in one split (e.g. "
-                           f"{twice['path'].iloc[0]} in {twice['split'].iloc[0]}): the prepare (or cache) step "
-                           f"writes it; delete it and rerun")
+        raise DatasetError(
+            f"{where} lists {twice['path'].nunique()} image(s) twice in one split (e.g. "
+            f"{twice['path'].iloc[0]} in {twice['split'].iloc[0]}): the prepare (or cache) step "
+            f"writes it; delete it and rerun"
+        )
     train = frame["split"] == "train"
     shared = sorted(set(frame.loc[train, "label"]) & set(frame.loc[~train, "label"]))
     if shared:
-        raise DatasetError(f"{where}: class(es) {', '.join(map(str, shared[:5]))}{' …' if len(shared) > 5 else ''} "
-                           f"are both trained on and evaluated on (the protocol's classes are disjoint): the "
-                           f"prepare (or cache) step writes it; delete it and rerun")
+        raise DatasetError(
+            f"{where}: class(es) {', '.join(map(str, shared[:5]))}{' …' if len(shared) > 5 else ''} "
+            f"are both trained on and evaluated on (the protocol's classes are disjoint): the "
+            f"prepare (or cache) step writes it; delete it and rerun"
+        )
 
 
 def half_split(frame: pd.DataFrame) -> pd.DataFrame:

@@ -26,11 +26,12 @@ def default_workers() -> int:
 
 def blocks(items: list, size: int = BLOCK) -> list[tuple[int, list]]:
     """(start, items[start:start + size]) for consecutive blocks."""
-    return [(start, items[start:start + size]) for start in range(0, len(items), size)]
+    return [(start, items[start : start + size]) for start in range(0, len(items), size)]
 
 
-def map_blocks(function: Callable, tasks: list[tuple], workers: int, what: str = "images",
-               log=lambda m: print(m, file=sys.stderr)) -> list:
+def map_blocks(
+    function: Callable, tasks: list[tuple], workers: int, what: str = "images", log=lambda m: print(m, file=sys.stderr)
+) -> list:
     """`function(*task)` for every task, on `workers` processes (in this process for one),
     results in the order of `tasks`; every 5,000 items done (a task's second element is its
     items) is logged, and on a terminal a bar shows the time left."""
@@ -53,8 +54,11 @@ def map_blocks(function: Callable, tasks: list[tuple], workers: int, what: str =
             return results
         # fork: the workers inherit the imports; these steps never start torch's thread pools. The
         # workers end with this process (a stopped step leaves none waiting for work)
-        with ProcessPoolExecutor(min(workers, len(tasks)), mp_context=multiprocessing.get_context("fork"),
-                                 initializer=functools.partial(die_with_parent, os.getpid())) as pool:
+        with ProcessPoolExecutor(
+            min(workers, len(tasks)),
+            mp_context=multiprocessing.get_context("fork"),
+            initializer=functools.partial(die_with_parent, os.getpid()),
+        ) as pool:
             for task, result in zip(tasks, pool.map(_call, [function] * len(tasks), tasks)):
                 results.append(result)
                 count(task)

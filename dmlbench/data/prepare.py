@@ -20,8 +20,15 @@ from dmlbench.core.machine import data_root_problem
 from dmlbench.core.io import atomic_dir
 
 
-def prepare(dataset: str, source: str, root: Path, output: Path, user_path: str | None = None,
-            allow_download: bool = True, fixture_size: dict | None = None) -> pd.DataFrame:
+def prepare(
+    dataset: str,
+    source: str,
+    root: Path,
+    output: Path,
+    user_path: str | None = None,
+    allow_download: bool = True,
+    fixture_size: dict | None = None,
+) -> pd.DataFrame:
     """Build and check the manifest of `dataset`, writing it to `output` only when every check passes."""
     spec = datasets.get(dataset)
     problem = data_root_problem(root)
@@ -72,8 +79,10 @@ def _real(spec, root: Path, folder: Path, user_path: str | None, allow_download:
         if not given.exists():
             raise DatasetError(f"data.paths.{spec.name} = {given} does not exist")
         if not given.is_dir():
-            raise DatasetError(f"data.paths.{spec.name} = {given} is a file: point it at the folder holding the "
-                               f"dataset's files or the extracted dataset")
+            raise DatasetError(
+                f"data.paths.{spec.name} = {given} is a file: point it at the folder holding the "
+                f"dataset's files or the extracted dataset"
+            )
         layout = acquire.complete_layout(spec, given)
         if layout is not None:  # the publisher's files: checked, never modified
             for source in layout.files:
@@ -120,6 +129,5 @@ def _check_images_exist(table: pd.DataFrame, folder: Path, title: str) -> None:
 
 def _summary(table: pd.DataFrame, title: str, output: Path) -> None:
     stats = manifest.SplitStats.of(table)
-    parts = ", ".join(f"{k}: {stats.images[k]} images / {stats.classes[k]} classes"
-                      for k in sorted(stats.images))
+    parts = ", ".join(f"{k}: {stats.images[k]} images / {stats.classes[k]} classes" for k in sorted(stats.images))
     print(f"{title}: {parts} → {output}", file=sys.stderr)

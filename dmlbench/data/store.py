@@ -23,8 +23,15 @@ from PIL import Image
 from dmlbench.data import image_files, manifest, parallel
 from dmlbench.data.cache import UNREADABLE
 from dmlbench.core.errors import DatasetError
-from dmlbench.core.io import (DiskFullError, atomic_dir, read_json, remove_stale_temporaries, removed_if_left_empty,
-                         set_aside, write_json)
+from dmlbench.core.io import (
+    DiskFullError,
+    atomic_dir,
+    read_json,
+    remove_stale_temporaries,
+    removed_if_left_empty,
+    set_aside,
+    write_json,
+)
 
 VERSION = 1
 
@@ -37,8 +44,14 @@ def manifest_sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def build(manifest_path: Path, output: Path, side: int, log=lambda m: print(m, file=sys.stderr),
-          workers: int = 1, max_pixels: int | None = None) -> None:
+def build(
+    manifest_path: Path,
+    output: Path,
+    side: int,
+    log=lambda m: print(m, file=sys.stderr),
+    workers: int = 1,
+    max_pixels: int | None = None,
+) -> None:
     """Decode and resize every image of `manifest_path` into the store folder `output`, in
     `workers` processes side by side (each writes its blocks of rows into the memory map); an
     image of more than `max_pixels` pixels (None: PIL's limit) stops the build. A build that
@@ -57,23 +70,38 @@ def _build(manifest_path: Path, output: Path, side: int, log, workers: int) -> N
     remove_stale_temporaries(output)  # a killed build's half-written store, before counting free space
     free = shutil.disk_usage(output.parent).free
     if free < need:
-        raise DiskFullError(f"the store {output} needs {need / 2**30:.2f} GiB and {output.parent} has "
-                            f"{free / 2**30:.2f} GiB free: free space, or set data.store: false")
+        raise DiskFullError(
+            f"the store {output} needs {need / 2**30:.2f} GiB and {output.parent} has "
+            f"{free / 2**30:.2f} GiB free: free space, or set data.store: false"
+        )
     base = manifest_path.parent
     with atomic_dir(output) as tmp:
-        pixels = np.lib.format.open_memmap(tmp / "pixels.npy", mode="w+", dtype=np.uint8,
-                                           shape=(len(table), side, side, 3))
+        pixels = np.lib.format.open_memmap(
+            tmp / "pixels.npy", mode="w+", dtype=np.uint8, shape=(len(table), side, side, 3)
+        )
         del pixels  # the header is written; the workers fill the rows
         sources = [str(base / rel) for rel in table["path"]]
         tasks = [(start, part, str(tmp / "pixels.npy"), side) for start, part in parallel.blocks(sources)]
-        bad = [problem for found in parallel.map_blocks(_store_block, tasks, workers, "images stored", log)
-               for problem in found]
+        bad = [
+            problem
+            for found in parallel.map_blocks(_store_block, tasks, workers, "images stored", log)
+            for problem in found
+        ]
         if bad:
-            raise DatasetError(f"{len(bad)} of {len(table)} images of {manifest_path} cannot be decoded, "
-                               f"e.g. " + "; ".join(bad[:5]) + ". " + _remedy(manifest_path))
-        write_json(tmp / "store.json", {"version": VERSION, "count": len(table), "side": side,
-                                        "manifest": str(manifest_path),
-                                        "manifest_sha256": manifest_sha256(manifest_path)})
+            raise DatasetError(
+                f"{len(bad)} of {len(table)} images of {manifest_path} cannot be decoded, "
+                f"e.g. " + "; ".join(bad[:5]) + ". " + _remedy(manifest_path)
+            )
+        write_json(
+            tmp / "store.json",
+            {
+                "version": VERSION,
+                "count": len(table),
+                "side": side,
+                "manifest": str(manifest_path),
+                "manifest_sha256": manifest_sha256(manifest_path),
+            },
+        )
 
 
 def _remedy(manifest_path: Path) -> str:
@@ -84,8 +112,10 @@ def _remedy(manifest_path: Path) -> str:
         return "Replace them with intact copies, then rerun."
     moved = set_aside(manifest_path)
     manifest.checksum_path(manifest_path).unlink(missing_ok=True)
-    return (f"They are the suite's cached copies: their manifest is set aside as {moved.name}, and rerunning "
-            f"makes the cache again from the original images.")
+    return (
+        f"They are the suite's cached copies: their manifest is set aside as {moved.name}, and rerunning "
+        f"makes the cache again from the original images."
+    )
 
 
 def _store_block(start: int, sources: list[str], pixels_path: str, side: int) -> list[str]:
@@ -115,8 +145,10 @@ def decode(path: Path, side: int) -> np.ndarray:
 def _corrupt(folder: Path, problem: str):
     """Set a damaged store aside (so the store step builds it again) and stop, saying so."""
     moved = set_aside(folder)
-    raise DatasetError(f"{problem}: the decoded-image store is corrupt and was set aside as {moved}. "
-                       f"Rerun: the store step builds it again.")
+    raise DatasetError(
+        f"{problem}: the decoded-image store is corrupt and was set aside as {moved}. "
+        f"Rerun: the store step builds it again."
+    )
 
 
 def open_pixels(folder: Path, manifest_path: Path, side: int) -> np.ndarray:
@@ -125,8 +157,10 @@ def open_pixels(folder: Path, manifest_path: Path, side: int) -> np.ndarray:
     folder = Path(folder)
     info_path = folder / "store.json"
     if not info_path.exists():
-        raise DatasetError(f"{folder} is not a complete decoded-image store (no store.json): "
-                           f"rerun the store step (or set data.store: false)")
+        raise DatasetError(
+            f"{folder} is not a complete decoded-image store (no store.json): "
+            f"rerun the store step (or set data.store: false)"
+        )
     try:
         info = read_json(info_path)
         info = {key: info[key] for key in ("version", "count", "side", "manifest_sha256")}
@@ -143,13 +177,17 @@ def open_pixels(folder: Path, manifest_path: Path, side: int) -> np.ndarray:
     if info["manifest_sha256"] != manifest_sha256(manifest_path):
         problems.append(f"built from another version of {manifest_path}")
     if problems:
-        raise DatasetError(f"decoded-image store {folder} does not match: {'; '.join(problems)}. "
-                           f"Delete the folder and rerun the store step.")
+        raise DatasetError(
+            f"decoded-image store {folder} does not match: {'; '.join(problems)}. "
+            f"Delete the folder and rerun the store step."
+        )
     try:
         pixels = np.load(folder / "pixels.npy", mmap_mode="r")
     except (ValueError, OSError, EOFError) as error:
         _corrupt(folder, f"{folder / 'pixels.npy'} cannot be read ({error})")
     if pixels.shape != (count, side, side, 3):
-        raise DatasetError(f"{folder / 'pixels.npy'} has shape {pixels.shape}, not "
-                           f"{(count, side, side, 3)}: delete the folder and rerun the store step")
+        raise DatasetError(
+            f"{folder / 'pixels.npy'} has shape {pixels.shape}, not "
+            f"{(count, side, side, 3)}: delete the folder and rerun the store step"
+        )
     return pixels

@@ -13,7 +13,9 @@ from dmlbench.core.registry import Registry
 
 __all__ = ["DATASETS", "NAME_PATTERN", "DatasetSpec", "Layout", "SourceFile", "get", "register"]
 
-DATASETS = Registry("dataset", error=DatasetError, package=__name__, group="dmlbench.datasets")  # each module registers its spec
+DATASETS = Registry(
+    "dataset", error=DatasetError, package=__name__, group="dmlbench.datasets"
+)  # each module registers its spec
 # a dataset's name is a folder and a Snakemake wildcard of every rule (workflow/rules/common.smk)
 NAME_PATTERN = r"[a-z][a-z0-9_]*"
 
@@ -21,12 +23,13 @@ NAME_PATTERN = r"[a-z][a-z0-9_]*"
 def register(spec: DatasetSpec) -> DatasetSpec:
     """Add `spec` to `DATASETS`; its name must match NAME_PATTERN."""
     if not re.fullmatch(NAME_PATTERN, spec.name):
-        raise ValueError(f"dataset name {spec.name!r}: lowercase letters, digits and underscores, "
-                         f"starting with a letter ({NAME_PATTERN}), as its folders and the workflow's "
-                         f"wildcards need")
+        raise ValueError(
+            f"dataset name {spec.name!r}: lowercase letters, digits and underscores, "
+            f"starting with a letter ({NAME_PATTERN}), as its folders and the workflow's "
+            f"wildcards need"
+        )
     return DATASETS.register(spec.name)(spec)
 
 
 def get(name: str) -> DatasetSpec:
     return DATASETS.get(name)
-

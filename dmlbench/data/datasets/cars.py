@@ -4,17 +4,14 @@ The publisher's addresses no longer serve it: three layouts people have today ar
 
 from __future__ import annotations
 
-import tarfile
-import tempfile
-import zipfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from dmlbench.data.cars_fixture import write_fixture
 from dmlbench.data.datasets import register
 from dmlbench.data.datasets.spec import DatasetSpec, Layout, SourceFile, find_file, read_lines, repeated
-from dmlbench.data.fixture_images import add_bytes, class_image, image_size_of, jpeg, split_stats
 from dmlbench.data.manifest import SplitStats, half_split
 from dmlbench.core.errors import DatasetError
 
@@ -42,8 +39,10 @@ def parse_cars(root: Path) -> pd.DataFrame:
         return _parse_cars_devkit(root)
     if _find_optional(root, "anno_train.csv"):
         return _parse_cars_folders(root)
-    raise DatasetError(f"{root}: no Cars196 annotation file found (cars_annos.mat, "
-                       f"devkit/cars_train_annos.mat or anno_train.csv): is this the extracted dataset?")
+    raise DatasetError(
+        f"{root}: no Cars196 annotation file found (cars_annos.mat, "
+        f"devkit/cars_train_annos.mat or anno_train.csv): is this the extracted dataset?"
+    )
 
 
 def _find_optional(root: Path, name: str) -> Path | None:
@@ -88,8 +87,9 @@ def _values(mat_path: Path, annotations, field: str) -> list:
         try:
             values.append(convert(value))
         except (TypeError, ValueError):
-            raise DatasetError(f"{mat_path}: annotation {number} has {field} = {value!r}, not {wanted}; "
-                               f"use an intact copy of the file") from None
+            raise DatasetError(
+                f"{mat_path}: annotation {number} has {field} = {value!r}, not {wanted}; use an intact copy of the file"
+            ) from None
     return values
 
 
@@ -97,8 +97,12 @@ def _parse_cars_original(root: Path) -> pd.DataFrame:
     mat_path = find_file(root, "cars_annos.mat")
     annotations = _load_annotations(mat_path, ("relative_im_path", "class"))
     paths = _values(mat_path, annotations, "relative_im_path")
-    repeated(paths, f"{mat_path}: the image", "annotation",
-             "each image is annotated once in the published file: use an intact copy of it")
+    repeated(
+        paths,
+        f"{mat_path}: the image",
+        "annotation",
+        "each image is annotated once in the published file: use an intact copy of it",
+    )
     labels = _values(mat_path, annotations, "class")
     prefix = mat_path.parent.relative_to(root)
     out = pd.DataFrame({"path": [str(prefix / p) for p in paths], "label": labels, "super": ""})
@@ -115,23 +119,37 @@ def _check_listed_equals_present(mat_path: Path, folder: Path, listed: list[str]
             f"the folder holds {len(present)}; {len(missing)} listed but absent (e.g. "
             f"{missing[:3]}), {len(unlisted)} present but not listed (e.g. {unlisted[:3]}). Use the "
             f"annotation files that came with these images (cars_test_annos_withlabels.mat for "
-            f"cars_test/).")
+            f"cars_test/)."
+        )
 
 
 def _parse_cars_devkit(root: Path) -> pd.DataFrame:
     parts = []
-    for mat_name, folder_name in (("cars_train_annos.mat", "cars_train"),
-                                  ("cars_test_annos_withlabels.mat", "cars_test")):
+    for mat_name, folder_name in (
+        ("cars_train_annos.mat", "cars_train"),
+        ("cars_test_annos_withlabels.mat", "cars_test"),
+    ):
         mat_path = find_file(root, mat_name)
         folder = find_file(root, folder_name)
         annotations = _load_annotations(mat_path, ("fname", "class"))
         names = _values(mat_path, annotations, "fname")
-        repeated(names, f"{mat_path}: the image", "annotation",
-                 "each image is annotated once in the published file: use an intact copy of it")
+        repeated(
+            names,
+            f"{mat_path}: the image",
+            "annotation",
+            "each image is annotated once in the published file: use an intact copy of it",
+        )
         _check_listed_equals_present(mat_path, folder, names)
         prefix = folder.relative_to(root)
-        parts.append(pd.DataFrame({"path": [str(prefix / n) for n in names],
-                                   "label": _values(mat_path, annotations, "class"), "super": ""}))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "path": [str(prefix / n) for n in names],
+                    "label": _values(mat_path, annotations, "class"),
+                    "super": "",
+                }
+            )
+        )
     return half_split(pd.concat(parts, ignore_index=True))
 
 
@@ -148,145 +166,104 @@ def _parse_cars_folders(root: Path) -> pd.DataFrame:
     for split in ("train", "test"):
         annos = base / f"anno_{split}.csv"
         if not annos.exists():
-            raise DatasetError(f"{annos} is missing: the class-folder copy needs names.csv, "
-                               f"anno_train.csv and anno_test.csv side by side")
-        numbered = [(n, line.split(",")) for n, line in enumerate(read_lines(annos), 1)
-                    if line.strip()]
-        bad = [n for n, r in numbered if len(r) < 2 or not r[-1].strip().isdigit()
-               or not 1 <= int(r[-1]) <= len(names)]
+            raise DatasetError(
+                f"{annos} is missing: the class-folder copy needs names.csv, "
+                f"anno_train.csv and anno_test.csv side by side"
+            )
+        numbered = [(n, line.split(",")) for n, line in enumerate(read_lines(annos), 1) if line.strip()]
+        bad = [n for n, r in numbered if len(r) < 2 or not r[-1].strip().isdigit() or not 1 <= int(r[-1]) <= len(names)]
         if bad:
-            raise DatasetError(f"{annos}: line {bad[0]} is not '<image>,x1,y1,x2,y2,<class 1-"
-                               f"{len(names)}>'")
+            raise DatasetError(f"{annos}: line {bad[0]} is not '<image>,x1,y1,x2,y2,<class 1-{len(names)}>'")
         outside = [(n, r[0]) for n, r in numbered if not _plain_file_name(r[0])]
         if outside:
-            raise DatasetError(f"{annos}: line {outside[0][0]} names the image {outside[0][1]!r}; "
-                               f"images are plain file names inside their class folder (no path). "
-                               f"Fix the line, or use an intact copy of the list.")
+            raise DatasetError(
+                f"{annos}: line {outside[0][0]} names the image {outside[0][1]!r}; "
+                f"images are plain file names inside their class folder (no path). "
+                f"Fix the line, or use an intact copy of the list."
+            )
         rows = [r for _, r in numbered]
         folder = base / "car_data" / "car_data" / split
-        parts.append(pd.DataFrame({
-            "path": [str((folder / names[int(r[-1]) - 1].replace("/", "-") / r[0]).relative_to(root))
-                     for r in rows],
-            "label": [int(r[-1]) for r in rows], "super": ""}))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "path": [
+                        str((folder / names[int(r[-1]) - 1].replace("/", "-") / r[0]).relative_to(root)) for r in rows
+                    ],
+                    "label": [int(r[-1]) for r in rows],
+                    "super": "",
+                }
+            )
+        )
     return half_split(pd.concat(parts, ignore_index=True))
 
 
-def write_cars_annos(path: Path, records: list[tuple], class_names: list[str]) -> None:
-    """A `cars_annos.mat` as the publisher's: struct array `annotations` with fields
-    relative_im_path, bbox_x1, bbox_y1, bbox_x2, bbox_y2, class, test; cell array `class_names`."""
-    from scipy.io import savemat
-
-    fields = ["relative_im_path", "bbox_x1", "bbox_y1", "bbox_x2", "bbox_y2", "class", "test"]
-    annotations = np.array(records, dtype=[(f, object) for f in fields])
-    names = np.array(class_names, dtype=object)
-    savemat(path, {"annotations": annotations[None, :], "class_names": names[None, :]})
-
-
-def _cars_images(n_classes: int, per_class: int, rng, image_size: int):
-    """(class 1..n, index within class, image) of a Cars196 fixture, the same in every layout."""
-    for c in range(1, n_classes + 1):
-        for k in range(per_class):
-            yield c, k, class_image(1000 + c, rng, image_size_of(rng, image_size))
-
-
-def cars_class_names(n_classes: int) -> list[str]:
-    """Names as the devkit has them; one with a '/', as in 'Ram C/V Cargo Van Minivan 2012'."""
-    return [f"Fixture Car {c}" if c != 2 else "Fixture C/V Van 2" for c in range(1, n_classes + 1)]
-
-
-def write_fixture(folder: Path, n_classes: int, per_class: int, rng, image_size: int,
-                  layout: str = "original") -> SplitStats:
-    """Cars196 in one of its layouts: `original` (car_ims.tgz + cars_annos.mat), `devkit`
-    (cars_train.tgz, cars_test.tgz, car_devkit.tgz, cars_test_annos_withlabels.mat) or `folders`
-    (the class-folder zip pytorch-metric-learning downloads)."""
-    images = list(_cars_images(n_classes, per_class, rng, image_size))
-    names = cars_class_names(n_classes)
-    {"original": _cars_original, "devkit": _cars_devkit, "folders": _cars_folders}[layout](
-        folder, images, names)
-    classes = [c for c, _, _ in images]
-    return split_stats(classes, ["train" if c <= n_classes // 2 else "test" for c in classes])
-
-
-def _cars_original(folder: Path, images, names) -> None:
-    records = []
-    with tarfile.open(folder / "car_ims.tgz", "w:gz") as archive:
-        for c, k, image in images:
-            rel = f"car_ims/{len(records) + 1:06d}.jpg"
-            add_bytes(archive, rel, jpeg(image))
-            records.append((rel, 1, 1, image.width - 1, image.height - 1, c, k % 2))
-    write_cars_annos(folder / "cars_annos.mat", records, names)
-
-
-def _devkit_annotations(path: Path, records: list[tuple], with_class: bool = True) -> None:
-    from scipy.io import savemat
-
-    fields = ["bbox_x1", "bbox_y1", "bbox_x2", "bbox_y2"] + (["class"] if with_class else []) + ["fname"]
-    rows = [r if with_class else r[:4] + r[5:] for r in records]
-    annotations = np.array(rows, dtype=[(f, object) for f in fields])
-    savemat(path, {"annotations": annotations[None, :]})
-
-
-def _cars_devkit(folder: Path, images, names) -> None:
-    """The devkit's own split (alternate images of every class) is not the zero-shot split."""
-    from scipy.io import savemat
-
-    records = {"train": [], "test": []}
-    with tarfile.open(folder / "cars_train.tgz", "w:gz") as train, \
-            tarfile.open(folder / "cars_test.tgz", "w:gz") as test:
-        for c, k, image in images:
-            split = "train" if k % 2 == 0 else "test"
-            fname = f"{len(records[split]) + 1:05d}.jpg"
-            add_bytes(train if split == "train" else test, f"cars_{split}/{fname}", jpeg(image))
-            records[split].append((1, 1, image.width - 1, image.height - 1, c, fname))
-    with tempfile.TemporaryDirectory() as tmp:
-        devkit = Path(tmp) / "devkit"
-        devkit.mkdir()
-        savemat(devkit / "cars_meta.mat", {"class_names": np.array(names, dtype=object)[None, :]})
-        _devkit_annotations(devkit / "cars_train_annos.mat", records["train"])
-        _devkit_annotations(devkit / "cars_test_annos.mat", records["test"], with_class=False)
-        with tarfile.open(folder / "car_devkit.tgz", "w:gz") as archive:
-            archive.add(devkit, arcname="devkit")
-    _devkit_annotations(folder / "cars_test_annos_withlabels.mat", records["test"])
-
-
-def _cars_folders(folder: Path, images, names) -> None:
-    rows = {"train": [], "test": []}
-    with zipfile.ZipFile(folder / "stanford-car-dataset-by-classes-folder.zip", "w") as archive:
-        for c, k, image in images:
-            split = "train" if k % 2 == 0 else "test"
-            fname = f"{len(rows['train']) + len(rows['test']) + 1:05d}.jpg"
-            archive.writestr(f"car_data/car_data/{split}/{names[c - 1].replace('/', '-')}/{fname}",
-                             jpeg(image))
-            rows[split].append(f"{fname},1,1,{image.width - 1},{image.height - 1},{c}")
-        archive.writestr("names.csv", "\n".join(names) + "\n")
-        for split in ("train", "test"):
-            archive.writestr(f"anno_{split}.csv", "\n".join(rows[split]) + "\n")
-
-
-SPEC = register(DatasetSpec(
-    "cars", "Cars196",
-    (Layout("original (car_ims.tgz + cars_annos.mat)", (
-        SourceFile("car_ims.tgz", (f"{CARS_DEVKIT}car_ims.tgz",
-                                   "http://imagenet.stanford.edu/internal/car196/car_ims.tgz"),
-                   md5="d5c8f0aa497503f355e17dc7886c3f14"),
-        SourceFile("cars_annos.mat", (f"{CARS_DEVKIT}cars_annos.mat",
-                                      "http://imagenet.stanford.edu/internal/car196/cars_annos.mat"),
-                   md5="b407c6086d669747186bd1d764ff9dbc"))),
-     Layout("devkit (cars_train/test.tgz + car_devkit.tgz)", (
-         SourceFile("cars_train.tgz", (f"{CARS_DEVKIT}cars_train.tgz",), size=979_269_282,
-                    sha256="512b227b30e2f0a8aab9e09485786ab4479582073a144998da74d64b801fd288"),
-         SourceFile("cars_test.tgz", (f"{CARS_DEVKIT}cars_test.tgz",), size=977_350_468,
-                    sha256="bffea656d6f425cba3c91c6d83336e4c5f86c6cffd8975b0f375d3a10da8e243"),
-         SourceFile("car_devkit.tgz", ("https://ai.stanford.edu/~jkrause/cars/car_devkit.tgz",),
-                    size=330_960,
-                    sha256="b97deb463af7d58b6bfaa18b2a4de9829f0f79e8ce663dfa9261bf7810e9accd"),
-         SourceFile("cars_test_annos_withlabels.mat", (f"{CARS_DEVKIT}cars_test_annos_withlabels.mat",),
-                    size=185_758,
-                    sha256="790f75be8ea34eeded134cc559332baf23e30e91367e9ddca97d26ed9b895f05"))),
-     Layout("class folders (pytorch-metric-learning's copy)", (
-         SourceFile("stanford-car-dataset-by-classes-folder.zip",
-                    ("https://www.kaggle.com/api/v1/datasets/download/jutrera/"
-                     "stanford-car-dataset-by-classes-folder",)),))),
-    SplitStats({"train": 8054, "test": 8131}, {"train": 98, "test": 98}), parse_cars,
-    manual=CARS_MANUAL, disk_gb=4.5,
-    label="Cars196", write_fixture=write_fixture))
+SPEC = register(
+    DatasetSpec(
+        "cars",
+        "Cars196",
+        (
+            Layout(
+                "original (car_ims.tgz + cars_annos.mat)",
+                (
+                    SourceFile(
+                        "car_ims.tgz",
+                        (f"{CARS_DEVKIT}car_ims.tgz", "http://imagenet.stanford.edu/internal/car196/car_ims.tgz"),
+                        md5="d5c8f0aa497503f355e17dc7886c3f14",
+                    ),
+                    SourceFile(
+                        "cars_annos.mat",
+                        (f"{CARS_DEVKIT}cars_annos.mat", "http://imagenet.stanford.edu/internal/car196/cars_annos.mat"),
+                        md5="b407c6086d669747186bd1d764ff9dbc",
+                    ),
+                ),
+            ),
+            Layout(
+                "devkit (cars_train/test.tgz + car_devkit.tgz)",
+                (
+                    SourceFile(
+                        "cars_train.tgz",
+                        (f"{CARS_DEVKIT}cars_train.tgz",),
+                        size=979_269_282,
+                        sha256="512b227b30e2f0a8aab9e09485786ab4479582073a144998da74d64b801fd288",
+                    ),
+                    SourceFile(
+                        "cars_test.tgz",
+                        (f"{CARS_DEVKIT}cars_test.tgz",),
+                        size=977_350_468,
+                        sha256="bffea656d6f425cba3c91c6d83336e4c5f86c6cffd8975b0f375d3a10da8e243",
+                    ),
+                    SourceFile(
+                        "car_devkit.tgz",
+                        ("https://ai.stanford.edu/~jkrause/cars/car_devkit.tgz",),
+                        size=330_960,
+                        sha256="b97deb463af7d58b6bfaa18b2a4de9829f0f79e8ce663dfa9261bf7810e9accd",
+                    ),
+                    SourceFile(
+                        "cars_test_annos_withlabels.mat",
+                        (f"{CARS_DEVKIT}cars_test_annos_withlabels.mat",),
+                        size=185_758,
+                        sha256="790f75be8ea34eeded134cc559332baf23e30e91367e9ddca97d26ed9b895f05",
+                    ),
+                ),
+            ),
+            Layout(
+                "class folders (pytorch-metric-learning's copy)",
+                (
+                    SourceFile(
+                        "stanford-car-dataset-by-classes-folder.zip",
+                        (
+                            "https://www.kaggle.com/api/v1/datasets/download/jutrera/"
+                            "stanford-car-dataset-by-classes-folder",
+                        ),
+                    ),
+                ),
+            ),
+        ),
+        SplitStats({"train": 8054, "test": 8131}, {"train": 98, "test": 98}),
+        parse_cars,
+        manual=CARS_MANUAL,
+        disk_gb=4.5,
+        label="Cars196",
+        write_fixture=write_fixture,
+    )
+)

@@ -26,8 +26,9 @@ def parse_cub(root: Path) -> pd.DataFrame:
     if frame["label"].isna().any():
         raise DatasetError(f"{base / 'image_class_labels.txt'} lacks labels for some images.txt ids")
     prefix = base.relative_to(root) / "images"
-    out = pd.DataFrame({"path": [str(prefix / f) for f in frame["file"]],
-                        "label": frame["label"].astype(int), "super": ""})
+    out = pd.DataFrame(
+        {"path": [str(prefix / f) for f in frame["file"]], "label": frame["label"].astype(int), "super": ""}
+    )
     return half_split(out)
 
 
@@ -47,21 +48,42 @@ def write_fixture(folder: Path, n_classes: int, per_class: int, rng, image_size:
                 labels.append(f"{image_id} {c}")
                 boxes.append(f"{image_id} 1.0 1.0 {image.width - 2}.0 {image.height - 2}.0")
                 split_cls.append(f"{image_id} {int(k % 2 == 0)}")
-        for name, rows in (("images.txt", lines), ("image_class_labels.txt", labels),
-                           ("bounding_boxes.txt", boxes), ("train_test_split.txt", split_cls),
-                           ("classes.txt", names)):
+        for name, rows in (
+            ("images.txt", lines),
+            ("image_class_labels.txt", labels),
+            ("bounding_boxes.txt", boxes),
+            ("train_test_split.txt", split_cls),
+            ("classes.txt", names),
+        ):
             add_bytes(archive, f"CUB_200_2011/{name}", ("\n".join(rows) + "\n").encode())
     classes = [c for c in range(1, n_classes + 1) for _ in range(per_class)]
     return split_stats(classes, ["train" if c <= n_classes // 2 else "test" for c in classes])
 
 
-SPEC = register(DatasetSpec(
-    "cub", "CUB-200-2011",
-    (Layout("publisher", (SourceFile(
-        "CUB_200_2011.tgz",
-        ("https://data.caltech.edu/records/65de6-vp158/files/CUB_200_2011.tgz?download=1",
-         "https://data.caltech.edu/records/65de6-vp158/files/CUB_200_2011.tgz"),
-        size=1_150_585_339, md5="97eceeb196236b17998738112f37df78"),)),),
-    SplitStats({"train": 5864, "test": 5924}, {"train": 100, "test": 100}), parse_cub,
-    disk_gb=2.6,
-    label="CUB-200-2011", write_fixture=write_fixture))
+SPEC = register(
+    DatasetSpec(
+        "cub",
+        "CUB-200-2011",
+        (
+            Layout(
+                "publisher",
+                (
+                    SourceFile(
+                        "CUB_200_2011.tgz",
+                        (
+                            "https://data.caltech.edu/records/65de6-vp158/files/CUB_200_2011.tgz?download=1",
+                            "https://data.caltech.edu/records/65de6-vp158/files/CUB_200_2011.tgz",
+                        ),
+                        size=1_150_585_339,
+                        md5="97eceeb196236b17998738112f37df78",
+                    ),
+                ),
+            ),
+        ),
+        SplitStats({"train": 5864, "test": 5924}, {"train": 100, "test": 100}),
+        parse_cub,
+        disk_gb=2.6,
+        label="CUB-200-2011",
+        write_fixture=write_fixture,
+    )
+)

@@ -35,9 +35,17 @@ def parse_digits(root: Path) -> pd.DataFrame:
     return half_split(pd.DataFrame({"path": table["path"], "label": table["label"], "super": ""}))
 
 
-SPEC = register(DatasetSpec(
-    "digits", "scikit-learn handwritten digits (shipped with scikit-learn)", (),
-    SplitStats({"train": 901, "test": 896}, {"train": 5, "test": 5}), parse_digits,
-    pixel_side=8, label="digits", write_shipped=write_shipped,
-    about="scikit-learn's handwritten digits (1,797 real 8×8 images shipped with scikit-learn; digits "
-          "0-4 train, 5-9 test), the one real dataset a fresh machine has without a download."))
+SPEC = register(
+    DatasetSpec(
+        "digits",
+        "scikit-learn handwritten digits (shipped with scikit-learn)",
+        (),
+        SplitStats({"train": 901, "test": 896}, {"train": 5, "test": 5}),
+        parse_digits,
+        pixel_side=8,
+        label="digits",
+        write_shipped=write_shipped,
+        about="scikit-learn's handwritten digits (1,797 real 8×8 images shipped with scikit-learn; digits "
+        "0-4 train, 5-9 test), the one real dataset a fresh machine has without a download.",
+    )
+)

@@ -36,16 +36,19 @@ def parse_inshop(root: Path) -> pd.DataFrame:
     rows = [r for _, r in numbered]
     if len(rows) != declared or any(len(r) != 3 for r in rows):
         raise DatasetError(f"{path}: declares {declared} images but has {len(rows)} well-formed lines")
-    items = whole_numbers([r[1].removeprefix("id_") for r in rows], path, "the item id (id_<number>)",
-                          [n for n, _ in numbered])
+    items = whole_numbers(
+        [r[1].removeprefix("id_") for r in rows], path, "the item id (id_<number>)", [n for n, _ in numbered]
+    )
     image_root = find_file(root, "img").parent if not (path.parent / "img").exists() else path.parent
     prefix = image_root.relative_to(root)
-    return pd.DataFrame({
-        "path": [str(prefix / r[0]) for r in rows],
-        "label": items,
-        "split": [r[2] for r in rows],
-        "super": ["/".join(r[0].split("/")[1:3]) for r in rows],
-    })
+    return pd.DataFrame(
+        {
+            "path": [str(prefix / r[0]) for r in rows],
+            "label": items,
+            "split": [r[2] for r in rows],
+            "super": ["/".join(r[0].split("/")[1:3]) for r in rows],
+        }
+    )
 
 
 INSHOP_CATEGORIES = ["MEN/Denim", "MEN/Tees_Tanks", "WOMEN/Dresses", "WOMEN/Blouses_Shirts"]
@@ -71,11 +74,19 @@ def write_fixture(folder: Path, n_classes: int, per_class: int, rng, image_size:
     return split_stats([e[1] for e in entries], [e[2] for e in entries])
 
 
-SPEC = register(DatasetSpec(
-    "inshop", "In-Shop Clothes Retrieval",
-    (Layout("publisher (by hand)", (SourceFile("img.zip"), SourceFile("list_eval_partition.txt"))),),
-    SplitStats({"train": 25882, "query": 14218, "gallery": 12612},
-               {"train": 3997, "query": 3985, "gallery": 3985}), parse_inshop,
-    manual=INSHOP_MANUAL, disk_gb=4.0,
-    label="In-Shop", evaluation="query_gallery", supers="categories",
-    super_categories=23, write_fixture=write_fixture))
+SPEC = register(
+    DatasetSpec(
+        "inshop",
+        "In-Shop Clothes Retrieval",
+        (Layout("publisher (by hand)", (SourceFile("img.zip"), SourceFile("list_eval_partition.txt"))),),
+        SplitStats({"train": 25882, "query": 14218, "gallery": 12612}, {"train": 3997, "query": 3985, "gallery": 3985}),
+        parse_inshop,
+        manual=INSHOP_MANUAL,
+        disk_gb=4.0,
+        label="In-Shop",
+        evaluation="query_gallery",
+        supers="categories",
+        super_categories=23,
+        write_fixture=write_fixture,
+    )
+)

@@ -70,8 +70,9 @@ def find_file(root: Path, name: str) -> Path:
     raise DatasetError(f"{name} not found under {root}: is this the extracted dataset folder?")
 
 
-def read_table(path: Path, names: list[str], unique: tuple[str, ...] = (),
-               integers: tuple[str, ...] = ()) -> pd.DataFrame:
+def read_table(
+    path: Path, names: list[str], unique: tuple[str, ...] = (), integers: tuple[str, ...] = ()
+) -> pd.DataFrame:
     """A whitespace-separated list with columns `names`; a line that does not fit, a value of a
     `unique` column given twice or a non-integer in `integers` stops with the file and lines named."""
     try:
@@ -79,18 +80,25 @@ def read_table(path: Path, names: list[str], unique: tuple[str, ...] = (),
     except FileNotFoundError:
         raise DatasetError(f"{path} is missing: is this the complete extracted dataset?") from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as error:
-        raise DatasetError(f"{path} cannot be read as '{' '.join(f'<{n}>' for n in names)}' lines "
-                           f"({' '.join(str(error).split())[:160]}); use an intact copy") from None
+        raise DatasetError(
+            f"{path} cannot be read as '{' '.join(f'<{n}>' for n in names)}' lines "
+            f"({' '.join(str(error).split())[:160]}); use an intact copy"
+        ) from None
     incomplete = table[names].isna().any(axis=1)
     for column in integers:
         incomplete |= ~table[column].fillna("").str.fullmatch(r"\d+")
     if incomplete.any():
         line = int(incomplete.to_numpy().argmax()) + 1
-        raise DatasetError(f"{path}: line {line} is not '{' '.join(f'<{n}>' for n in names)}'; use an "
-                           f"intact copy of the file")
+        raise DatasetError(
+            f"{path}: line {line} is not '{' '.join(f'<{n}>' for n in names)}'; use an intact copy of the file"
+        )
     for column in unique:
-        repeated(table[column].tolist(), f"{path}: the {column}", "line",
-                 "each is listed once in the published file: use an intact copy of it")
+        repeated(
+            table[column].tolist(),
+            f"{path}: the {column}",
+            "line",
+            "each is listed once in the published file: use an intact copy of it",
+        )
     return table
 
 
@@ -99,8 +107,9 @@ def read_lines(path: Path) -> list[str]:
     try:
         return Path(path).read_text().splitlines()
     except UnicodeDecodeError as error:
-        raise DatasetError(f"{path} is not a text list ({error.reason} at byte {error.start}); use an intact "
-                           f"copy of the file") from None
+        raise DatasetError(
+            f"{path} is not a text list ({error.reason} at byte {error.start}); use an intact copy of the file"
+        ) from None
 
 
 def whole_numbers(values: list[str], path: Path, what: str, lines: list[int]) -> list[int]:
@@ -108,8 +117,9 @@ def whole_numbers(values: list[str], path: Path, what: str, lines: list[int]) ->
     the file, its line and the value."""
     for value, line in zip(values, lines):
         if not str(value).strip().isdigit():
-            raise DatasetError(f"{path}: line {line} has {what} {value!r}, not a whole number; use an intact "
-                               f"copy of the file")
+            raise DatasetError(
+                f"{path}: line {line} has {what} {value!r}, not a whole number; use an intact copy of the file"
+            )
     return [int(v) for v in values]
 
 
@@ -118,6 +128,5 @@ def repeated(values: list, where: str, entry: str, what_to_do: str) -> None:
     first: dict = {}
     for number, value in enumerate(values, 1):
         if value in first:
-            raise DatasetError(f"{where} {value!r} is listed twice, {entry}s {first[value]} and {number}; "
-                               f"{what_to_do}")
+            raise DatasetError(f"{where} {value!r} is listed twice, {entry}s {first[value]} and {number}; {what_to_do}")
         first[value] = number

@@ -35,24 +35,32 @@ def parse_vehicleid(root: Path) -> pd.DataFrame:
     train_list = find_file(root, "train_list.txt")
     base = train_list.parent.parent
     models_file = base / "attribute" / "model_attr.txt"
-    models = dict(read_table(models_file, ["vehicle", "model"]).itertuples(index=False)) \
-        if models_file.exists() else {}
+    models = dict(read_table(models_file, ["vehicle", "model"]).itertuples(index=False)) if models_file.exists() else {}
     parts = []
     for split, name in [("train", "train_list.txt")] + [
-            (f"test_{size}", f"test_list_{count}.txt") for size, count in VEHICLEID_TESTS.items()]:
+        (f"test_{size}", f"test_list_{count}.txt") for size, count in VEHICLEID_TESTS.items()
+    ]:
         path = train_list.parent / name
         if not path.exists():
-            raise DatasetError(f"{path} is missing: VehicleID needs train_list.txt and "
-                               f"test_list_800/1600/2400.txt in train_test_split/")
+            raise DatasetError(
+                f"{path} is missing: VehicleID needs train_list.txt and "
+                f"test_list_800/1600/2400.txt in train_test_split/"
+            )
         rows = read_table(path, ["image", "vehicle"])
         if rows["vehicle"].isna().any():
             line = int(rows["vehicle"].isna().to_numpy().argmax()) + 1
             raise DatasetError(f"{path}: line {line} is not '<image> <vehicle id>'")
         prefix = (base / "image").relative_to(root)
-        parts.append(pd.DataFrame({
-            "path": [str(prefix / f"{image}.jpg") for image in rows["image"]],
-            "label": rows["vehicle"].astype(int), "split": split,
-            "super": [str(models.get(v, "none")) for v in rows["vehicle"]]}))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "path": [str(prefix / f"{image}.jpg") for image in rows["image"]],
+                    "label": rows["vehicle"].astype(int),
+                    "split": split,
+                    "super": [str(models.get(v, "none")) for v in rows["vehicle"]],
+                }
+            )
+        )
     return pd.concat(parts, ignore_index=True)
 
 
@@ -62,8 +70,11 @@ def write_fixture(folder: Path, n_classes: int, per_class: int, rng, image_size:
     vehicles are in the medium one, those in the large one), `attribute/model_attr.txt` for half
     the vehicles (three models), the others without a model label."""
     train, test = range(1, n_classes // 2 + 1), range(n_classes // 2 + 1, n_classes + 1)
-    nested = {800: list(test)[: max(2, len(test) // 3)], 1600: list(test)[: max(2, 2 * len(test) // 3)],
-              2400: list(test)}
+    nested = {
+        800: list(test)[: max(2, len(test) // 3)],
+        1600: list(test)[: max(2, 2 * len(test) // 3)],
+        2400: list(test),
+    }
     lists, models, images_of = {"train_list.txt": []}, [], {}
     image_id = 0
     with zipfile.ZipFile(folder / "VehicleID_V1.0.zip", "w") as archive:
@@ -72,8 +83,10 @@ def write_fixture(folder: Path, n_classes: int, per_class: int, rng, image_size:
             for _ in range(per_class):
                 image_id += 1
                 name = f"{image_id:07d}"
-                archive.writestr(f"VehicleID_V1.0/image/{name}.jpg",
-                                 jpeg(class_image(4000 + vehicle, rng, image_size_of(rng, image_size))))
+                archive.writestr(
+                    f"VehicleID_V1.0/image/{name}.jpg",
+                    jpeg(class_image(4000 + vehicle, rng, image_size_of(rng, image_size))),
+                )
                 images_of[vehicle].append(name)
             if vehicle % 2:
                 models.append(f"{vehicle} {vehicle % 3}")
@@ -92,10 +105,21 @@ def write_fixture(folder: Path, n_classes: int, per_class: int, rng, image_size:
     return split_stats(labels, splits)
 
 
-SPEC = register(DatasetSpec(
-    "vehicleid", "PKU VehicleID",
-    (Layout("by licence request", (SourceFile("VehicleID_V1.0.zip"),)),),
-    SplitStats({"train": 113346, "test_small": 6493, "test_medium": 13377, "test_large": 19777},
-               {"train": 13164, "test_small": 800, "test_medium": 1600, "test_large": 2400}),
-    parse_vehicleid, manual=VEHICLEID_MANUAL, disk_gb=12.0,
-    label="VehicleID", evaluation="test_lists", supers="vehicle_models", write_fixture=write_fixture))
+SPEC = register(
+    DatasetSpec(
+        "vehicleid",
+        "PKU VehicleID",
+        (Layout("by licence request", (SourceFile("VehicleID_V1.0.zip"),)),),
+        SplitStats(
+            {"train": 113346, "test_small": 6493, "test_medium": 13377, "test_large": 19777},
+            {"train": 13164, "test_small": 800, "test_medium": 1600, "test_large": 2400},
+        ),
+        parse_vehicleid,
+        manual=VEHICLEID_MANUAL,
+        disk_gb=12.0,
+        label="VehicleID",
+        evaluation="test_lists",
+        supers="vehicle_models",
+        write_fixture=write_fixture,
+    )
+)

@@ -8,6 +8,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from dmlbench import run_config
 from dmlbench.config.plan import Plan
 from dmlbench.methods import declared
@@ -123,3 +125,27 @@ def test_the_methods_page_names_every_registered_loss_miner_and_sampler():
         if f"`{name}`" not in page
     ]
     assert missing == [], f"docs/methods.md names none of {missing}: add each one's row (equation, parameters)"
+
+
+def test_the_proxy_loss_of_the_add_method_page_runs_as_written(monkeypatch):
+    """The page's whole proxy loss: its value is NormFace's cross-entropy of the scaled cosines
+    (written here from the equation), a miner is refused, its class vectors are unit rows."""
+    import torch
+    import torch.nn.functional as F
+
+    from dmlbench.methods import miners
+    from dmlbench.methods.losses.base import LOSSES
+
+    page = (REPO / "docs" / "howto" / "add-method.md").read_text()
+    block = re.search(r"\*\*A whole proxy loss\*\*.*?```python\n(.*?)```", page, re.S).group(1)
+    monkeypatch.setattr(LOSSES, "register", lambda name: lambda cls: cls)  # the registry stays as it is
+    namespace: dict = {}
+    exec(compile(block, "add-method.md", "exec"), namespace)
+    loss = namespace["NormSoftmax"](num_classes=3, embedding_dim=4, scale=8.0)
+    x, y = torch.randn(6, 4), torch.tensor([0, 0, 1, 1, 2, 2])
+    cosines = torch.stack([torch.stack([F.cosine_similarity(xi, p, dim=0) for p in loss.proxies]) for xi in x])
+    expected = -torch.stack([torch.log_softmax(8.0 * c, 0)[label] for c, label in zip(cosines, y)]).mean()
+    assert loss(x, y).item() == pytest.approx(expected.item(), rel=1e-5)
+    with pytest.raises(ValueError, match="takes no miner"):
+        loss(x, y, miner=miners.build("semihard", margin=0.2))
+    assert torch.allclose(loss.class_vectors().norm(dim=1), torch.ones(3))

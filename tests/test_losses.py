@@ -175,6 +175,11 @@ def test_unknown_loss_names_the_known_ones():
         losses.build("contrastiv")
 
 
+def test_a_proxy_loss_built_without_what_the_training_fills_in_says_what_it_needs():
+    with pytest.raises(ConfigError, match="proxy_anchor'\\) needs num_classes, embedding_dim"):
+        losses.build("proxy_anchor")
+
+
 def test_bad_loss_parameter_is_named():
     with pytest.raises(ConfigError, match="no parameter 'alpah' \\(did you mean 'alpha'"):
         losses.build("multi_similarity", alpah=2.0)

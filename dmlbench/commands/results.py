@@ -100,7 +100,8 @@ def cmd_verdict(args) -> None:
 def cmd_plan(args) -> None:
     from dmlbench.config.plan import Plan
 
-    plan = Plan.load(args.config_dir, {"preset": args.preset})
+    config = spec_json(args.config, "--config")
+    plan = Plan.load(args.config_dir, {**config, **({"preset": args.preset} if args.preset else {})})
     for run in plan.runs():
         print(run.path(plan.name))
 
@@ -171,7 +172,11 @@ def add(sub) -> None:
 
 def add_user(sub) -> None:
     """Add the user's commands: results, verdict, plan, doctor, preflight."""
-    s = sub.add_parser("results", help="SQL over the results table (DuckDB; the table is named runs)")
+    s = sub.add_parser(
+        "results",
+        help="SQL over the results table (DuckDB; the table is named runs; the pipeline writes it, "
+        "`dmlbench results-table` rebuilds it)",
+    )
     s.add_argument("sql", help="e.g. \"SELECT method, avg(value) FROM runs WHERE metric = 'map@r' GROUP BY method\"")
     s.add_argument("--preset", help="reads results/<preset>/runs.parquet (default: the one preset that has one)")
     s.add_argument("--table", help="another runs.parquet")
@@ -204,7 +209,10 @@ def add_user(sub) -> None:
 
     s = sub.add_parser("plan", help="list the run folders a preset expands into")
     s.add_argument("--config-dir", default=CONFIG_DIR, help=CONFIG_DIR_HELP)
-    s.add_argument("--preset", default="full", help="preset name (default: full)")
+    s.add_argument("--preset", help="preset name (default: full, or the one in --config)")
+    s.add_argument(
+        "--config", default="{}", help='JSON: changes as in --config of the workflow ({"preset_file": "my.yaml"}, …)'
+    )
     s.set_defaults(func=cmd_plan)
 
     s = sub.add_parser("doctor", help="what this machine has and lacks for a plan (no training)")

@@ -110,7 +110,7 @@ def ranking(means: pd.DataFrame) -> Ranking | str:
     if k < 3 or n < 2:
         return (
             f"a ranking over datasets needs at least 3 methods and 2 datasets with every method; "
-            f"here {k} methods and {n} datasets"
+            f"here {k} method{'s' * (k != 1)} and {n} dataset{'s' * (n != 1)}"
         )
     ranks = means.rank(axis=1, ascending=False, method="average")
     average = ranks.mean(axis=0)

@@ -4,6 +4,7 @@ Every loss is a `torch.nn.Module` called as `loss(embeddings, labels)` (embeddin
 normalised) or `loss(embeddings, labels, miner=miner)` to restrict the pairs/triplets it sees.
 """
 
+from dmlbench.core.errors import ConfigError
 from dmlbench.methods.losses.base import LOSSES, PairLoss
 
 
@@ -13,6 +14,13 @@ def build(name: str, **params):
     from dmlbench.methods import declared
 
     declared.check("loss", {"name": name, **params}, f"losses.build({name!r})")
+    component = declared.components("loss")[name]
+    missing = [p for p in component.required if p not in params]  # those the training fills in, too
+    if missing:
+        raise ConfigError(
+            f"losses.build({name!r}) needs {', '.join(missing)} (the training fills them in from the data and "
+            f"the model; in your own code give them: labels 0..num_classes-1) ({component.source})"
+        )
     return LOSSES.build(name, **params)
 
 

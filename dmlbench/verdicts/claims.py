@@ -16,6 +16,7 @@ runs (`per_variant`): the same comparison on each trunk, say.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -135,14 +136,16 @@ def test(better: dict, worse: dict) -> ClaimTest | str:
     from scipy import stats  # imported where a claim is tested, not by the plan that checks claims
 
     paired = set(b) == set(w)
-    if paired:
-        seeds = sorted(b)
-        x, y = np.array([b[s] for s in seeds]), np.array([w[s] for s in seeds])
-        result = stats.ttest_rel(x, y)
-    else:
-        x, y = np.array(list(b.values())), np.array(list(w.values()))
-        result = stats.ttest_ind(x, y, equal_var=False)
-    interval = result.confidence_interval(1 - ALPHA)
+    with warnings.catch_warnings():  # equal differences: scipy warns of precision loss, p is NaN (read as 1)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if paired:
+            seeds = sorted(b)
+            x, y = np.array([b[s] for s in seeds]), np.array([w[s] for s in seeds])
+            result = stats.ttest_rel(x, y)
+        else:
+            x, y = np.array(list(b.values())), np.array(list(w.values()))
+            result = stats.ttest_ind(x, y, equal_var=False)
+        interval = result.confidence_interval(1 - ALPHA)
     p = float(result.pvalue)
     se = (
         float(np.std(x - y, ddof=1) / math.sqrt(len(x)))

@@ -176,7 +176,7 @@ BAD_VALUES = [
         "methods.yaml: method ms.loss.alpha: -32 is outside what it allows; "
         "loss 'multi_similarity' takes alpha: float, > 0",
     ),
-    (MS_LOSS.replace("alpha: 2.0", "alpha: .nan"), "method ms.loss.alpha: nan is not of that kind"),
+    (MS_LOSS.replace("alpha: 2.0", "alpha: .nan"), "method ms.loss.alpha: nan is not a finite number"),
     (
         MS_LOSS.replace("gamma: 0.5", "gamma: 1.5"),
         "method ms.loss.gamma: 1.5 is outside what it allows; loss 'multi_similarity' takes gamma: float, [-1, 1]",

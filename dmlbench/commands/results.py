@@ -207,7 +207,9 @@ def add_user(sub) -> None:
     )
     s.set_defaults(func=cmd_verdict)
 
-    s = sub.add_parser("plan", help="list the run folders a preset expands into")
+    s = sub.add_parser(
+        "plan", help="list the run folders a preset expands into (not the fair protocol's fold trainings)"
+    )
     s.add_argument("--config-dir", default=CONFIG_DIR, help=CONFIG_DIR_HELP)
     s.add_argument("--preset", help="preset name (default: full, or the one in --config)")
     s.add_argument(

@@ -248,6 +248,8 @@ def check_values(component: Component, values: dict, where: str, family: str) ->
             f"{family} {component.name!r} takes {key}: {kind}{f', {shown_limit(limit)}' if limit else ''} "
             f"({component.source})"
         )
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{where}.{key}: {value!r} is not a finite number; {told}")
         if kind and not _of_type(value, kind):
             raise ConfigError(f"{where}.{key}: {value!r} is not of that kind; {told}")
         if limit is not None and value is not None and not _within(value, limit):

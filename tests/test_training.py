@@ -430,6 +430,29 @@ def test_a_time_bounded_checkpoint_is_written_at_sigterm_and_resumes_exactly(run
     assert evaluate(stopped) == evaluate(whole)
 
 
+def test_a_stop_whose_cleanup_hangs_prints_every_stack_and_ends():
+    """SIGTERM ends a training through its cleanup (the last epoch written, the lock released); a
+    cleanup that never ends (a lock held where the exit landed) is ended after the grace, every
+    thread's stack on stderr, instead of hanging until a SIGKILL."""
+    script = (
+        "import os, signal, threading, time\n"
+        "from dmlbench.training import train\n"
+        "train.STOP_GRACE_S = 1\n"
+        "held = threading.Lock()\n"
+        "held.acquire()\n"
+        "try:\n"
+        "    with train.stops_as_exit():\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        time.sleep(60)\n"
+        "finally:\n"
+        "    held.acquire()  # a cleanup that never ends\n"
+    )
+    began = time.monotonic()
+    done = run([sys.executable, "-c", script], timeout=60, env=python_env(), capture_output=True, text=True)
+    assert time.monotonic() - began < 30 and done.returncode != 0
+    assert "most recent call first" in done.stderr and "line 11 in <module>" in done.stderr  # where it hung
+
+
 def test_ctrl_c_ends_a_training_with_one_line_saying_where_a_rerun_resumes(run_config, tmp_path):
     """Ctrl-C mid-run: no traceback, one line naming the epoch a rerun resumes after, and the end
     by SIGINT that a shell expects of an interrupted program."""

@@ -11,6 +11,7 @@ settings is never resumed (`dmlbench.training.run_folder`).
 
 from __future__ import annotations
 
+import faulthandler
 import signal
 import sys
 import threading
@@ -35,6 +36,9 @@ from dmlbench.training.step import DivergedError, train_step
 from dmlbench.training.tracking import Tracking
 
 
+STOP_GRACE_S = 60  # a stop that has not ended by then is stuck: its stacks are printed, the process ends
+
+
 @contextmanager
 def stops_as_exit():
     """SIGTERM and SIGHUP (SLURM at a job's time limit, Snakemake stopping its jobs) end the training
@@ -47,6 +51,9 @@ def stops_as_exit():
     before = {signum: signal.getsignal(signum) for signum in signums}
 
     def leave(signum, _frame):
+        # the stop writes the last finished epoch and ends; should it not have ended after STOP_GRACE_S
+        # (a lock held where the exit landed), every thread's stack goes to stderr and the process ends
+        faulthandler.dump_traceback_later(STOP_GRACE_S, exit=True)
         raise SystemExit(128 + signum)
 
     for signum in signums:

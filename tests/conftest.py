@@ -10,6 +10,11 @@ CONFIG_DIR = REPO / "workflow" / "config"
 pytest_plugins = ["processes"]  # every process a test starts: grouped, time-limited, stopped with the run
 
 
+def snakemake_command(workdir: Path, *args: str, snakefile: Path = REPO / "Snakefile", python: str = sys.executable):
+    """The workflow's command line as the tests run it: Snakemake on `snakefile` in `workdir`, greedy scheduler."""
+    return [python, "-m", "snakemake", "-s", str(snakefile), "-d", str(workdir), "--scheduler", "greedy", *args]
+
+
 def pytest_collection_modifyitems(items):
     """The slow tests first, so that side by side (pytest-xdist) the longest start early and the
     many short ones fill in around them."""
@@ -49,22 +54,7 @@ def full_dry_run(tmp_path_factory):
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not saved.exists():
             workdir.mkdir(exist_ok=True)
-            command = [
-                sys.executable,
-                "-m",
-                "snakemake",
-                "-s",
-                str(REPO / "Snakefile"),
-                "-d",
-                str(workdir),
-                "--scheduler",
-                "greedy",
-                "-n",
-                "--cores",
-                "all",
-                "--resources",
-                "gpu=8",
-            ]
+            command = snakemake_command(workdir, "-n", "--cores", "all", "--resources", "gpu=8")
             result = run(command, timeout=1800, capture_output=True, text=True, env=python_env())
             assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
             saved.write_text(json.dumps({"args": command, "stdout": result.stdout, "stderr": result.stderr}))

@@ -8,7 +8,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -31,7 +30,7 @@ from dmlbench.fair.intervals import mean_interval
 from dmlbench.core.io import read_json, write_json
 from dmlbench.run_config import RunConfig
 
-from conftest import CONFIG_DIR, REPO, python_env
+from conftest import CONFIG_DIR, python_env, snakemake_command
 from dmlbench.config.jobs import of as jobs_of
 from processes import run, start, stop
 
@@ -539,21 +538,6 @@ def test_the_fair_tables_show_trials_capped_folds_notes_and_the_embedding_size(t
         pd.read_csv(out / "fair_table.csv"), "cub", plan.papers, pd.read_csv(out / "fair_pairwise.csv")
     )
     assert "<th rowspan='2'>capped folds</th>" in html and "<td>1/4; 0/4</td>" in html
-
-
-def snakemake_command(workdir: Path, *args: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(REPO / "Snakefile"),
-        "-d",
-        str(workdir),
-        "--scheduler",
-        "greedy",
-        *args,
-    ]
 
 
 @pytest.mark.slow

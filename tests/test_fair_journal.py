@@ -17,7 +17,7 @@ from dmlbench.fair import journal as journals
 from dmlbench.core.io import write_json
 
 import processes
-from conftest import REPO, python_env
+from conftest import REPO, python_env, snakemake_command
 from dmlbench.config.jobs import of as jobs_of
 
 pytestmark = pytest.mark.xdist_group("test_fair_journal")  # one worker: its module fixture once
@@ -33,16 +33,8 @@ def snakemake(checkout, workdir, trials=2):
         f"subset={{suite.fair: {{datasets: [cub], methods: [ms], fair: {{folds: 2, trials: {trials}, "
         f"parallel: 1, repetitions: 2, rounds_per_job: 1}}, train: {{epochs: 1, eval: {{every: 1}}}}}}}}"
     )
-    command = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(checkout / "Snakefile"),
-        "-d",
-        str(workdir),
-        "--scheduler",
-        "greedy",
+    command = snakemake_command(
+        workdir,
         "--cores",
         "1",
         "--config",
@@ -51,7 +43,8 @@ def snakemake(checkout, workdir, trials=2):
         subset,
         "--",
         f"{SEARCH}/trials.csv",
-    ]
+        snakefile=checkout / "Snakefile",
+    )
     return processes.run(command, timeout=900, capture_output=True, text=True, env=python_env())
 
 

@@ -20,7 +20,7 @@ from dmlbench.core.machine import check_paths
 from dmlbench.training import run_folder
 
 import processes
-from conftest import CONFIG_DIR, REPO, python_env
+from conftest import CONFIG_DIR, REPO, python_env, snakemake_command
 from dmlbench.config.jobs import of as jobs_of
 from trainings_digest import digest
 
@@ -160,22 +160,9 @@ NARROWED = ("preset=smoke", "experiments=[suite.baselines,suite.fair]", "dataset
 
 
 def snakemake(snakefile: Path, workdir: Path, *config: str, python: str = sys.executable, env=None):
-    command = [
-        python,
-        "-m",
-        "snakemake",
-        "-s",
-        str(snakefile),
-        "-d",
-        str(workdir),
-        "--scheduler",
-        "greedy",
-        "--cores",
-        "2",
-        "--config",
-        *NARROWED,
-        *config,
-    ]
+    command = snakemake_command(
+        workdir, "--cores", "2", "--config", *NARROWED, *config, snakefile=snakefile, python=python
+    )
     return processes.run(command, timeout=1800, capture_output=True, text=True, env=env or python_env())
 
 

@@ -18,7 +18,7 @@ from dmlbench.fair.intervals import mean_interval
 from dmlbench.verdicts import claim_kinds, claims, numbers
 
 import processes
-from conftest import CONFIG_DIR, REPO, python_env
+from conftest import CONFIG_DIR, REPO, python_env, snakemake_command
 from dmlbench.config.jobs import of as jobs_of
 
 T_975_4 = 2.7764451051977987  # Student t, 0.975 quantile, 4 degrees of freedom (tables: 2.776)
@@ -340,23 +340,15 @@ def test_the_smoke_runs_certificate_from_the_pipeline_and_from_the_command_line_
     from dmlbench.verdicts import certificate
 
     result = processes.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "-s",
-            str(REPO / "Snakefile"),
-            "-d",
-            str(tmp_path),
-            "--scheduler",
-            "greedy",
+        snakemake_command(
+            tmp_path,
             "reports/smoke/ms/certificate.md",
             "--cores",
             "2",
             "--config",
             "preset=smoke",
             "experiments=[ms.t1]",
-        ],
+        ),
         timeout=1800,
         capture_output=True,
         text=True,

@@ -13,24 +13,14 @@ import torch
 from dmlbench.config.plan import Plan
 
 import processes
-from conftest import CONFIG_DIR, REPO, python_env
+from conftest import CONFIG_DIR, REPO, python_env, snakemake_command
 from dmlbench.config.jobs import of as jobs_of
 
 
 def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    command = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(REPO / "Snakefile"),
-        "-d",
-        str(workdir),
-        "--scheduler",
-        "greedy",
-        *args,
-    ]
-    return processes.run(command, timeout=1800, capture_output=True, text=True, env=python_env())
+    return processes.run(
+        snakemake_command(workdir, *args), timeout=1800, capture_output=True, text=True, env=python_env()
+    )
 
 
 def job_counts(output: str) -> dict[str, int]:

@@ -6,10 +6,12 @@ import re
 from dataclasses import dataclass
 
 # the characters of the ids that become folder names and the workflow's wildcards (its rules'
-# `wildcard_constraints`): an id outside them would never be matched by a rule, so the plan refuses it
-EXPERIMENT_ID = r"[A-Za-z0-9_.-]+"
-METHOD_ID = r"[A-Za-z0-9_.-]+"  # a run's method adds `@<variant>` (a variant name: the same characters)
-RUN_METHOD = r"[A-Za-z0-9_.@-]+"
+# `wildcard_constraints`): an id outside them would never be matched by a rule, so the plan refuses it.
+# The first is a letter, digit or '_': `.` and `..` are folders of their own (`..` would put a
+# method's runs of every dataset in one folder), `-x` reads as an option
+EXPERIMENT_ID = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
+METHOD_ID = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"  # a run's method adds `@<variant>` (a variant name: the same)
+RUN_METHOD = r"[A-Za-z0-9_][A-Za-z0-9_.@-]*"
 
 
 def check_id(kind: str, value, pattern: str, where: str) -> None:
@@ -19,8 +21,9 @@ def check_id(kind: str, value, pattern: str, where: str) -> None:
     if not (isinstance(value, str) and re.fullmatch(pattern, value)):
         raise ConfigError(
             f"{where}: {kind} id {value!r} has characters the workflow's file names cannot hold: "
-            f"rename it with letters, digits and '_', '.', '-' only (a rule would never match it, "
-            f"and its runs would silently not run)"
+            f"rename it with letters, digits and '_', '.', '-' only, starting with a letter, digit or "
+            f"'_' (a rule would never match it and its runs would silently not run; '.' and '..' "
+            f"name folders of their own)"
         )
 
 

@@ -1,0 +1,19 @@
+"""Names that become folders, and the preset files that name results/ and reports/ (issue 68,
+items 7 and 8): a method id that is a folder of its own, two preset files of one name in one
+working folder, superseded runs kept, and the messages of a reading from another folder."""
+
+import pytest
+
+from conftest import CONFIG_DIR
+from dmlbench.config.plan import Plan
+from dmlbench.core.errors import ConfigError
+
+
+@pytest.mark.parametrize("name", ["..", ".", ".hidden", "-x"])
+def test_a_method_id_that_is_a_folder_of_its_own_is_refused_naming_its_file(tmp_path, name):
+    methods = tmp_path / "my_methods.yaml"
+    methods.write_text(f"methods:\n  '{name}':\n    loss: {{name: contrastive}}\njoin: [suite.fair]\n")
+    with pytest.raises(ConfigError, match=rf"my_methods.yaml.*method id '{name}'.*starting with a letter, digit"):
+        Plan.load(CONFIG_DIR, {"preset": "smoke", "methods_file": str(methods)})
+    methods.write_text("methods:\n  my.v2-b:\n    loss: {name: contrastive}\njoin: [suite.baselines]\n")
+    assert "my.v2-b" in Plan.load(CONFIG_DIR, {"preset": "smoke", "methods_file": str(methods)}).methods

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -129,10 +130,15 @@ def _contents(run_dir: Path) -> list[Path]:
 
 
 def supersede(run_dir: Path, old_fingerprint: str) -> Path:
-    """Move every file of the folder (but the lock) to a sibling folder; return its path."""
-    target = run_dir.with_name(f"{run_dir.name}.superseded-{old_fingerprint[:12]}")
-    if target.exists():
-        shutil.rmtree(target)
+    """Move every file of the folder (but the lock) to a new sibling folder; return its path. One
+    set aside before under that name stays (`-2`, `-3`, … name the later ones): the callers say
+    where the files went, and no superseded run is ever deleted."""
+    name = f"{run_dir.name}.superseded-{old_fingerprint[:12]}"
+    target = next(
+        path
+        for path in (run_dir.with_name(name + (f"-{n}" if n > 1 else "")) for n in itertools.count(1))
+        if not path.exists()
+    )
     target.mkdir()
     for path in _contents(run_dir):
         path.rename(target / path.name)

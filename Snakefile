@@ -5,7 +5,7 @@
 import sys
 from pathlib import Path
 
-from dmlbench.config import jobs
+from dmlbench.config import jobs, preset_owner
 from dmlbench.config.plan import Plan
 from dmlbench.core.errors import DmlbenchError
 from dmlbench.orchestration import warm_start
@@ -16,6 +16,7 @@ try:  # a wrong setting, file or folder: its message, without Snakemake's trace 
     check_paths(checkout=workflow.basedir, working_folder=Path.cwd(), interpreter=sys.executable)
     PLAN = Plan.load(CONFIG_DIR, config)
     check_folders(PLAN)
+    preset_owner.check(PLAN)  # another preset file of this name has results here: refused
 except DmlbenchError as error:
     sys.exit(f"dmlbench: error: {error}")
 PRESET = PLAN.name
@@ -33,7 +34,8 @@ include: "workflow/rules/fair.smk"
 include: "workflow/rules/knobs.smk"
 
 
-onstart:  # jobs about to run on this machine: the devices the runs name must exist here
+onstart:  # jobs about to run: the preset file whose results these are noted; on this machine, the devices the runs name must exist
+    preset_owner.record(PLAN)
     if workflow.local_exec:
         try:
             check_devices(PLAN, gpu_count(workflow.global_resources))

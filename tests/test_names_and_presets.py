@@ -32,3 +32,61 @@ def test_a_run_superseded_twice_under_one_fingerprint_keeps_both_copies(tmp_path
         moved.append(run_folder.supersede(run, "abcdef0123456789"))
     assert [p.name for p in moved] == ["seed0.superseded-abcdef012345", "seed0.superseded-abcdef012345-2"]
     assert [(p / "metrics.json").read_text() for p in moved] == ["first", "second"]
+
+
+def test_a_preset_file_whose_name_another_files_finished_results_hold_is_refused_with_both_paths(tmp_path):
+    from conftest import REPO, python_env, snakemake_command
+    from processes import run as run_process
+
+    from dmlbench.config import preset_owner
+
+    first, second = tmp_path / "a" / "mine.yaml", tmp_path / "b" / "mine.yaml"
+    for path in (first, second):
+        path.parent.mkdir()
+        path.write_text((CONFIG_DIR / "presets" / "smoke.yaml").read_text())
+    work = tmp_path / "work"
+    config = {"experiments": ["suite.baselines"], "datasets": ["cub"]}
+    ours = Plan.load(CONFIG_DIR, {**config, "preset_file": str(first)})
+    assert ours.preset_file == first and Plan.load(CONFIG_DIR, {"preset": "smoke"}).preset_file is None
+    preset_owner.record(ours, work)
+    theirs = Plan.load(CONFIG_DIR, {**config, "preset_file": str(second)})
+    preset_owner.check(theirs, work)  # nothing finished yet: the other file may take the name
+    finished = work / ours.runs()[0].path("mine") / "metrics.json"
+    finished.parent.mkdir(parents=True)
+    finished.write_text("{}")
+    preset_owner.check(ours, work)
+    said = rf"preset_file={second}: .*results/mine holds the finished runs of another preset file .*, {first}; rename"
+    with pytest.raises(ConfigError, match=said):
+        preset_owner.check(theirs, work)
+    result = run_process(  # the workflow checks it before any job
+        snakemake_command(work, "-n", "--config", f"preset_file={second}", "experiments=[suite.baselines]"),
+        timeout=300,
+        capture_output=True,
+        text=True,
+        env=python_env(),
+        cwd=REPO,
+    )
+    assert result.returncode != 0 and f"dmlbench: error: preset_file={second}: " in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_verdict_read_in_a_working_folder_of_snakemake_d_finds_the_checkouts_catalogue(tmp_path):
+    """`snakemake -d work` writes reports/ there; the verdict read there once said "unknown preset
+    'smoke' ()" (the catalogue was looked for in work/workflow/config)."""
+    import sys
+
+    from conftest import python_env
+    from processes import run as run_process
+
+    (tmp_path / "reports/smoke/ms.t1").mkdir(parents=True)
+    (tmp_path / "reports/smoke/ms.t1/runs.csv").write_text("experiment,dataset,method,seed,recall@1\n")
+    result = run_process(
+        [sys.executable, "-m", "dmlbench", "verdict", "ms"],
+        timeout=300,
+        capture_output=True,
+        text=True,
+        env=python_env(),
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "(preset smoke)" in result.stdout and "unknown preset" not in result.stderr

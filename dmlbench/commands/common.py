@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from dmlbench.core.errors import DmlbenchError
 
-CONFIG_DIR = "workflow/config"
+# the checkout's catalogue, whatever the working folder (`snakemake -d` writes results elsewhere);
+# a package installed without its checkout reads the working folder's
+CHECKOUT_CONFIG = Path(__file__).resolve().parents[2] / "workflow" / "config"
+CONFIG_DIR = str(CHECKOUT_CONFIG) if CHECKOUT_CONFIG.is_dir() else "workflow/config"
 CONFIG_DIR_HELP = "the catalogue folder (default: this checkout's workflow/config)"
 
 
@@ -70,8 +74,6 @@ def preset_with_results(pattern: str, what: str) -> str:
     """The one preset whose results match `pattern` (a glob whose first `*` is the preset's name,
     from the current folder): a command's default when no preset is given; refused naming the
     presets that have results, or saying none has."""
-    from pathlib import Path
-
     head = pattern.split("*", 1)[0]
     found = sorted({str(path.relative_to(head)).split("/")[0] for path in Path(".").glob(pattern)})
     if len(found) == 1:

@@ -68,6 +68,8 @@ def preset_source(config_dir: Path, name, preset_file) -> tuple[str, Path]:
 class Plan(RunSettings, StepSpecs, FairSpecs, KnobSpecs):
     """The preset, the catalogue, the runs they expand into, and each run's resolved config."""
 
+    preset_file: Path | None = None  # the file of a preset given by `preset_file=PATH` (`preset_owner`)
+
     def __init__(self, config_dir: Path, preset: dict):
         self.config_dir = Path(config_dir)
         self.preset = preset
@@ -91,7 +93,8 @@ class Plan(RunSettings, StepSpecs, FairSpecs, KnobSpecs):
         the rest of `config` over it, validate."""
         config = dict(config or {})
         config_dir = Path(config_dir)
-        name, preset_file = preset_source(config_dir, config.get("preset"), config.pop("preset_file", None))
+        given = config.pop("preset_file", None)
+        name, preset_file = preset_source(config_dir, config.get("preset"), given)
         schema = with_dataset_names(load_yaml(config_dir / "schema.yaml"), DATASETS.names())
         config = values.coerce(config, with_settings(schema, json_schema(OPTIMISERS.names())))
         preset = deep_merge(load_yaml(preset_file), config)
@@ -102,7 +105,9 @@ class Plan(RunSettings, StepSpecs, FairSpecs, KnobSpecs):
             where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
             raise ConfigError(f"config of preset {name!r}, key {where}: {error.message}{schema_hint(error)}") from None
         preset["data"]["root"] = os.path.normpath(preset["data"]["root"])  # data/, ./data: one folder, one run
-        return cls(config_dir, preset)
+        plan = cls(config_dir, preset)
+        plan.preset_file = None if given is None else preset_file.resolve()
+        return plan
 
     def _load_experiments(self) -> dict:
         experiments: dict = {}

@@ -90,3 +90,14 @@ def test_a_verdict_read_in_a_working_folder_of_snakemake_d_finds_the_checkouts_c
     )
     assert result.returncode == 0, result.stderr
     assert "(preset smoke)" in result.stdout and "unknown preset" not in result.stderr
+
+
+def test_a_plateau_starting_at_the_sweeps_last_setting_is_refused_when_the_plan_loads():
+    """Nothing follows it to compare: the claim was accepted, then reported "not run"."""
+    from dmlbench.verdicts import claim_checks
+
+    exp = {"methods": ["m"], "sweep": {"1": {}, "2": {}, "3": {}}, "datasets": ["cub"]}
+    claim = {"kind": "plateau", "method": "m", "variants": ["1", "2", "3"], "at": "3"}
+    with pytest.raises(ConfigError, match=r"ms.f1.claims\[0\].at: '3' is the last of the claim's variants \(1, 2, 3\)"):
+        claim_checks.check(claim, exp, "ms.f1.claims[0]")
+    claim_checks.check({**claim, "at": "2"}, exp, "ms.f1.claims[0]")

@@ -73,6 +73,11 @@ def check(claim: dict, exp: dict, at: str) -> None:
             )
         if "at" in claim and claim["at"] not in variants:
             raise ConfigError(f"{at}.at: one of the claim's variants ({', '.join(variants)}), not {claim['at']!r}")
+        if kind == "plateau" and claim["at"] == variants[-1]:
+            raise ConfigError(
+                f"{at}.at: {claim['at']!r} is the last of the claim's variants ({', '.join(variants)}): a plateau "
+                f"compares the settings after `at` with it; name the setting where the plateau starts"
+            )
     margin = claim.get("margin")
     if margin is not None and (
         isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 < margin < math.inf

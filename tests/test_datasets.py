@@ -131,7 +131,7 @@ def test_unreadable_image_in_training_names_the_file(tmp_path):
     bad = tmp_path / "bad.jpg"
     bad.write_bytes(b"\xff\xd8\xff\xe0 truncated")
     data = images.ManifestImages(
-        pd.DataFrame({"path": ["bad.jpg"], "label": [0]}), tmp_path, images.test_transform(Input(resize=8, crop=8))
+        pd.DataFrame({"path": ["bad.jpg"], "label": [0]}), tmp_path, images.TestTransform(Input(resize=8, crop=8))
     )
     with pytest.raises(DatasetError, match=f"image {bad} cannot be read"):
         data[0]

@@ -54,7 +54,8 @@ class TinyImages(torch.utils.data.Dataset):
     def __len__(self):
         return len(self.labels)
 
-    def __getitem__(self, index):
+    def __getitem__(self, item):
+        index = item[0] if isinstance(item, tuple) else item  # (index, draw key): nothing here is drawn
         return self.images[index], self.labels[index]
 
 
@@ -90,7 +91,7 @@ def test_probe_measures_the_step_and_leaves_the_run_alone():
     cfg = probe_config()
     model, criterion, data = tiny_model(), Criterion(probe_config().method), TinyImages()
     before = copy.deepcopy(model.state_dict())
-    moves = recording.probe(model, criterion, data, cfg, "cpu", torch.Generator().manual_seed(0))
+    moves = recording.probe(model, criterion, data, cfg, "cpu", torch.Generator().manual_seed(0), epoch=0)
     for name, value in model.state_dict().items():
         assert torch.equal(value, before[name]), name
     assert set(moves["step"]) == {1, 2, 3}
@@ -103,7 +104,7 @@ def test_probe_after_similarities_are_those_of_the_updated_copy():
     cfg = probe_config(steps=1)
     model, data = tiny_model(), TinyImages()
     criterion = Criterion(cfg.method)
-    moves = recording.probe(model, criterion, data, cfg, "cpu", torch.Generator().manual_seed(5))
+    moves = recording.probe(model, criterion, data, cfg, "cpu", torch.Generator().manual_seed(5), epoch=0)
     generator = torch.Generator().manual_seed(5)
     from dmlbench.methods import samplers
 

@@ -218,6 +218,36 @@ def test_a_moved_checkout_working_folder_and_environment_rerun_nothing(finished,
     assert planned(result) == {}, result.stdout[-3000:]
 
 
+def numbers_on_disk(work: Path) -> dict:
+    """Every number the runs wrote: each run's test metrics and each fair fold's validation curve
+    and test metrics (what the tables are computed from), by file."""
+    found = {}
+    for path in sorted((work / "results").rglob("*.json")):
+        record = json.loads(path.read_text())
+        if isinstance(record, dict) and "metrics" in record:
+            found[str(path.relative_to(work))] = record["metrics"]
+    for path in sorted((work / "results").rglob("epochs.jsonl")):
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        found[str(path.relative_to(work))] = [{k: v for k, v in row.items() if "seconds" not in k} for row in rows]
+    return found
+
+
+@pytest.mark.slow
+def test_four_loader_workers_give_the_numbers_of_none_through_snakemake(finished, tmp_path):
+    """`loader.workers` is number-free: the finished narrowed smoke run (0 workers) trained again
+    with 4 gives every metric and every epoch's loss identical."""
+    work = tmp_path / "work"
+    shutil.copytree(finished, work, symlinks=True)
+    result = snakemake(
+        REPO / "Snakefile", work, "overrides={loader: {workers: 4}}", "--forcerun", "train", "fair_stage", "fair_final"
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert planned(snakemake(REPO / "Snakefile", work, "--dry-run")) == {}
+    before, after = numbers_on_disk(finished), numbers_on_disk(work)
+    assert len(before) > 10 and sorted(after) == sorted(before)
+    assert after == before
+
+
 @pytest.mark.slow
 def test_a_changed_learning_rate_reruns_exactly_the_runs_it_changes(finished):
     change = "subset={suite.baselines: {methods: [ms], train: {optimizer: {lr: 3.0e-4}}}}"

@@ -8,7 +8,7 @@ import pytest
 import torch
 from PIL import Image
 
-from dmlbench.data import batches, images, manifest, store
+from dmlbench.data import batches, draws, images, manifest, store
 from dmlbench.data.prepare import prepare
 from dmlbench.core.errors import DatasetError
 from dmlbench.run_config import RunConfig
@@ -32,10 +32,14 @@ def cfg_for(path, folder, crop=28, padding=3, flip=True):
 
 
 def loaded_batches(data, seed, train, workers=0):
-    """Every batch of one pass, drawn as training draws them (seeded, shuffled)."""
-    torch.manual_seed(seed)
+    """Every batch of one pass, drawn as training draws them (shuffled, each image's draw keyed)."""
     generator = torch.Generator().manual_seed(seed)
-    loader = batches.loader(data, batch_size=7, shuffle=train, generator=generator, num_workers=workers)
+    if train:
+        order = torch.utils.data.RandomSampler(data, generator=generator)
+        sampler = draws.KeyedBatches(torch.utils.data.BatchSampler(order, 7, drop_last=False), seed, 0)
+        loader = batches.loader(data, batch_sampler=sampler, num_workers=workers)
+    else:
+        loader = batches.loader(data, batch_size=7, shuffle=False, num_workers=workers)
     return [data.device_batch(b, torch.device("cpu")) for b in loader]
 
 
@@ -48,8 +52,9 @@ class StoredPixelsPerImage(torch.utils.data.Dataset):
     def __len__(self):
         return len(self.rows)
 
-    def __getitem__(self, i):
-        return self.transform(Image.fromarray(np.array(self.pixels[self.rows[i]]))), int(self.labels[i])
+    def __getitem__(self, item):
+        i, key = item
+        return self.transform(Image.fromarray(np.array(self.pixels[self.rows[i]])), key), int(self.labels[i])
 
     collate = staticmethod(torch.utils.data.default_collate)
 
@@ -71,7 +76,7 @@ def test_store_batches_equal_the_per_image_path(cub, tmp_path, padding, flip, cr
     from_store = batches.split_images(table, rows, cub.parent, cfg, train=True)
     pixels = store.open_pixels(folder, cub, side)
     per_image = StoredPixelsPerImage(
-        pixels, np.asarray(rows), table.loc[rows, "label"].to_numpy(), images.train_transform(cfg.input)
+        pixels, np.asarray(rows), table.loc[rows, "label"].to_numpy(), images.TrainTransform(cfg.input)
     )
     from_files = dataclasses.replace(cfg, data={"manifest": str(cub)})
     files = batches.split_images(table, rows, cub.parent, from_files, train=True)
@@ -82,7 +87,7 @@ def test_store_batches_equal_the_per_image_path(cub, tmp_path, padding, flip, cr
             assert len(ours) == len(theirs)
             for (a, la), (b, lb) in zip(ours, theirs):
                 assert torch.equal(a, b) and torch.equal(la, lb)
-    # in a loader worker (draws from the worker's generator, pixels through shared memory)
+    # in a loader worker (the same keyed draws, pixels through shared memory)
     for (a, la), (b, lb) in zip(
         loaded_batches(from_store, 2, True, workers=1), loaded_batches(files, 2, True, workers=1)
     ):

@@ -1,9 +1,10 @@
 """The images of a split as a DataLoader dataset: decoded per image from files (`ManifestImages`),
 or sliced from the decoded-image store with crop, flip and scaling applied to the whole batch on
 the run's device (`StoreImages`). Both give the loop (images, labels) through `device_batch`, and
-for the same seed the same crops and flips: the store path draws them per image, in the same
-order, from the same generator as the per-image transforms. Build their loaders with `loader`,
-which uses each dataset's own `collate` (the store reads a whole batch at once)."""
+the same crops and flips: a training image's crop corner and flip are drawn from a generator of
+its own, seeded by a key of (seed, stream, step, slot) that `KeyedBatches` hands along with its
+index, so neither the number of loader workers nor the path changes a draw. Build their loaders
+with `loader`, which uses each dataset's own `collate` (the store reads a whole batch at once)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from dmlbench.data import images, store
+from dmlbench.data.draws import draw_crop_flip, unkeyed
 from dmlbench.run_config import Input, RunConfig
 
 
@@ -31,7 +33,7 @@ def split_images(table, rows, base: Path, cfg: RunConfig, train: bool):
     if folder:
         pixels = store.open_pixels(Path(folder), Path(cfg.data["manifest"]), cfg.input.resize)
         return StoreImages(pixels, np.asarray(rows), subset, cfg.input, train)
-    transform = images.train_transform(cfg.input) if train else images.test_transform(cfg.input)
+    transform = images.TrainTransform(cfg.input) if train else images.TestTransform(cfg.input)
     source = Path(cfg.data["manifest"])
     derived = source if re.fullmatch(r"cache\d+", source.parent.name) else None  # the cache step's
     return images.ManifestImages(
@@ -54,16 +56,22 @@ class StoreImages(torch.utils.data.Dataset):
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __getitems__(self, indices: list[int]):
+    def __getitems__(self, items: list):
         """One batch: its pixels in one read of the store (into shared memory in a loader worker,
-        so the batch reaches the main process without another copy), labels and per-image draws."""
-        indices = np.asarray(indices)
+        so the batch reaches the main process without another copy), labels and per-image draws
+        (training: `items` are (index, key) pairs, see `KeyedBatches`; evaluation: indices)."""
+        if self.train:
+            items, keys = unkeyed(items)
+        indices = np.asarray(items)
         pixels = torch.empty((len(indices), self.side, self.side, 3), dtype=torch.uint8)
         if torch.utils.data.get_worker_info() is not None:
             pixels.share_memory_()
         np.take(self.pixels, self.rows[indices], axis=0, out=pixels.numpy())
         centre = round((self.side - self.crop) / 2.0)
-        draws = [self._draw() if self.train else (centre, centre, False) for _ in indices]
+        if self.train:
+            draws = [draw_crop_flip(key, self.side, self.crop, self.padding, self.flip) for key in keys]
+        else:
+            draws = [(centre, centre, False)] * len(indices)
         top, left, flip = (torch.tensor(column) for column in zip(*draws))
         return pixels, torch.from_numpy(self.labels[indices]), top, left, flip
 
@@ -71,16 +79,6 @@ class StoreImages(torch.utils.data.Dataset):
     def collate(batch):
         """`__getitems__` returns the batch whole."""
         return batch
-
-    def _draw(self) -> tuple[int, int, bool]:
-        """torchvision's RandomCrop(crop, padding) then RandomHorizontalFlip, draw for draw."""
-        padded = self.side + 2 * self.padding
-        top = left = 0
-        if padded != self.crop:
-            top = int(torch.randint(0, padded - self.crop + 1, size=(1,)).item())
-            left = int(torch.randint(0, padded - self.crop + 1, size=(1,)).item())
-        flip = bool(torch.rand(1) < 0.5) if self.flip else False
-        return top, left, flip
 
     def device_batch(self, loaded, device, memory_format=torch.contiguous_format):
         pixels, labels, top, left, flip = loaded

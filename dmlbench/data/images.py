@@ -8,6 +8,7 @@ import pandas as pd
 import torch
 from PIL import UnidentifiedImageError
 
+from dmlbench.data import draws
 from dmlbench.data.image_files import open_image
 from dmlbench.core.errors import DatasetError
 from dmlbench.core.io import set_aside
@@ -15,7 +16,8 @@ from dmlbench.run_config import Input
 
 
 class ManifestImages(torch.utils.data.Dataset):
-    """Images of one split of a manifest; returns (image tensor, label).
+    """Images of one split of a manifest; returns (image tensor, label). An item is an index, or
+    for training an (index, draw key) pair (`draws.KeyedBatches`), which seeds its crop and flip.
 
     `derived_manifest`: the manifest of a cache the suite made; an unreadable image there is a
     damaged copy, so that manifest is set aside and the cache step makes the cache again.
@@ -46,10 +48,11 @@ class ManifestImages(torch.utils.data.Dataset):
         batch, labels = loaded
         return batch.to(device, non_blocking=True, memory_format=memory_format), labels
 
-    def __getitem__(self, index: int):
+    def __getitem__(self, item):
+        index, key = item if isinstance(item, tuple) else (item, None)
         try:
             with open_image(self.paths[index], self.max_pixels) as image:
-                return self.transform(image.convert("RGB")), int(self.labels[index])
+                return self.transform(image.convert("RGB"), key), int(self.labels[index])
         except (OSError, UnidentifiedImageError, SyntaxError) as error:
             if self.derived_manifest is not None:
                 raise DatasetError(
@@ -69,20 +72,37 @@ class ManifestImages(torch.utils.data.Dataset):
         return f"the cache's manifest was set aside as {moved.name}. "
 
 
-def train_transform(cfg: Input):
-    """Resize to resize×resize, random crop (with optional padding), optional horizontal flip."""
-    from torchvision import transforms  # 2-3 s to import: only where images are decoded one by one
+class TrainTransform:
+    """Resize to resize×resize, random crop (with optional padding), optional horizontal flip:
+    torchvision's Resize, RandomCrop and RandomHorizontalFlip, with the crop corner and the flip
+    drawn from the image's own key (`draws.draw_crop_flip`), as the store path draws them."""
 
-    steps = [transforms.Resize((cfg.resize, cfg.resize)), transforms.RandomCrop(cfg.crop, padding=cfg.padding or None)]
-    if cfg.flip:
-        steps.append(transforms.RandomHorizontalFlip())
-    return transforms.Compose(steps + [transforms.ToTensor()])
+    def __init__(self, cfg: Input):
+        self.cfg = cfg
+
+    def __call__(self, image, key: int | None):
+        from torchvision.transforms import functional as TF  # 2-3 s to import: only where images are decoded
+
+        if key is None:
+            draws.unkeyed([0])  # the message: training images are drawn by key
+        cfg = self.cfg
+        image = TF.resize(image, [cfg.resize, cfg.resize])
+        if cfg.padding:
+            image = TF.pad(image, cfg.padding)
+        top, left, flipped = draws.draw_crop_flip(key, cfg.resize, cfg.crop, cfg.padding, cfg.flip)
+        image = TF.crop(image, top, left, cfg.crop, cfg.crop)
+        return TF.to_tensor(TF.hflip(image) if flipped else image)
 
 
-def test_transform(cfg: Input):
-    """Resize to resize×resize and take the centre crop."""
-    from torchvision import transforms
+class TestTransform:
+    """Resize to resize×resize and take the centre crop (an evaluation item has no draw key)."""
 
-    return transforms.Compose(
-        [transforms.Resize((cfg.resize, cfg.resize)), transforms.CenterCrop(cfg.crop), transforms.ToTensor()]
-    )
+    def __init__(self, cfg: Input):
+        from torchvision import transforms
+
+        self.steps = transforms.Compose(
+            [transforms.Resize((cfg.resize, cfg.resize)), transforms.CenterCrop(cfg.crop), transforms.ToTensor()]
+        )
+
+    def __call__(self, image, key: int | None = None):
+        return self.steps(image)

@@ -21,7 +21,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from dmlbench.data import batches
+from dmlbench.data import batches, draws
 from dmlbench.core.io import atomic_path
 from dmlbench.methods import samplers
 from dmlbench.run_config import RunConfig
@@ -69,7 +69,7 @@ def buffers_kept(model: torch.nn.Module):
                 buffer.copy_(saved[name])
 
 
-def probe(model, criterion, data, cfg: RunConfig, device, generator: torch.Generator) -> pd.DataFrame:
+def probe(model, criterion, data, cfg: RunConfig, device, generator: torch.Generator, epoch: int) -> pd.DataFrame:
     """`record.probe.steps` plain SGD steps of a copy of `model`; each mined triplet's
     similarities before and after its step."""
     settings = cfg.record.probe
@@ -77,7 +77,8 @@ def probe(model, criterion, data, cfg: RunConfig, device, generator: torch.Gener
     model.train()
     optimizer = torch.optim.SGD(list(model.parameters()) + list(criterion.parameters()), lr=settings.lr, momentum=0.0)
     sampler = samplers.from_config(cfg, data.labels, data.supers, generator, settings.steps)
-    loader = batches.loader(data, batch_sampler=sampler, generator=generator, num_workers=cfg.loader.workers)
+    keyed = draws.KeyedBatches(sampler, cfg.seed, draws.probe_stream(epoch))
+    loader = batches.loader(data, batch_sampler=keyed, generator=generator, num_workers=cfg.loader.workers)
     rows = []
     for step, loaded in enumerate(loader, 1):
         images, labels = data.device_batch(loaded, device)
@@ -119,7 +120,7 @@ def after_epoch(epoch: int, run_dir: Path, cfg: RunConfig, model, criterion, dat
     moves = run_dir / "moves" / f"after_epoch{epoch}.csv"
     if epoch in record.probe.epochs and not moves.exists():
         generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + 500_009 + epoch)
-        frame = probe(model, criterion, data, cfg, device, generator)
+        frame = probe(model, criterion, data, cfg, device, generator, epoch)
         moves.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(moves) as tmp:
             frame.to_csv(tmp, index=False)

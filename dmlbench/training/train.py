@@ -25,14 +25,14 @@ import torch
 from dmlbench.core import environment
 from dmlbench import models
 from dmlbench.run_config import values
-from dmlbench.data import batches, folds, manifest
+from dmlbench.data import batches, draws, folds, manifest
 from dmlbench.evaluation import evaluate_run, final_metrics
 from dmlbench.evaluation.model_eval import embed, evaluate_model, loader_options, split_loader
 from dmlbench.core.io import atomic_path, write_json
 from dmlbench.methods.criterion import Criterion
 from dmlbench.run_config import RunConfig
 from dmlbench.training import checkpoint, cost, early_stopping, optimisers, recording, run_folder, schemes
-from dmlbench.training.step import DivergedError, train_step
+from dmlbench.training.step import DivergedError, UntrainableError, check_first_epoch, train_step
 from dmlbench.training.tracking import Tracking
 
 
@@ -72,6 +72,16 @@ def seed_epoch(seed: int, epoch: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed * 1_000_003 + epoch)
 
 
+def training_loader_options(cfg: RunConfig, device, scheme) -> dict:
+    """The training loader's settings: the run's, except that a scheme which plans a batch from
+    the steps before it (PROFS' HNCM) has its batches drawn in this process, one step at a time,
+    since loader workers would draw them ahead, from an older state, as many as they prefetch."""
+    options = loader_options(cfg, device)
+    if scheme.plans_from_training:
+        options.update(num_workers=0, persistent_workers=False)
+    return options
+
+
 def train(cfg: dict | RunConfig, run_dir: Path, log=print, final_evaluation: bool = True) -> Path:
     """Train the run described by the resolved config `cfg` in `run_dir`; return the final model path.
 
@@ -92,8 +102,8 @@ def train(cfg: dict | RunConfig, run_dir: Path, log=print, final_evaluation: boo
         except BaseException as error:
             if not (run_dir / "checkpoint.pt").exists():
                 run_folder.discard_unfinished(run_dir)
-            if isinstance(error, DivergedError):  # one line naming the run; no model.pt written
-                raise DivergedError(f"{run_dir}: {error}") from None
+            if isinstance(error, (DivergedError, UntrainableError)):  # one line naming the run; no model.pt
+                raise type(error)(f"{run_dir}: {error}") from None
             raise
 
 
@@ -158,8 +168,10 @@ def _train(cfg: RunConfig, run_dir: Path, log, state: dict | None, final_evaluat
             loader = batches.loader(
                 data,
                 generator=generator,
-                batch_sampler=scheme.batches(generator, cfg.batches_per_epoch),
-                **loader_options(cfg, device),
+                batch_sampler=draws.KeyedBatches(
+                    scheme.batches(generator, cfg.batches_per_epoch), cfg.seed, draws.TRAINING + epoch
+                ),
+                **training_loader_options(cfg, device, scheme),
             )
             meter.start()
             row = _train_epoch(
@@ -175,6 +187,8 @@ def _train(cfg: RunConfig, run_dir: Path, log, state: dict | None, final_evaluat
                 cfg.performance,
                 cfg.optimizer.clip_grad_norm,
             )
+            if epoch == 0:
+                check_first_epoch(row["steps"], row["skipped_steps"])
             scheduler.step()
             every = cfg.eval.every
             if every and ((epoch + 1) % every == 0 or epoch + 1 == cfg.epochs):

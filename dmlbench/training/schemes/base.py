@@ -30,8 +30,12 @@ class TrainingScheme:
     checkpoint, so a resumed run continues exactly as an uninterrupted one.
 
     The DataLoader draws batches ahead of the iterations (prefetching): planned steps wait in a
-    queue and are taken in order, so each iteration gets the plan of the batch it trains on.
+    queue and are taken in order, so each iteration gets the plan of the batch it trains on. A
+    scheme whose plan reads the steps before it (`plans_from_training`) is loaded without workers,
+    so the plan of step k sees every step before k whatever `loader.workers` says.
     """
+
+    plans_from_training = False
 
     def __init__(self, cfg: RunConfig, labels, supers, parameters, criterion):
         self.cfg, self.labels, self.supers = cfg, list(labels), supers

@@ -46,6 +46,7 @@ class ProfsScheme(TrainingScheme):
         super().__init__(cfg, labels, supers, parameters, criterion)
         options = cfg.scheme
         self.lam, self.hncm = float(options.lam), bool(options.hncm)
+        self.plans_from_training = self.hncm  # HNCM ranks classes by the latest representatives
         self.with_images = options.representatives == "images"
         self.restrict_pairs = options.pairs in ("representative", "anchored") and self.with_images
         self.anchored = options.pairs == "anchored"

@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 from PIL import Image
 
-from dmlbench.data import batches, cache, manifest, store
+from dmlbench.data import batches, cache, draws, manifest, store
 from dmlbench.run_config import RunConfig
 
 
@@ -52,7 +52,10 @@ def images_per_second(
     )
     data = batches.split_images(table, table.index, manifest_path.parent, cfg, train=True)
     sampler = torch.utils.data.RandomSampler(data, num_samples=samples, generator=torch.Generator().manual_seed(0))
-    loader = batches.loader(data, batch_size=32, sampler=sampler, num_workers=workers, persistent_workers=workers > 0)
+    keyed = draws.KeyedBatches(
+        torch.utils.data.BatchSampler(sampler, 32, drop_last=False), seed=0, stream=draws.TRAINING
+    )
+    loader = batches.loader(data, batch_sampler=keyed, num_workers=workers, persistent_workers=workers > 0)
     cpu = torch.device("cpu")
     sum(1 for _ in loader)  # warm-up: worker start, page cache
     rates = {"loader": 0.0, "cpu_batch": 0.0}

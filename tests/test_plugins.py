@@ -74,7 +74,11 @@ def test_the_plan_reads_the_installed_loss_from_its_source_and_joins_it_to_the_f
         ),
         ("margin: 0.5}", "margn: 0.5}", "loss 'hinge_pairs' has no parameter 'margn' (did you mean 'margin'?)"),
         ("name: hinge_pairs,", "name: hinge_pair,", "unknown loss 'hinge_pair' (did you mean 'hinge_pairs'?)"),
-        ("name: hinge_pairs,", "name: my_dml.losses:HingePair,", "defines no class or function 'HingePair'"),
+        (
+            "name: hinge_pairs,",
+            "name: my_dml.losses:HingePair,",
+            "defines no class 'HingePair' at its top level (did you mean 'HingePairs'?)",
+        ),
         ("  hinge_pairs:\n", "  ms:\n", "method 'ms' is a name the catalogue has already"),
         (
             "join: [suite.fair]",

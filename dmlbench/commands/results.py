@@ -70,7 +70,7 @@ def cmd_verdict(args) -> None:
         print(f"preset {config['preset']} (the one with results; --preset to choose)", file=sys.stderr)
     plan = Plan.load(args.config_dir, config)
     paper = verdict_spec.paper_of(plan, args.name)
-    spec = verdict_spec.certificate_spec(plan, paper)
+    spec = verdict_spec.certificate_spec(plan, paper, verdict_spec.aggregated(plan, paper))  # whoever ran them
     ran = [e for e in spec["experiments"] if e["ran"]]
     unread = [e for e in ran if not Path(e["runs"]).exists()]
     if unread and len(unread) < len(ran) and not args.output_dir:  # a reading after a narrowed run

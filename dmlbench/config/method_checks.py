@@ -3,7 +3,7 @@ parameters, a miner only where the loss takes one, and what a training scheme ne
 
 from __future__ import annotations
 
-from dmlbench.config import own_methods
+from dmlbench.config import own_methods, search_checks
 from dmlbench.core.errors import ConfigError
 from dmlbench.methods import declared
 from dmlbench.core.registry import did_you_mean
@@ -13,7 +13,8 @@ from dmlbench.run_config import RunConfig
 def check_methods(plan, method_keys: set[str]) -> None:
     """Every method of methods.yaml: its keys, its loss, miner and sampler (registered names, the
     parameters their constructors take: `dmlbench.methods.declared`), and the loss and miner
-    parameters its search space names (its training settings: `validation.check_catalogue`)."""
+    parameters its search space names, by type and limits (`search_checks`; its training settings:
+    `validation.check_catalogue`)."""
     for name, method in plan.methods.items():
         where = f"{own_methods.source(plan, name)}: method {name}"
         unknown = set(method) - method_keys
@@ -22,14 +23,7 @@ def check_methods(plan, method_keys: set[str]) -> None:
         if "loss" not in method:
             raise ConfigError(f"{where}: a method needs a loss (loss: {{name: …, <parameter>: …}})")
         declared.check_method(method, where)
-        for path, entry in (method.get("search") or {}).items():
-            part, _, param = path.partition(".")
-            if part in ("loss", "miner") and isinstance(method.get(part), dict):
-                declared.check_params(part, method[part]["name"], [param], f"{where}.search: {part}")
-                component = declared.components(part)[method[part]["name"]]
-                for end in ("low", "high"):  # every value a search can try lies within what the parameter allows
-                    if isinstance(entry, dict) and end in entry:
-                        declared.check_values(component, {param: entry[end]}, f"{where}.search.{part}", part)
+        search_checks.check_method(plan, name, method)  # every value its search can ask
 
 
 def check_scheme_needs(cfg: RunConfig, where: str) -> None:

@@ -62,6 +62,12 @@ def merge(plan) -> None:
                 f"{path}: join: unknown experiment {experiment!r}{did_you_mean(experiment, plan.experiments)}"
             )
         exp = plan.experiments[experiment]
+        if not isinstance(exp.get("methods"), list):
+            kind = f", kind: {exp['kind']}" if exp.get("kind") else ""
+            raise ConfigError(
+                f"{path}: join: {experiment} ({plan.sources[experiment].name}{kind}) has no `methods:` to "
+                f"join; join an experiment that lists its methods, such as suite.fair"
+            )
         exp["methods"] = [*exp["methods"], *own["methods"]]
         if exp.get("kind") == "fair":
             exp.setdefault("paper_numbers", {}).update(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dmlbench.config.loading import deep_merge, merge_layers, plain_copy
 from dmlbench.config.run import FairRun, Run
+from dmlbench.methods import plugin_code
 
 
 class RunSettings:
@@ -61,6 +62,9 @@ class RunSettings:
             "miner": miner,
             "sampler": method.get("sampler", "m_per_class"),
         }
+        code = plugin_code.digests(cfg["method"])
+        if code:  # a user's component: its files' digests decide its numbers too
+            cfg["method"]["code"] = code
         cfg["seed"] = run.seed
         cfg["run"] = {
             "preset": self.name,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from dmlbench.config import method_checks
+from dmlbench.config import method_checks, search_checks
 from dmlbench.core.errors import ConfigError
 from dmlbench.data.datasets import DATASETS
 from dmlbench.models import timm_trunks
@@ -37,7 +37,8 @@ def check_runs(plan) -> None:
 
 def check_fair_runs(plan) -> None:
     """One fold training per fair experiment × dataset × method and stage (the others differ in
-    fold and seed only), by value, with the paper's setting inside the method's search range."""
+    fold and seed only), by value, with the paper's setting inside the method's search range and
+    every value the search can ask passing the same checks (`search_checks`)."""
     from dmlbench.fair import space as spaces
 
     seen = set()
@@ -47,14 +48,23 @@ def check_fair_runs(plan) -> None:
         seen.add((run.experiment, run.dataset, run.method, run.stage))
         cfg = plan.resolved(run)
         where = f"fair run {run.path(plan.name)}"
-        values.check({k: cfg[k] for k in plan.defaults}, plan.settings_schema, where)
-        typed = _check_typed(plan, cfg, run.dataset, where)
+        typed = _check(plan, cfg, run.dataset, where)
         if not typed.early_stopping.patience:
             raise ConfigError(
                 f"{where}: the fair protocol selects each fold's epoch on its validation fold: "
                 f"set early_stopping.patience"
             )
         spaces.check(run.method, plan.fair_space(run.method), cfg, where)
+        if run.stage == "search":  # every value the search can ask, as a run (the final runs' are among them)
+            search_checks.check_asked(
+                plan, run, plan.fair_space(run.method), cfg, lambda asked, at: _check(plan, asked, run.dataset, at)
+            )
+
+
+def _check(plan, cfg: dict, dataset: str, where: str) -> RunConfig:
+    """A resolved run's settings by value, then typed (`_check_typed`)."""
+    values.check({k: cfg[k] for k in plan.defaults}, plan.settings_schema, where)
+    return _check_typed(plan, cfg, dataset, where)
 
 
 def _check_typed(plan, cfg: dict, dataset: str, where: str) -> RunConfig:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dmlbench.run_config import values
 from dmlbench.analysis import ANALYSES
-from dmlbench.config import margins, method_checks, own_methods, table_checks
+from dmlbench.config import margins, method_checks, own_methods, search_checks, table_checks
 from dmlbench.config.loading import check_keys, deep_merge
 from dmlbench.config.run import EXPERIMENT_ID, METHOD_ID, check_id
 from dmlbench.data.datasets import DATASETS
@@ -177,6 +177,7 @@ def check_fair(plan, key: str, where: str) -> None:
     for method in exp["methods"]:
         plan.fair_space(method)  # refuses a method without a search space, naming it
     fair_catalogue.check_method_train(plan, key, where)
+    search_checks.check_protocol(plan, key)  # nor a search of the protocol's settings
     fair_catalogue.check_paper_numbers(plan, key, where)
     fair_catalogue.check_omitted(plan, key, where)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 from dmlbench.config import margins
 from dmlbench.config.loading import printed_numbers
@@ -56,11 +57,24 @@ def certified_papers(plan, chosen_only: bool = True) -> list[str]:
     return [p for p in plan.papers if any(_paper(plan, k) == p for k in keys)]
 
 
-def certificate_spec(plan, paper: str) -> dict:
-    keys = [k for k in plan.experiments if _paper(plan, k) == paper and _certified(plan, k)]
+def _keys(plan, paper: str) -> list[str]:
+    return [k for k in plan.experiments if _paper(plan, k) == paper and _certified(plan, k)]
+
+
+def aggregated(plan, paper: str, root: Path = Path(".")) -> set[str]:
+    """The paper's experiments whose results are aggregated under `root`, whichever invocation ran
+    them (`experiments=[…]` narrows one): a certificate judges them whatever this one chose."""
+    return {key for key in _keys(plan, paper) if (root / f"reports/{plan.name}/{key}/runs.csv").exists()}
+
+
+def certificate_spec(plan, paper: str, found: set[str] = frozenset()) -> dict:
+    """What the certificate of `paper` reads: the experiments this preset runs, and those of
+    `found` (`aggregated`), each with the fingerprint of every run's settings (a row of its
+    runs.csv made with other settings is refused, `verdicts.asked`)."""
+    keys = _keys(plan, paper)
     if not keys:
         raise ConfigError(f"paper {paper!r} has no experiment with numbers or claims of its own in the catalogue")
-    ran = [k for k in keys if k in plan.experiment_ids]
+    ran = [k for k in keys if k in plan.experiment_ids or k in found]
     runs = [run for key in ran for run in plan.runs(key)]
     digests = sorted(fingerprint(plan.resolve(run)) for run in runs)
     experiments = [
@@ -69,6 +83,9 @@ def certificate_spec(plan, paper: str) -> dict:
             "title": plan.title(key),
             "ran": key in ran,
             "runs": f"reports/{plan.name}/{key}/runs.csv",
+            "fingerprints": {
+                f"{run.dataset}/{run.method}/seed{run.seed}": fingerprint(plan.resolve(run)) for run in plan.runs(key)
+            },
             "selected": list((plan.experiments[key].get("table") or {}).get("test_selected") or []),
             "margin": margins.of(plan.config_dir, plan.experiments[key]),
             "reported": printed_numbers(plan.experiments[key].get("reported") or {}),
@@ -87,6 +104,12 @@ def certificate_spec(plan, paper: str) -> dict:
             d: str(checksum_path(f"{plan.data_dir}/{d}/manifest.csv")) for d in sorted({run.dataset for run in runs})
         },
     }
+
+
+def certificate_trigger(plan, paper: str) -> str:
+    """What decides the certificate, as its rule's rerun trigger: the claims, margins, paper
+    numbers and runs' settings of its spec (a changed claim reruns it, as a changed number does)."""
+    return hashlib.sha256(json.dumps(certificate_spec(plan, paper), sort_keys=True).encode()).hexdigest()
 
 
 def certificate_inputs(plan, paper: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""What a run ran on: versions, device, host, code revision; the process's peak memory."""
+"""What a run ran on: versions, device, host, the checkout's commit; the process's peak memory."""
 
 from __future__ import annotations
 
@@ -6,11 +6,14 @@ import os
 import platform
 import subprocess
 import sys
+from pathlib import Path
 
 import torch
 
 from dmlbench.core.errors import ConfigError
 from dmlbench.core.machine import device_problem
+
+CHECKOUT = Path(__file__).resolve().parents[2]  # the folder holding the dmlbench package
 
 
 def pick_device(requested: str) -> torch.device:
@@ -63,11 +66,23 @@ def describe(device: torch.device) -> dict:
     }
     if device.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(device)
-    try:
-        info["git_commit"] = (
-            subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5).stdout.strip()
-            or None
-        )
-    except OSError:
-        info["git_commit"] = None
+    info["git_commit"] = checkout_commit()
     return info
+
+
+def checkout_commit(checkout: Path = CHECKOUT) -> str | None:
+    """The commit of the checkout the dmlbench package runs from, read there (not in the working
+    folder, which may be another repository or none); None where the package is no checkout's own
+    (an installed copy) or git is missing."""
+    try:
+        answer = subprocess.run(
+            ["git", "-C", str(checkout), "rev-parse", "--show-toplevel", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if len(answer) != 2 or Path(answer[0]).resolve() != checkout.resolve():
+        return None  # the package's folder is inside some other repository (a venv in a checkout)
+    return answer[1]

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import difflib
 import pkgutil
-from importlib import import_module, metadata, util
+from importlib import import_module, metadata
+
+from dmlbench.core import module_files
 
 
 def did_you_mean(name: str, known) -> str:
@@ -21,17 +23,12 @@ def entry_points(group: str) -> list:
 
 
 def importable(name) -> bool:
-    """Whether `name` is written `module:Attribute` and the module can be found (not imported;
-    its parent packages are)."""
+    """Whether `name` is written `module:Attribute` and the module can be found (nothing of it
+    imported, its parent packages neither: `module_files`)."""
     if not isinstance(name, str) or name.count(":") != 1:
         return False
     module, attribute = name.split(":")
-    if not module or not attribute.isidentifier():
-        return False
-    try:
-        return util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
+    return bool(module) and attribute.isidentifier() and module_files.findable(module)
 
 
 class Registry:

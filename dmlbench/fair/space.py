@@ -3,10 +3,11 @@
 Each entry names a setting of the run by a dotted path, `loss.<param>` and `miner.<param>` for the
 method's own, any other for a training setting (`scheme.lam`; `optimizer.loss_lr_mult`, which sets
 the loss parameters' rate, lr × loss_lr_mult), with
-`{low, high}` and optionally `log: true` (searched on a log scale) and `int: true`; or
-`{same_as: <path>}` to follow another entry (a miner's margin that equals the loss's). The
+`{low, high}` and optionally `log: true` (searched on a log scale) and `int: true` (whole-number
+ends); or `{same_as: <path>}` to follow another entry (a miner's margin that equals the loss's). The
 paper's setting, the run's resolved value at each path, must lie inside the space: it is the
-first trial of every search.
+first trial of every search. Every value a search can ask is checked when the plan loads
+(`dmlbench.config.search_checks`).
 """
 
 from __future__ import annotations
@@ -74,6 +75,11 @@ def parse(name: str, method: dict) -> Space:
             raise ConfigError(f"{where}: low and high must be finite numbers with low < high, not {low!r}, {high!r}")
         if entry.get("log") and low <= 0:
             raise ConfigError(f"{where}: a log-scale range needs low > 0, not {low!r}")
+        if entry.get("int") and not all(float(v).is_integer() for v in (low, high)):
+            raise ConfigError(
+                f"{where}: an integer range (int: true) needs whole-number ends, not {low!r}, {high!r}; "
+                f"give the least and the greatest value to try"
+            )
         dimensions.append(Dimension(path, low, high, bool(entry.get("log")), bool(entry.get("int"))))
     return Space(tuple(dimensions), tied)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from dmlbench.methods import losses, miners
+from dmlbench.methods import declared, losses, miners, plugin_code
 from dmlbench.methods.pairs import PairBatch
 from dmlbench.run_config import MethodSpec
 
@@ -22,7 +22,9 @@ class Criterion(nn.Module):
         super().__init__()
         method = MethodSpec.of(method)
         params = dict(method.loss)
-        needs = getattr(losses.LOSSES.get(params["name"]), "needs", ())
+        plugin_code.check(method, f"method {method.name!r}")  # the files the plan read, unchanged
+        known = declared.components("loss")  # read from source, nothing imported (unknown: `build` says so)
+        needs = known[params["name"]].needs if params["name"] in known else ()
         for key, value in (("num_classes", num_classes), ("embedding_dim", embedding_dim)):
             if key in needs and key not in params and value is not None:
                 params[key] = value

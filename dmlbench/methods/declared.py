@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import ast
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
 from dmlbench.core.errors import ConfigError
-from dmlbench.methods import source_reading
+from dmlbench.methods import limits as declared_limits
+from dmlbench.methods.limits import shown as shown_limit  # what a limit allows, in words (the checks' messages)
+from dmlbench.methods import plugin_source, source_reading
 from dmlbench.core.registry import did_you_mean, entry_points, importable
 
 METHODS = Path(__file__).resolve().parent
@@ -49,6 +51,7 @@ class Component:
     types: tuple = ()  # each parameter's annotation as written (None: not annotated)
     limits: tuple = ()  # (parameter, limit) pairs: "> 0", "[-1, 1]", or the values allowed
     about: tuple = ()  # (parameter, "meaning; source") pairs: the class's `about`
+    code: tuple = ()  # a user's component: (module, sha256 of its file) of the files it is made of
 
 
 def _files(family: str) -> list[Path]:
@@ -62,7 +65,9 @@ def _package(family: str) -> tuple[dict, dict, dict]:
     their literal constants."""
     trees = {path: ast.parse(path.read_text(), str(path)) for path in _files(family)}
     trees[METHODS / "losses" / "base.py"] = ast.parse((METHODS / "losses" / "base.py").read_text())
-    classes = {node.name: node for tree in trees.values() for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+    classes = source_reading.Flat(
+        {node.name: node for tree in trees.values() for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+    )
     return trees, classes, source_reading.literal_constants(trees.values())
 
 
@@ -77,9 +82,10 @@ def _component(
     texts = source_reading.default_texts(node, classes)
     annotations = source_reading.default_texts(node, classes, source_reading.parameter_annotations)
     is_class = isinstance(node, ast.ClassDef)
-    limits = source_reading.class_mapping(node, classes, constants, "limits") if is_class else {}
+    limits = _mapping(node, classes, constants, source, "limits") if is_class else {}
+    declared_limits.check_declared(limits, params, open_, source)
     about = (
-        source_reading.class_mapping(node, classes, constants, "about")
+        _mapping(node, classes, constants, source, "about")
         if is_class
         else source_reading.function_mapping(tree, node.name, "about", constants)
         if tree
@@ -103,41 +109,72 @@ def _component(
     )
 
 
-def external(family: str, target: str, name: str) -> Component:
-    """The component `target` ("module:Class", or a function) of a user's module, read from its
-    source; ConfigError naming it where the module or the name cannot be read."""
-    from importlib import util
-
-    module, _, attribute = target.partition(":")
+def _mapping(node: ast.ClassDef, classes, constants: dict, source: str, name: str) -> dict:
+    """The class's `limits` or `about`; ConfigError naming the class's file where it is no literal."""
     try:
-        spec = util.find_spec(module)
-    except (ImportError, ValueError) as error:
+        return source_reading.class_mapping(node, classes, constants, name)
+    except ValueError as error:
         raise ConfigError(
-            f"{family} {name!r}: module {module!r} cannot be found ({error}); install the package "
-            f"or put its folder on PYTHONPATH"
+            f"{source}: {node.name}.{name} is not a literal the plan can read without running the module "
+            f"({error}); write a dict of strings, numbers and tuples, e.g. {name} = {{'margin': '[0, 1]'}}"
         ) from None
-    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+
+
+def external(family: str, target: str, name: str) -> Component:
+    """The component `target` ("module:Class") of a user's module, read from its source, nothing
+    imported (`plugin_source`); ConfigError naming it where the module cannot be found, the name is
+    not a class it defines (a function, a class it imports: where it is defined) or the class is no
+    dmlbench component (a subclass of the family's documented base)."""
+    module, _, attribute = target.partition(":")
+    said = f"{family} {name!r}"
+    trees, _, constants = _package(family)
+    lineage = plugin_source.Lineage(trees)
+    try:
+        found = lineage.module(module)
+    except ModuleNotFoundError as error:
         raise ConfigError(
-            f"{family} {name!r}: {module!r} is no Python source file on the path; install the "
-            f"package or put its folder on PYTHONPATH"
+            f"{said}: module {module!r} cannot be found ({error}); install the package or put its folder on PYTHONPATH"
+        ) from None
+    if found is None:
+        raise ConfigError(
+            f"{said}: {module!r} is no Python source file on the path; install the package or put its folder on "
+            f"PYTHONPATH"
         )
-    path = Path(spec.origin)
-    tree = ast.parse(path.read_text(), str(path))
-    node = next((n for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef)) and n.name == attribute), None)
+    path, tree = found.path, found.tree
+    node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == attribute), None)
     if node is None:
+        raise ConfigError(f"{said}: {_not_a_class(lineage, found, attribute, family)}")
+    if not lineage.is_component(node, family):
         raise ConfigError(
-            f"{family} {name!r}: {path} defines no class or function {attribute!r} at its top level"
-            f"{did_you_mean(attribute, [n.name for n in tree.body if hasattr(n, 'name')])}"
+            f"{said}: class {attribute} ({path}:{node.lineno}) is no dmlbench {family}: a {family} subclasses "
+            f"{plugin_source.bases_text(family)} (docs/howto/compare-your-method.md)"
         )
-    _, classes, constants = _package(family)
-    own = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
-    return _component(
-        name,
-        node,
-        {**classes, **own},
-        {**constants, **source_reading.literal_constants([tree])},
-        f"{path}:{node.lineno}",
-        tree,
+    component = _component(
+        name, node, lineage, {**constants, **source_reading.literal_constants([tree])}, f"{path}:{node.lineno}", tree
+    )
+    return replace(component, code=tuple(lineage.code(node).items()))
+
+
+def _not_a_class(lineage, found, attribute: str, family: str) -> str:
+    """Why `attribute` of module `found` is no class it defines: a function, a class it imports
+    (and where that is defined), or nothing of that name."""
+    tree, module = found.tree, found.name
+    function = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == attribute), None)
+    if function is not None:
+        return (
+            f"{attribute} ({found.path}:{function.lineno}) is a function; a {family} is a class, a subclass of "
+            f"{plugin_source.bases_text(family)}"
+        )
+    imported = lineage.lookup(found, [attribute])
+    if imported is not None:
+        home = lineage.home(imported)
+        return (
+            f"{module} does not define {attribute!r}, it imports it: the class is defined in {home.name} "
+            f"({home.path}:{imported.lineno}); name it {home.name}:{attribute}"
+        )
+    return (
+        f"{found.path} defines no class {attribute!r} at its top level"
+        f"{did_you_mean(attribute, [n.name for n in tree.body if isinstance(n, ast.ClassDef)])}"
     )
 
 
@@ -192,9 +229,9 @@ def check(family: str, entry, where: str) -> None:
     the closest known name."""
     known = components(family)
     name = entry.get("name") if isinstance(entry, dict) else entry
-    if isinstance(name, str) and name.count(":") == 1 and name not in known:
-        try:  # says why: the module is not on the path
-            external(family, name, name)
+    if isinstance(name, str) and name.count(":") == 1 and not dict.__contains__(known, name):
+        try:  # read from source, nothing imported; else says why (not on the path, no component)
+            known[name] = external(family, name, name)
         except ConfigError as error:
             raise ConfigError(f"{where}: {error}") from None
     if name not in known:
@@ -250,43 +287,7 @@ def check_values(component: Component, values: dict, where: str, family: str) ->
         )
         if isinstance(value, float) and not math.isfinite(value):
             raise ConfigError(f"{where}.{key}: {value!r} is not a finite number; {told}")
-        if kind and not _of_type(value, kind):
+        if kind and not declared_limits.of_type(value, kind):
             raise ConfigError(f"{where}.{key}: {value!r} is not of that kind; {told}")
-        if limit is not None and value is not None and not _within(value, limit):
+        if limit is not None and value is not None and not declared_limits.within(value, limit):
             raise ConfigError(f"{where}.{key}: {value!r} is outside what it allows; {told}")
-
-
-def _of_type(value, annotation: str) -> bool:
-    kinds = {part.strip() for part in annotation.split("|")}
-    if value is None:
-        return "None" in kinds
-    if isinstance(value, bool):
-        return "bool" in kinds
-    if isinstance(value, int):
-        return bool(kinds & {"int", "float"})
-    if isinstance(value, float):
-        return "float" in kinds and math.isfinite(value)
-    if isinstance(value, str):
-        return "str" in kinds
-    return not kinds & {"int", "float", "bool", "str", "None"}  # another annotation: not checked here
-
-
-def _within(value, limit) -> bool:
-    """`limit`: "> a", ">= a", "< a", "<= a", an interval "[a, b]" (brackets: ends included,
-    parentheses: not), or a tuple of the values allowed."""
-    if isinstance(limit, (tuple, list)):
-        return value in limit
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    text = limit.replace(" ", "")
-    for sign, test in ((">=", float.__ge__), ("<=", float.__le__), (">", float.__gt__), ("<", float.__lt__)):
-        if text.startswith(sign):
-            return test(float(value), float(text[len(sign) :]))
-    low, high = (float(end) for end in text[1:-1].split(","))
-    return ((low <= value) if text[0] == "[" else (low < value)) and (
-        (value <= high) if text[-1] == "]" else (value < high)
-    )
-
-
-def shown_limit(limit) -> str:
-    return f"one of {', '.join(map(repr, limit))}" if isinstance(limit, (tuple, list)) else str(limit)

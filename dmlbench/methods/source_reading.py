@@ -1,12 +1,22 @@
 """Reading a component's constructor from its source, without importing it (the plan imports no
 torch): the name it is registered under, its keyword parameters with their defaults and
-annotations (following the bases it passes `**kwargs` on to), its literal class attributes and
+annotations (following the bases it passes `**kwargs` on to: `classes.base(cls)`, a `Flat`
+mapping's or a `plugin_source.Lineage`'s), its literal class attributes and
 `limits`, and the literal constants of its module. `dmlbench.methods.declared` builds its
 components from these."""
 
 from __future__ import annotations
 
 import ast
+
+
+class Flat(dict):
+    """Class name → class of the package's own files, which name their bases by bare names (a
+    user's files are read by `dmlbench.methods.plugin_source.Lineage`, which follows imports)."""
+
+    def base(self, cls: ast.ClassDef) -> ast.ClassDef | None:
+        """The first of `cls`'s bases among these classes."""
+        return next((self[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in self), None)
 
 
 def registered_name(node: ast.ClassDef | ast.FunctionDef, registry: str) -> str | None:
@@ -46,13 +56,13 @@ def parameter_annotations(function: ast.FunctionDef, skip: int) -> list[tuple[st
     return [(a.arg, None if a.annotation is None else ast.unparse(a.annotation)) for a in every]
 
 
-def default_texts(node, classes: dict[str, ast.ClassDef], read=parameter_defaults) -> dict[str, str | None]:
+def default_texts(node, classes: Flat, read=parameter_defaults) -> dict[str, str | None]:
     """Parameter → its default (or with `read=parameter_annotations` its annotation) as written, over
     `node`'s constructor and the bases it passes on to."""
     if isinstance(node, ast.FunctionDef):
         return dict(read(node, 0))
     init = next((f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
-    base = next((classes[b.id] for b in node.bases if isinstance(b, ast.Name) and b.id in classes), None)
+    base = classes.base(node)
     inherited = default_texts(base, classes, read) if base is not None else {}
     if init is None:
         return inherited
@@ -60,10 +70,10 @@ def default_texts(node, classes: dict[str, ast.ClassDef], read=parameter_default
     return own | {k: v for k, v in inherited.items() if k not in own} if init.args.kwarg else own
 
 
-def constructor_signature(cls: ast.ClassDef, classes: dict[str, ast.ClassDef]) -> tuple[list[str], list[str], bool]:
+def constructor_signature(cls: ast.ClassDef, classes: Flat) -> tuple[list[str], list[str], bool]:
     """(parameters, required ones, open) of `cls`'s constructor, following its bases in `classes`."""
     init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
-    base = next((classes[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in classes), None)
+    base = classes.base(cls)
     inherited = constructor_signature(base, classes) if base is not None else ([], [], False)
     if init is None:
         return inherited
@@ -79,9 +89,7 @@ def constructor_signature(cls: ast.ClassDef, classes: dict[str, ast.ClassDef]) -
     )
 
 
-def class_attribute(
-    cls: ast.ClassDef, classes: dict[str, ast.ClassDef], name: str, default, constants: dict | None = None
-):
+def class_attribute(cls: ast.ClassDef, classes: Flat, name: str, default, constants: dict | None = None):
     """The literal class attribute `name` of `cls` or of its nearest base in `classes`; a name in
     it is looked up among the class's own literal attributes, then `constants` (the literal
     module constants of the methods' files)."""
@@ -91,13 +99,13 @@ def class_attribute(
         )
         if any(isinstance(t, ast.Name) and t.id == name for t in targets) and node.value is not None:
             return literal(node.value, {**(constants or {}), **literal_constants([cls])})
-    base = next((classes[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in classes), None)
+    base = classes.base(cls)
     return class_attribute(base, classes, name, default, constants) if base is not None else default
 
 
-def class_mapping(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], constants: dict, name: str = "limits") -> dict:
+def class_mapping(cls: ast.ClassDef, classes: Flat, constants: dict, name: str = "limits") -> dict:
     """The class's mapping attribute `name` (`limits`, `about`) over those of its bases (its own win)."""
-    base = next((classes[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in classes), None)
+    base = classes.base(cls)
     inherited = class_mapping(base, classes, constants, name) if base is not None else {}
     own = next(
         (
@@ -119,7 +127,11 @@ def literal(node: ast.AST, constants: dict):
                 raise ValueError(f"{name.id} is not a literal constant of the methods' files")
             return ast.copy_location(ast.Constant(constants[name.id]), name)
 
-    return ast.literal_eval(Named().visit(ast.parse(ast.unparse(node), mode="eval")))
+    named = Named().visit(ast.parse(ast.unparse(node), mode="eval"))
+    try:
+        return ast.literal_eval(named)
+    except ValueError:
+        raise ValueError(f"{ast.unparse(node)} is no literal") from None
 
 
 def literal_constants(trees) -> dict:
@@ -139,10 +151,10 @@ def literal_constants(trees) -> dict:
     return {name: value for name, value in found.items() if name not in twice}
 
 
-def defines(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], method: str) -> bool:
+def defines(cls: ast.ClassDef, classes: Flat, method: str) -> bool:
     if any(isinstance(f, ast.FunctionDef) and f.name == method for f in cls.body):
         return True
-    base = next((classes[b.id] for b in cls.bases if isinstance(b, ast.Name) and b.id in classes), None)
+    base = classes.base(cls)
     return base is not None and defines(base, classes, method)
 
 

@@ -39,7 +39,8 @@ TOY_NOTE = (
 
 
 def collect(metric_files: list[Path], planned: dict[str, str] | None = None) -> pd.DataFrame:
-    """One row per run: its keys and every metric, in %. `planned`: the start of the fingerprint
+    """One row per run: its keys, every metric, in %, and the fingerprint of the settings it was
+    trained with (empty for numbers made by hand). `planned`: the start of the fingerprint
     of the plan's settings per run (`dataset/method/seedN`, its folder's last three parts); a
     metrics file computed with other settings is refused."""
     check_fresh(metric_files, planned or {})
@@ -55,6 +56,7 @@ def collect(metric_files: list[Path], planned: dict[str, str] | None = None) -> 
             if selected:
                 row["test-selected epoch"] = selected["epoch"]
             _check_metrics_file(Path(path), row)
+            row["fingerprint"] = run_status.metrics_fingerprint(Path(path).parent, data)  # the verdict checks it
         except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as error:
             moved = set_aside(Path(path))
             raise DmlbenchError(

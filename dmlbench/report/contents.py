@@ -1,11 +1,11 @@
 """What a preset's report holds: per paper, every experiment of the catalogue with its status.
 
 Status: `ran` (every planned run has metrics), `partial` (some have), `computed` (a CPU-exact
-analysis), `quoted only` (in the catalogue but not run by this preset: the paper's numbers are
-shown alone), `figure only` (not run by this preset, and the paper gives it as a figure without
-numbers: nothing to show), `not run` (a suite experiment of no paper that this preset does not
-run: nothing to show). Written as `reports/<preset>/contents.json`, from which the pages are
-drawn.
+analysis), `quoted only` (in the catalogue but not run by this preset, nor by an earlier
+invocation that chose it: the paper's numbers are shown alone), `figure only` (not run by this
+preset, and the paper gives it as a figure without numbers: nothing to show), `not run` (a suite
+experiment of no paper that this preset does not run: nothing to show). Written as
+`reports/<preset>/contents.json`, from which the pages are drawn.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dmlbench.config import jobs
 from dmlbench.config.plan import Plan
 
 FIGURE_ONLY = "figure only"
@@ -21,7 +22,9 @@ NOT_RUN = "not run"
 
 
 def _status(plan: Plan, key: str, folder: Path) -> tuple[str, str]:
-    if key not in plan.experiment_ids:
+    """From what is on disk: an experiment this invocation did not choose (`experiments=[…]`
+    narrows it) keeps its status while its report folder is complete."""
+    if key not in plan.experiment_ids and not (folder / Path(jobs.of(plan).report_marker(key)).name).exists():
         exp = plan.experiments[key]
         if exp.get("paper") is None and not plan.is_fair(key):
             return NOT_RUN, "not run by this preset; the suite's own experiment (no paper numbers to show)"

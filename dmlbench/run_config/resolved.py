@@ -19,6 +19,7 @@ class MethodSpec:
     loss: dict
     miner: Optional[dict] = None
     sampler: str = "m_per_class"
+    code: dict = field(default_factory=dict)  # a user's component: module → sha256 of its file (`plugin_code`)
 
     @classmethod
     def of(cls, method: "MethodSpec | dict") -> "MethodSpec":
@@ -30,6 +31,7 @@ class MethodSpec:
             loss=dict(method["loss"]),
             miner=method.get("miner"),
             sampler=method.get("sampler") or "m_per_class",
+            code=dict(method.get("code") or {}),
         )
 
 

@@ -45,6 +45,7 @@ INTRODUCED_AT = {
     ("optimizer", "layer_decay"): 1.0,
     ("optimizer", "clip_grad_norm"): None,
     ("eval", "trunk_feature"): False,
+    ("method", "code"): {},  # the suite's own components: no file of a user's
 }
 
 

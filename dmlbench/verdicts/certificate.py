@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from dmlbench.core.errors import DmlbenchError
-from dmlbench.verdicts import claim_kinds, numbers
+from dmlbench.verdicts import asked, claim_kinds, numbers
 from dmlbench.verdicts import claims as claim_tests
 
 FIXTURE_STAMP = (
@@ -20,15 +20,15 @@ FIXTURE_STAMP = (
 )
 
 
-def _runs(path: Path) -> pd.DataFrame:
-    """An experiment's per-seed numbers (the aggregate step's runs.csv)."""
+def _runs(path: Path, planned: dict[str, str]) -> pd.DataFrame:
+    """An experiment's per-seed numbers (the aggregate step's runs.csv) of the runs asked."""
     if not path.exists():
         raise DmlbenchError(
             f"{path} is missing: the preset runs this experiment but its results are not "
             f"aggregated yet; run the pipeline first (snakemake --config preset=…), then "
             f"`python -m dmlbench verdict` again"
         )
-    return pd.read_csv(path)
+    return asked.rows(pd.read_csv(path), planned, path)
 
 
 def _per_seed(runs: pd.DataFrame | None, row: str, dataset: str, column: str) -> dict[int, float]:
@@ -99,7 +99,7 @@ def build(spec: dict, commit: str, root: Path = Path(".")) -> dict:
     """The certificate of `spec` (`dmlbench.config.verdict_spec`) from the runs under `root`."""
     experiments, tested = [], []
     for exp in spec["experiments"]:
-        runs = _runs(root / exp["runs"]) if exp["ran"] else None
+        runs = _runs(root / exp["runs"], exp["fingerprints"]) if exp["ran"] else None
         experiments.append(
             {
                 "id": exp["id"],

@@ -40,7 +40,8 @@ rule certificate:
     wildcard_constraints:
         paper="[a-z0-9_]+",
     params:
-        config=Untracked(json.dumps(config)),   # what it changes reaches these jobs through their inputs
+        decided_by=lambda w: verdict_spec.certificate_trigger(PLAN, w.paper),  # claims, margins, numbers: rerun on change
+        config=Untracked(json.dumps(config)),   # what else it changes reaches these jobs through their inputs
         config_dir=Untracked(str(CONFIG_DIR)),
         folder=f"reports/{{preset}}/{{paper}}",
     shell:

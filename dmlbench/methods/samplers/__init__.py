@@ -41,6 +41,9 @@ def build(
         "supers": supers,
         "per_pair": per_pair,
     }
+    from dmlbench.methods import declared
+
+    declared.check("sampler", name, f"samplers.build({name!r})")  # a component, read before it is imported
     wanted = inspect.signature(SAMPLERS.get(name)).parameters
     return SAMPLERS.build(name, **{k: v for k, v in offered.items() if k in wanted})
 

@@ -1,0 +1,56 @@
+"""The fair protocol's GPU jobs pass their spec on the command line (`workflow/rules/fair.smk`:
+`--spec '<JSON>'`), and Snakemake runs a job's command as one argument of `bash -c`, which the OS
+bounds (Linux: `MAX_ARG_STRLEN`, 128 KiB; past it the job fails at exec with "Argument list too
+long"). A spec grows with the fold trainings of its job: `fair.rounds_per_job` × `fair.parallel` ×
+`fair.folds` of a search job, `fair.repetitions_per_job` × `fair.folds` of a final job. So the
+largest of each (a method's first job) is measured when the plan loads, and a setting that would
+pass the limit is refused, naming it with the largest value that fits."""
+
+from __future__ import annotations
+
+import shlex
+
+from dmlbench.config.job_params import as_json
+from dmlbench.core.errors import ConfigError
+
+ARGUMENT_LIMIT = 32 * 4096  # Linux's longest argument (MAX_ARG_STRLEN: 32 pages of 4 KiB)
+ROOM = 4096  # the rest of a job's command: the program, its output's and its log's paths
+
+
+def check(plan) -> None:
+    """Every fair experiment's search and final jobs fit the limit, their side settings with them."""
+    from dmlbench.config.jobs import of
+
+    jobs = of(plan)
+    for key in plan.chosen_ids:
+        if not plan.is_fair(key):
+            continue
+        s = plan.fair_settings(key)
+        rounds = min(s["rounds_per_job"], plan.fair_rounds(key))
+        repetitions = min(s["repetitions_per_job"], s["repetitions"])
+        for dataset, method in plan.fair_pairs(key):
+            room = ARGUMENT_LIMIT - ROOM - len(shlex.quote(as_json(jobs.fair_side(key, dataset, method))))
+            for setting, count, spec in (
+                ("rounds_per_job", rounds, jobs.fair_stage_spec),
+                ("repetitions_per_job", repetitions, jobs.fair_group_spec),
+            ):
+                size = len(shlex.quote(as_json(spec(key, dataset, method, 0))))  # the first: the largest
+                if size > room:
+                    _refuse(plan, key, setting, count, size, room, f"{key} on {dataset}, method {method}")
+
+
+def _refuse(plan, key: str, setting: str, count: int, size: int, room: int, job: str) -> None:
+    given = "fair" in plan._subset(key) and setting in plan._subset(key)["fair"]
+    where = f"preset {plan.name}.subset.{key}" if given else f"{plan.sources[key]}: experiment {key}"
+    fits = count * room // size
+    unit = "round" if setting == "rounds_per_job" else "repetition"
+    fix = (
+        f"set it to at most {fits}"
+        if fits
+        else f"even one {unit} is too long: lower fair.{'parallel' if unit == 'round' else 'folds'}"
+    )
+    raise ConfigError(
+        f"{where}.fair.{setting}: {plan.fair_settings(key)[setting]}: a job of {job} would hold {count} "
+        f"{unit}s, a spec of {size:,} bytes on its command line, over the {ARGUMENT_LIMIT:,} bytes "
+        f"the OS allows one argument ('Argument list too long'); {fix}"
+    )

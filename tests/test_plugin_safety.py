@@ -114,6 +114,21 @@ def test_checking_a_name_imports_no_package_of_it_not_even_the_parent(tmp_path):
     assert not marker.exists()  # read from source: neither spy/__init__.py nor spy/losses.py ran
 
 
+def test_a_package_named_as_the_checkouts_own_benchmarks_is_refused(tmp_path, monkeypatch):
+    """The checkout is first on every job's path: a user's `benchmarks` would never be imported."""
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "__init__.py").write_text("")
+    (tmp_path / "benchmarks" / "losses.py").write_text(LOSS.format(marker=str(tmp_path / "m"), limits="{}"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigError) as error:
+        declared.check("loss", {"name": "benchmarks.losses:Mine"}, "mine.yaml: method mine.loss")
+    assert str(error.value) == (
+        "mine.yaml: method mine.loss: loss 'benchmarks.losses:Mine': 'benchmarks' is the name of the dmlbench "
+        f"checkout's own {REPO / 'benchmarks' / '__init__.py'}, first on every job's path: a package of yours of "
+        "that name would not be the one imported; rename your package"
+    )
+
+
 def test_a_class_a_package_re_exports_is_named_with_where_it_is_defined(tmp_path, monkeypatch):
     (tmp_path / "spy").mkdir()
     (tmp_path / "spy" / "__init__.py").write_text("from spy.losses import Mine\n")

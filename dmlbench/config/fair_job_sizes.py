@@ -26,17 +26,19 @@ def check(plan) -> None:
         if not plan.is_fair(key):
             continue
         s = plan.fair_settings(key)
-        rounds = min(s["rounds_per_job"], plan.fair_rounds(key))
-        repetitions = min(s["repetitions_per_job"], s["repetitions"])
-        for dataset, method in plan.fair_pairs(key):
-            room = ARGUMENT_LIMIT - ROOM - len(shlex.quote(as_json(jobs.fair_side(key, dataset, method))))
-            for setting, count, spec in (
-                ("rounds_per_job", rounds, jobs.fair_stage_spec),
-                ("repetitions_per_job", repetitions, jobs.fair_group_spec),
-            ):
+        counts = {
+            "rounds_per_job": (min(s["rounds_per_job"], plan.fair_rounds(key)), jobs.fair_stage_spec),
+            "repetitions_per_job": (min(s["repetitions_per_job"], s["repetitions"]), jobs.fair_group_spec),
+        }
+        for setting, (count, spec) in counts.items():
+            worst = None  # (bytes per room, size, room, job): the job that fills its room the most
+            for dataset, method in plan.fair_pairs(key):
+                room = ARGUMENT_LIMIT - ROOM - len(shlex.quote(as_json(jobs.fair_side(key, dataset, method))))
                 size = len(shlex.quote(as_json(spec(key, dataset, method, 0))))  # the first: the largest
-                if size > room:
-                    _refuse(plan, key, setting, count, size, room, f"{key} on {dataset}, method {method}")
+                if worst is None or size / room > worst[0]:
+                    worst = (size / room, size, room, f"{key} on {dataset}, method {method}")
+            if worst is not None and worst[1] > worst[2]:
+                _refuse(plan, key, setting, count, *worst[1:])
 
 
 def _refuse(plan, key: str, setting: str, count: int, size: int, room: int, job: str) -> None:

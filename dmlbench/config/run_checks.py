@@ -48,7 +48,7 @@ def check_fair_runs(plan) -> None:
         seen.add((run.experiment, run.dataset, run.method, run.stage))
         cfg = plan.resolved(run)
         where = f"fair run {run.path(plan.name)}"
-        typed = _check(plan, cfg, run.dataset, where)
+        typed = check_settings(plan, cfg, run.dataset, where)
         if not typed.early_stopping.patience:
             raise ConfigError(
                 f"{where}: the fair protocol selects each fold's epoch on its validation fold: "
@@ -57,11 +57,15 @@ def check_fair_runs(plan) -> None:
         spaces.check(run.method, plan.fair_space(run.method), cfg, where)
         if run.stage == "search":  # every value the search can ask, as a run (the final runs' are among them)
             search_checks.check_asked(
-                plan, run, plan.fair_space(run.method), cfg, lambda asked, at: _check(plan, asked, run.dataset, at)
+                plan,
+                run,
+                plan.fair_space(run.method),
+                cfg,
+                lambda asked, at: check_settings(plan, asked, run.dataset, at),
             )
 
 
-def _check(plan, cfg: dict, dataset: str, where: str) -> RunConfig:
+def check_settings(plan, cfg: dict, dataset: str, where: str) -> RunConfig:
     """A resolved run's settings by value, then typed (`_check_typed`)."""
     values.check({k: cfg[k] for k in plan.defaults}, plan.settings_schema, where)
     return _check_typed(plan, cfg, dataset, where)

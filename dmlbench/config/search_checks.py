@@ -100,7 +100,8 @@ def _check_parameter(component, part: str, param: str, dimension, where: str, so
     values = asked_values(dimension) if isinstance(limit, (tuple, list)) else [dimension.low, dimension.high]
     for value in values:
         try:
-            declared.check_values(component, {param: int(value) if dimension.integer else value}, where, part)
+            at = where.removesuffix(f".{param}")  # check_values names the parameter itself
+            declared.check_values(component, {param: int(value) if dimension.integer else value}, at, part)
         except ConfigError as error:
             fix = f"narrow {source}'s range or untie them" if source else "narrow the range"
             raise ConfigError(f"{error}{_tied(source, dimension)}; the search can ask it: {fix}") from None

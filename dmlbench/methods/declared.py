@@ -127,6 +127,12 @@ def external(family: str, target: str, name: str) -> Component:
     dmlbench component (a subclass of the family's documented base)."""
     module, _, attribute = target.partition(":")
     said = f"{family} {name!r}"
+    own = plugin_source.checkout_own(module)
+    if own is not None:
+        raise ConfigError(
+            f"{said}: {module.split('.')[0]!r} is the name of the dmlbench checkout's own {own}, first on every "
+            f"job's path: a package of yours of that name would not be the one imported; rename your package"
+        )
     trees, _, constants = _package(family)
     lineage = plugin_source.Lineage(trees)
     try:

@@ -169,6 +169,16 @@ class Lineage:
         return names
 
 
+def checkout_own(module: str) -> Path | None:
+    """The checkout's own package or module (beside `dmlbench`: `benchmarks`) whose top-level
+    name `module` has: the checkout is first on every job's path, so a user's package of that name
+    would never be the one a job imports."""
+    top = module.split(".")[0]
+    if top == DMLBENCH.name:
+        return None
+    return next((p for p in (DMLBENCH.parent / top / "__init__.py", DMLBENCH.parent / f"{top}.py") if p.exists()), None)
+
+
 def bases_text(family: str) -> str:
     """The documented bases of `family`, as one imports them."""
     path, names = ROOTS[family]

@@ -169,3 +169,25 @@ def test_a_sentence_only_partly_run_is_tested_on_its_parts_and_given_no_verdict(
     entry = {**result, "kind": "gain", "verdict": claims.PARTIAL, "verdict_on_parts_run": claims.HOLDS}
     assert claim_kinds.verdict_text(entry) == "◐ partly run (1 of 2 parts run: holds)"
     assert claim_kinds.evaluate({**claim, "dataset": "inshop"}, per_seed, delta_of) == claims.NOT_RUN
+
+
+@pytest.mark.parametrize("planted, expected", [(3.0, claims.HOLDS), (-3.0, claims.REVERSED)])
+def test_a_claims_direction_is_its_rows_whatever_the_sign_of_the_papers_gain(planted, expected):
+    """profs's 'Hard negative class mining boosts C-PROFS further': the paper's own table gives its
+    smallest part as −0.9; HNCM planted 3 points above C-PROFS on every part holds, 3 below is
+    reversed (the sign of `gain` once turned the claim round)."""
+    from conftest import CONFIG_DIR
+    from dmlbench.config.plan import Plan
+
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    claim = next(c for c in plan.experiments["profs.t1"]["claims"] if c["id"] == "hncm-over-profs-c")
+    assert claim["gain"] < 0 and claim["better"] == "c_profs_hncm"
+    noise = np.random.default_rng(0).normal(0.0, 0.4, size=(2, 5))
+
+    def planted_seeds(row, dataset, metric):
+        base = 60.0 + noise[0] if row == claim["worse"] else 60.0 + planted + noise[1]
+        return dict(enumerate(base.tolist()))
+
+    result = claim_kinds.evaluate(claim, planted_seeds, delta_of)
+    assert len(result["parts"]) == 9
+    assert decide(claim, result, family=27) == expected

@@ -179,12 +179,12 @@ def verdict(claim: dict, result: dict, adjusted_p: float, detectable: float) -> 
         # d = 512 against its own runs at 1024): the suite tests the like-for-like gain, and its
         # size is not held against the paper's
         return gain_tests.HOLDS if claim.get("unlike") and found in (gain_tests.SMALLER, gain_tests.LARGER) else found
-    sign = -1.0 if kind == "gain" and (claim.get("gain") or 0) < 0 else 1.0
-    if adjusted_p < gain_tests.ALPHA and all(sign * p["gain"] > 0 for p in parts):
+    # the direction is better − worse > 0 (the claim's rows), whatever the sign of the paper's gain
+    if adjusted_p < gain_tests.ALPHA and all(p["gain"] > 0 for p in parts):
         return gain_tests.HOLDS
-    if any(sign * p["high"] < 0 for p in parts):  # a part's 95 % interval wholly on the wrong side
+    if any(p["high"] < 0 for p in parts):  # a part's 95 % interval wholly below zero
         return gain_tests.REVERSED
     in_question = abs(claim["gain"]) if claim.get("gain") is not None else abs(result["gain"])
-    if all(sign * p["gain"] >= 0 for p in parts) and in_question < detectable:
+    if all(p["gain"] >= 0 for p in parts) and in_question < detectable:
         return gain_tests.UNDERPOWERED
     return gain_tests.NOT_SIGNIFICANT

@@ -197,21 +197,21 @@ def detectable_gain(se: float, df: float, alpha: float, power: float = POWER) ->
 
 
 def verdict(result: ClaimTest, adjusted_p: float, paper_gain: float | None, detectable: float | None = None) -> str:
-    """The claim's verdict from its test and its Holm-adjusted p-value: the sign expected is the
-    paper's gain's (positive where it is null); `holds, smaller/larger` where our gain's interval
-    lies wholly below/above the paper's gain; `underpowered` where it is not significant, not of
-    the opposite sign, and the gain in question (the paper's, else ours) is below `detectable`."""
-    sign = -1.0 if paper_gain is not None and paper_gain < 0 else 1.0  # a claim written as a loss
+    """The claim's verdict from its test and its Holm-adjusted p-value. The direction is the
+    claim's rows' (`better` − `worse` > 0), never the sign of a number: a negative paper gain is
+    the paper's own table disagreeing with its sentence, not a claim turned round. `holds,
+    smaller/larger` where our gain's interval lies wholly below/above the paper's gain;
+    `underpowered` where it is not significant, not negative, and the gain in question (the
+    paper's, else ours) is below `detectable`."""
     if adjusted_p >= ALPHA:
         in_question = abs(paper_gain) if paper_gain is not None else abs(result.gain)
-        if detectable is not None and sign * result.gain >= 0 and in_question < detectable:
+        if detectable is not None and result.gain >= 0 and in_question < detectable:
             return UNDERPOWERED
         return NOT_SIGNIFICANT
-    if sign * result.gain < 0:
+    if result.gain < 0:
         return REVERSED
-    low, high = sorted((sign * result.low, sign * result.high))
-    if paper_gain is not None and high < sign * paper_gain:
+    if paper_gain is not None and result.high < paper_gain:
         return SMALLER
-    if paper_gain is not None and low > sign * paper_gain:
+    if paper_gain is not None and result.low > paper_gain:
         return LARGER
     return HOLDS

@@ -76,7 +76,7 @@ def test_no_gain_is_a_one_sided_non_superiority_test():
 
 SWEEP = {
     "m@1": {0: 60.0, 1: 60.4, 2: 59.8},
-    "m@2": {0: 61.1, 1: 61.5, 2: 60.9},
+    "m@2": {0: 61.1, 1: 61.5, 2: 60.8},
     "m@3": {0: 62.8, 1: 62.6, 2: 62.7},
     "m@4": {0: 61.0, 1: 61.3, 2: 60.8},
 }
@@ -191,3 +191,31 @@ def test_a_claims_direction_is_its_rows_whatever_the_sign_of_the_papers_gain(pla
     result = claim_kinds.evaluate(claim, planted_seeds, delta_of)
     assert len(result["parts"]) == 9
     assert decide(claim, result, family=27) == expected
+
+
+def test_a_failed_seed_of_any_part_is_counted_and_named_in_the_claims_test():
+    runs = {row: {d: dict(v) for d, v in per.items()} for row, per in RUNS.items()}
+    runs["b"]["cars"][3] = float("nan")  # a diverged seed of the second part's worse row
+    claim = {"kind": "gain", "better": "a", "worse": "b", "dataset": ["cub", "cars"], "metric": "recall@1"}
+    result = claim_kinds.evaluate(claim, lambda r, d, m: runs.get(r, {}).get(d, {}), delta_of)
+    assert result["failed"] == ["b on cars seed 3"]
+    cars = next(p for p in result["parts"] if p["n_better"] == 4)
+    kept = [0, 1, 2, 4]
+    expected = stats.ttest_rel([RUNS["a"]["cars"][s] for s in kept], [RUNS["b"]["cars"][s] for s in kept])
+    assert cars["paired"] and cars["p"] == pytest.approx(expected.pvalue)
+    text = claim_kinds.test_text({**result, "kind": "gain"})
+    assert "1 failed seed left out (b on cars seed 3)" in text
+
+
+def test_a_trend_of_too_few_points_or_without_residual_spread_is_no_test():
+    def rows(values):
+        return lambda row, dataset, metric: values.get(row, {})
+
+    claim = {"kind": "increasing", "method": "m", "variants": ["1", "2", "3"], "dataset": "cub", "metric": "recall@1"}
+    two = {"m@1": {0: 60.0}, "m@2": {0: 61.0}, "m@3": {0: float("nan")}}
+    assert claim_kinds.evaluate(claim, rows(two), delta_of) == claims.NOT_RUN  # a setting with no finished seed
+    on_a_line = {"m@1": {0: 60.0, 1: 60.0}, "m@2": {0: 61.0, 1: 61.0}, "m@3": {0: 62.0, 1: 62.0}}
+    assert claim_kinds.evaluate(claim, rows(on_a_line), delta_of) == claims.NO_SPREAD
+    noisy = {**on_a_line, "m@3": {0: 62.5, 1: float("nan"), 2: 61.8}}
+    result = claim_kinds.evaluate(claim, rows(noisy), delta_of)
+    assert result["n_better"] == 6 and result["failed"] == ["m@3 on cub seed 1"]

@@ -161,8 +161,31 @@ def test_reversed_and_not_significant_claims_by_hand():
     assert claims.verdict(reversed_, adjusted[1], 1.0) == claims.REVERSED
     assert claims.verdict(flat, adjusted[2], 1.0) == claims.NOT_SIGNIFICANT
     assert claims.verdict(holding, adjusted[0], 2.0) == claims.HOLDS
-    assert claims.test({0: 1.0}, HOLDS_WORSE) == claims.SINGLE_RUN
+    assert claims.test({0: 1.0}, HOLDS_WORSE) == claims.FEW_SEEDS
     assert claims.test({}, HOLDS_WORSE) == claims.NOT_RUN
+
+
+def test_a_failed_seed_is_left_out_of_the_pairing_and_named():
+    """A NaN seed of one row: the rows stay paired on the seeds both finished (scipy's ttest_rel on
+    those), the seed is named, and the test does not fall back to Welch's."""
+    better = {**HOLDS_BETTER, 2: float("nan")}
+    result = claims.test(better, HOLDS_WORSE)
+    kept = [0, 1, 3, 4]
+    expected = stats.ttest_rel([HOLDS_BETTER[s] for s in kept], [HOLDS_WORSE[s] for s in kept])
+    assert result.paired and (result.n_better, result.n_worse) == (4, 4)
+    assert result.p == pytest.approx(expected.pvalue) and result.failed_better == (2,) and result.failed_worse == ()
+
+
+def test_fewer_than_three_seeds_or_no_spread_is_no_test():
+    two = {0: 70.0, 1: 71.0}
+    assert claims.test(two, {0: 68.0, 1: 69.5}) == claims.FEW_SEEDS  # two seeds: a number needs three too
+    three_failed_one = {0: 70.0, 1: 71.0, 2: float("nan")}
+    assert claims.test(three_failed_one, {0: 68.0, 1: 69.5, 2: 68.5}) == claims.FEW_SEEDS  # two finished both
+    equal_differences = claims.test({0: 70.0, 1: 71.0, 2: 72.0}, {0: 68.0, 1: 69.0, 2: 70.0})
+    assert equal_differences == claims.NO_SPREAD  # scipy would give p NaN (or 0 for 2.0000001)
+    assert claims.test({0: 70.0, 1: 70.0, 2: 70.0}, {5: 68.0, 6: 68.0, 7: 68.0}) == claims.NO_SPREAD
+    one_row_spread = claims.test({0: 70.0, 1: 70.0, 2: 70.0}, {5: 68.0, 6: 69.0, 7: 68.5})
+    assert isinstance(one_row_spread, claims.ClaimTest) and not one_row_spread.paired
 
 
 def test_holm_against_a_worked_example():
@@ -374,7 +397,9 @@ def test_the_smoke_runs_certificate_from_the_pipeline_and_from_the_command_line_
     assert cert["fixture_data"] and "Fixture data" in written
     assert set(cert["checksums"]) == {"cub"} and len(cert["checksums"]["cub"]) == 64
     other = verdict_cli(tmp_path, {"preset": "smoke", "experiments": ["ms.t1"], "overrides": {"epochs": 3}})
-    assert other.returncode == 0 and cert["fingerprint"] not in other.stdout  # other settings: another fingerprint
+    # other settings than the numbers were made with: refused, naming the runs.csv, no certificate printed
+    assert other.returncode == 1 and "trained with other settings than those asked" in other.stderr, other.stderr
+    assert "runs.csv" in other.stderr and cert["fingerprint"] not in other.stdout
 
 
 def test_a_suite_claim_is_tested_on_every_trunk_the_preset_runs(tmp_path, monkeypatch):

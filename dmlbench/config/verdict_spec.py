@@ -146,10 +146,11 @@ def undecidable_numbers(plan) -> dict[str, tuple[int, int]]:
 
 
 def untestable_claims(plan) -> dict[str, tuple[int, int]]:
-    """Per experiment the preset trains: (claims a row of which it trains with one seed, so that no
-    t-test is possible, claims whose rows it trains), for those with any. A trend over settings
-    needs no second seed (its points are the settings')."""
+    """Per experiment the preset trains: (claims a row of which it trains with fewer seeds than a
+    test needs, claims whose rows it trains), for those with any. A trend over settings needs no
+    second seed (its points are the settings')."""
     from dmlbench.verdicts.claim_kinds import listed
+    from dmlbench.verdicts.claims import MIN_SEEDS
 
     found = {}
     for key in plan.experiment_ids:
@@ -168,7 +169,7 @@ def untestable_claims(plan) -> dict[str, tuple[int, int]]:
             )
             counts = [seeds[row, d] for row in rows for d in listed(claim["dataset"]) if (row, d) in seeds]
             trained += bool(counts)
-            few += bool(counts) and min(counts) < 2
+            few += bool(counts) and min(counts) < MIN_SEEDS
         if few:
             found[key] = (few, trained)
     return found
@@ -192,7 +193,8 @@ def undecidable_line(plan) -> str | None:
     if claims:
         few, total = sum(f for f, _ in claims.values()), sum(t for _, t in claims.values())
         parts.append(
-            f"{few} of the {total} claims these experiments test have a row trained with one seed "
-            "(no test: single run): " + ", ".join(f"{key} {f}/{t}" for key, (f, t) in claims.items())
+            f"{few} of the {total} claims these experiments test have a row trained with fewer than "
+            f"{MIN_SEEDS} seeds (no test: too few seeds): "
+            + ", ".join(f"{key} {f}/{t}" for key, (f, t) in claims.items())
         )
     return "; ".join(parts) or None

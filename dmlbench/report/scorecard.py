@@ -21,7 +21,7 @@ CLAIM_COLUMNS = (
     ("partly run", (claims.PARTIAL,)),
     ("not significant", (claims.NOT_SIGNIFICANT,)),
     ("reversed, differs", (claims.REVERSED, claims.DIFFERS)),
-    ("untested", (claims.NOT_RUN, claims.SINGLE_RUN)),
+    ("untested", (claims.NOT_RUN, claims.FEW_SEEDS, claims.NO_SPREAD)),
 )
 
 

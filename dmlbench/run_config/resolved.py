@@ -60,8 +60,12 @@ class RunConfig(TrainingSettings):
         )
 
     def to_dict(self) -> dict:
-        """The JSON form the rules pass on (lists for tuples)."""
-        return plain(dataclasses.asdict(self))
+        """The JSON form the rules pass on (lists for tuples); a built-in method has no `code` key,
+        as the plan resolves it (its runs' fingerprints stay those of before plugins)."""
+        form = plain(dataclasses.asdict(self))
+        if form.get("method") and not form["method"]["code"]:
+            del form["method"]["code"]
+        return form
 
 
 _PLAN_KEYS = ("method", "seed", "run", "data")

@@ -173,7 +173,8 @@ def headline(cert: dict) -> str:
         claim_tests.REVERSED: c.get(claim_tests.REVERSED, 0),
         claim_tests.DIFFERS: c.get(claim_tests.DIFFERS, 0),
         claim_tests.PARTIAL: c.get(claim_tests.PARTIAL, 0),
-        claim_tests.SINGLE_RUN: c.get(claim_tests.SINGLE_RUN, 0),
+        claim_tests.FEW_SEEDS: c.get(claim_tests.FEW_SEEDS, 0),
+        claim_tests.NO_SPREAD: c.get(claim_tests.NO_SPREAD, 0),
         claim_tests.NOT_RUN: c.get(claim_tests.NOT_RUN, 0),
     }
     return f"{cert['paper']}: {numbers_part}{c['holding']} of {c['total']} claims hold{_counted(rest)}"

@@ -68,6 +68,11 @@ def evaluate(claim: dict, per_seed, delta_of) -> dict | str:
             tested.append(result)
             continue
         part = {**result.__dict__, "delta": claim.get("margin") or delta_of(metric)}
+        part["failed"] = [
+            f"{row} on {dataset} seed {seed}"
+            for row, seeds in ((better, result.failed_better), (worse, result.failed_worse))
+            for seed in seeds
+        ]
         part["p"] = _p(kind, part)
         tested.append(part)
     return _joint(tested)
@@ -92,16 +97,21 @@ def _p(kind: str, part: dict) -> float:
 def _trend(claim: dict, per_seed, dataset: str, metric: str) -> dict | str:
     from scipy import stats
 
-    xs, ys = [], []
+    xs, ys, failed = [], [], []
     for rank, variant in enumerate(claim["variants"]):
-        values = [v for v in per_seed(f"{claim['method']}@{variant}", dataset, metric).values() if v == v]
+        row = f"{claim['method']}@{variant}"
+        numbers = per_seed(row, dataset, metric)
+        values = [v for v in numbers.values() if v == v]
+        failed += [f"{row} on {dataset} seed {seed}" for seed, v in sorted(numbers.items()) if v != v]
         if not values:
             return gain_tests.NOT_RUN
         xs += [rank] * len(values)
         ys += values
-    if len(xs) < 3:
-        return gain_tests.SINGLE_RUN
+    if len(xs) < gain_tests.MIN_SEEDS:
+        return gain_tests.FEW_SEEDS
     fit = stats.linregress(xs, ys)
+    if not float(fit.stderr) > 0:  # the points lie on a line (or are all equal): no residual spread
+        return gain_tests.NO_SPREAD
     span, sign = len(claim["variants"]) - 1, (1.0 if claim["kind"] == "increasing" else -1.0)
     df = len(xs) - 2
     se = float(fit.stderr) * span
@@ -111,27 +121,29 @@ def _trend(claim: dict, per_seed, dataset: str, metric: str) -> dict | str:
         "gain": gain,
         "low": gain - half,
         "high": gain + half,
-        "p": 1.0 if fit.pvalue != fit.pvalue else float(fit.pvalue),
+        "p": float(fit.pvalue),
         "se": se,
         "df": float(df),
         "paired": False,
         "n_better": len(xs),
         "n_worse": len(claim["variants"]),
+        "failed": failed,
     }
 
 
 def _joint(parts: list) -> dict | str:
     """One claim from its parts (intersection-union): the part with the largest p decides it and
     is shown; its p is the claim's. Parts the preset does not run are left out and counted
-    (`parts_run` of `parts_total`: a partial test, `PARTIAL`); a run part with one seed leaves
-    no test."""
+    (`parts_run` of `parts_total`: a partial test, `PARTIAL`); a run part without a test (too few
+    seeds, no spread) leaves none. The failed seeds of every part are the claim's (`failed`)."""
     run = [part for part in parts if part != gain_tests.NOT_RUN]
     if not run:
         return gain_tests.NOT_RUN
     if any(isinstance(part, str) for part in run):
         return next(part for part in run if isinstance(part, str))
     deciding = max(run, key=lambda part: part["p"])
-    return {**deciding, "parts": run, "parts_run": len(run), "parts_total": len(parts)}
+    failed = [seed for part in run for seed in part["failed"]]
+    return {**deciding, "parts": run, "parts_run": len(run), "parts_total": len(parts), "failed": failed}
 
 
 def verdict_text(entry: dict) -> str:
@@ -153,7 +165,12 @@ def test_text(entry: dict) -> str:
             text += f", TOST ±{entry['delta']:.2f}"
         elif kind == "no_gain":
             text += f", one-sided < {entry['delta']:.2f}"
-    return text + (f", all {len(parts)} parts (intersection-union)" if len(parts) > 1 else "")
+    text += f", all {len(parts)} parts (intersection-union)" if len(parts) > 1 else ""
+    failed = entry.get("failed") or []
+    if failed:  # as a number does: a failed seed is counted and named, never dropped without a word
+        named = ", ".join(failed[:3]) + (" …" if len(failed) > 3 else "")
+        text += f"; {len(failed)} failed seed{'s' if len(failed) > 1 else ''} left out ({named})"
+    return text
 
 
 def verdict(claim: dict, result: dict, adjusted_p: float, detectable: float) -> str:

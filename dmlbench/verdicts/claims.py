@@ -16,7 +16,6 @@ runs (`per_variant`): the same comparison on each trunk, say.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +25,9 @@ from dmlbench.core.errors import ConfigError
 ALPHA = 0.05
 REQUIRED = {"id", "text", "dataset", "metric", "source"}  # and those of the claim's kind (claim_kinds)
 HOLDS, SMALLER, LARGER = "holds", "holds, smaller", "holds, larger"
-NOT_SIGNIFICANT, REVERSED, NOT_RUN, SINGLE_RUN = "not significant", "reversed", "not run", "single run"
+NOT_SIGNIFICANT, REVERSED, NOT_RUN = "not significant", "reversed", "not run"
+FEW_SEEDS, NO_SPREAD = "too few seeds", "no spread"
+MIN_SEEDS = 3  # finished seeds a row needs for a test (a paper number needs as many: `numbers.MIN_SEEDS`)
 UNDERPOWERED, EQUIVALENT, DIFFERS, PARTIAL = "underpowered", "equivalent", "differs", "partly run"
 VERDICTS = (
     HOLDS,
@@ -39,7 +40,8 @@ VERDICTS = (
     DIFFERS,
     PARTIAL,
     NOT_RUN,
-    SINGLE_RUN,
+    FEW_SEEDS,
+    NO_SPREAD,
 )
 POWER = 0.8
 HOLDING = (HOLDS, SMALLER, LARGER, EQUIVALENT)
@@ -55,7 +57,8 @@ SYMBOLS = {
     DIFFERS: "✗≠",
     PARTIAL: "◐",
     NOT_RUN: "∅",
-    SINGLE_RUN: "①",
+    FEW_SEEDS: "①",
+    NO_SPREAD: "=",
 }
 MEANINGS = {
     HOLDS: "same sign as the paper's, significant, the paper's gain inside this suite's gain's interval",
@@ -70,7 +73,8 @@ MEANINGS = {
     PARTIAL: "a claim over several datasets, metrics or settings of which the preset runs only some: "
     "tested on those (what they say is given), no verdict on the claim",
     NOT_RUN: "a row of the claim is not run by this preset",
-    SINGLE_RUN: "a row has one seed: no test",
+    FEW_SEEDS: f"a row has fewer than {MIN_SEEDS} finished seeds (paired rows: seeds both finished): no test",
+    NO_SPREAD: "every seed gives the same difference (or both rows are constant): no spread, no test",
 }
 
 
@@ -122,47 +126,59 @@ class ClaimTest:
     n_worse: int
     se: float  # standard error of the gain
     df: float  # the t-test's degrees of freedom
+    failed_better: tuple = ()  # seeds of `better` whose number is NaN (a diverged or failed run): left out
+    failed_worse: tuple = ()
 
 
 def test(better: dict, worse: dict) -> ClaimTest | str:
-    """better, worse: seed → our number (NaN: not measured). A `ClaimTest`, or the verdict why
-    there is none (NOT_RUN, SINGLE_RUN)."""
+    """better, worse: seed → our number (NaN: a failed seed, left out and named). Rows trained on
+    the same seeds are paired on the seeds both finished (scipy's `ttest_rel`), other rows by
+    Welch's t. A `ClaimTest`, or the verdict why there is none: NOT_RUN, FEW_SEEDS (fewer than
+    `MIN_SEEDS` seeds to test on), NO_SPREAD (equal differences, or two constant rows: a t-test
+    has no variance to divide by)."""
     b = {s: v for s, v in better.items() if v == v}
     w = {s: v for s, v in worse.items() if v == v}
     if not b or not w:
         return NOT_RUN
-    if len(b) < 2 or len(w) < 2:
-        return SINGLE_RUN
     from scipy import stats  # imported where a claim is tested, not by the plan that checks claims
 
-    paired = set(b) == set(w)
-    with warnings.catch_warnings():  # equal differences: scipy warns of precision loss, p is NaN (read as 1)
-        warnings.simplefilter("ignore", RuntimeWarning)
-        if paired:
-            seeds = sorted(b)
-            x, y = np.array([b[s] for s in seeds]), np.array([w[s] for s in seeds])
-            result = stats.ttest_rel(x, y)
-        else:
-            x, y = np.array(list(b.values())), np.array(list(w.values()))
-            result = stats.ttest_ind(x, y, equal_var=False)
-        interval = result.confidence_interval(1 - ALPHA)
-    p = float(result.pvalue)
-    se = (
-        float(np.std(x - y, ddof=1) / math.sqrt(len(x)))
-        if paired
-        else float(math.sqrt(np.var(x, ddof=1) / len(x) + np.var(y, ddof=1) / len(y)))
-    )
+    paired = set(better) == set(worse)
+    if paired:
+        seeds = sorted(set(b) & set(w))
+        x, y = np.array([b[s] for s in seeds]), np.array([w[s] for s in seeds])
+        if len(seeds) < MIN_SEEDS:
+            return FEW_SEEDS
+        if _constant(x - y):
+            return NO_SPREAD
+        result = stats.ttest_rel(x, y)
+        se = float(np.std(x - y, ddof=1) / math.sqrt(len(x)))
+    else:
+        x, y = np.array(list(b.values())), np.array(list(w.values()))
+        if min(len(x), len(y)) < MIN_SEEDS:
+            return FEW_SEEDS
+        if _constant(x) and _constant(y):
+            return NO_SPREAD
+        result = stats.ttest_ind(x, y, equal_var=False)
+        se = float(math.sqrt(np.var(x, ddof=1) / len(x) + np.var(y, ddof=1) / len(y)))
+    interval = result.confidence_interval(1 - ALPHA)
     return ClaimTest(
         float(x.mean() - y.mean()),
         float(interval.low),
         float(interval.high),
-        1.0 if p != p else p,
+        float(result.pvalue),
         paired,
-        len(b),
-        len(w),
+        len(x),
+        len(y),
         se,
         float(result.df),
-    )  # NaN p: no spread
+        tuple(sorted(s for s, v in better.items() if v != v)),
+        tuple(sorted(s for s, v in worse.items() if v != v)),
+    )
+
+
+def _constant(values: np.ndarray) -> bool:
+    """Whether every value is the same, up to the rounding of numbers printed in % (1e-9 relative)."""
+    return float(np.ptp(values)) <= 1e-9 * max(1.0, float(np.abs(values).max()))
 
 
 def holm(pvalues: list[float]) -> list[float]:

@@ -21,7 +21,7 @@ BAD = {
     claim_tests.NOT_SIGNIFICANT,
 }
 DECIDED_NUMBERS = (numbers.REPRODUCED, numbers.BELOW, numbers.ABOVE, numbers.FAILED)
-UNDECIDED_CLAIMS = (claim_tests.NOT_RUN, claim_tests.SINGLE_RUN)
+UNDECIDED_CLAIMS = (claim_tests.NOT_RUN, claim_tests.FEW_SEEDS, claim_tests.NO_SPREAD)
 
 
 def wants_colour(stream=sys.stdout) -> bool:

@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from dmlbench.core.errors import ConfigError
-from dmlbench.verdicts import claim_checks, claim_kinds, claims
+from dmlbench.verdicts import claim_checks, claim_decision, claim_kinds, claims
 
 # made-up per-seed Recall@1 (%): row → dataset → seed → value
 RUNS = {
@@ -30,11 +30,12 @@ def diffs(better, worse, dataset):
     return np.array([x[s] - y[s] for s in sorted(x)])
 
 
-def decide(claim, result, family=1):
-    detectable = max(
-        claims.detectable_gain(p["se"], p["df"], claims.ALPHA / family) for p in result.get("parts") or [result]
-    )
-    return claim_kinds.verdict(claim, result, min(1.0, result["p"] * family), detectable)
+def decide(claim, result, family=1, power=None):
+    """The verdict as the certificate gives it, the claim alone in a family of `family` claims
+    whose others are untested (p = 1: Holm multiplies this one's p by `family`)."""
+    failure_p, way = claim_decision.failure(claim.get("kind", "gain"), result.get("parts") or [result])
+    adjusted, adjusted_failure = min(1.0, result["p"] * family), min(1.0, failure_p * family)
+    return claim_decision.verdict(claim, result, adjusted, adjusted_failure, way, power)
 
 
 def test_a_sentence_over_two_datasets_is_one_intersection_union_test():
@@ -118,8 +119,13 @@ def test_a_best_setting_beats_every_other_one_and_a_plateau_is_equivalence_after
         stats.ttest_rel(list(SWEEP["m@3"].values()), list(SWEEP[r].values())).pvalue for r in ("m@1", "m@2", "m@4")
     )
     assert result["p"] == pytest.approx(worst, rel=1e-12)
-    wrong = {**peak, "at": "2"}  # 2 is beaten by 3
-    assert decide(wrong, claim_kinds.evaluate(wrong, sweep_seed, delta_of)) == claims.REVERSED
+    wrong = {**peak, "at": "2"}  # 2 is beaten by 3 (paired p 0.023), but one part of three
+    beaten = stats.ttest_rel(list(SWEEP["m@2"].values()), list(SWEEP["m@3"].values())).pvalue
+    failure_p, way = claim_decision.failure("peak", claim_kinds.evaluate(wrong, sweep_seed, delta_of)["parts"])
+    assert failure_p == pytest.approx(3 * beaten) and way == claims.REVERSED  # Bonferroni over the parts
+    assert decide(wrong, claim_kinds.evaluate(wrong, sweep_seed, delta_of), power=0.9) == claims.NOT_SIGNIFICANT
+    two = {**wrong, "variants": ["2", "3"]}  # "2 beats 3" alone: the part is the claim
+    assert decide(two, claim_kinds.evaluate(two, sweep_seed, delta_of)) == claims.REVERSED
     plateau = {
         "kind": "plateau",
         "method": "m",
@@ -131,10 +137,8 @@ def test_a_best_setting_beats_every_other_one_and_a_plateau_is_equivalence_after
     }  # 3 and 4 within ±3 points of 2
     result = claim_kinds.evaluate(plateau, sweep_seed, delta_of)
     assert len(result["parts"]) == 2 and decide(plateau, result) == claims.EQUIVALENT
-    assert (
-        decide({**plateau, "margin": 0.5}, claim_kinds.evaluate({**plateau, "margin": 0.5}, sweep_seed, delta_of))
-        == claims.DIFFERS
-    )
+    narrow = {**plateau, "at": "3", "margin": 0.5}  # 4 falls 1.67 points below 3 (one part)
+    assert decide(narrow, claim_kinds.evaluate(narrow, sweep_seed, delta_of)) == claims.DIFFERS
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from scipy import stats
 from dmlbench.config.plan import Plan
 from dmlbench.core.errors import ConfigError
 from dmlbench.fair.intervals import mean_interval
-from dmlbench.verdicts import claim_kinds, claims, numbers
+from dmlbench.verdicts import claim_decision, claim_kinds, claims, numbers, power
 
 import processes
 from conftest import CONFIG_DIR, REPO, python_env, snakemake_command
@@ -114,34 +114,85 @@ def test_the_detectable_gain_is_statsmodels_power_computation_and_a_simulations(
     assert rejected.mean() == pytest.approx(0.8, abs=0.02)
 
 
-def test_a_claim_the_test_could_not_see_is_underpowered_not_refuted():
+def decide(result, paper_gain=None, family=1, power=None, delta=1.0):
+    """A one-part gain claim's verdict as the certificate gives it, in a family of `family` claims
+    whose others are untested (Holm multiplies its p-values by `family`)."""
+    part = {**result.__dict__, "delta": delta, "gain_paper": paper_gain}
+    failure_p, way = claim_decision.failure("gain", [part])
+    claim = {"kind": "gain", "gain": paper_gain}
+    return claim_decision.verdict(claim, part, min(1.0, result.p * family), min(1.0, failure_p * family), way, power)
+
+
+def test_a_claim_not_significant_is_underpowered_or_not_by_its_power_before_the_data():
     noisy_better = {0: 66.0, 1: 64.0, 2: 67.5, 3: 63.0, 4: 65.5}
     noisy_worse = {0: 65.0, 1: 64.5, 2: 66.0, 3: 63.5, 4: 64.8}
     result = claims.test(noisy_better, noisy_worse)
     assert result.p > 0.05 and result.gain > 0
-    detectable = claims.detectable_gain(result.se, result.df, 0.05 / 20)
-    assert detectable > 1.2
-    assert claims.verdict(result, min(1.0, result.p * 20), 1.18, detectable) == claims.UNDERPOWERED
-    assert claims.verdict(result, min(1.0, result.p * 20), detectable + 1.0, detectable) == claims.NOT_SIGNIFICANT
-    assert claims.verdict(result, min(1.0, result.p * 20), 1.18, None) == claims.NOT_SIGNIFICANT
+    assert decide(result, 1.18, family=20, power=0.3) == claims.UNDERPOWERED
+    assert decide(result, 1.18, family=20, power=0.85) == claims.NOT_SIGNIFICANT  # whatever the data say
+    assert decide(result, None, family=20, power=None) == claims.UNDERPOWERED  # no power known: no refutation
+    assert claims.NOT_SIGNIFICANT not in claims.FAILING  # a test that missed is not listed as failing
 
 
-def test_claim_that_holds_paired_by_hand_and_by_scipy():
-    result = claims.test(HOLDS_BETTER, HOLDS_WORSE)
-    assert result.paired
-    # differences: mean 2.02, sd √(0.048 / 4) = 0.10954, se 0.04899, t = 41.23
-    se = math.sqrt(0.048 / 4) / math.sqrt(5)
-    assert result.gain == pytest.approx(2.02)
-    assert (result.low, result.high) == pytest.approx((2.02 - T_975_4 * se, 2.02 + T_975_4 * se))
-    assert (result.low, result.high) == pytest.approx((1.884, 2.156), abs=1e-3)
-    seeds = sorted(HOLDS_BETTER)
-    scipy_p = stats.ttest_rel([HOLDS_BETTER[s] for s in seeds], [HOLDS_WORSE[s] for s in seeds]).pvalue
-    assert result.p == pytest.approx(scipy_p)
-    assert result.p == pytest.approx(2 * stats.t.sf(2.02 / se, 4))
-    assert claims.verdict(result, result.p, 2.0) == claims.HOLDS  # 2.0 inside [1.884, 2.156]
-    assert claims.verdict(result, result.p, 2.4) == claims.SMALLER  # the paper's gain above ours
-    assert claims.verdict(result, result.p, 1.5) == claims.LARGER
-    assert claims.verdict(result, result.p, None) == claims.HOLDS
+def test_power_before_the_data_is_statsmodels_and_a_simulations():
+    """A paired gain part: statsmodels' one-sample power of the differences (σ√2 each) on the
+    claim's side; an equivalence part: its lower bound never above 5,000 simulated TOSTs."""
+    from statsmodels.stats.power import TTestPower
+
+    sd, n, alpha, gain = 0.4, 5, 0.05 / 20, 1.2
+    se, df = power.pair_design(n, n, True, sd)
+    assert (se, df) == pytest.approx((sd * math.sqrt(2 / n), n - 1))
+    expected = TTestPower().power(gain / (sd * math.sqrt(2)), n, alpha / 2, alternative="larger")
+    assert power.part("gain", gain, se, df, 1.0, alpha) == pytest.approx(expected, rel=1e-6)
+    rng = np.random.default_rng(0)
+    differences = rng.normal(0.2, sd * math.sqrt(2), (5_000, 8))
+    se_hat = differences.std(axis=1, ddof=1) / math.sqrt(8)
+    t_crit = stats.t.ppf(0.95, 7)
+    passed = ((differences.mean(axis=1) + 1.0) / se_hat > t_crit) & (
+        (differences.mean(axis=1) - 1.0) / se_hat < -t_crit
+    )
+    bound = power.part("equivalent", 0.2, *power.pair_design(8, 8, True, sd), 1.0, 0.05)
+    assert bound <= passed.mean() + 0.01 and bound > 0.9 * passed.mean()
+    claim = {"kind": "gain", "better": "a", "worse": "b", "dataset": ["cub", "cars"], "metric": "recall@1"}
+    paper = {("a", "cub"): 61.0, ("b", "cub"): 60.0, ("a", "cars"): 80.0, ("b", "cars"): 78.0}
+    both = power.claim(claim, lambda r, d, m: paper[r, d], lambda r, d: {0, 1, 2, 3, 4}, lambda m: 1.0, alpha)
+    one = [power.part("gain", g, se, df, 1.0, alpha) for g in (1.0, 2.0)]
+    assert both == pytest.approx(one[0] * one[1])  # every part must hold: the product
+
+
+def test_a_gain_reproduced_is_our_90_percent_interval_inside_the_papers_gain_plus_minus_delta():
+    """Differences 0.5, 0.2, 0.4, 0.1, 0.3 (mean 0.3, se 0.0707): not significant at a family of 40,
+    the 90 % interval 0.3 ± 2.1318·0.0707 = [0.149, 0.451] inside the paper's 0.4 ± 1."""
+    better = {0: 60.5, 1: 60.2, 2: 60.4, 3: 60.1, 4: 60.3}
+    worse = {s: 60.0 for s in better}
+    result = claims.test(better, worse)
+    assert result.se == pytest.approx(math.sqrt(0.025) / math.sqrt(5)) and result.p * 40 > 0.05
+    assert decide(result, 0.4, family=40) == claims.GAIN_REPRODUCED
+    assert decide(result, 0.4, family=40, delta=0.2) == claims.UNDERPOWERED  # 0.149 below 0.4 − 0.2
+    assert decide(result, 3.0, family=40) == claims.GAIN_NOT_REPRODUCED  # 95 % interval wholly below 3 − 1
+    assert decide(result, 0.4, family=1) == claims.HOLDS  # significant alone: the sentence holds
+    assert decide(result, 3.0, family=1) == claims.SMALLER  # significant, below the paper's gain
+
+
+def test_one_part_of_six_at_raw_p_0_047_reverses_no_claim():
+    """The issue's adversarial case: five parts flat, one part below zero at two-sided p 0.047.
+    Its failure p is 6 × 0.047 (Bonferroni over the parts) before Holm: not reversed."""
+    rng = np.random.default_rng(3)
+    parts = []
+    for k in range(6):
+        d = rng.normal(0.0, 0.3, 5)
+        if k == 0:  # a part whose mean difference gives p 0.047 exactly
+            d = d - d.mean()
+            d = d / (d.std(ddof=1) / math.sqrt(5)) * 1.0
+            d = d - stats.t.isf(0.047 / 2, 4)
+        better = {s: 60.0 + d[s] for s in range(5)}
+        part = claims.test(better, {s: 60.0 for s in range(5)}).__dict__ | {"delta": 1.0, "gain_paper": None}
+        parts.append(part)
+    assert parts[0]["p"] == pytest.approx(0.047) and parts[0]["gain"] < 0
+    failure_p, way = claim_decision.failure("gain", parts)
+    assert failure_p == pytest.approx(6 * 0.047) and way == claims.REVERSED
+    result = {**max(parts, key=lambda p: p["p"]), "parts": parts}
+    assert claim_decision.verdict({"kind": "gain"}, result, 1.0, failure_p, way, 0.2) == claims.UNDERPOWERED
 
 
 def test_reversed_and_not_significant_claims_by_hand():
@@ -158,9 +209,10 @@ def test_reversed_and_not_significant_claims_by_hand():
     holding = claims.test(HOLDS_BETTER, HOLDS_WORSE)
     adjusted = claims.holm([holding.p, reversed_.p, flat.p])
     assert adjusted[1] == pytest.approx(2 * reversed_.p)  # second smallest of three: × 2
-    assert claims.verdict(reversed_, adjusted[1], 1.0) == claims.REVERSED
-    assert claims.verdict(flat, adjusted[2], 1.0) == claims.NOT_SIGNIFICANT
-    assert claims.verdict(holding, adjusted[0], 2.0) == claims.HOLDS
+    assert decide(reversed_, None, family=2) == claims.REVERSED  # 2 × 0.0125 < 0.05
+    assert decide(reversed_, None, family=5) == claims.UNDERPOWERED  # 5 × 0.0125: not shown at the family's rate
+    assert decide(flat, None, power=0.9) == claims.NOT_SIGNIFICANT
+    assert decide(holding, 2.0, family=3) == claims.HOLDS
     assert claims.test({0: 1.0}, HOLDS_WORSE) == claims.FEW_SEEDS
     assert claims.test({}, HOLDS_WORSE) == claims.NOT_RUN
 

@@ -21,6 +21,8 @@ def _claim_row(c: dict) -> Row:
     tested = "low" in c
     ours = f"{c['gain']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}]" if tested else "–"
     test = f"{claim_kinds.test_text(c)}, p = {c['p']:.3g} (Holm {c['p_holm']:.3g})" if tested else "–"
+    if c.get("power") is not None:
+        test += f"; power before the data {c['power']:.2f}"
     paper = "–" if c.get("gain_paper") is None else f"{c['gain_paper']:+.2f}"
     texts = [
         f"{c['experiment']}: {c['text']}",

@@ -17,10 +17,11 @@ NUMBER_COLUMNS = (
 CLAIM_COLUMNS = (
     ("hold", (claims.HOLDS, claims.SMALLER, claims.LARGER)),
     ("equivalent", (claims.EQUIVALENT,)),
+    ("gain reproduced", (claims.GAIN_REPRODUCED,)),
     ("underpowered", (claims.UNDERPOWERED,)),
     ("partly run", (claims.PARTIAL,)),
     ("not significant", (claims.NOT_SIGNIFICANT,)),
-    ("reversed, differs", (claims.REVERSED, claims.DIFFERS)),
+    ("reversed, differs", (claims.REVERSED, claims.DIFFERS, claims.GAIN_NOT_REPRODUCED)),
     ("untested", (claims.NOT_RUN, claims.FEW_SEEDS, claims.NO_SPREAD)),
 )
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from dmlbench.core.errors import DmlbenchError
-from dmlbench.verdicts import asked, claim_kinds, numbers
+from dmlbench.verdicts import asked, claim_family, claim_kinds, numbers
 from dmlbench.verdicts import claims as claim_tests
 
 FIXTURE_STAMP = (
@@ -68,36 +68,9 @@ def _numbers(exp: dict, runs: pd.DataFrame | None) -> list[dict]:
     return out
 
 
-def _claims(exp: dict, runs: pd.DataFrame | None) -> list[dict]:
-    out = []
-    for claim in exp["claims"]:
-        metrics = claim_kinds.listed(claim["metric"])
-        result = claim_kinds.evaluate(
-            claim,
-            lambda row, dataset, metric: _per_seed(runs, row, dataset, _column(exp, metric)),
-            lambda metric: numbers.band_of(exp["margin"], metric),
-        )
-        entry = {
-            **{k: v for k, v in claim.items() if k != "gain"},
-            "gain_paper": claim.get("gain"),
-            "text": claim["text"] + (f" [unlike settings: {claim['unlike']}]" if claim.get("unlike") else ""),
-            "kind": claim.get("kind", "gain"),
-            "rows": claim_kinds.rows_text(claim),
-            "where": f"{', '.join(claim_kinds.listed(claim['dataset']))}; {', '.join(metrics)}",
-            "experiment": exp["id"],
-            "test_selected": any(_column(exp, m) != m for m in metrics),
-        }
-        if isinstance(result, str):
-            entry["verdict"] = result
-        else:
-            entry.update(result)
-        out.append(entry)
-    return out
-
-
 def build(spec: dict, commit: str, root: Path = Path(".")) -> dict:
     """The certificate of `spec` (`dmlbench.config.verdict_spec`) from the runs under `root`."""
-    experiments, tested = [], []
+    experiments = []
     for exp in spec["experiments"]:
         runs = _runs(root / exp["runs"], exp["fingerprints"]) if exp["ran"] else None
         experiments.append(
@@ -106,27 +79,12 @@ def build(spec: dict, commit: str, root: Path = Path(".")) -> dict:
                 "title": exp["title"],
                 "ran": exp["ran"],
                 "numbers": _numbers(exp, runs),
-                "claims": _claims(exp, runs),
+                "claims": claim_family.tested(
+                    exp, lambda row, d, column: _per_seed(runs, row, d, _column(exp, column))
+                ),
             }
         )
-        tested += [c for c in experiments[-1]["claims"] if "p" in c]
-    # the Holm family: every claim of the paper in the catalogue, run or not (an untested one
-    # counts with p = 1), so that a claim's verdict does not depend on what else the preset ran
-    family = sum(len(e["claims"]) for e in experiments)
-    adjusted_ps = claim_tests.holm([c["p"] for c in tested] + [1.0] * (family - len(tested)))
-    for claim, adjusted in zip(tested, adjusted_ps):
-        claim["p_holm"] = adjusted
-        # detectable at power 0.8, two-sided at α/m (the strictest step of the paper's Holm
-        # family), by the claim's weakest part
-        claim["detectable"] = max(
-            claim_tests.detectable_gain(part["se"], part["df"], claim_tests.ALPHA / family)
-            for part in claim.get("parts") or [claim]
-        )
-        claim["verdict"] = claim_kinds.verdict(
-            {**claim, "gain": claim.get("gain_paper")}, claim, adjusted, claim["detectable"]
-        )
-        if claim["parts_run"] < claim["parts_total"]:  # a part of the sentence only: no verdict on it
-            claim["verdict_on_parts_run"], claim["verdict"] = claim["verdict"], claim_tests.PARTIAL
+    claim_family.decide([e["claims"] for e in experiments], spec["experiments"])
     every_number = [n for e in experiments for n in e["numbers"]]
     every_claim = [c for e in experiments for c in e["claims"]]
     return {
@@ -172,6 +130,7 @@ def headline(cert: dict) -> str:
         claim_tests.NOT_SIGNIFICANT: c.get(claim_tests.NOT_SIGNIFICANT, 0),
         claim_tests.REVERSED: c.get(claim_tests.REVERSED, 0),
         claim_tests.DIFFERS: c.get(claim_tests.DIFFERS, 0),
+        claim_tests.GAIN_NOT_REPRODUCED: c.get(claim_tests.GAIN_NOT_REPRODUCED, 0),
         claim_tests.PARTIAL: c.get(claim_tests.PARTIAL, 0),
         claim_tests.FEW_SEEDS: c.get(claim_tests.FEW_SEEDS, 0),
         claim_tests.NO_SPREAD: c.get(claim_tests.NO_SPREAD, 0),
@@ -250,18 +209,18 @@ def markdown(cert: dict, only: str | None = None) -> str:
         if exp["claims"]:
             lines += [
                 "| claim | rows | datasets; metrics | paper's gain | this suite's gain (95 % interval) "
-                "| test | p (Holm) | detectable gain | verdict |",
+                "| test | p (Holm; failure Holm) | power before the data | verdict |",
                 "|---|---|---|---|---|---|---|---|---|",
             ]
             for c in exp["claims"]:
                 ours = f"{c['gain']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}]" if "low" in c else "–"
                 test = claim_kinds.test_text(c) if "low" in c else "–"
-                p = f"{c['p']:.3g} ({c['p_holm']:.3g})" if "p_holm" in c else "–"
+                p = f"{c['p']:.3g} ({c['p_holm']:.3g}; {c['p_failure_holm']:.3g})" if "p_holm" in c else "–"
                 paper = "–" if c.get("gain_paper") is None else f"{c['gain_paper']:+.2f}"
-                detectable = f"{c['detectable']:.2f}" if "detectable" in c else "–"
+                power_text = "–" if c.get("power") is None else f"{c['power']:.2f}"
                 lines.append(
                     f"| {c['id']}: {c['text']} ({c['source']}) | {c['rows']} "
-                    f"| {c['where']} | {paper} | {ours} | {test} | {p} | {detectable} "
+                    f"| {c['where']} | {paper} | {ours} | {test} | {p} | {power_text} "
                     f"| {claim_kinds.verdict_text(c)} |"
                 )
             lines.append("")

@@ -46,23 +46,30 @@ def rows_text(claim: dict) -> str:
     )
 
 
+def part_rows(claim: dict) -> list[tuple[tuple[str, ...], str, str]]:
+    """The claim's parts: (rows, dataset, metric), rows (better, worse) of a pair or a peak's or
+    plateau's pairwise comparison, or a trend's settings in order."""
+    kind = claim.get("kind", "gain")
+    parts = [(d, m) for d in listed(claim["dataset"]) for m in listed(claim["metric"])]
+    if kind in ("increasing", "decreasing"):
+        return [(tuple(f"{claim['method']}@{v}" for v in claim["variants"]), d, m) for d, m in parts]
+    if kind in PAIR_KINDS:
+        suffixes = [f"@{v}" for v in claim["variants"]] if "variants" in claim else [""]
+        return [((claim["better"] + v, claim["worse"] + v), d, m) for v in suffixes for d, m in parts]
+    rows = [f"{claim['method']}@{v}" for v in claim["variants"]]
+    top = f"{claim['method']}@{claim['at']}"
+    later = rows[rows.index(top) + 1 :]
+    return [((top, r), d, m) for d, m in parts for r in (rows if kind == "peak" else later) if r != top]
+
+
 def evaluate(claim: dict, per_seed, delta_of) -> dict | str:
     """The claim's test: {gain, low, high, p, se, df, parts, …}, or the verdict why there is none.
     `per_seed(row, dataset, metric)` → {seed: our number}; `delta_of(metric)` → δ."""
     kind = claim.get("kind", "gain")
-    parts = [(d, m) for d in listed(claim["dataset"]) for m in listed(claim["metric"])]
     if kind in ("increasing", "decreasing"):
-        return _joint([_trend(claim, per_seed, d, m) for d, m in parts])
-    if kind in PAIR_KINDS:
-        suffixes = [f"@{v}" for v in claim["variants"]] if "variants" in claim else [""]
-        pairs = [(claim["better"] + v, claim["worse"] + v, d, m) for v in suffixes for d, m in parts]
-    else:
-        rows = [f"{claim['method']}@{v}" for v in claim["variants"]]
-        top = f"{claim['method']}@{claim['at']}"
-        later = rows[rows.index(top) + 1 :]
-        pairs = [(top, r, d, m) for d, m in parts for r in (rows if kind == "peak" else later) if r != top]
+        return _joint([_trend(claim, per_seed, rows, d, m) for rows, d, m in part_rows(claim)])
     tested = []
-    for better, worse, dataset, metric in pairs:
+    for (better, worse), dataset, metric in part_rows(claim):
         result = gain_tests.test(per_seed(better, dataset, metric), per_seed(worse, dataset, metric))
         if isinstance(result, str):
             tested.append(result)
@@ -73,6 +80,10 @@ def evaluate(claim: dict, per_seed, delta_of) -> dict | str:
             for row, seeds in ((better, result.failed_better), (worse, result.failed_worse))
             for seed in seeds
         ]
+        part["on"] = {"rows": [better, worse], "dataset": dataset, "metric": metric}  # what the part compares
+        if result.paired:  # per seed, for a claim's gain averaged over its parts (`claim_decision`)
+            b, w = per_seed(better, dataset, metric), per_seed(worse, dataset, metric)
+            part["differences"] = {str(s): b[s] - w[s] for s in b if b[s] == b[s] and w[s] == w[s]}
         part["p"] = _p(kind, part)
         tested.append(part)
     return _joint(tested)
@@ -94,12 +105,11 @@ def _p(kind: str, part: dict) -> float:
     return max(upper, float(stats.t.sf((gain + delta) / se, df)))  # and H0: gain ≤ −δ
 
 
-def _trend(claim: dict, per_seed, dataset: str, metric: str) -> dict | str:
+def _trend(claim: dict, per_seed, rows: tuple[str, ...], dataset: str, metric: str) -> dict | str:
     from scipy import stats
 
     xs, ys, failed = [], [], []
-    for rank, variant in enumerate(claim["variants"]):
-        row = f"{claim['method']}@{variant}"
+    for rank, row in enumerate(rows):
         numbers = per_seed(row, dataset, metric)
         values = [v for v in numbers.values() if v == v]
         failed += [f"{row} on {dataset} seed {seed}" for seed, v in sorted(numbers.items()) if v != v]
@@ -128,6 +138,7 @@ def _trend(claim: dict, per_seed, dataset: str, metric: str) -> dict | str:
         "n_better": len(xs),
         "n_worse": len(claim["variants"]),
         "failed": failed,
+        "on": {"rows": list(rows), "dataset": dataset, "metric": metric},
     }
 
 
@@ -171,37 +182,3 @@ def test_text(entry: dict) -> str:
         named = ", ".join(failed[:3]) + (" …" if len(failed) > 3 else "")
         text += f"; {len(failed)} failed seed{'s' if len(failed) > 1 else ''} left out ({named})"
     return text
-
-
-def verdict(claim: dict, result: dict, adjusted_p: float, detectable: float) -> str:
-    """The claim's verdict from its test, the Holm-adjusted p and the detectable gain (the
-    largest of its parts', at the family's α/m)."""
-    kind = claim.get("kind", "gain")
-    parts = result.get("parts") or [result]
-    if kind in ("equivalent", "plateau", "no_gain"):
-        if adjusted_p < gain_tests.ALPHA:
-            return EQUIVALENT if kind != "no_gain" else gain_tests.HOLDS
-        beyond = [p for p in parts if p["low"] > p["delta"] or (kind != "no_gain" and p["high"] < -p["delta"])]
-        if beyond:
-            return DIFFERS if kind != "no_gain" else gain_tests.REVERSED
-        return gain_tests.UNDERPOWERED
-    if kind == "gain" and len(parts) == 1:
-        found = gain_tests.verdict(
-            gain_tests.ClaimTest(**{k: result[k] for k in gain_tests.ClaimTest.__dataclass_fields__}),
-            adjusted_p,
-            claim.get("gain"),
-            detectable,
-        )
-        # `unlike`: the paper's gain compares other settings than the suite's rows (dro's MS at
-        # d = 512 against its own runs at 1024): the suite tests the like-for-like gain, and its
-        # size is not held against the paper's
-        return gain_tests.HOLDS if claim.get("unlike") and found in (gain_tests.SMALLER, gain_tests.LARGER) else found
-    # the direction is better − worse > 0 (the claim's rows), whatever the sign of the paper's gain
-    if adjusted_p < gain_tests.ALPHA and all(p["gain"] > 0 for p in parts):
-        return gain_tests.HOLDS
-    if any(p["high"] < 0 for p in parts):  # a part's 95 % interval wholly below zero
-        return gain_tests.REVERSED
-    in_question = abs(claim["gain"]) if claim.get("gain") is not None else abs(result["gain"])
-    if all(p["gain"] >= 0 for p in parts) and in_question < detectable:
-        return gain_tests.UNDERPOWERED
-    return gain_tests.NOT_SIGNIFICANT

@@ -29,28 +29,35 @@ NOT_SIGNIFICANT, REVERSED, NOT_RUN = "not significant", "reversed", "not run"
 FEW_SEEDS, NO_SPREAD = "too few seeds", "no spread"
 MIN_SEEDS = 3  # finished seeds a row needs for a test (a paper number needs as many: `numbers.MIN_SEEDS`)
 UNDERPOWERED, EQUIVALENT, DIFFERS, PARTIAL = "underpowered", "equivalent", "differs", "partly run"
+GAIN_REPRODUCED, GAIN_NOT_REPRODUCED = "gain reproduced", "gain not reproduced"
 VERDICTS = (
     HOLDS,
     SMALLER,
     LARGER,
     EQUIVALENT,
+    GAIN_REPRODUCED,
     UNDERPOWERED,
     NOT_SIGNIFICANT,
     REVERSED,
     DIFFERS,
+    GAIN_NOT_REPRODUCED,
     PARTIAL,
     NOT_RUN,
     FEW_SEEDS,
     NO_SPREAD,
 )
 POWER = 0.8
-HOLDING = (HOLDS, SMALLER, LARGER, EQUIVALENT)
-FAILING = (NOT_SIGNIFICANT, REVERSED, DIFFERS)  # tested, able to see it, and not holding
+HOLDING = (HOLDS, SMALLER, LARGER, EQUIVALENT, GAIN_REPRODUCED)
+# listed as failing: only outcomes decided at the family-wise error rate a claim holds at
+# (`claim_decision`); *not significant* is not among them (a test that missed is no evidence)
+FAILING = (REVERSED, DIFFERS, GAIN_NOT_REPRODUCED)
 SYMBOLS = {
     HOLDS: "✓",
     SMALLER: "✓▽",
     LARGER: "✓△",
     EQUIVALENT: "✓≈",
+    GAIN_REPRODUCED: "✓g",
+    GAIN_NOT_REPRODUCED: "✗g",
     UNDERPOWERED: "…",
     NOT_SIGNIFICANT: "○",
     REVERSED: "✗",
@@ -61,15 +68,21 @@ SYMBOLS = {
     NO_SPREAD: "=",
 }
 MEANINGS = {
-    HOLDS: "same sign as the paper's, significant, the paper's gain inside this suite's gain's interval",
+    HOLDS: "significant in the sentence's direction (Holm over the paper's family), the paper's gain inside "
+    "this suite's gain's interval",
     SMALLER: "holds, but this suite's gain's interval lies below the paper's gain",
     LARGER: "holds, but this suite's gain's interval lies above the paper's gain",
     EQUIVALENT: "an equivalence or plateau claim: the difference shown inside ±δ (two one-sided tests)",
-    UNDERPOWERED: "not significant, but the gain in question is below what the test detects with "
-    "power 0.8 at these seeds and this family: more seeds are needed, not a refutation",
-    NOT_SIGNIFICANT: "no significant difference (Holm-corrected p ≥ 0.05) where the test could have seen it",
-    REVERSED: "the opposite sign, significant (a no-gain claim: a gain beyond δ shown)",
-    DIFFERS: "an equivalence or plateau claim: the 95 % interval of the difference wholly outside ±δ",
+    GAIN_REPRODUCED: "not significant, but this suite's gain's 90 % interval lies inside the paper's gain ± δ "
+    "on every part: the paper's effect measured",
+    UNDERPOWERED: "not significant, and the test's power before the data (at the paper's gain, the assumed "
+    "seed spread and these seeds) is below 0.8: more seeds are needed, not a refutation",
+    NOT_SIGNIFICANT: "not significant though the test's power before the data was at least 0.8: "
+    "no evidence either way, not listed as failing",
+    REVERSED: "the opposite sign shown at the family-wise rate a claim holds at (a no-gain claim: a gain "
+    "beyond δ shown)",
+    DIFFERS: "an equivalence or plateau claim: the difference shown outside ±δ at the family-wise rate",
+    GAIN_NOT_REPRODUCED: "this suite's gain shown outside the paper's gain ± δ at the family-wise rate",
     PARTIAL: "a claim over several datasets, metrics or settings of which the preset runs only some: "
     "tested on those (what they say is given), no verdict on the claim",
     NOT_RUN: "a row of the claim is not run by this preset",
@@ -210,24 +223,3 @@ def detectable_gain(se: float, df: float, alpha: float, power: float = POWER) ->
     while missing_power(high) < 0:
         high *= 2
     return float(optimize.brentq(missing_power, 0.0, high, xtol=1e-10))
-
-
-def verdict(result: ClaimTest, adjusted_p: float, paper_gain: float | None, detectable: float | None = None) -> str:
-    """The claim's verdict from its test and its Holm-adjusted p-value. The direction is the
-    claim's rows' (`better` − `worse` > 0), never the sign of a number: a negative paper gain is
-    the paper's own table disagreeing with its sentence, not a claim turned round. `holds,
-    smaller/larger` where our gain's interval lies wholly below/above the paper's gain;
-    `underpowered` where it is not significant, not negative, and the gain in question (the
-    paper's, else ours) is below `detectable`."""
-    if adjusted_p >= ALPHA:
-        in_question = abs(paper_gain) if paper_gain is not None else abs(result.gain)
-        if detectable is not None and result.gain >= 0 and in_question < detectable:
-            return UNDERPOWERED
-        return NOT_SIGNIFICANT
-    if result.gain < 0:
-        return REVERSED
-    if paper_gain is not None and result.high < paper_gain:
-        return SMALLER
-    if paper_gain is not None and result.low > paper_gain:
-        return LARGER
-    return HOLDS

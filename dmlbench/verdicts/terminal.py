@@ -18,10 +18,14 @@ BAD = {
     numbers.FAILED,
     claim_tests.REVERSED,
     claim_tests.DIFFERS,
-    claim_tests.NOT_SIGNIFICANT,
+    claim_tests.GAIN_NOT_REPRODUCED,
 }
 DECIDED_NUMBERS = (numbers.REPRODUCED, numbers.BELOW, numbers.ABOVE, numbers.FAILED)
 UNDECIDED_CLAIMS = (claim_tests.NOT_RUN, claim_tests.FEW_SEEDS, claim_tests.NO_SPREAD)
+
+
+def _power(claim: dict) -> str:
+    return "–" if claim.get("power") is None else f"{claim['power']:.2f}"
 
 
 def wants_colour(stream=sys.stdout) -> bool:
@@ -41,7 +45,7 @@ def summary(cert: dict, colour: bool = False, only: str | None = None) -> str:
     lines = [certificate.headline(cert) + f" (preset {cert['preset']})"]
     if cert["fixture_data"]:
         lines.append(certificate.FIXTURE_STAMP)
-    left = {"inconclusive numbers": 0, "numbers not run": 0, "claims not run or single-run": 0}
+    left = {"inconclusive numbers": 0, "numbers not run": 0, "claims not run or untestable": 0}
     for exp in cert["experiments"]:
         if only and exp["id"] != only:
             continue
@@ -57,12 +61,12 @@ def summary(cert: dict, colour: bool = False, only: str | None = None) -> str:
                 left["inconclusive numbers" if x["verdict"] == numbers.INCONCLUSIVE else "numbers not run"] += 1
         for c in exp["claims"]:
             if c["verdict"] in UNDECIDED_CLAIMS:
-                left["claims not run or single-run"] += 1
+                left["claims not run or untestable"] += 1
                 continue
             text = (
                 f"{claim_kinds.verdict_text(c):<14} {exp['id']} {c['id']} ({c['rows']}; "
                 f"{c['where']}): ours {c['gain']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}], "
-                f"Holm p {c['p_holm']:.3g}, detectable {c['detectable']:.2f}"
+                f"Holm p {c['p_holm']:.3g}, failure {c['p_failure_holm']:.3g}, power {_power(c)}"
             )
             lines.append(_paint(text, c["verdict"], colour))
     shown = ", ".join(f"{n} {what}" for what, n in left.items() if n)

@@ -1,0 +1,87 @@
+"""A paper's claims decided together (docs/verdicts.md, "Claims"): each claim's test
+(`claim_kinds`), the paper's gain on each of its parts, its power before the data (`power`), and
+the verdicts from the p-values Holm-adjusted over the paper's family (`claim_decision`)."""
+
+from __future__ import annotations
+
+from dmlbench.verdicts import claim_decision, claim_kinds, numbers, power
+from dmlbench.verdicts import claims as claim_tests
+
+
+def tested(exp: dict, per_seed) -> list[dict]:
+    """Every claim of `exp` (a certificate spec's experiment) with its test, or the verdict why
+    there is none; `per_seed(row, dataset, metric)` → {seed: our number} (empty where not run)."""
+    out = []
+    for claim in exp["claims"]:
+        metrics = claim_kinds.listed(claim["metric"])
+        result = claim_kinds.evaluate(claim, per_seed, lambda metric: numbers.band_of(exp["margin"], metric))
+        entry = {
+            **{k: v for k, v in claim.items() if k != "gain"},
+            "gain_paper": claim.get("gain"),
+            "text": claim["text"] + (f" [unlike settings: {claim['unlike']}]" if claim.get("unlike") else ""),
+            "kind": claim.get("kind", "gain"),
+            "rows": claim_kinds.rows_text(claim),
+            "where": f"{', '.join(claim_kinds.listed(claim['dataset']))}; {', '.join(metrics)}",
+            "experiment": exp["id"],
+            "test_selected": any(m in exp["selected"] for m in metrics),
+        }
+        if isinstance(result, str):
+            entry["verdict"] = result
+        else:
+            entry.update(result)
+            if entry["kind"] == "gain" and not claim.get("unlike"):
+                for part in entry.get("parts") or [entry]:
+                    part["gain_paper"] = _paper_gain(exp, claim, part)
+        out.append(entry)
+    return out
+
+
+def _paper_value(exp: dict, row: str, dataset: str, metric: str) -> float | None:
+    text = exp["reported"].get(row, {}).get(dataset, {}).get(metric)
+    return None if text is None else float(text)
+
+
+def _paper_gain(exp: dict, claim: dict, part: dict) -> float | None:
+    """The paper's gain on one part of a gain claim: its own table's where it prints both rows,
+    else the claim's `gain` (the sentence's, or its smallest part's)."""
+    on = part["on"]
+    better, worse = (_paper_value(exp, row, on["dataset"], on["metric"]) for row in on["rows"])
+    return better - worse if better is not None and worse is not None else claim.get("gain")
+
+
+def _planned(exp: dict):
+    """(row, dataset) → the seeds the plan trains it on."""
+    seeds: dict[tuple[str, str], set[int]] = {}
+    for key in exp["fingerprints"]:
+        dataset, row, seed = key.split("/")
+        seeds.setdefault((row, dataset), set()).add(int(seed.removeprefix("seed")))
+    return lambda row, dataset: seeds.get((row, dataset), set())
+
+
+def decide(claims_per_experiment: list[list[dict]], spec_experiments: list[dict]) -> None:
+    """Each claim's power, Holm-adjusted p-values and verdict, in place. The family is every claim
+    of the paper in the catalogue, run or not (an untested one counts with p = 1), so that a
+    claim's verdict does not depend on what else the preset ran; the failure tests are adjusted
+    over the same family."""
+    family = sum(len(claims) for claims in claims_per_experiment)
+    for claims, spec_exp in zip(claims_per_experiment, spec_experiments):
+        for claim in claims:  # at α/m (Holm's strictest step), for every claim, run or not
+            claim["power"] = power.claim(
+                {**claim, "gain": claim.get("gain_paper")},
+                lambda row, dataset, metric, exp=spec_exp: _paper_value(exp, row, dataset, metric),
+                _planned(spec_exp),
+                lambda metric, exp=spec_exp: numbers.band_of(exp["margin"], metric),
+                claim_tests.ALPHA / family,
+            )
+    tested = [c for claims in claims_per_experiment for c in claims if "p" in c]
+    untested = [1.0] * (family - len(tested))
+    adjusted_ps = claim_tests.holm([c["p"] for c in tested] + untested)
+    failures = [claim_decision.failure(c["kind"], c.get("parts") or [c]) for c in tested]
+    adjusted_failures = claim_tests.holm([p for p, _ in failures] + untested)
+    for claim, adjusted, adjusted_failure, (_, way) in zip(tested, adjusted_ps, adjusted_failures, failures):
+        claim["p_holm"], claim["p_failure_holm"] = adjusted, adjusted_failure
+        claim["verdict"] = claim_decision.verdict(
+            {**claim, "gain": claim.get("gain_paper")}, claim, adjusted, adjusted_failure, way, claim["power"]
+        )
+        if claim["parts_run"] < claim["parts_total"]:  # a part of the sentence only: no verdict on it
+            claim["verdict_on_parts_run"], claim["verdict"] = claim["verdict"], claim_tests.PARTIAL

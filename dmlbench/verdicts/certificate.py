@@ -20,6 +20,21 @@ FIXTURE_STAMP = (
 )
 
 
+def _error_rates(numbers_total: int) -> str:
+    """What the verdicts' error rates are, and where they are measured (the multiplicity stated)."""
+    judged = (
+        f"Each of the {numbers_total} paper numbers is judged on its own at 5 % (no family-wise statement "
+        "over them: a few numbers off by chance are expected in a long table); "
+        if numbers_total
+        else ""
+    )
+    return (
+        judged + "a claim is listed as failing only at the family-wise rate (Holm, 5 %) at which one holds. "
+        "How often these verdicts call a faithful reproduction failing at a preset's seeds, simulated through "
+        'this code: docs/verdicts.md, "Operating characteristics".'
+    )
+
+
 def _runs(path: Path, planned: dict[str, str]) -> pd.DataFrame:
     """An experiment's per-seed numbers (the aggregate step's runs.csv) of the runs asked."""
     if not path.exists():
@@ -183,6 +198,7 @@ def markdown(cert: dict, only: str | None = None) -> str:
         + f" (of {cert['claims']['total']}).",
         "",
     ]
+    lines += [_error_rates(n["total"]), ""]
     if cert["not_holding"]:
         lines += ["Claims tested that do not hold:", ""] + [f"- {item}" for item in cert["not_holding"]] + [""]
     for exp in cert["experiments"]:

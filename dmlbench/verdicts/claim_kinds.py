@@ -18,7 +18,7 @@
 δ is the claim's `margin` (points), else the experiment's band for the metric. A claim whose paper
 gain compares unlike settings says how in `unlike:`; its test is the suite's like-for-like gain,
 whose size is then not compared with the paper's (no *holds, smaller / larger*). Each test gives a
-p-value for the paper's Holm family and a standard error for the detectable gain.
+p-value for the paper's Holm family and a standard error for its failure test (`claim_decision`).
 """
 
 from __future__ import annotations

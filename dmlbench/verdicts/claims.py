@@ -4,11 +4,8 @@ per-seed numbers.
 
 Our gain is mean(better) − mean(worse) with its 95 % interval; the test is paired (scipy's
 `ttest_rel`) where both rows ran the same seeds, else Welch's (`ttest_ind`, unequal variances);
-the p-values of one paper's claims are Holm-corrected together (`holm`) and judged at α = 0.05.
-A claim that is not significant is *underpowered* when the test could not have seen the gain in
-question (the paper's, else ours): smaller than the gain it detects with power 0.8 at the claim's
-spread and seeds, two-sided at α/m, the strictest step of a Holm family of m claims
-(`detectable_gain`).
+the p-values of one paper's claims are Holm-corrected together (`holm`) and judged at α = 0.05
+(`claim_decision`; power before the data: `power`).
 In an experiment with a sweep, a claim naming bare methods is tested once per variant the preset
 runs (`per_variant`): the same comparison on each trunk, say.
 """
@@ -203,23 +200,3 @@ def holm(pvalues: list[float]) -> list[float]:
         running = max(running, min(1.0, (m - rank) * pvalues[i]))
         adjusted[i] = running
     return adjusted
-
-
-def detectable_gain(se: float, df: float, alpha: float, power: float = POWER) -> float:
-    """The smallest |gain| a two-sided t-test at `alpha` with this standard error and these degrees
-    of freedom rejects with probability `power` (the noncentral t distribution); 0 without spread."""
-    from scipy import optimize, stats
-
-    if not se > 0:
-        return 0.0
-    critical = stats.t.ppf(1 - alpha / 2, df)
-
-    def missing_power(gain: float) -> float:
-        shift = gain / se
-        lower = stats.nct.sf(critical, df, -shift)  # P(T < −c) by symmetry; scipy's far-tail cdf can be NaN
-        return stats.nct.sf(critical, df, shift) + (0.0 if lower != lower else lower) - power
-
-    high = se
-    while missing_power(high) < 0:
-        high *= 2
-    return float(optimize.brentq(missing_power, 0.0, high, xtol=1e-10))

@@ -109,16 +109,27 @@ def judge(values, paper: float, margin: float) -> NumberVerdict:
 
 
 def _seeds_needed(d: float, sd: float, margin: float, n: int) -> int | None:
-    """The fewest seeds (more than `n`) at which the same d and s would be decided: equivalence
-    where |d| < δ, a difference beyond δ where |d| > δ. None: more than MAX_SEEDS, no spread
-    known (one seed), or |d| = δ."""
+    """The fewest seeds (more than `n`) at which the verdict would be decided with probability 0.8
+    (`power`) if the true gap were the observed d and the spread the 90 % upper confidence bound of
+    σ from these n seeds (chi-square): equivalence where |d| < δ (two one-sided tests), a
+    difference beyond δ where |d| > δ (the 95 % interval wholly outside). A sample size, not the
+    plug-in "the interval at this s would fit". None: more than MAX_SEEDS, no spread known (one
+    seed), or |d| = δ."""
     from scipy import stats
 
-    room = margin - abs(d) if abs(d) < margin else abs(d) - margin
-    level = 1 - ALPHA if abs(d) < margin else 1 - ALPHA / 2
-    if room <= 0 or not math.isfinite(sd):
+    from dmlbench.verdicts import power
+
+    if abs(d) == margin or not math.isfinite(sd) or n < 2:
         return None
+    upper = sd * math.sqrt((n - 1) / stats.chi2.ppf(0.1, n - 1)) if sd > 0 else 0.0
     for m in range(max(n + 1, MIN_SEEDS), MAX_SEEDS + 1):
-        if stats.t.ppf(level, m - 1) * sd / math.sqrt(m) < room:
+        se = upper / math.sqrt(m)
+        if se == 0:
+            return m
+        if abs(d) < margin:
+            chance = power.equivalence(d, se, m - 1, margin, ALPHA)
+        else:
+            chance = float(stats.nct.sf(stats.t.ppf(1 - ALPHA / 2, m - 1), m - 1, (abs(d) - margin) / se))
+        if chance >= 0.8:
             return m
     return None

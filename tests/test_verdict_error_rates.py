@@ -1,0 +1,43 @@
+"""The certificate's error rates, simulated through the real code at `full`'s planned seeds
+(`benchmarks.verdict_oc`): a faithful reproduction (the paper's numbers + N(0, 0.4) per seed)
+passes, a method planted 2 points low is caught, a claim planted 3 points up holds."""
+
+import pytest
+
+from benchmarks import verdict_oc
+from conftest import CONFIG_DIR
+from dmlbench.config.plan import Plan
+
+
+@pytest.fixture(scope="module")
+def simulated():
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    return {row["scenario"]: row for row in verdict_oc.simulate(plan, "ms", 0.4, replicates=3, seed=1)}
+
+
+def test_a_faithful_reproduction_is_reproduced_and_its_supported_claims_are_not_listed_failing(simulated):
+    faithful = simulated["faithful"]
+    assert faithful["numbers"] > 100 and faithful["reproduced"] >= 0.95
+    assert faithful["supported"] > 10 and faithful["supported_failing"] <= 0.05 and faithful["supported_hold"] >= 0.8
+
+
+def test_a_method_planted_two_points_low_is_below_and_its_claims_do_not_hold(simulated):
+    low = next(row for name, row in simulated.items() if name.endswith("2 points low"))
+    assert low["planted_caught"] >= 0.9
+    assert low["broken_claims"] and low["broken_hold"] <= 0.5
+
+
+def test_a_claim_planted_three_points_up_holds(simulated):
+    planted = next(row for name, row in simulated.items() if "+3" in name)
+    assert planted["planted_claim_holds"] == 1.0
+
+
+def test_a_claim_is_supported_only_where_every_part_is_true_in_the_papers_table():
+    reported = {
+        "a": {"cub": {"recall@1": "61.0"}, "cars": {"recall@1": "80.0"}},
+        "b": {"cub": {"recall@1": "60.5"}, "cars": {"recall@1": "80.5"}},
+    }
+    claim = {"better": "a", "worse": "b", "dataset": ["cub", "cars"], "metric": "recall@1"}
+    assert not verdict_oc.supported(claim, reported, 1.0)  # cars: a below b in the paper's own table
+    assert verdict_oc.supported({**claim, "dataset": "cub"}, reported, 1.0)
+    assert verdict_oc.supported({**claim, "kind": "equivalent"}, reported, 1.0)  # within ±1 on both

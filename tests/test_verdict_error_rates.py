@@ -41,3 +41,15 @@ def test_a_claim_is_supported_only_where_every_part_is_true_in_the_papers_table(
     assert not verdict_oc.supported(claim, reported, 1.0)  # cars: a below b in the paper's own table
     assert verdict_oc.supported({**claim, "dataset": "cub"}, reported, 1.0)
     assert verdict_oc.supported({**claim, "kind": "equivalent"}, reported, 1.0)  # within ±1 on both
+
+
+def test_the_suites_holm_family_is_the_catalogues_whatever_trunks_a_preset_runs():
+    from dmlbench.config import verdict_spec
+
+    def family(variants):
+        subset = {"suite.modern": {"datasets": ["cub"], "variants": variants}}
+        plan = Plan.load(CONFIG_DIR, {"preset": "full", "subset": subset})
+        return sum(len(e["claims"]) for e in verdict_spec.certificate_spec(plan, "suite")["experiments"])
+
+    sweep = list(Plan.load(CONFIG_DIR, {"preset": "full"}).experiments["suite.modern"]["sweep"])
+    assert len(sweep) >= 2 and family(sweep[:1]) == family(sweep)

@@ -159,6 +159,28 @@ def _counted(counts: dict) -> str:
     return f" ({shown})" if shown else ""
 
 
+def _sensitivity(judged: list[dict]) -> list[str]:
+    """Two lines a reader may weigh the verdicts by: the numbers near the ceiling counted apart, and
+    the verdicts with each paper number taken as one run of the same spread."""
+    tested = [x for x in judged if x.get("as_one_run") is not None]
+    if not tested:
+        return []
+    near = [x for x in tested if float(x["paper"]) >= numbers.NEAR_CEILING]
+    reproduced = sum(x["verdict"] == numbers.REPRODUCED for x in tested)
+    lines = [
+        f"Counting each paper number as one run of the same spread as ours (most papers print one run): "
+        f"{sum(x['as_one_run'] for x in tested)} of the {len(tested)} numbers tested are reproduced "
+        f"({reproduced} as printed)."
+    ]
+    if near:
+        lines.append(
+            f"Near the ceiling (paper ≥ {numbers.NEAR_CEILING:g} %, where ±δ is much of the remaining error): "
+            f"{len(near)} of them, {sum(x['verdict'] == numbers.REPRODUCED for x in near)} reproduced; "
+            "the column *reproduced at δ ≥* lets a reader apply a narrower margin."
+        )
+    return lines
+
+
 def _interval(mean, half) -> str:
     if mean is None:
         return "–"
@@ -192,6 +214,7 @@ def markdown(cert: dict, only: str | None = None) -> str:
     lines += [f"**{headline(cert)}** (preset {cert['preset']}).", ""]
     if n["total"]:
         lines.append("Numbers: " + ", ".join(f"{n[v]} {v}" for v in numbers.VERDICTS) + f" (of {n['total']}).")
+        lines += _sensitivity([x for e in cert["experiments"] for x in e["numbers"]])
     lines += [
         "Claims: "
         + ", ".join(f"{cert['claims'][v]} {v}" for v in claim_tests.VERDICTS if cert["claims"][v])
@@ -211,13 +234,14 @@ def markdown(cert: dict, only: str | None = None) -> str:
         decided = [x for x in exp["numbers"] if x["verdict"] not in (numbers.REPRODUCED, numbers.NOT_RUN)]
         if decided:  # what is not reproduced, and what more seeds would decide
             lines += [
-                "| row | dataset | metric | paper | this suite (95 % interval, n) | δ | verdict |",
-                "|---|---|---|---|---|---|---|",
+                "| row | dataset | metric | paper | this suite (95 % interval, n) | δ | reproduced at δ ≥ | verdict |",
+                "|---|---|---|---|---|---|---|---|",
             ]
             lines += [
                 f"| {x['row']} | {x['dataset']} | {x['metric']}"
                 f"{' (test-selected)' if x['test_selected'] else ''} "
                 f"| {x['paper']} | {_interval(x['mean'], x['half'])} (n={x['n']}) | ±{x['delta']:.3f} "
+                f"| {'–' if x.get('delta_at_least') is None else format(x['delta_at_least'], '.2f')} "
                 f"| {numbers.SYMBOLS[x['verdict']]} {x['verdict']}{_why(x)} |"
                 for x in decided
             ]

@@ -8,7 +8,7 @@ from pathlib import Path
 from dmlbench.config import jobs, preset_owner
 from dmlbench.config.plan import Plan
 from dmlbench.core.errors import DmlbenchError
-from dmlbench.orchestration import warm_start
+from dmlbench.orchestration import lost_files, warm_start
 from dmlbench.core.machine import check_devices, check_folders, check_paths
 
 CONFIG_DIR = Path(workflow.basedir) / "workflow" / "config"
@@ -17,6 +17,8 @@ try:  # a wrong setting, file or folder: its message, without Snakemake's trace 
     PLAN = Plan.load(CONFIG_DIR, config)
     check_folders(PLAN)
     preset_owner.check(PLAN)  # another preset file of this name has results here: refused
+    if workflow.is_main_process:  # what was made from a lost file is made again (not in a job's own process)
+        lost_files.reconcile(PLAN, dry_run=lost_files.dry_run_asked(sys.argv))
 except DmlbenchError as error:
     sys.exit(f"dmlbench: error: {error}")
 PRESET = PLAN.name

@@ -103,6 +103,12 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:  # the reader went away (`… | head`): nothing more to say, as `cat` would
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(1)
+    except SystemExit as stop:  # SIGTERM or SIGHUP ended a training (`train.stops_as_exit`): said as Ctrl-C is
+        if stop.code in (128 + signal.SIGTERM, 128 + signal.SIGHUP):
+            name = signal.Signals(stop.code - 128).name
+            print(f"dmlbench {args.step}: stopped by {name}; {_how_to_resume(args)}", file=sys.stderr)
+            sys.stderr.flush()
+        raise
     except KeyboardInterrupt:  # Ctrl-C: one line, then the end by SIGINT, as the shell expects
         print(f"dmlbench {args.step}: interrupted; {_how_to_resume(args)}", file=sys.stderr)
         sys.stderr.flush()

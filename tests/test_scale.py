@@ -129,6 +129,9 @@ def test_a_checkout_path_the_shell_cannot_carry_is_refused_before_any_job(tmp_pa
     with pytest.raises(ConfigError, match=r"checkout /x/it's holds \"'\""):
         check_paths(checkout="/x/it's", working_folder="/tmp")
     check_paths(checkout="/x/with space/ü", working_folder=str(tmp_path))  # quoted: fine
+    not_utf8 = os.fsdecode(b"/tmp/w_\xff")  # as Python reads such a folder's name: a surrogate
+    with pytest.raises(ConfigError, match=r"working folder /tmp/w_\\udcff holds a byte that is not UTF-8"):
+        check_paths(checkout="/x", working_folder=not_utf8)
     folder = tmp_path / "it's here"
     folder.mkdir()
     result = processes.run(

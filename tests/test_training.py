@@ -408,18 +408,20 @@ def test_a_time_bounded_checkpoint_is_written_at_sigterm_and_resumes_exactly(run
     run(train_cmd(run_config, whole), timeout=900, check=True, env=python_env())
     bounded = dict(run_config, keep=dict(run_config["keep"], checkpoint_minutes=60))
     stopped = tmp_path / "stopped"
-    process = start(train_cmd(bounded, stopped), env=python_env())
+    process = start(train_cmd(bounded, stopped), env=python_env(), stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
         while not (stopped / "epochs.jsonl").exists() and time.monotonic() < deadline and process.poll() is None:
             time.sleep(0.02)
         assert epochs_done(stopped) == 0  # an epoch finished, its state held in memory only
         process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=120) == 128 + signal.SIGTERM
+        _, err = process.communicate(timeout=120)
+        assert process.returncode == 128 + signal.SIGTERM
     finally:
         stop(process)
     done = epochs_done(stopped)
     assert 1 <= done < run_config["epochs"], "SIGTERM should land mid-run"
+    assert f"dmlbench train: stopped by SIGTERM; rerun resumes {stopped} after epoch {done}" in err
     assert not (stopped / "model.pt").exists()
     resumed = run(
         train_cmd(bounded, stopped), timeout=900, check=True, env=python_env(), capture_output=True, text=True

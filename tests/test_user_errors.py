@@ -557,7 +557,11 @@ def test_the_sql_prompt_is_bounded_and_says_what_an_empty_query_is(tmp_path):
     pd.DataFrame({"value": [0.5]}).to_parquet(table)
     empty = dmlbench("results", "--preset", "p", "", cwd=tmp_path)
     no_traceback(empty)
-    assert "the query returned no table" in empty.stderr
+    assert "give one SELECT over runs (a query that reads), not nothing" in empty.stderr
+    for statement, kind in (("DROP TABLE runs", "DROP"), ("SELECT 1; DROP TABLE runs", "SELECT, DROP")):
+        refused = dmlbench("results", "--preset", "p", statement, cwd=tmp_path)
+        no_traceback(refused)
+        assert refused.returncode != 0 and f"not {kind}:" in refused.stderr
     huge = dmlbench(
         "results", "--preset", "p", "--csv", "--max-rows", "3", "SELECT range FROM range(100000000000)", cwd=tmp_path
     )  # a hundred billion rows: three are read

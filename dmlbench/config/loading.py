@@ -207,10 +207,18 @@ SUBSET_KEYS = ("methods", "variants", "knobs")  # a preset chooses these per exp
 def schema_hint(error) -> str:
     """What to do about a preset's schema error, where the suite knows a likely intent: a top-level
     `methods=[…]` (or variants, knobs) means an experiment's, chosen in `subset`."""
+    from dmlbench.core.registry import did_you_mean
+
     unexpected = [key for key in SUBSET_KEYS if f"'{key}'" in error.message]
     if error.validator == "additionalProperties" and not list(error.absolute_path) and unexpected:
         return (
             f"; an experiment's {unexpected[0]} are chosen per experiment: "
             f"'subset={{<experiment>: {{{unexpected[0]}: [...]}}}}' (docs/presets.md)"
         )
+    if error.validator == "additionalProperties":  # a misspelt key: the closest known one
+        known = list((error.schema or {}).get("properties") or {})
+        extra = [key for key in error.instance if key not in known] if isinstance(error.instance, dict) else []
+        return did_you_mean(extra[0], known) if extra else ""
+    if error.validator == "enum":
+        return did_you_mean(error.instance, error.validator_value)
     return ""

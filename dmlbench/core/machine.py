@@ -50,9 +50,17 @@ SHELL_UNSAFE = ("'", '"', "`", "$", "\\", "\n")  # what the jobs' shell command 
 
 def check_paths(**paths: str) -> None:
     """Stop when a path the jobs' command lines carry (the checkout, the working folder, the
-    interpreter) holds a character the shell would take apart: Snakemake writes some of them
-    unquoted, so every job would fail."""
+    interpreter) holds a character the shell would take apart (Snakemake writes some of them
+    unquoted, so every job would fail) or a byte that is not UTF-8."""
     for what, path in paths.items():
+        try:
+            str(path).encode("utf-8")
+        except UnicodeEncodeError:  # a byte that is no UTF-8 (Python keeps it as a surrogate)
+            raise ConfigError(
+                f"the {what.replace('_', ' ')} {str(path).encode('utf-8', 'backslashreplace').decode()} holds a "
+                f"byte that is not UTF-8 text, which the results table and the logs cannot carry: rename "
+                f"it or run the workflow in another folder (snakemake -d)"
+            ) from None
         bad = sorted({c for c in SHELL_UNSAFE if c in str(path)})
         if bad:
             raise ConfigError(

@@ -136,8 +136,8 @@ def _verify(path: Path) -> None:
         recorded.unlink()
         raise DatasetError(
             f"manifest {path} was changed or damaged after the suite wrote it (its sha256 "
-            f"is not the one in {recorded.name}); set aside as {moved.name}. Rerun: the "
-            f"prepare (or cache) step writes it again."
+            f"is not the one in {recorded.name}); set aside as {moved.name}. The prepare (or cache) "
+            f"step writes it again before the next step that reads it; finished runs keep their numbers"
         )
 
 

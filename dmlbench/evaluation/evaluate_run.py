@@ -31,7 +31,10 @@ def evaluate(run_dir: Path, output: Path) -> dict:
         problem = f"{model_path} is corrupt ({' '.join(str(error).split())[:200]}); set aside as {moved.name}"
         state = _model_from_checkpoint(run_dir)
         if state is None:
-            raise DmlbenchError(f"{problem}. Rerun: the train step writes it again") from None
+            raise DmlbenchError(
+                f"{problem}, and the run keeps no checkpoint to write it from. Its numbers, where "
+                f"{run_dir / 'metrics.json'} exists, stand; to train the run again, delete that file and rerun"
+            ) from None
         with atomic_path(model_path) as tmp, open(tmp, "wb") as handle:
             torch.save(state, handle)  # a handle: the file records no temporary name
         print(f"{problem}, and written again from the run's complete checkpoint.pt", file=sys.stderr)

@@ -242,6 +242,7 @@ def aggregate(spec: dict, metric_files: list[Path], output_dir: Path, reference_
         # makes the page again, and with it this table and the metrics file (Snakemake does not
         # remake a missing intermediate file while the final page is present)
         (output_dir.parent / "index.html").unlink(missing_ok=True)
+        (output_dir / "quoted.csv").unlink(missing_ok=True)  # not an output Snakemake removes: no stray file
         raise
     metrics = _metrics(spec, runs)
     summary = summarise(
@@ -253,6 +254,18 @@ def aggregate(spec: dict, metric_files: list[Path], output_dir: Path, reference_
     summary = summary.sort_values("dataset", key=lambda col: col.map(order), kind="stable")
     quoted = quoted_rows(spec)
     quoted = quoted[quoted["metric"].isin(metrics) & quoted["dataset"].isin(summary["dataset"])]
+    before = set(output_dir.iterdir())
+    try:
+        _write(spec, metric_files, output_dir, runs, summary, quoted)
+    except BaseException:  # no partial output: what this step wrote goes with its failure
+        for path in set(output_dir.iterdir()) - before:
+            path.unlink(missing_ok=True)
+        for name in ("runs.csv", "table.csv", "table.md", "quoted.csv"):
+            (output_dir / name).unlink(missing_ok=True)
+        raise
+
+
+def _write(spec, metric_files, output_dir, runs, summary, quoted) -> None:
     for name, frame in (("runs.csv", runs), ("table.csv", summary), ("quoted.csv", quoted)):
         with atomic_path(output_dir / name) as tmp:
             frame.to_csv(tmp, index=False)

@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from dmlbench.core.errors import DmlbenchError  # noqa: E402
 from dmlbench.core.io import RUN_RECORD_FIX, read_record  # noqa: E402
 from dmlbench.plots.canvas import save  # noqa: E402
 
@@ -136,14 +137,34 @@ def _recall_bars(ax, rows_of: pd.DataFrame, spec: dict) -> None:
 PER_EPOCH = ("recall@1", "large_recall@1")  # what a run evaluates every epoch (VehicleID: its large list)
 
 
+def _epochs(path: Path) -> list[dict]:
+    """A run's per-epoch record, or a one-line error naming it and what to do."""
+    remedy = (
+        "the learning curves need it; its run's numbers are unchanged. Restore it, or delete the run's "
+        "metrics.json and rerun to train the run again"
+    )
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        raise DmlbenchError(f"{path} is missing: {remedy}") from None
+    epochs = []
+    for number, line in enumerate(lines, 1):
+        try:
+            epochs.append(json.loads(line))
+        except json.JSONDecodeError:
+            raise DmlbenchError(
+                f"{path}: line {number} is not a JSON record (damaged or cut short): {remedy}"
+            ) from None
+    return epochs
+
+
 def learning_curves(run_dirs: list[Path], spec: dict, path: Path) -> None:
     """Training loss per epoch (top row) and test Recall@1 where recorded (bottom row; VehicleID's
     large list), per dataset; a dataset without per-epoch evaluation says so in its panel."""
     rows = []
     for run_dir in run_dirs:
         config = read_record(run_dir / "config.json", RUN_RECORD_FIX)["run"]
-        for line in (run_dir / "epochs.jsonl").read_text().splitlines():
-            rows.append({**config, **json.loads(line)})
+        rows += [{**config, **epoch} for epoch in _epochs(run_dir / "epochs.jsonl")]
     history = pd.DataFrame(rows)
     datasets = list(dict.fromkeys(history["dataset"]))
     recall_of = {

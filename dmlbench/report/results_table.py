@@ -184,6 +184,7 @@ def query(table: Path, sql: str, max_rows: int | None = None) -> pd.DataFrame:
 
     if not table.exists():
         raise DmlbenchError(f"{table} does not exist: run the workflow (its results_table step writes it)")
+    _check_select(sql)
     with duckdb.connect(
         config={
             "autoinstall_known_extensions": False,
@@ -197,17 +198,30 @@ def query(table: Path, sql: str, max_rows: int | None = None) -> pd.DataFrame:
         except duckdb.Error as error:
             raise DmlbenchError(
                 f"{table} cannot be read ({' '.join(str(error).split())[:200]}): "
-                f"write it again (`snakemake --forcerun results_table`)"
+                f"write it again (`snakemake --forcerun results_table --config preset={table.parent.name}` "
+                f"with the settings it was made with)"
             ) from None
         for setting in LOCKED:
             connection.execute(setting)
         try:
             relation = connection.sql(sql)
-            if relation is None:  # a statement that returns nothing (or none at all)
-                raise DmlbenchError(f"the query returned no table: give a SELECT over runs, not {sql.strip()[:80]!r}")
             return (relation if max_rows is None else relation.limit(max_rows + 1)).df()
         except duckdb.Error as error:
             raise DmlbenchError(f"the query failed: {' '.join(str(error).split())}") from None
+
+
+def _check_select(sql: str) -> None:
+    """One statement that reads (SELECT, WITH, DESCRIBE, SUMMARIZE), else the statement named."""
+    import duckdb
+
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as error:
+        raise DmlbenchError(f"the query failed: {' '.join(str(error).split())}") from None
+    kinds = [statement.type.name for statement in statements]
+    if kinds != ["SELECT"]:
+        said = ", ".join(kinds) or "nothing"
+        raise DmlbenchError(f"give one SELECT over runs (a query that reads), not {said}: {sql.strip()[:80]!r}")
 
 
 MEMORY_LIMIT = "2GB"  # a query's working memory (DuckDB spills or refuses beyond it)

@@ -248,7 +248,7 @@ class TrainingSettings:
     schedule: Schedule = section(Schedule, "the learning-rate schedule (multi-step)")
     batch: Batch = section(Batch, "batch composition")
     scheme: Scheme = section(Scheme, "how iterations build their batches and what they add (dmlbench/training/schemes)")
-    epochs: int = setting(50, "training epochs", minimum=0)
+    epochs: int = setting(50, "training epochs", minimum=1)
     batches_per_epoch: Optional[int] = setting(None, "null: training images // batch size", minimum=1)
     early_stopping: EarlyStopping = section(EarlyStopping, "model selection on the run's evaluation split")
     eval: Eval = section(Eval, "evaluation")

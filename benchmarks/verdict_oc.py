@@ -11,7 +11,8 @@ scenarios:
 - *faithful*: the paper is exactly right;
 - *one method 1 / 2 points low*: every number of one method (the paper's most-cited row) planted
   that far below the paper's;
-- *claim planted*: the better row of the paper's first gain claim planted 3 points above the paper.
+- *claim planted*: the better row of the paper's gain claim with the smallest paper gain (profs:
+  "HNCM boosts C-PROFS further", −0.9 on its smallest part) planted 3 points above the paper.
 
 Printed per paper and scenario: numbers reproduced (of those the preset trains with ≥ 3 seeds),
 the planted numbers caught (*below*), and of the claims the paper's own numbers support (every part
@@ -103,9 +104,9 @@ def _scenarios(spec: dict) -> dict[str, tuple[dict[str, float], str | None]]:
     """Scenario → (planted shift per row, the claim planted to hold)."""
     counted = Counter(row for exp in spec["experiments"] for row in exp["reported"])
     target = counted.most_common(1)[0][0] if counted else None
-    first_gain = next(
-        (c for e in spec["experiments"] for c in e["claims"] if c.get("kind", "gain") == "gain" and "better" in c), None
-    )
+    gains = [c for e in spec["experiments"] for c in e["claims"] if c.get("kind", "gain") == "gain" and "better" in c]
+    # the hardest to find: the gain claim whose paper gain is smallest (profs: HNCM over C-PROFS, −0.9)
+    first_gain = min(gains, key=lambda c: c["gain"] if c.get("gain") is not None else float("inf"), default=None)
     scenarios = {"faithful": ({}, None)}
     if target:
         scenarios[f"{target} 1 point low"] = ({target: -1.0}, None)

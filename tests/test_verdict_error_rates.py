@@ -28,7 +28,7 @@ def test_a_method_planted_two_points_low_is_below_and_its_claims_do_not_hold(sim
 
 
 def test_a_claim_planted_three_points_up_holds(simulated):
-    planted = next(row for name, row in simulated.items() if "+3" in name)
+    planted = next(row for name, row in simulated.items() if "+3" in name)  # the weakest paper gain
     assert planted["planted_claim_holds"] == 1.0
 
 

@@ -586,3 +586,16 @@ def test_numbers_that_cannot_reach_a_verdict_at_the_planned_seeds_are_named_befo
     untestable = verdict_spec.untestable_claims(full)
     assert untestable["ephn.f4"] == (5, 5) and untestable["dro.f2"] == (2, 2) and "dro.f1" not in untestable
     assert verdict_spec.undecidable_line(full).startswith("13 of the 13 claims these experiments test")
+
+
+def test_a_gain_not_reproduced_is_named_reversed_only_on_a_reversal_shown_at_the_familys_level():
+    """The independent review's case: part A far above the paper's gain (its failure test decides),
+    part B below zero at raw p 0.018 only: the claim is not reproduced, not 'reversed'."""
+    above = claims.test({s: 80 + 0.1 * s for s in range(5)} | {0: 80.05}, {s: 70 + 0.1 * s for s in range(5)})
+    below = claims.test({s: 60 + d for s, d in enumerate([-0.9, -0.3, -0.6, -0.8, -0.15])}, {s: 60.0 for s in range(5)})
+    assert below.p == pytest.approx(0.018, abs=0.001) and below.gain < 0
+    parts = [{**t.__dict__, "delta": 1.0, "gain_paper": 1.0} for t in (above, below)]
+    assert claim_decision.failure("gain", parts, family=10)[1] == claims.GAIN_NOT_REPRODUCED
+    clearly = claims.test({s: 58 + 0.01 * s for s in range(5)}, {s: 60.0 + 0.02 * s for s in range(5)})
+    parts = [{**t.__dict__, "delta": 1.0, "gain_paper": 1.0} for t in (above, clearly)]
+    assert claim_decision.failure("gain", parts, family=10)[1] == claims.REVERSED

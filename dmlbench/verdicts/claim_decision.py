@@ -49,8 +49,10 @@ def _above(gain: float, se: float, df: float, delta: float) -> float:
     return float(min(1.0, 2 * stats.t.sf((gain - delta) / se, df)))
 
 
-def failure(kind: str, parts: list[dict]) -> tuple[float, str]:
-    """The claim's failure p (Bonferroni over its parts' failure tests) and the verdict it gives."""
+def failure(kind: str, parts: list[dict], family: int = 1) -> tuple[float, str]:
+    """The claim's failure p (Bonferroni over its parts' failure tests) and the verdict it gives:
+    that of its smallest p; a gain not reproduced is named *reversed* only where a part's reversal
+    test alone passes the family's strictest level (its p × the claim's tests × `family` < α)."""
     tests = []
     for part in parts:
         if kind in ("equivalent", "plateau"):
@@ -64,8 +66,9 @@ def failure(kind: str, parts: list[dict]) -> tuple[float, str]:
             p = _outside(part["gain"], part["se"], part["df"], part["gain_paper"], part["delta"])
             tests.append((p, gain_tests.GAIN_NOT_REPRODUCED))
     p, way = min(tests, key=lambda t: t[0])
-    if way == gain_tests.GAIN_NOT_REPRODUCED and any(part["high"] < 0 for part in parts):
-        way = gain_tests.REVERSED  # named by the stronger statement: a part's 95 % interval below zero
+    reversal = min(t[0] for t in tests if t[1] == gain_tests.REVERSED) if kind not in ("equivalent", "plateau") else 1.0
+    if way == gain_tests.GAIN_NOT_REPRODUCED and reversal * len(tests) * family < ALPHA:
+        way = gain_tests.REVERSED  # the stronger statement, shown at the same standard
     return min(1.0, p * len(tests)), way
 
 

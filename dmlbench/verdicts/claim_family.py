@@ -76,7 +76,7 @@ def decide(claims_per_experiment: list[list[dict]], spec_experiments: list[dict]
     tested = [c for claims in claims_per_experiment for c in claims if "p" in c]
     untested = [1.0] * (family - len(tested))
     adjusted_ps = claim_tests.holm([c["p"] for c in tested] + untested)
-    failures = [claim_decision.failure(c["kind"], c.get("parts") or [c]) for c in tested]
+    failures = [claim_decision.failure(c["kind"], c.get("parts") or [c], family) for c in tested]
     adjusted_failures = claim_tests.holm([p for p, _ in failures] + untested)
     for claim, adjusted, adjusted_failure, (_, way) in zip(tested, adjusted_ps, adjusted_failures, failures):
         claim["p_holm"], claim["p_failure_holm"] = adjusted, adjusted_failure

@@ -53,3 +53,16 @@ def test_the_suites_holm_family_is_the_catalogues_whatever_trunks_a_preset_runs(
 
     sweep = list(Plan.load(CONFIG_DIR, {"preset": "full"}).experiments["suite.modern"]["sweep"])
     assert len(sweep) >= 2 and family(sweep[:1]) == family(sweep)
+
+
+def test_the_margins_stated_source_figure_is_the_catalogues_median_claimed_gain():
+    import re
+    import statistics
+
+    from dmlbench.config import margins
+    from dmlbench.report.claims_page import claimed_gains
+
+    source = margins.default(CONFIG_DIR)["source"]
+    median, count = re.search(r"([\d.]+) points over\s+the (\d+) claimed gains", source).groups()
+    gains = claimed_gains(Plan.load(CONFIG_DIR, {"preset": "full"}))
+    assert (float(median), int(count)) == (round(statistics.median(gains), 2), len(gains))

@@ -354,6 +354,7 @@ def test_the_demo_page_shows_intervals_verdicts_claims_and_the_certificate(tmp_p
     assert binomial_row and binomial_row.group(1) == "v-below", page[:0]
     assert f"{numbers.SYMBOLS[numbers.BELOW]}1" in binomial_row.group(2)
     assert "<th rowspan='2' class='row-verdict'>verdict</th>" in page
+    assert "Operating characteristics" in page and "power before the data" in page  # the error rates, the power
     claim = next(c for e in cert["experiments"] for c in e["claims"] if c["id"] == "ms-over-binomial")
     # one sentence over four datasets, of which the demo runs CUB: tested there, no verdict on the claim
     assert claim["dataset"] == ["cub", "cars", "sop", "inshop"] and (claim["parts_run"], claim["parts_total"]) == (1, 4)

@@ -52,6 +52,7 @@ def render(cert: dict, link: str) -> Markup:
         unrun=sum(c["verdict"] == claims.NOT_RUN for c in every),
         every=len(every),
         legend="; ".join(f"{claims.SYMBOLS[v]} {v}: {claims.MEANINGS[v]}" for v in claims.VERDICTS),
+        error_rates=certificate.error_rates(n["total"]),
         commit=cert["commit"],
         fingerprint=cert["fingerprint"][:16],
         link=link,

@@ -20,7 +20,7 @@ FIXTURE_STAMP = (
 )
 
 
-def _error_rates(numbers_total: int) -> str:
+def error_rates(numbers_total: int) -> str:
     """What the verdicts' error rates are, and where they are measured (the multiplicity stated)."""
     judged = (
         f"Each of the {numbers_total} paper numbers is judged on its own at 5 % (no family-wise statement "
@@ -221,7 +221,7 @@ def markdown(cert: dict, only: str | None = None) -> str:
         + f" (of {cert['claims']['total']}).",
         "",
     ]
-    lines += [_error_rates(n["total"]), ""]
+    lines += [error_rates(n["total"]), ""]
     if cert["not_holding"]:
         lines += ["Claims tested that do not hold:", ""] + [f"- {item}" for item in cert["not_holding"]] + [""]
     for exp in cert["experiments"]:

@@ -28,10 +28,11 @@ def change(after: dict, before: dict) -> dict:
     """after − before over the seeds: mean, paired 95 % interval, two-sided p. No test (NaN p, and
     `untested` saying why) with fewer than `MIN_SEEDS` seeds (the interval is still given) or where
     every seed's difference is the same (zero spread: no interval)."""
-    result = claims.test(after, before)
+    result = claims.test(after, before, min_seeds=2)
     gain = float(np.mean(list(after.values())) - np.mean(list(before.values())))
     if isinstance(result, str):
-        return {"effect": gain, "low": math.nan, "high": math.nan, "p": math.nan, "untested": TOO_FEW}
+        untested = NO_SPREAD if result == claims.NO_SPREAD else TOO_FEW
+        return {"effect": gain, "low": math.nan, "high": math.nan, "p": math.nan, "untested": untested}
     if not result.se > 1e-9 * max(1.0, abs(result.gain)):  # equal differences, up to rounding: no interval
         return {"effect": result.gain, "low": math.nan, "high": math.nan, "p": math.nan, "untested": NO_SPREAD}
     if min(result.n_better, result.n_worse) < MIN_SEEDS:  # the interval shown (wide), no test

@@ -140,12 +140,13 @@ class ClaimTest:
     failed_worse: tuple = ()
 
 
-def test(better: dict, worse: dict) -> ClaimTest | str:
+def test(better: dict, worse: dict, min_seeds: int = MIN_SEEDS) -> ClaimTest | str:
     """better, worse: seed → our number (NaN: a failed seed, left out and named). Rows trained on
     the same seeds are paired on the seeds both finished (scipy's `ttest_rel`), other rows by
     Welch's t. A `ClaimTest`, or the verdict why there is none: NOT_RUN, FEW_SEEDS (fewer than
-    `MIN_SEEDS` seeds to test on), NO_SPREAD (equal differences, or two constant rows: a t-test
-    has no variance to divide by)."""
+    `min_seeds` seeds to test on: a claim's `MIN_SEEDS`; the fair table and the knobs, which say
+    what two seeds give, ask 2), NO_SPREAD (equal differences, or two constant rows: a t-test has
+    no variance to divide by)."""
     b = {s: v for s, v in better.items() if v == v}
     w = {s: v for s, v in worse.items() if v == v}
     if not b or not w:
@@ -156,7 +157,7 @@ def test(better: dict, worse: dict) -> ClaimTest | str:
     if paired:
         seeds = sorted(set(b) & set(w))
         x, y = np.array([b[s] for s in seeds]), np.array([w[s] for s in seeds])
-        if len(seeds) < MIN_SEEDS:
+        if len(seeds) < min_seeds:
             return FEW_SEEDS
         if _constant(x - y):
             return NO_SPREAD
@@ -164,7 +165,7 @@ def test(better: dict, worse: dict) -> ClaimTest | str:
         se = float(np.std(x - y, ddof=1) / math.sqrt(len(x)))
     else:
         x, y = np.array(list(b.values())), np.array(list(w.values()))
-        if min(len(x), len(y)) < MIN_SEEDS:
+        if min(len(x), len(y)) < min_seeds:
             return FEW_SEEDS
         if _constant(x) and _constant(y):
             return NO_SPREAD

@@ -326,7 +326,9 @@ def test_smoke_preset_end_to_end(tmp_path):
     ):
         assert word in html
     pairs = pd.read_csv(tmp_path / "reports/smoke/suite.fair/fair_pairwise.csv")
-    assert len(pairs) == 3 * 2 * len(set(fair["metric"])) and pairs["paired"].all()  # 3 pairs per column
+    assert len(pairs) == 3 * 2 * len(set(fair["metric"]))  # 3 pairs per column
+    tested = pairs["untested"].isna()  # tested pairs are paired; two repetitions equal in difference: "no spread"
+    assert pairs[tested]["paired"].all() and set(pairs[~tested]["untested"]) <= {"no spread"} and tested.any()
     ranking = json.loads((tmp_path / "reports/smoke/suite.fair/fair_ranking.json").read_text())
     assert "2 datasets" in ranking["none"]  # smoke: cub alone
     search = tmp_path / "results/smoke/suite.fair/cub/ms/search"

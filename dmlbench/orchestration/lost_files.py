@@ -23,7 +23,7 @@ def lost(plan, root: Path = Path(".")) -> tuple[list[Path], list[str]]:
     preset, stale, said = plan.name, [], []
     every_missing = []
     for key in plan.experiment_ids:
-        if plan.is_analysis(key) or plan.is_fair(key) or plan.is_knobs(key):
+        if _untabled(plan, key):
             continue
         missing = [root / run.path(preset) / "metrics.json" for run in plan.runs(key)]
         missing = [path for path in missing if not path.exists()]
@@ -42,12 +42,13 @@ def lost(plan, root: Path = Path(".")) -> tuple[list[Path], list[str]]:
     if page.exists() and (stale or not parquet.exists() or not all(path.exists() for path in shown)):
         stale.append(page)
         if not said:
-            gone = parquet if not parquet.exists() else next(path for path in shown if not path.exists())
-            said.append(f"{gone} is missing: the report is made again")
+            gone = [path for path in [parquet, *shown] if not path.exists()] or every_missing
+            said.append(f"{gone[0]} is missing: the report is made again")
     return stale, said
 
 
 def _untabled(plan, key: str) -> bool:
+    """Experiments without an aggregated table (analyses, the fair table, knob paths)."""
     return plan.is_analysis(key) or plan.is_fair(key) or plan.is_knobs(key)
 
 

@@ -288,4 +288,7 @@ def _format_row(row: dict, epochs: int) -> str:
 
 
 def log_stderr(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    """One write per line: a Ctrl-C between `print`'s text and its newline would glue the
+    interrupt's own line onto this one."""
+    sys.stderr.write(f"{message}\n")
+    sys.stderr.flush()

@@ -42,13 +42,18 @@ CONFIG_DIR = Path(__file__).resolve().parents[1] / "workflow" / "config"
 UNREPORTED = 50.0  # a cell the paper prints no number for: a flat level, so no claim is supported by it
 
 
-def _paper_value(reported: dict, row: str, dataset: str, metric: str) -> float | None:
+def _paper_value(reported: dict, row: str, dataset: str, metric: str, quoted: dict | None = None) -> float | None:
+    """A row's printed number, or a quoted row's (`best quoted`: the best there)."""
     text = reported.get(row, {}).get(dataset, {}).get(metric)
+    if text is None and quoted:
+        competitor = claim_kinds.quoted_number(quoted, row, dataset, metric)
+        return None if competitor is None else competitor[1]
     return None if text is None else float(text)
 
 
-def supported(claim: dict, reported: dict, delta: float) -> bool:
-    """Whether every part of the claim's sentence is true in the paper's own table."""
+def supported(claim: dict, reported: dict, delta: float, quoted: dict | None = None) -> bool:
+    """Whether every part of the claim's sentence is true in the paper's own table (its quoted
+    rows included)."""
     kind = claim.get("kind", "gain")
     parts = [(d, m) for d in claim_kinds.listed(claim["dataset"]) for m in claim_kinds.listed(claim["metric"])]
     for dataset, metric in parts:
@@ -56,7 +61,7 @@ def supported(claim: dict, reported: dict, delta: float) -> bool:
             suffixes = [f"@{v}" for v in claim["variants"]] if "variants" in claim else [""]
             for suffix in suffixes:
                 b = _paper_value(reported, claim["better"] + suffix, dataset, metric)
-                w = _paper_value(reported, claim["worse"] + suffix, dataset, metric)
+                w = _paper_value(reported, claim["worse"] + suffix, dataset, metric, quoted)
                 if b is None or w is None:
                     return False
                 margin = claim.get("margin") or delta
@@ -152,7 +157,7 @@ def _count(cert: dict, spec: dict, shift: dict, planted_claim: str | None, tally
                 tally["planted claims"] += 1
                 tally["planted holds"] += claim["verdict"] in claim_tests.HOLDING
             delta = numbers.band_of(spec_exp["margin"], claim_kinds.listed(declared["metric"])[0])
-            if not supported(declared, spec_exp["reported"], delta):
+            if not supported(declared, spec_exp["reported"], delta, spec_exp.get("quoted")):
                 continue
             if shift:  # a supported claim whose better row is planted low: the broken method's claims
                 if shift.get(declared.get("better"), 0) < 0:

@@ -223,3 +223,47 @@ def test_a_trend_of_too_few_points_or_without_residual_spread_is_no_test():
     noisy = {**on_a_line, "m@3": {0: 62.5, 1: float("nan"), 2: 61.8}}
     result = claim_kinds.evaluate(claim, rows(noisy), delta_of)
     assert result["n_better"] == 6 and result["failed"] == ["m@3 on cub seed 1"]
+
+
+QUOTED = {  # numbers a paper quotes from the literature: row → dataset → metric → printed text
+    "Margin": {"cub": {"recall@1": "68.9"}, "cars": {"recall@1": "79.6"}},
+    "ABIER": {"cub": {"recall@1": "67.5"}, "cars": {"recall@1": "80.1"}},
+}
+
+
+def test_a_gain_over_the_best_quoted_row_is_a_one_sample_test_against_its_number():
+    """'beats the state of the art': on each part our seeds against the highest quoted number there
+    (Margin on cub, ABIER on cars), scipy's one-sample t; a failed seed is left out and named."""
+    runs = {"a": {d: dict(v) for d, v in RUNS["a"].items()}}
+    runs["a"]["cars"][2] = float("nan")
+    claim = {"kind": "gain", "better": "a", "worse": claim_kinds.BEST_QUOTED, "dataset": ["cub", "cars"]}
+    claim["metric"] = "recall@1"
+    result = claim_kinds.evaluate(claim, lambda r, d, m: runs.get(r, {}).get(d, {}), delta_of, QUOTED)
+    cub, cars = result["parts"]
+    assert (cub["quoted"], cars["quoted"]) == ({"row": "Margin", "number": 68.9}, {"row": "ABIER", "number": 80.1})
+    for part, dataset, number in ((cub, "cub", 68.9), (cars, "cars", 80.1)):
+        ours = [v for v in runs["a"][dataset].values() if v == v]
+        expected = stats.ttest_1samp(ours, number)
+        interval = expected.confidence_interval(0.95)
+        assert part["gain"] == pytest.approx(np.mean(ours) - number)
+        assert part["p"] == pytest.approx(expected.pvalue) and part["df"] == len(ours) - 1
+        assert (part["low"], part["high"]) == pytest.approx((interval.low - number, interval.high - number))
+    assert result["failed"] == ["a on cars seed 2"] and cars["n_better"] == 4
+    text = claim_kinds.test_text({**result, "kind": "gain"})
+    assert text.startswith("one-sample t against the quoted") and "1 failed seed left out (a on cars seed 2)" in text
+    named = claim_kinds.evaluate({**claim, "worse": "ABIER", "dataset": "cub"}, per_seed, delta_of, QUOTED)
+    assert named["quoted"] == {"row": "ABIER", "number": 67.5}
+
+
+def test_a_claim_against_a_quoted_row_is_checked_against_the_quoted_table():
+    exp = {"methods": ["a", "b"], "datasets": ["cub", "cars"], "table": {"metrics": ["recall@1", "recall@2"]}}
+    exp["quoted"] = QUOTED
+    claim = {"id": "x", "text": "t", "source": "s", "better": "a", "worse": "best quoted", "metric": "recall@1"}
+    claim_checks.check_experiment({**exp, "claims": [{**claim, "dataset": ["cub", "cars"]}]}, "ms.t2")
+    for bad, said in (
+        ({"metric": "recall@2", "dataset": "cub"}, "no number on cub recall@2; name a quoted row printed there"),
+        ({"better": "Margin", "dataset": "cub"}, "better: 'Margin' is no row the experiment runs"),
+        ({"kind": "equivalent", "dataset": "cub"}, "only a gain claim without variants"),
+    ):
+        with pytest.raises(ConfigError, match=said):
+            claim_checks.check_experiment({**exp, "claims": [{**claim, **bad}]}, "ms.t2")

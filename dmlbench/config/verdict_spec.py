@@ -89,6 +89,7 @@ def certificate_spec(plan, paper: str, found: set[str] = frozenset()) -> dict:
             "selected": list((plan.experiments[key].get("table") or {}).get("test_selected") or []),
             "margin": margins.of(plan.config_dir, plan.experiments[key]),
             "reported": printed_numbers(plan.experiments[key].get("reported") or {}),
+            "quoted": printed_numbers(plan.experiments[key].get("quoted") or {}),
             # every variant of the catalogue's sweep, run or not: the Holm family is the catalogue's
             "claims": per_variant(plan.experiments[key], list(plan.experiments[key].get("sweep") or {})),
         }

@@ -8,7 +8,7 @@ import math
 
 from dmlbench.core.errors import ConfigError
 from dmlbench.verdicts import claims as gain_tests
-from dmlbench.verdicts.claim_kinds import KINDS, PAIR_KINDS, SHAPE_KINDS, listed
+from dmlbench.verdicts.claim_kinds import BEST_QUOTED, KINDS, PAIR_KINDS, SHAPE_KINDS, listed, quoted_number
 
 KEYS = {
     "id",
@@ -126,6 +126,10 @@ def check_experiment(exp: dict, where: str) -> None:
 
 
 def _check_rows(claim: dict, exp: dict, rows: set, at: str) -> None:
+    quoted = exp.get("quoted") or {}
+    if claim["worse"] not in rows and (claim["worse"] in quoted or claim["worse"] == BEST_QUOTED):
+        _check_quoted(claim, exp, rows, at)
+        return
     for key in ("better", "worse"):
         if claim[key] not in rows:
             raise ConfigError(f"{at}.{key}: {claim[key]!r} is no row the experiment runs ({', '.join(sorted(rows))})")
@@ -137,3 +141,22 @@ def _check_rows(claim: dict, exp: dict, rows: set, at: str) -> None:
         )
     if claim["better"] == claim["worse"]:
         raise ConfigError(f"{at}: better and worse are the same row {claim['better']!r}")
+
+
+def _check_quoted(claim: dict, exp: dict, rows: set, at: str) -> None:
+    """A gain claim against a quoted row (or `best quoted`): a run row beats a number the paper
+    prints on every part."""
+    if claim.get("kind", "gain") != "gain" or "variants" in claim:
+        raise ConfigError(
+            f"{at}.worse: only a gain claim without variants is made against a quoted row, not a {claim.get('kind')}"
+        )
+    if claim["better"] not in rows:
+        raise ConfigError(f"{at}.better: {claim['better']!r} is no row the experiment runs ({', '.join(sorted(rows))})")
+    for dataset in listed(claim["dataset"]):
+        for metric in listed(claim["metric"]):
+            if quoted_number(exp.get("quoted") or {}, claim["worse"], dataset, metric) is None:
+                raise ConfigError(
+                    f"{at}.worse: the quoted row {claim['worse']!r} has no number on {dataset} {metric}; "
+                    f"name a quoted row printed there ({', '.join(exp.get('quoted') or {}) or 'none'}) "
+                    f"or `{BEST_QUOTED}`"
+                )

@@ -14,7 +14,9 @@ def tested(exp: dict, per_seed) -> list[dict]:
     out = []
     for claim in exp["claims"]:
         metrics = claim_kinds.listed(claim["metric"])
-        result = claim_kinds.evaluate(claim, per_seed, lambda metric: numbers.band_of(exp["margin"], metric))
+        result = claim_kinds.evaluate(
+            claim, per_seed, lambda metric: numbers.band_of(exp["margin"], metric), exp.get("quoted")
+        )
         entry = {
             **{k: v for k, v in claim.items() if k != "gain"},
             "gain_paper": claim.get("gain"),
@@ -37,8 +39,12 @@ def tested(exp: dict, per_seed) -> list[dict]:
 
 
 def _paper_value(exp: dict, row: str, dataset: str, metric: str) -> float | None:
+    """The paper's number of a row it runs, else of a quoted row (`best quoted`: the best)."""
     text = exp["reported"].get(row, {}).get(dataset, {}).get(metric)
-    return None if text is None else float(text)
+    if text is not None:
+        return float(text)
+    competitor = claim_kinds.quoted_number(exp.get("quoted") or {}, row, dataset, metric)
+    return None if competitor is None else competitor[1]
 
 
 def _paper_gain(exp: dict, claim: dict, part: dict) -> float | None:
@@ -72,6 +78,7 @@ def decide(claims_per_experiment: list[list[dict]], spec_experiments: list[dict]
                 _planned(spec_exp),
                 lambda metric, exp=spec_exp: numbers.band_of(exp["margin"], metric),
                 claim_tests.ALPHA / family,
+                quoted=set(spec_exp.get("quoted") or ()) | {claim_kinds.BEST_QUOTED},
             )
     tested = [c for claims in claims_per_experiment for c in claims if "p" in c]
     untested = [1.0] * (family - len(tested))

@@ -4,6 +4,10 @@
   experiment, of `variants`, the settings of the sweep) is one statement over them all: an
   intersection-union test, significant only where every part is (p = the largest part's p), its
   gain the smallest part's.
+  `worse` may be a row the paper only quotes from the literature (a competitor the suite does not
+  run), or `best quoted`: on each part the highest of the table's quoted numbers (a "beats the
+  state of the art" sentence). The quoted number is a constant: the test is one-sample, our
+  seeds against it (scipy's `ttest_rel` against that constant, so failed seeds drop as in a pair).
 - `equivalent` ("≈", "recovers", "comparable"): two one-sided tests of better − worse inside ±δ
   (p = the larger one-sided p); *differs* where the 95 % interval lies wholly outside ±δ.
 - `no_gain` ("gives no gain over"): non-superiority, better − worse < δ shown by a one-sided
@@ -30,6 +34,19 @@ PAIR_KINDS = ("gain", "equivalent", "no_gain")
 SHAPE_KINDS = ("increasing", "decreasing", "peak", "plateau")
 KINDS = PAIR_KINDS + SHAPE_KINDS
 EQUIVALENT, DIFFERS = gain_tests.EQUIVALENT, gain_tests.DIFFERS
+BEST_QUOTED = "best quoted"  # `worse:` of a gain claim over the best of the paper's quoted rows, part by part
+
+
+def quoted_number(quoted: dict, row: str, dataset: str, metric: str) -> tuple[str, float] | None:
+    """(name, number) of the quoted row `row` (or of the best quoted row, `BEST_QUOTED`) on a
+    dataset and metric; None where `row` is not quoted there. `quoted`: row → dataset → metric →
+    the paper's printed number."""
+    found = [
+        (name, float(per.get(dataset, {})[metric]))
+        for name, per in quoted.items()
+        if (row == BEST_QUOTED or name == row) and metric in per.get(dataset, {})
+    ]
+    return max(found, key=lambda item: item[1]) if found else None
 
 
 def listed(value) -> list:
@@ -62,15 +79,19 @@ def part_rows(claim: dict) -> list[tuple[tuple[str, ...], str, str]]:
     return [((top, r), d, m) for d, m in parts for r in (rows if kind == "peak" else later) if r != top]
 
 
-def evaluate(claim: dict, per_seed, delta_of) -> dict | str:
+def evaluate(claim: dict, per_seed, delta_of, quoted: dict | None = None) -> dict | str:
     """The claim's test: {gain, low, high, p, se, df, parts, …}, or the verdict why there is none.
-    `per_seed(row, dataset, metric)` → {seed: our number}; `delta_of(metric)` → δ."""
+    `per_seed(row, dataset, metric)` → {seed: our number}; `delta_of(metric)` → δ; `quoted`: the
+    experiment's quoted rows (`quoted_number`), against which a gain claim may be made."""
     kind = claim.get("kind", "gain")
     if kind in ("increasing", "decreasing"):
         return _joint([_trend(claim, per_seed, rows, d, m) for rows, d, m in part_rows(claim)])
     tested = []
     for (better, worse), dataset, metric in part_rows(claim):
-        result = gain_tests.test(per_seed(better, dataset, metric), per_seed(worse, dataset, metric))
+        ours = per_seed(better, dataset, metric)
+        competitor = quoted_number(quoted or {}, worse, dataset, metric) if kind == "gain" else None
+        theirs = {seed: competitor[1] for seed in ours} if competitor else per_seed(worse, dataset, metric)
+        result = gain_tests.test(ours, theirs)
         if isinstance(result, str):
             tested.append(result)
             continue
@@ -81,9 +102,12 @@ def evaluate(claim: dict, per_seed, delta_of) -> dict | str:
             for seed in seeds
         ]
         part["on"] = {"rows": [better, worse], "dataset": dataset, "metric": metric}  # what the part compares
+        if competitor:
+            part["quoted"] = {"row": competitor[0], "number": competitor[1]}
         if result.paired:  # per seed, for a claim's gain averaged over its parts (`claim_decision`)
-            b, w = per_seed(better, dataset, metric), per_seed(worse, dataset, metric)
-            part["differences"] = {str(s): b[s] - w[s] for s in b if b[s] == b[s] and w[s] == w[s]}
+            part["differences"] = {
+                str(s): ours[s] - theirs[s] for s in ours if ours[s] == ours[s] and theirs[s] == theirs[s]
+            }
         part["p"] = _p(kind, part)
         tested.append(part)
     return _joint(tested)
@@ -170,6 +194,9 @@ def test_text(entry: dict) -> str:
     kind, parts = entry["kind"], entry.get("parts") or [entry]
     if kind in ("increasing", "decreasing"):
         text = f"trend t, {entry['n_better']} points"
+    elif entry.get("quoted"):
+        quoted = entry["quoted"]
+        text = f"one-sample t against the quoted {quoted['row']} ({quoted['number']:g}), n={entry['n_better']}"
     else:
         text = ("paired t" if entry["paired"] else "Welch t") + f", n={entry['n_better']}/{entry['n_worse']}"
         if kind in ("equivalent", "plateau"):

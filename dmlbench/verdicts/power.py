@@ -8,7 +8,8 @@ reaches its outcome if the paper is right. Nothing here reads a run's numbers, s
 
 Per part (the noncentral t distribution, scipy's `nct`): a gain or a peak's pairwise gain, the
 two-sided t-test (paired: se = σ√2/√n, n − 1 degrees of freedom; else Welch's, se = σ√(1/n₁ + 1/n₂)
-at the Welch–Satterthwaite degrees of freedom for equal spreads); an equivalence or plateau part,
+at the Welch–Satterthwaite degrees of freedom for equal spreads; against a number the paper
+quotes, one-sample: se = σ/√n); an equivalence or plateau part,
 the two one-sided tests (the lower bound P(A) + P(B) − 1 of their joint power); a no-gain part, the
 one-sided non-superiority test; a trend, the slope's t-test over the planned points (N − 2
 degrees of freedom). A claim over several parts (intersection-union) needs every part: its power
@@ -72,10 +73,12 @@ def part(kind: str, gain: float, se: float, df: float, delta: float, alpha: floa
     return directional(gain, se, df, alpha)  # gain, peak, increasing, decreasing
 
 
-def claim(claim: dict, paper_of, planned_of, delta_of, alpha: float, sd: float = ASSUMED_SD) -> float | None:
+def claim(
+    claim: dict, paper_of, planned_of, delta_of, alpha: float, sd: float = ASSUMED_SD, quoted: set = frozenset()
+) -> float | None:
     """The claim's power before the data, or None where a row is not planned. `paper_of(row,
     dataset, metric)` → the paper's number or None; `planned_of(row, dataset)` → the planned seeds
-    (a set); `delta_of(metric)` → δ."""
+    (a set); `delta_of(metric)` → δ; `quoted`: rows that are a quoted constant, never run."""
     from dmlbench.verdicts import claim_kinds
 
     kind = claim.get("kind", "gain")
@@ -83,7 +86,8 @@ def claim(claim: dict, paper_of, planned_of, delta_of, alpha: float, sd: float =
     total = 1.0
     for rows, dataset, metric in claim_kinds.part_rows(claim):
         delta = delta_claim or delta_of(metric)
-        seeds = [planned_of(row, dataset) for row in rows]
+        against_quoted = kind == "gain" and rows[1] in quoted
+        seeds = [planned_of(row, dataset) for row in rows[: 1 if against_quoted else None]]
         if any(len(s) < 2 for s in seeds):
             return None
         values = [paper_of(row, dataset, metric) for row in rows]
@@ -95,7 +99,10 @@ def claim(claim: dict, paper_of, planned_of, delta_of, alpha: float, sd: float =
             else:
                 gain = delta
         else:
-            se, df = pair_design(len(seeds[0]), len(seeds[1]), seeds[0] == seeds[1], sd)
+            if against_quoted:  # a quoted number is a constant: one-sample
+                se, df = sd / math.sqrt(len(seeds[0])), float(len(seeds[0]) - 1)
+            else:
+                se, df = pair_design(len(seeds[0]), len(seeds[1]), seeds[0] == seeds[1], sd)
             if all(v is not None for v in values):
                 gain = values[0] - values[1]
             elif kind in ("equivalent", "plateau", "no_gain"):

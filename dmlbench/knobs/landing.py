@@ -2,7 +2,9 @@
 baseline under the paper's recipe and under the fair one, every knob whose share of its change has
 a 95 % interval that excludes zero, in both directions (a share over fewer than 3 seeds or without
 spread is never named), marked `*` where it also holds after Holm's adjustment over the recipe's
-knobs; the higher-order remainder with its interval, and the reproduction gap (the paper's printed
+knobs; where the named shares add up to more than the gap's change, what the others give back;
+the higher-order remainder with its interval (or "0 by construction" where the design makes it an
+identity, `shares.remainder_by_construction`), and the reproduction gap (the paper's printed
 number − ours under the paper's recipe). Nothing is averaged over datasets, where opposite moves
 would cancel."""
 
@@ -34,9 +36,11 @@ def dataset_part(
     levels: tuple[float, float],
     labels: dict[str, str],
     reproduction: tuple[float, float] | None,
+    remainder_is_identity: bool = False,
 ) -> str:
     """One dataset's clause. `gap`: `shares.method_shares` of the gap; `levels`: the gap's mean under
-    the paper's and the fair recipe; `reproduction`: (printed, ours under the paper's recipe)."""
+    the paper's and the fair recipe; `reproduction`: (printed, ours under the paper's recipe);
+    `remainder_is_identity`: the remainder is 0 whatever the numbers."""
     paper, fair = levels
     text = f"{dataset}: gap {points(paper)} under the paper's recipe, {points(fair)} under the fair one"
     named = [
@@ -46,6 +50,13 @@ def dataset_part(
     ]
     if named:
         text += f"; moved by {', '.join(named)}"
+        named_sum = sum(row["effect"] for row in gap["shares"] if excludes_zero(row))
+        change = fair - paper
+        if abs(named_sum) > abs(change) + 0.05:  # a reader adds the named shares up: say what is left
+            text += (
+                f" (together {points(named_sum)}, more than the change of {points(change)}: the other "
+                f"knobs' shares and the remainder give {points(change - named_sum)})"
+            )
     else:
         untested = {row["untested"] for row in gap["shares"] if row["untested"]}
         largest = sorted(gap["shares"], key=lambda r: -abs(r["effect"]))[:3]
@@ -58,7 +69,10 @@ def dataset_part(
             if largest
             else ""
         )
-    text += f"; higher-order remainder {points(gap['remainder']['effect'])}{_interval(gap['remainder'])}"
+    if remainder_is_identity:
+        text += "; higher-order remainder 0 by construction (these steps give every interaction wholly to the shares)"
+    else:
+        text += f"; higher-order remainder {points(gap['remainder']['effect'])}{_interval(gap['remainder'])}"
     if reproduction is not None:
         printed, ours = reproduction
         text += f"; reproduction gap {points(printed - ours)} (printed {printed:.1f}, ours {ours:.1f})"

@@ -3,15 +3,41 @@ order: the mean of its *forward* effect (moved from the paper's recipe, against 
 moves only what it needs) and its *backward* effect (reverted from the fair recipe, with the knobs
 that need it), seed by seed.
 
-Where no knob needs another and the knobs interact at most in pairs, v(S) = Σ_{i∈S} a_i +
-Σ_{i<j∈S} b_ij: the forward effect is a_i, the backward a_i + Σ_j b_ij, and their mean
-a_i + ½ Σ_j b_ij is knob i's Shapley value exactly; the shares then sum to the total. What they
-leave of the total is the *remainder*: interactions of three or more knobs and, with `needs`, the
-orders a path cannot take. Shares are signed (a knob may widen what others close)."""
+Written as interaction terms, v(S) = Σ_{T⊆S} m(T) (m({i}) a knob's own effect, m(T) the
+interaction of the knobs of T), knob i's share is Σ_{T∋i} w_i(T)·m(T) with w_i(T) = ½·[T within
+its forward step] + ½·[T within its backward step] (`term_weights`): its own effect whole; a pair
+term half to each knob where neither needs the other, wholly to the needing knob where one does; a
+three-way term among free knobs half to each. The *remainder*, total − Σ shares, is
+Σ_T (1 − Σ_{i∈T} w_i(T))·m(T): never a pair term's, so where the weights of every term sum to 1
+it is 0 whatever the numbers (`remainder_by_construction`). Without `needs` and with interactions
+at most in pairs the shares are the Shapley values; docs/knobs.md says when else they are and are
+not. Shares are signed (a knob may widen what others close)."""
 
 from __future__ import annotations
 
+import itertools
+
 from dmlbench.knobs import paired
+
+
+def term_weights(recipe: dict) -> dict[frozenset, dict[str, float]]:
+    """For every interaction term of two or more of the recipe's knobs, each of its knobs' weight
+    in that knob's share: ½ where the term lies within the knob's forward step, plus ½ where it
+    lies within its backward step (the steps that move the knob; their bases do not)."""
+    knobs = [k["name"] for k in recipe["knobs"]]
+    forward = {k: set(recipe["moved"][recipe["alone"][k][0]]) for k in knobs}
+    backward = {k: set(recipe["moved"][recipe["back"][k][0]]) for k in knobs}
+    return {
+        frozenset(term): {k: 0.5 * (set(term) <= forward[k]) + 0.5 * (set(term) <= backward[k]) for k in term}
+        for size in range(2, len(knobs) + 1)
+        for term in itertools.combinations(knobs, size)
+    }
+
+
+def remainder_by_construction(recipe: dict) -> bool:
+    """Whether every interaction term's weights sum to 1, so that the shares hold the whole change
+    and the remainder is 0 for any numbers: an identity of the design, not a measurement."""
+    return all(abs(sum(weights.values()) - 1.0) < 1e-12 for weights in term_weights(recipe).values())
 
 
 def _difference(values: dict, step: str, base: str) -> dict[int, float]:

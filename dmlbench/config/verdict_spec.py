@@ -16,6 +16,8 @@ from dmlbench.config.loading import printed_numbers
 from dmlbench.data.manifest import checksum_path
 from dmlbench.core.errors import ConfigError
 from dmlbench.core.registry import did_you_mean
+from dmlbench.config.step_jobs import paper_label
+from dmlbench.evaluation.names import dataset_label, metric_label
 from dmlbench.training.run_folder import fingerprint
 from dmlbench.verdicts.claims import per_variant
 
@@ -92,6 +94,7 @@ def certificate_spec(plan, paper: str, found: set[str] = frozenset()) -> dict:
             "quoted": printed_numbers(plan.experiments[key].get("quoted") or {}),
             # every variant of the catalogue's sweep, run or not: the Holm family is the catalogue's
             "claims": per_variant(plan.experiments[key], list(plan.experiments[key].get("sweep") or {})),
+            "names": _names(plan, key),
         }
         for key in keys
     ]
@@ -105,6 +108,21 @@ def certificate_spec(plan, paper: str, found: set[str] = frozenset()) -> dict:
         "checksums": {
             d: str(checksum_path(f"{plan.data_dir}/{d}/manifest.csv")) for d in sorted({run.dataset for run in runs})
         },
+    }
+
+
+def _names(plan, key: str) -> dict:
+    """How the certificate prints an experiment's rows, datasets and metrics: the paper's names
+    (its table's labels, else the methods' labels; a swept row with its setting)."""
+    exp = plan.experiments[key]
+    declared = exp.get("layout") or {}
+    methods = {m: paper_label(exp, m) or plan.methods.get(m, {}).get("label", m) for m in exp["methods"]}
+    swept = {f"{m}@{v}": f"{label} ({v})" for m, label in methods.items() for v in exp.get("sweep") or {}}
+    metrics = (exp.get("table") or {}).get("metrics") or []
+    return {
+        "rows": {**methods, **swept},
+        "datasets": {d: (declared.get("datasets") or {}).get(d) or dataset_label(d) for d in exp["datasets"]},
+        "metrics": {m: (declared.get("metrics") or {}).get(m) or metric_label(m) for m in metrics},
     }
 
 

@@ -16,23 +16,17 @@ numbers are printed with the digits the catalogue gives them (80.70 stays 80.70)
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 
 import pandas as pd
 
 from dmlbench.config.loading import printed
-from dmlbench.data import datasets
+from dmlbench.evaluation.names import dataset_label, metric_label
 from dmlbench.report.html_templates import Cell, Markup, render as render_template
 from dmlbench.report.html_templates import Row as TableRow
 from dmlbench.report.table_cells import Cells, reference_labels
 from dmlbench.report.verdict_marks import legend, row_verdict
 from dmlbench.verdicts.numbers import SELECTED
-
-
-def dataset_label(name: str) -> str:
-    """A dataset's name as the papers' tables print it (its spec's `label`)."""
-    return datasets.get(name).label or name
 
 
 SUITE = "this suite"  # the suite's own columns (a paper's "ours" is its authors')
@@ -73,14 +67,6 @@ class Layout:
 
     def metric_name(self, metric: str) -> str:
         return dict(self.metric_names).get(metric) or metric_label(metric)
-
-
-def metric_label(metric: str) -> str:
-    """`recall@4` → `R@4`, `large_recall@1` → `large R@1`, `nmi` → `NMI`."""
-    prefix, _, name = metric.rpartition("_") if "_recall@" in metric else ("", "", metric)
-    name = re.sub(r"^recall@", "R@", name)
-    name = {"nmi": "NMI", "f1": "F1", "map@r": "MAP@R", "r_precision": "RP"}.get(name, name)
-    return f"{prefix} {name}".strip()
 
 
 def paper_number(exp: dict, row: str, dataset: str, metric: str) -> str | None:

@@ -11,7 +11,7 @@ import pandas as pd
 from dmlbench.core.errors import DmlbenchError
 from dmlbench.evaluation import reference
 from dmlbench.core.io import set_aside
-from dmlbench.report.layout import dataset_label, metric_label
+from dmlbench.evaluation.names import dataset_label, metric_label
 
 KIND_ORDER = {kind: i for i, kind in enumerate(reference.KINDS)}
 SHORT = {"initial": "untrained network", "trunk": "its trunk's features", "pixels": "raw pixels"}

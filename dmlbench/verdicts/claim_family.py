@@ -12,6 +12,11 @@ def tested(exp: dict, per_seed) -> list[dict]:
     """Every claim of `exp` (a certificate spec's experiment) with its test, or the verdict why
     there is none; `per_seed(row, dataset, metric)` → {seed: our number} (empty where not run)."""
     out = []
+    names = exp.get("names") or {}
+
+    def named(what: str, key: str) -> str:  # the paper's name of a dataset or metric (ids stay in the JSON)
+        return (names.get(what) or {}).get(key, key)
+
     for claim in exp["claims"]:
         metrics = claim_kinds.listed(claim["metric"])
         result = claim_kinds.evaluate(
@@ -22,8 +27,9 @@ def tested(exp: dict, per_seed) -> list[dict]:
             "gain_paper": claim.get("gain"),
             "text": claim["text"] + (f" [unlike settings: {claim['unlike']}]" if claim.get("unlike") else ""),
             "kind": claim.get("kind", "gain"),
-            "rows": claim_kinds.rows_text(claim),
-            "where": f"{', '.join(claim_kinds.listed(claim['dataset']))}; {', '.join(metrics)}",
+            "rows": claim_kinds.rows_text(claim, names.get("rows")),
+            "where": f"{', '.join(named('datasets', d) for d in claim_kinds.listed(claim['dataset']))}; "
+            + ", ".join(named("metrics", m) for m in metrics),
             "experiment": exp["id"],
             "test_selected": any(m in exp["selected"] for m in metrics),
         }

@@ -53,12 +53,15 @@ def listed(value) -> list:
     return list(value) if isinstance(value, list) else [value]
 
 
-def rows_text(claim: dict) -> str:
+def rows_text(claim: dict, rows: dict | None = None) -> str:
+    """The claim's rows in words, each by its name in `rows` (id → the paper's name) where given."""
+    name = (rows or {}).get
     kind = claim.get("kind", "gain")
     if kind in PAIR_KINDS:
         over = f" at {', '.join(claim['variants'])}" if "variants" in claim else ""
-        return f"{claim['better']} {'≈' if kind == 'equivalent' else '−'} {claim['worse']}{over}"
-    return f"{claim['method']} over {', '.join(claim['variants'])}" + (
+        better, worse = name(claim["better"], claim["better"]), name(claim["worse"], claim["worse"])
+        return f"{better} {'≈' if kind == 'equivalent' else '−'} {worse}{over}"
+    return f"{name(claim['method'], claim['method'])} over {', '.join(claim['variants'])}" + (
         f" ({kind} at {claim['at']})" if "at" in claim else f" ({kind})"
     )
 

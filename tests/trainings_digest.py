@@ -8,7 +8,8 @@ were regrouped (0739e16):
 Since then entries changed on purpose, each remade from this script at the commit that changed it:
 suite.modern's, when Proxy-Anchor joined it (2026-11-27, 40 trainings more: 360), and again when its
 runs began to score the trunk's feature too (`eval.trunk_feature`); suite.knobs', when the backward
-path joined it (2026-11-27). A setting added since, at the value with which a run computes what it
+path joined it (2026-11-27); profs.t1's, when it went to six seeds for its HNCM claims' power
+(2026-11-29, 66 trainings more: 396). A setting added since, at the value with which a run computes what it
 computed before (`ADDED_SINCE`), is left out, as the runs' fingerprints leave it out.
 """
 

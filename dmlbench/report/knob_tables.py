@@ -76,7 +76,7 @@ def _method_rows(recipe: dict, name: str, label: str, result: dict) -> tuple[lis
                 "backward": behind["effect"],
                 "backward_low": behind["low"],
                 "backward_high": behind["high"],
-                "cumulative": step["effect"],
+                "cumulative_in_path_order": step["effect"],  # depends on the knobs before it; the share does not
             }
         )
         lines.append(
@@ -219,6 +219,19 @@ def aggregate(spec: dict, output_dir: Path) -> dict:
             }
             for row in gap["shares"]
         ]
+        rows += [
+            {
+                "paper": recipe["paper"],
+                "dataset": recipe["dataset"],
+                "method": "gap",
+                "knob": knob,
+                "label": knob,
+                "share": gap[knob]["effect"],
+                "share_low": gap[knob]["low"],
+                "share_high": gap[knob]["high"],
+            }
+            for knob in ("remainder", "total")
+        ]
         parts.setdefault(recipe["paper"], []).append(
             landing.dataset_part(dataset, gap, levels, labels, reproduction, shares.remainder_by_construction(recipe))
         )
@@ -262,4 +275,4 @@ def _label(dataset: str) -> str:
 
 def _write_csv(frame: pd.DataFrame, path: Path) -> None:
     with atomic_path(path) as tmp:
-        frame.to_csv(tmp, index=False, float_format="%.4f")
+        frame.to_csv(tmp, index=False)  # every digit: a reader recomputes to 1e-9 (the Markdown rounds)

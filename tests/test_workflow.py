@@ -13,6 +13,7 @@ import torch
 from dmlbench.config.plan import Plan
 
 import processes
+from report_cells import cells_showing_ids
 from conftest import CONFIG_DIR, REPO, python_env, snakemake_command
 from dmlbench.config.jobs import of as jobs_of
 
@@ -343,6 +344,18 @@ def test_smoke_preset_end_to_end(tmp_path):
     assert "Nothing to be done" in again.stdout + again.stderr
     records_of_every_run(tmp_path, plan)
     seen_in_a_browser(tmp_path / "reports/smoke/index.html", plan, contents)
+    assert cells_showing_ids(tmp_path / "reports/smoke/index.html", plan) == []  # labels, never ids, in a table
+
+
+def test_a_table_cell_showing_an_internal_id_is_found(tmp_path):
+    """The check above can fail: a method id, a trunk id and a metric id in cells are each found."""
+    page = tmp_path / "index.html"
+    page.write_text(
+        "<table><tr><th>dro_topk_m@vit_tiny − ms</th><td>DRO-TopK_M</td><td>small_cnn (random init)</td>"
+        "<td>large_recall@1</td><td>note: see results/x/dro_topk_m.json</td></tr></table>"
+    )
+    found = [name for name, _ in cells_showing_ids(page, Plan.load(CONFIG_DIR, {"preset": "demo"}))]
+    assert found == ["dro_topk_m", "small_cnn", "large_recall@1"]
 
 
 def knobs_ran(workdir: Path, plan, statuses: dict) -> None:

@@ -12,7 +12,7 @@ from dmlbench.data import fixtures
 from dmlbench.data.datasets import DATASETS
 from dmlbench.core.errors import ConfigError
 from dmlbench.evaluation import reference
-from dmlbench.models import timm_trunks
+from dmlbench.models.names import backbone_label, setting_label
 from dmlbench.run_config import RunConfig
 
 
@@ -101,8 +101,7 @@ class StepSpecs:
     def _trunk(sweep_entry: dict) -> dict:
         """A sweep variant's `model.backbone` and its name in tables and figures."""
         backbone = ((sweep_entry.get("train") or {}).get("model") or {}).get("backbone")
-        trunk = timm_trunks.TRUNKS.get(backbone)
-        return {"backbone": backbone, "label": trunk.label if trunk else str(backbone)}
+        return {"backbone": backbone, "label": backbone_label(backbone) if backbone else str(backbone)}
 
     def title(self, experiment: str) -> str:
         """The experiment's title, each `{setting.path}` in it filled with that training setting
@@ -164,8 +163,12 @@ class StepSpecs:
             raise ConfigError(f"preset {self.name} has no reference {name!r}") from None
 
     def _label(self, run: Run) -> str:
+        """The method's label, with its sweep setting (a trunk by its label) where it has one."""
         label = self.methods[run.base_method].get("label", run.base_method)
-        return f"{label} ({run.variant})" if run.variant else label
+        if not run.variant:
+            return label
+        entry = (self.experiments[run.experiment].get("sweep") or {}).get(run.variant) or {}
+        return f"{label} ({setting_label(run.variant, entry)})"
 
 
 def _budget_hours(path: Path) -> dict[str, float]:

@@ -18,6 +18,7 @@ from dmlbench.core.errors import ConfigError
 from dmlbench.core.registry import did_you_mean
 from dmlbench.config.step_jobs import paper_label
 from dmlbench.evaluation.names import dataset_label, metric_label
+from dmlbench.models.names import setting_label
 from dmlbench.training.run_folder import fingerprint
 from dmlbench.verdicts.claims import per_variant
 
@@ -117,10 +118,12 @@ def _names(plan, key: str) -> dict:
     exp = plan.experiments[key]
     declared = exp.get("layout") or {}
     methods = {m: paper_label(exp, m) or plan.methods.get(m, {}).get("label", m) for m in exp["methods"]}
-    swept = {f"{m}@{v}": f"{label} ({v})" for m, label in methods.items() for v in exp.get("sweep") or {}}
+    settings = {v: setting_label(v, entry) for v, entry in (exp.get("sweep") or {}).items()}
+    swept = {f"{m}@{v}": f"{label} ({settings[v]})" for m, label in methods.items() for v in settings}
     metrics = (exp.get("table") or {}).get("metrics") or []
     return {
         "rows": {**methods, **swept},
+        "settings": settings,
         "datasets": {d: (declared.get("datasets") or {}).get(d) or dataset_label(d) for d in exp["datasets"]},
         "metrics": {m: (declared.get("metrics") or {}).get(m) or metric_label(m) for m in metrics},
     }

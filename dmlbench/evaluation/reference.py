@@ -23,17 +23,10 @@ import time
 from pathlib import Path
 
 from dmlbench.models import timm_trunks
+from dmlbench.models.names import backbone_label
 from dmlbench.run_config import RunConfig
 
 KINDS = ("initial", "trunk", "pixels")
-BACKBONE_NAMES = {
-    "small_cnn": "small CNN",
-    "spatial_cnn": "spatial CNN",
-    "resnet18": "ResNet-18",
-    "resnet50": "ResNet-50",
-    "googlenet": "GoogLeNet",
-    "bninception": "BN-Inception",
-}
 MODEL_KEYS = ("backbone", "pretrained", "weights", "embedding_dim", "pooling")
 
 
@@ -101,7 +94,7 @@ def label(key: dict, kind: str) -> str:
             else f"{timm_trunk.label} (random init.)"
         )
     else:
-        trunk = BACKBONE_NAMES.get(model["backbone"], model["backbone"])
+        trunk = backbone_label(model["backbone"])
         trunk += (
             " (ImageNet)"
             if model["pretrained"] and model["backbone"] not in ("small_cnn", "spatial_cnn")

@@ -25,6 +25,7 @@ from dmlbench.report import (
 from dmlbench.report.aggregate import TOY_NOTE
 from dmlbench.report.html_templates import Markup, render, url
 from dmlbench.verdicts import certificate
+from dmlbench.models.names import setting_label
 
 
 def _shown(exp: dict) -> dict:
@@ -38,8 +39,8 @@ def _labels(plan, exp: dict) -> dict[str, str]:
     """Names of an experiment's methods (and sweep variants) as the catalogue gives them."""
     labels = {m: plan.methods[m].get("label", m) for m in exp["methods"]}
     for method in exp["methods"]:
-        for variant in exp.get("sweep") or {}:
-            labels[f"{method}@{variant}"] = f"{labels[method]} ({variant})"
+        for variant, entry in (exp.get("sweep") or {}).items():
+            labels[f"{method}@{variant}"] = f"{labels[method]} ({setting_label(variant, entry)})"
     return labels
 
 

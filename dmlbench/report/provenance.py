@@ -10,6 +10,8 @@ import subprocess
 from pathlib import Path
 
 from dmlbench.data import datasets, manifest
+from dmlbench.evaluation.names import dataset_label
+from dmlbench.models.names import backbone_label
 from dmlbench.core.errors import DmlbenchError
 from dmlbench.report.html_templates import Markup, render
 from dmlbench.run_config import RunConfig
@@ -60,7 +62,8 @@ def _settings(resolved: dict) -> dict:
     cfg = RunConfig.from_dict(resolved)
     model, batch = cfg.model, cfg.batch
     return {
-        "backbone": model.backbone + ("" if model.pretrained else " (random init)"),
+        "backbone": backbone_label(model.backbone)
+        + ("" if model.pretrained or "random init" in backbone_label(model.backbone) else " (random init)"),
         "embedding": model.embedding_dim,
         "input": f"{cfg.input.crop} of {cfg.input.resize}",
         "batch": f"{batch.size} ({batch.per_class}/class)",
@@ -95,7 +98,11 @@ def panel(plan, preset_dir: Path) -> Markup:
     """The provenance panel of a preset's page."""
     preset = plan.preset
     rows = [
-        {**row, "test": "; ".join(f"{d} {ours} / {paper}" for d, (ours, paper) in row["test"].items()) or "–"}
+        {
+            **row,
+            "test": "; ".join(f"{dataset_label(d)} {ours} / {paper}" for d, (ours, paper) in row["test"].items())
+            or "–",
+        }
         for row in experiment_rows(plan)
     ]
     return render(

@@ -25,7 +25,9 @@ def tested(exp: dict, per_seed) -> list[dict]:
         entry = {
             **{k: v for k, v in claim.items() if k != "gain"},
             "gain_paper": claim.get("gain"),
-            "text": claim["text"] + (f" [unlike settings: {claim['unlike']}]" if claim.get("unlike") else ""),
+            "text": claim["text"]
+            + (f" (on {named('settings', claim['on'])})" if "on" in claim else "")
+            + (f" [unlike settings: {claim['unlike']}]" if claim.get("unlike") else ""),
             "kind": claim.get("kind", "gain"),
             "rows": claim_kinds.rows_text(claim, names.get("rows")),
             "where": f"{', '.join(named('datasets', d) for d in claim_kinds.listed(claim['dataset']))}; "

@@ -104,7 +104,7 @@ def check_ids(experiments: dict, source_of) -> None:
 
 def per_variant(exp: dict, variants: list[str]) -> list[dict]:
     """`exp`'s claims, each claim between bare methods of a swept experiment repeated for every
-    variant in `variants` (rows `method@variant`, id and text suffixed), variant by variant after
+    variant in `variants` (rows `method@variant`, id suffixed, the variant in `on`), variant by variant after
     the claims that name their variants."""
     claims = exp.get("claims") or []
     if not exp.get("sweep"):
@@ -116,7 +116,7 @@ def per_variant(exp: dict, variants: list[str]) -> list[dict]:
         {
             **c,
             "id": f"{c['id']}@{v}",
-            "text": f"{c['text']} (on {v})",
+            "on": v,  # the certificate says the setting by its name (`claim_family`)
             "better": f"{c['better']}@{v}",
             "worse": f"{c['worse']}@{v}",
         }

@@ -9,7 +9,9 @@ Since then entries changed on purpose, each remade from this script at the commi
 suite.modern's, when Proxy-Anchor joined it (2026-11-27, 40 trainings more: 360), and again when its
 runs began to score the trunk's feature too (`eval.trunk_feature`); suite.knobs', when the backward
 path joined it (2026-11-27); profs.t1's, when it went to six seeds for its HNCM claims' power
-(2026-11-29, 66 trainings more: 396). A setting added since, at the value with which a run computes what it
+(2026-11-29, 66 trainings more: 396); suite.knobs' again the same day, when its profs runs on folds
+that keep the paper's test-set choice of epoch began to score their epochs on the test half
+(`data.fold.epochs_scored_on`, 240 runs). A setting added since, at the value with which a run computes what it
 computed before (`ADDED_SINCE`), is left out, as the runs' fingerprints leave it out.
 """
 

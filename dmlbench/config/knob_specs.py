@@ -142,6 +142,11 @@ class KnobSpecs:
         """The fold count of the fair protocol (suite.fair's, with the preset's subset)."""
         return self.fair_settings(knob_recipes.FAIR)["folds"]
 
+    def _selects_on_test(self, path: KnobPath) -> bool:
+        """Whether the paper chose its epoch on the test set (its table's Recall@1 is test-selected)."""
+        table = self.experiments[path.recipe.paper_run.experiment].get("table") or {}
+        return "recall@1" in (table.get("test_selected") or [])
+
     def _moves(self, path: KnobPath, step: knob_paths.Step, protocol: str) -> bool:
         """Whether `step` moves the knob that adds protocol part `protocol`."""
         specs = {k.name: k for k in knob_recipes.catalogue(self).knobs}
@@ -200,6 +205,8 @@ class KnobSpecs:
                 "of": folds,
                 "scored_on": "test_half",
             }
+            if not self._moves(path, step, "selection") and self._selects_on_test(path):
+                cfg["data"]["fold"]["epochs_scored_on"] = "test_half"  # the paper's choice of epoch, kept
         store = self.store(path.dataset, cfg["input"]["resize"])
         cfg["data"].pop("store", None)
         if store:

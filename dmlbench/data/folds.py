@@ -108,3 +108,13 @@ def evaluation_view(table: pd.DataFrame, data_cfg: dict) -> pd.DataFrame:
     if fold.get("scored_on") == "test_half":
         return test_view(table, splits)
     return fold_view(table, splits, fold["index"])
+
+
+def epochs_view(table: pd.DataFrame, data_cfg: dict) -> pd.DataFrame:
+    """What a run's per-epoch evaluation scores: its own view (`view_of`: with `data.fold`, the
+    held-out fold), or the test half where the fold says `epochs_scored_on: test_half`: a
+    suite.knobs run on folds that keeps the paper's epoch selection, on the test set."""
+    fold = data_cfg.get("fold")
+    if fold and fold.get("epochs_scored_on") == "test_half":
+        return test_view(table, read(Path(fold["splits"]), table))
+    return view_of(table, data_cfg)

@@ -8,9 +8,10 @@ Per recipe (paper × dataset) and method, from each step's Recall@1 per seed (%)
   alone from the fair recipe (`dmlbench.knobs.paths`), paired over seeds;
 - each knob's *share*, the mean of the two, with its interval and test (`dmlbench.knobs.shares`),
   which does not depend on the order; the shares and the remainder sum to the total.
-A step's number is its `metrics.json` Recall@1 (the paper's test-selected epoch where the paper
-selects on the test set and neither the data nor the selection knob is moved, since only then
-were the epochs scored on the test set), or a concatenated step's `concatenated.json`."""
+A step's number is its `metrics.json` Recall@1, or a concatenated step's `concatenated.json`: where
+the paper selects on the test set and the selection knob is not moved, the best epoch on the test
+set (the paper's run: `test_selected`, from its history; a run on folds keeps that epoch's model,
+`data.fold.epochs_scored_on`), so that the choice is the selection knob's alone."""
 
 from __future__ import annotations
 

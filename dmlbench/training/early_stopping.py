@@ -7,7 +7,10 @@ training stopped by patience or ran into the epoch cap (`epochs`) with patience 
 might still have improved. The selected model's weights travel in the checkpoint, so a resumed run
 selects exactly as an uninterrupted one.
 Used by the fair protocol, whose evaluation split is the held-out validation fold, never the test
-set. Without patience every epoch is trained and the last model is kept.
+set. Without patience every epoch is trained and the last model is kept, except in a suite.knobs
+run on folds that keeps a paper's selection on the test set (`data.fold.epochs_scored_on`): its
+epochs are scored on the test half and the best one by Recall@1 is kept, as the paper chose its
+epoch (`for_run`), so that "epoch selection" holds that choice and "data trained on" does not.
 """
 
 from __future__ import annotations
@@ -20,11 +23,23 @@ from dmlbench.run_config import EarlyStopping
 class Selection:
     """The best epoch so far and its model's weights (CPU copies)."""
 
+    @classmethod
+    def for_run(cls, cfg, history: list[dict], checkpoint: dict | None) -> "Selection":
+        """The run's selection (`cfg`: its RunConfig): its early stopping, or the paper's test-set
+        choice of epoch for a run on folds whose epochs are scored on the test half."""
+        fold = cfg.data.get("fold") or {}
+        if fold.get("epochs_scored_on") == "test_half" and not cfg.early_stopping.patience:
+            chosen = cls(EarlyStopping(patience=cfg.epochs, metric="recall@1"), history, checkpoint)
+            chosen.every_epoch = False  # the paper's `eval.every` may skip epochs (profs on SOP: 5)
+            return chosen
+        return cls(cfg.early_stopping, history, checkpoint)
+
     def __init__(self, cfg: EarlyStopping, history: list[dict], checkpoint: dict | None):
         self.patience = cfg.patience
         self.metric = cfg.metric
         self.history = history
         self.best_model = (checkpoint or {}).get("best_model")
+        self.every_epoch = True  # early stopping evaluates every epoch: a row without the metric is an error
 
     @property
     def best_epoch(self) -> int | None:
@@ -41,6 +56,8 @@ class Selection:
     def after_epoch(self, row: dict, model) -> None:
         """Keep the model's weights when the epoch just appended to the history is the best."""
         if not self.patience:
+            return
+        if self.metric not in row and not self.every_epoch:
             return
         if self.metric not in row:
             raise KeyError(f"early stopping on {self.metric}, but epoch {row['epoch']} has no such metric")

@@ -116,7 +116,8 @@ def _train(cfg: RunConfig, run_dir: Path, log, state: dict | None, final_evaluat
     environment.set_tf32(cfg.performance.tf32)
     write_json(run_dir / "env.json", environment.describe(device))
 
-    table = folds.view_of(manifest.read(Path(cfg.data["manifest"])), cfg.data)
+    whole = manifest.read(Path(cfg.data["manifest"]))
+    table, epoch_table = folds.view_of(whole, cfg.data), folds.epochs_view(whole, cfg.data)
     base = Path(cfg.data["manifest"]).parent
     # training labels as 0..C-1 (proxy losses index their proxies by label)
     is_train = table["split"] == "train"
@@ -145,7 +146,7 @@ def _train(cfg: RunConfig, run_dir: Path, log, state: dict | None, final_evaluat
         parts["loss_optimizer"] = loss_optimizer
         optimizers.append(loss_optimizer)
     start, history = checkpoint.resume(state, run_dir, parts, log)
-    selection = early_stopping.Selection(cfg.early_stopping, history, state)
+    selection = early_stopping.Selection.for_run(cfg, history, state)
     meter = cost.EpochMeter(device)
     tracking = Tracking(record_of_settings, run_dir, start, log)
     wall = lambda: wall_before + time.perf_counter() - attempt_started  # noqa: E731
@@ -193,7 +194,7 @@ def _train(cfg: RunConfig, run_dir: Path, log, state: dict | None, final_evaluat
             every = cfg.eval.every
             if every and ((epoch + 1) % every == 0 or epoch + 1 == cfg.epochs):
                 started = time.perf_counter()
-                row.update(evaluate_model(model, table, base, cfg, device, clustering=False, kept=eval_loaders))
+                row.update(evaluate_model(model, epoch_table, base, cfg, device, clustering=False, kept=eval_loaders))
                 row["eval_seconds"] = round(time.perf_counter() - started, 3)
                 model.train()
             row.update(meter.stop())

@@ -89,6 +89,18 @@ def test_a_wrong_digest_is_refused_naming_the_file(tmp_path):
         timm_trunks.verified_file(catalogued, str(other))
 
 
+def test_weights_of_one_value_throughout_are_refused_whatever_their_digest(tmp_path):
+    """A file with the right tensor names and shapes but zeros (or any constant) everywhere: its digest
+    can be recorded, yet it was never trained; one with a varying tensor loads."""
+    _, state, _ = weights_file(tmp_path)
+    for value in (0.0, 0.5):
+        path = tmp_path / f"constant{value}.safetensors"
+        save_file({k: torch.full_like(v, value).contiguous() for k, v in state.items()}, str(path))
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        with pytest.raises(DmlbenchError, match=rf"{path}: every tensor of .* holds a single value"):
+            build(Model(**model_config("vit_tiny_test", pretrained=True, weights=str(path), weights_sha256=digest)))
+
+
 def test_a_trunk_without_a_digest_on_record_asks_for_one(tmp_path):
     path, _, _ = weights_file(tmp_path)
     with pytest.raises(DmlbenchError, match="set model.weights_sha256"):

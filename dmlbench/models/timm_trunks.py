@@ -165,7 +165,14 @@ def create(trunk: TimmTrunk, pretrained: bool, weights_path: str | None, user_di
             f"({', '.join(missing[:3])}{' …' if len(missing) > 3 else ''}): it holds other "
             f"weights. Place {trunk.hub_url} there"
         )
-    return timm.create_model(trunk.model, pretrained=True, pretrained_cfg_overlay={"file": str(path)}, **options)
+    net = timm.create_model(trunk.model, pretrained=True, pretrained_cfg_overlay={"file": str(path)}, **options)
+    varied = [t for t in net.state_dict().values() if t.is_floating_point() and t.numel() > 1 and t.max() > t.min()]
+    if not varied:  # zeros, or one value throughout: no training made these, whatever digest was set for them
+        raise DmlbenchError(
+            f"{path}: every tensor of {trunk.model} holds a single value (zeros or a constant): not trained "
+            f"weights. Place {trunk.hub_url} there"
+        )
+    return net
 
 
 def tensor_names(path: Path) -> set[str]:

@@ -354,9 +354,12 @@ def test_budget_of_a_hand_computed_plan():
     assert budget.evaluations(cfg) == 3
     assert budget.run_seconds(cfg, "cub", 0.5, 0.001) == pytest.approx(10 * 73 * 0.5 + 3 * 5924 * 0.001)
     fold = replace(cfg, data={"fold": {"of": 4}}, run={"stage": "search"})  # the fair protocol's fold training
-    assert budget.run_seconds(fold, "cub", 0.5, 0.001) == pytest.approx(10 * 73 * 0.5 + 3 * 5864 / 4 * 0.001)
+    assert budget.steps_per_epoch(fold, "cub") == 5864 * 3 // 4 // 80 == 54  # three of the four folds
+    assert budget.run_seconds(fold, "cub", 0.5, 0.001) == pytest.approx(10 * 54 * 0.5 + 3 * 5864 / 4 * 0.001)
     final = replace(fold, run={"stage": "final"})  # … and its final runs embed the test half once
-    assert budget.run_seconds(final, "cub", 0.5, 0.001) == pytest.approx(10 * 73 * 0.5 + (3 * 5864 / 4 + 5924) * 0.001)
+    assert budget.run_seconds(final, "cub", 0.5, 0.001) == pytest.approx(10 * 54 * 0.5 + (3 * 5864 / 4 + 5924) * 0.001)
+    kept = replace(cfg, data={"fold": {"of": 4, "epochs_scored_on": "test_half"}}, run={})  # suite.knobs, test-selected
+    assert budget.run_seconds(kept, "cub", 0.5, 0.001) == pytest.approx(10 * 54 * 0.5 + (3 * 5924 + 5924) * 0.001)
     pairs = replace(cfg, method=replace(cfg.method, sampler="category_pairs"))
     assert budget.steps_per_epoch(pairs, "sop") == 66 * 5 and budget.steps_per_epoch(pairs, "inshop") == 253 * 5
     fixed = replace(cfg, batches_per_epoch=12, eval=replace(cfg.eval, every=0))

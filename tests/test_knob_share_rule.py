@@ -141,3 +141,23 @@ def test_named_shares_that_add_up_to_more_than_the_change_say_what_the_others_gi
     )
     assert "moved by data +4.0 [+3.0, +5.0] *, batch +3.0 [+2.0, +4.0] *" in text
     assert "(together +7.0, more than the change of +2.0: the other knobs' shares and the remainder give -5.0)" in text
+
+
+def test_a_pairwise_interaction_is_shown_where_four_steps_measure_it():
+    """batch × optimiser: the steps paper, only-batch, only-optimiser and upto-optimiser are exactly
+    ∅, {batch}, {optimiser}, {batch, optimiser}, so their interaction b is measured; a pair that no
+    four steps span (here, with a third knob between them on the path) is not shown."""
+    from dmlbench.knobs import interactions
+
+    knobs, b = ["batch", "optimiser", "input"], 1.7
+    terms = {frozenset(["batch"]): 2.0, frozenset(["optimiser"]): -1.0, frozenset(["batch", "optimiser"]): b}
+    recipe = recipe_of(knobs, {})
+    values = {step: {s: game(terms)(frozenset(m)) + 0.1 * s for s in range(4)} for step, m in recipe["moved"].items()}
+    found = {row["pair"]: row for row in interactions.measured(recipe, values, knobs)}
+    assert (
+        found[("batch", "optimiser")]["effect"] == pytest.approx(b)
+        and found[("batch", "optimiser")]["background"] == []
+    )
+    assert ("batch", "input") not in found or found[("batch", "input")]["effect"] == pytest.approx(0.0, abs=1e-9)
+    lines = interactions.markdown(list(found.values()), {k: k for k in knobs}, "MS")
+    assert "| batch × optimiser | none | +1.7 |" in lines

@@ -1,8 +1,9 @@
 """suite.knobs' report folder: every step's numbers (`steps.csv`), the attribution of each
 recipe's change to its knobs (`attribution.csv`, `attribution.md`: forward, backward, the
 order-free share, the remainder, the total, and the same for the headline's gap over the
-baseline), a waterfall per paper × dataset (`waterfalls/<paper>_<dataset>.png`) and the landing
-page's line per paper (`landing.json`)."""
+baseline), the pairwise interactions four steps measure (`interactions.csv`), a waterfall per
+paper × dataset (`waterfalls/<paper>_<dataset>.png`) and the landing page's line per paper
+(`landing.json`)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ import pandas as pd
 
 from dmlbench.data import datasets
 from dmlbench.core.io import atomic_path, read_json, write_json
-from dmlbench.knobs import attribution, landing, paired, shares
+from dmlbench.knobs import attribution, interactions, landing, paired, shares
 from dmlbench.plots import waterfall
 
+PAIR_COLUMNS = ["paper", "dataset", "method", "knobs", "background", "effect", "low", "high", "p", "untested"]
 HEADER = [
     "| method | knob | paper → fair | forward | backward | share | p (Holm) | cumulative step |",
     "|---|---|---|---|---|---|---|---|",
@@ -145,7 +147,7 @@ def _panel(start: tuple, rows: list[dict], remainder: dict, end: tuple, labels: 
 def aggregate(spec: dict, output_dir: Path) -> dict:
     output_dir = Path(output_dir)
     (output_dir / "waterfalls").mkdir(parents=True, exist_ok=True)
-    steps_rows, rows, body, parts, names = [], [], [], {}, {}
+    steps_rows, rows, pair_rows, body, parts, names = [], [], [], [], {}, {}
     for recipe in spec["recipes"]:
         labels = {k["name"]: k["label"] for k in recipe["knobs"]}
         dataset = _label(recipe["dataset"])
@@ -201,6 +203,20 @@ def aggregate(spec: dict, output_dir: Path) -> dict:
             rows += csv_rows
             body += lines
         body += _gap_lines(gap, levels, labels, head_label, base_label, recipe)
+        top = [r["knob"] for r in sorted(results[head]["shares"], key=lambda r: -abs(r["effect"]))[:3]]
+        pairs = interactions.measured(recipe, values[head], top)
+        body += interactions.markdown(pairs, labels, head_label)
+        pair_rows += [
+            {
+                "paper": recipe["paper"],
+                "dataset": recipe["dataset"],
+                "method": head,
+                "knobs": "×".join(p["pair"]),
+                "background": "+".join(p["background"]),
+                **{k: p[k] for k in ("effect", "low", "high", "p", "untested")},
+            }
+            for p in pairs
+        ]
         rows += [
             {
                 "paper": recipe["paper"],
@@ -262,6 +278,7 @@ def aggregate(spec: dict, output_dir: Path) -> dict:
     lines = [landing.landing_line(paper, *names[paper], found) for paper, found in parts.items()]
     markdown = [f"# {spec['title']}", ""] + [f"- {line}" for line in lines] + [""] + body
     _write_csv(pd.DataFrame(steps_rows), output_dir / "steps.csv")
+    _write_csv(pd.DataFrame(pair_rows, columns=PAIR_COLUMNS), output_dir / "interactions.csv")
     with atomic_path(output_dir / "attribution.md") as tmp:
         tmp.write_text("\n".join(markdown) + "\n")
     write_json(output_dir / "landing.json", {"lines": lines})

@@ -44,6 +44,26 @@ def test_the_paths_over_four_knobs_written_out_by_hand():
     assert len(built.steps) == 10
     assert built.alone["batch"][0].name == "upto-batch"
     assert built.back["batch"][1].name == "without-batch" and built.back["data"][1].name == "upto-batch"
+    assert built.cumulative_only == []
+
+
+def test_a_cumulative_step_no_share_needs_is_not_run_and_its_column_says_so():
+    """Four free knobs: upto-optimiser ({batch, optimiser}) is no forward or backward step, so it is not
+    run; the cumulative column of optimiser (which ends there) and input (which starts there) say
+    "not run", while the shares and the total are whole."""
+    knobs = ["batch", "optimiser", "input", "embedding"]
+    built = paths.build(knobs, {})
+    assert [s.name for s in built.cumulative_only] == ["upto-optimiser"]
+    assert "upto-optimiser" not in {s.name for s in built.steps} and len(built.steps) == 10
+    recipe = _recipe_of(knobs, {})
+    values = _game(recipe, lambda m: 60 + 2 * ("batch" in m) - ("input" in m), noise=0.0)
+    result = attribution.method_attribution(recipe, values)
+    column = {row["knob"]: row for row in result["cumulative"]}
+    assert [column[k]["untested"] for k in ("optimiser", "input")] == ["not run", "not run"]
+    assert column["batch"]["effect"] == pytest.approx(2.0) and column["embedding"]["effect"] == pytest.approx(0.0)
+    assert {r["knob"]: r["effect"] for r in result["shares"]} == pytest.approx(
+        {"batch": 2.0, "optimiser": 0.0, "input": -1.0, "embedding": 0.0}
+    )
 
 
 def test_a_knob_whose_need_is_not_moved_before_it_is_refused():

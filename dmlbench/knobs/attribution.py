@@ -22,6 +22,7 @@ from dmlbench.core.io import read_json
 from dmlbench.knobs import paired, shares
 
 METRIC = "recall@1"
+NOT_RUN = {"effect": float("nan"), "low": float("nan"), "high": float("nan"), "p": float("nan"), "untested": "not run"}
 
 
 def step_value(path: Path, recipe: dict, step: str) -> float:
@@ -45,8 +46,11 @@ def method_attribution(recipe: dict, values: dict[str, dict[int, float]]) -> dic
     steps = {name: dict(zip(("mean", "ci95"), paired.interval(list(v.values())))) for name, v in values.items()}
     cumulative, before = [], values["paper"]
     for knob, name in zip([k["name"] for k in recipe["knobs"]], recipe["cumulative"]):
-        cumulative.append({"knob": knob, "step": name, **paired.change(values[name], before)})
-        before = values[name]
+        if name in values and before is not None:
+            cumulative.append({"knob": knob, "step": name, **paired.change(values[name], before)})
+        else:  # a cumulative step no share needs is not run (`paths.Paths.cumulative_only`)
+            cumulative.append({"knob": knob, "step": name, **NOT_RUN})
+        before = values.get(name)
     alone = paired.holm(
         [
             {"knob": knob, "step": step, "base": base, **paired.change(values[step], values[base])}

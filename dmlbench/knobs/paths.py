@@ -37,12 +37,22 @@ class Paths:
 
     @property
     def steps(self) -> list[Step]:
-        """Every distinct step, the paper's recipe first."""
+        """Every distinct step that is run, the paper's recipe first: those of the forward and
+        backward effects (the shares and the waterfall need no other) and the fair recipe. A
+        cumulative step that is none of them is not run: only the order-dependent cumulative
+        column would read it (`cumulative_only`)."""
         seen: dict[tuple, Step] = {self.paper.moved: self.paper}
         pairs = list(self.alone.values()) + list(self.back.values())
-        for step in list(self.cumulative) + [s for pair in pairs for s in pair]:
+        for step in [s for pair in pairs for s in pair] + [self.cumulative[-1]]:
             seen.setdefault(step.moved, step)
-        return list(seen.values())
+        ordered = [s for s in self.cumulative if s.moved in seen]  # in path order where a step is both
+        return [self.paper] + list(dict.fromkeys(ordered + [s for s in seen.values() if s.moved]))
+
+    @property
+    def cumulative_only(self) -> list[Step]:
+        """The cumulative steps no share needs, which are not run."""
+        run = {s.moved for s in self.steps}
+        return [s for s in self.cumulative if s.moved not in run]
 
 
 def _closure(knob: str, needs: dict) -> set[str]:

@@ -81,10 +81,11 @@ def _method_rows(recipe: dict, name: str, label: str, result: dict) -> tuple[lis
                 "cumulative_in_path_order": step["effect"],  # depends on the knobs before it; the share does not
             }
         )
+        in_order = "not run" if math.isnan(step["effect"]) else _fmt(step["effect"])
         lines.append(
             f"| {label} | {knob['label']} | {moved} | {_fmt(ahead['effect'], ahead['low'], ahead['high'])} | "
             f"{_fmt(behind['effect'], behind['low'], behind['high'])} | "
-            f"{_fmt(row['effect'], row['low'], row['high'])} | {_p(row)} | {_fmt(step['effect'])} |"
+            f"{_fmt(row['effect'], row['low'], row['high'])} | {_p(row)} | {in_order} |"
         )
     for knob in ("remainder", "total"):
         part = result[knob]

@@ -61,6 +61,13 @@ def page(plan: Plan, generated: str) -> str:
                 markdown.row([f"`{step.name}`", ", ".join(step.moved) or "none (the paper's recipe)"])
                 for step in path.paths.steps
             ]
+            if path.paths.cumulative_only:  # said, so that a reader does not look for them
+                lines += [
+                    "",
+                    "Not run (the cumulative path's order-dependent steps that no share needs): "
+                    + ", ".join(f"`{step.name}`" for step in path.paths.cumulative_only)
+                    + ".",
+                ]
         lines.append("")
     return "\n".join(lines) + "\n"
 

@@ -263,7 +263,24 @@ def test_a_claim_against_a_quoted_row_is_checked_against_the_quoted_table():
     for bad, said in (
         ({"metric": "recall@2", "dataset": "cub"}, "no number on cub recall@2; name a quoted row printed there"),
         ({"better": "Margin", "dataset": "cub"}, "better: 'Margin' is no row the experiment runs"),
-        ({"kind": "equivalent", "dataset": "cub"}, "only a gain claim without variants"),
+        ({"kind": "equivalent", "dataset": "cub"}, "only a gain claim of an experiment without a sweep"),
     ):
         with pytest.raises(ConfigError, match=said):
             claim_checks.check_experiment({**exp, "claims": [{**claim, **bad}]}, "ms.t2")
+    swept = {**exp, "sweep": {"B80": {}}, "claims": [{**claim, "dataset": "cub"}]}
+    with pytest.raises(ConfigError, match="only a gain claim of an experiment without a sweep"):
+        claim_checks.check_experiment(swept, "dro.f1")
+    both = {**exp, "methods": ["a", "b", "Margin"], "claims": [{**claim, "worse": "Margin", "dataset": "cub"}]}
+    with pytest.raises(ConfigError, match="names both a row the experiment runs and a quoted row"):
+        claim_checks.check_experiment(both, "ms.t2")
+
+
+def test_a_one_part_claim_against_a_quoted_row_is_sized_against_its_tables_gain():
+    """The sentence gives no number (gain: null); the table's gain over the quoted row is the paper's
+    (68.9 − 63.6 = 5.3 on cub): our +2.0 [1.8, 2.2] is "holds, smaller" than it."""
+    runs = {"a": {"cub": {s: 63.6 + 2.0 + d for s, d in enumerate([0.1, -0.1, 0.2, -0.2, 0.0])}}}
+    claim = {"kind": "gain", "better": "a", "worse": "best quoted", "dataset": "cub", "metric": "recall@1"}
+    quoted = {"Margin": {"cub": {"recall@1": "63.6"}}}
+    result = claim_kinds.evaluate(claim, lambda r, d, m: runs.get(r, {}).get(d, {}), delta_of, quoted)
+    result["parts"][0]["gain_paper"] = 5.3  # as claim_family sets it on each part from the table
+    assert decide(claim, result) == claims.SMALLER

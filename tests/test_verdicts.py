@@ -615,3 +615,7 @@ def test_the_power_of_a_gain_over_a_quoted_number_is_statsmodels_one_sample_powe
     )
     expected = TTestPower().power(0.6 / sd, n, alpha / 2, alternative="larger")
     assert found == pytest.approx(expected, rel=1e-6)
+    two = power.claim(
+        claim, lambda r, d, m: paper[r], lambda r, d: {0, 1}, lambda m: 1.0, alpha, quoted={"best quoted"}
+    )
+    assert two is None  # two seeds are never tested (too few seeds): no power is stated for them

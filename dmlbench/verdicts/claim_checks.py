@@ -127,7 +127,9 @@ def check_experiment(exp: dict, where: str) -> None:
 
 def _check_rows(claim: dict, exp: dict, rows: set, at: str) -> None:
     quoted = exp.get("quoted") or {}
-    if claim["worse"] not in rows and (claim["worse"] in quoted or claim["worse"] == BEST_QUOTED):
+    if claim["worse"] in rows and claim["worse"] in quoted:
+        raise ConfigError(f"{at}.worse: {claim['worse']!r} names both a row the experiment runs and a quoted row")
+    if claim["worse"] in quoted or claim["worse"] == BEST_QUOTED:
         _check_quoted(claim, exp, rows, at)
         return
     for key in ("better", "worse"):
@@ -146,9 +148,9 @@ def _check_rows(claim: dict, exp: dict, rows: set, at: str) -> None:
 def _check_quoted(claim: dict, exp: dict, rows: set, at: str) -> None:
     """A gain claim against a quoted row (or `best quoted`): a run row beats a number the paper
     prints on every part."""
-    if claim.get("kind", "gain") != "gain" or "variants" in claim:
+    if claim.get("kind", "gain") != "gain" or "variants" in claim or exp.get("sweep"):
         raise ConfigError(
-            f"{at}.worse: only a gain claim without variants is made against a quoted row, not a {claim.get('kind')}"
+            f"{at}.worse: only a gain claim of an experiment without a sweep is made against a quoted row"
         )
     if claim["better"] not in rows:
         raise ConfigError(f"{at}.better: {claim['better']!r} is no row the experiment runs ({', '.join(sorted(rows))})")

@@ -117,8 +117,9 @@ def verdict(
 
 def _size(claim: dict, result: dict, parts: list[dict]) -> str:
     """*holds, smaller / larger* where a one-part gain's 95 % interval lies wholly below / above the
-    paper's gain (not for `unlike` settings, whose size is not the paper's)."""
-    paper = claim.get("gain")
+    paper's gain: the part's own (its table's, or against a quoted row), else the sentence's (not
+    for `unlike` settings, whose size is not the paper's)."""
+    paper = parts[0].get("gain_paper", claim.get("gain")) if len(parts) == 1 else None
     if claim.get("kind", "gain") != "gain" or len(parts) != 1 or paper is None or claim.get("unlike"):
         return gain_tests.HOLDS
     if result["high"] < paper:

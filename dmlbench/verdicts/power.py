@@ -80,6 +80,7 @@ def claim(
     dataset, metric)` → the paper's number or None; `planned_of(row, dataset)` → the planned seeds
     (a set); `delta_of(metric)` → δ; `quoted`: rows that are a quoted constant, never run."""
     from dmlbench.verdicts import claim_kinds
+    from dmlbench.verdicts import claims as claim_tests
 
     kind = claim.get("kind", "gain")
     delta_claim = claim.get("margin")
@@ -88,8 +89,9 @@ def claim(
         delta = delta_claim or delta_of(metric)
         against_quoted = kind == "gain" and rows[1] in quoted
         seeds = [planned_of(row, dataset) for row in rows[: 1 if against_quoted else None]]
-        if any(len(s) < 2 for s in seeds):
-            return None
+        trend = kind in ("increasing", "decreasing")  # its points are the settings': one seed each will do
+        if any(len(s) < (2 if trend else claim_tests.MIN_SEEDS) for s in seeds):
+            return None  # never tested at these seeds: no power to state
         values = [paper_of(row, dataset, metric) for row in rows]
         if kind in ("increasing", "decreasing"):
             se, df = trend_design([len(s) for s in seeds], sd)

@@ -5,7 +5,7 @@
 import sys
 from pathlib import Path
 
-from dmlbench.config import jobs, preset_owner
+from dmlbench.config import jobs, preset_owner, trunk_digests
 from dmlbench.config.plan import Plan
 from dmlbench.core.errors import DmlbenchError
 from dmlbench.orchestration import lost_files, warm_start
@@ -16,6 +16,7 @@ try:  # a wrong setting, file or folder: its message, without Snakemake's trace 
     check_paths(checkout=workflow.basedir, working_folder=Path.cwd(), interpreter=sys.executable)
     PLAN = Plan.load(CONFIG_DIR, config)
     check_folders(PLAN)
+    trunk_digests.check_planned(PLAN)  # a pretrained timm trunk whose weights' sha256 nobody recorded: refused
     preset_owner.check(PLAN)  # another preset file of this name has results here: refused
     if workflow.is_main_process:  # what was made from a lost file is made again (not in a job's own process)
         lost_files.reconcile(PLAN, dry_run=lost_files.dry_run_asked(sys.argv))

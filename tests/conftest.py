@@ -10,6 +10,11 @@ CONFIG_DIR = REPO / "workflow" / "config"
 pytest_plugins = ["processes"]  # every process a test starts: grouped, time-limited, stopped with the run
 
 
+# `full` plans its pretrained timm trunks only once their weights' sha256 is recorded (a dry run
+# reads no weights: any digest of the right form stands in for the one a user reads on the hub)
+FULL_DIGESTS = ("--config", "trunk_sha256={vit_s16_dino: " + "a" * 64 + ", dinov2_s14: " + "b" * 64 + "}")
+
+
 def snakemake_command(workdir: Path, *args: str, snakefile: Path = REPO / "Snakefile", python: str = sys.executable):
     """The workflow's command line as the tests run it: Snakemake on `snakefile` in `workdir`, greedy scheduler."""
     return [python, "-m", "snakemake", "-s", str(snakefile), "-d", str(workdir), "--scheduler", "greedy", *args]
@@ -54,7 +59,7 @@ def full_dry_run(tmp_path_factory):
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not saved.exists():
             workdir.mkdir(exist_ok=True)
-            command = snakemake_command(workdir, "-n", "--cores", "all", "--resources", "gpu=8")
+            command = snakemake_command(workdir, "-n", "--cores", "all", "--resources", "gpu=8", *FULL_DIGESTS)
             result = run(command, timeout=1800, capture_output=True, text=True, env=python_env())
             assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-3000:]
             saved.write_text(json.dumps({"args": command, "stdout": result.stdout, "stderr": result.stderr}))

@@ -8,6 +8,7 @@ method's settings with its own seed, stage and fold; a knob step's: `KnobSpecs`.
 from __future__ import annotations
 
 from dmlbench.config.loading import deep_merge, merge_layers, plain_copy
+from dmlbench.config import trunk_digests
 from dmlbench.config.run import FairRun, Run
 from dmlbench.methods import plugin_code
 
@@ -24,7 +25,7 @@ class RunSettings:
         asks for each run's settings several times)."""
         cache = self.__dict__.setdefault("_resolved", {})
         if run not in cache:
-            cache[run] = self._resolve(run)
+            cache[run] = trunk_digests.with_recorded(self.preset, self._resolve(run))
         return cache[run]
 
     def _resolve(self, run: Run, with_preset: bool = True) -> dict:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dmlbench.run_config import values
 from dmlbench.analysis import ANALYSES
-from dmlbench.config import margins, method_checks, own_methods, search_checks, table_checks
+from dmlbench.config import margins, method_checks, own_methods, search_checks, table_checks, trunk_digests
 from dmlbench.config.loading import check_keys, deep_merge
 from dmlbench.config.run import EXPERIMENT_ID, METHOD_ID, check_id
 from dmlbench.data.datasets import DATASETS
@@ -214,6 +214,7 @@ def check_preset(plan) -> None:
                     f"known: {', '.join(sorted(plan.experiments))}"
                 )
     check_settings(plan, plan.preset["overrides"], f"preset {plan.name}.overrides")
+    trunk_digests.check_recorded(plan)
     check_settings(plan, plan.preset.get("cpu_fallback"), f"preset {plan.name}.cpu_fallback")
     for dataset, update in (plan.preset.get("per_dataset") or {}).items():
         check_settings(plan, update, f"preset {plan.name}.per_dataset.{dataset}")

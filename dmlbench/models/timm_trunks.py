@@ -20,7 +20,8 @@ from dmlbench.run_config import RunConfig
 @dataclass(frozen=True)
 class TimmTrunk:
     """`model`: timm's name with its pretrained tag; `sha256`: the published digest of the hub
-    repository's `model.safetensors` (None: no digest on record, so no pretrained use);
+    repository's `model.safetensors` (None: no digest on record, so no pretrained use until one is
+    recorded, `config.trunk_digests`);
     `source`: where that digest was read; `img_size`: the side the network is built for (None:
     timm's own); `cls_token`: the embedding layer takes the CLS token after the final norm, else
     the feature maps are pooled by the embedding net (`model.pooling`); `mean`, `std`,
@@ -78,8 +79,8 @@ def expected_digest(trunk: TimmTrunk, user_digest: str | None) -> str:
         return trunk.sha256 or user_digest
     raise DmlbenchError(
         f"{trunk.model}: no published sha256 of its weights is on record here. Read it on "
-        f"{page} (Git LFS details) and set model.weights_sha256 to it, or use "
-        f"model.pretrained: false"
+        f"{page} (Git LFS details) and set model.weights_sha256 to it (one run) or record it in "
+        f"the preset's trunk_sha256 (every run of the trunk), or use model.pretrained: false"
     )
 
 

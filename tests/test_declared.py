@@ -168,7 +168,7 @@ def test_a_misspelt_component_or_parameter_is_refused_naming_file_key_and_the_cl
 BAD_VALUES = [
     (
         MS_LOSS.replace("alpha: 2.0", "alpha: thirty-two"),
-        "methods.yaml: method ms.loss.alpha: 'thirty-two' is not of that kind; "
+        "methods.yaml: method ms.loss.alpha: 'thirty-two' is not a float; "
         "loss 'multi_similarity' takes alpha: float, > 0",
     ),
     (
@@ -181,7 +181,7 @@ BAD_VALUES = [
         MS_LOSS.replace("gamma: 0.5", "gamma: 1.5"),
         "method ms.loss.gamma: 1.5 is outside what it allows; loss 'multi_similarity' takes gamma: float, [-1, 1]",
     ),
-    (MS_LOSS.replace("alpha: 2.0", "alpha: true"), "method ms.loss.alpha: True is not of that kind"),
+    (MS_LOSS.replace("alpha: 2.0", "alpha: true"), "method ms.loss.alpha: True is not a float"),
     (
         MS_LOSS.replace("epsilon: 0.1", "epsilon: -0.1"),
         "method ms.miner.epsilon: -0.1 is outside what it allows; miner 'multi_similarity' takes epsilon: float, >= 0",
@@ -220,7 +220,7 @@ def test_a_choice_a_search_range_and_an_integer_are_checked_too(tmp_path):
     component = declared.components("loss")["fastap"]
     with pytest.raises(
         ConfigError,
-        match=r"num_bins: 10.5 is not of that kind; "
+        match=r"num_bins: 10.5 is not an int; "
         r"loss 'fastap' takes num_bins: int, >= 2",
     ):
         declared.check_values(component, {"num_bins": 10.5}, "x", "loss")

@@ -185,7 +185,7 @@ def test_bad_loss_parameter_is_named():
         losses.build("multi_similarity", alpah=2.0)
 
 
-@pytest.mark.parametrize("value, said", [(-32.0, "outside what it allows"), ("thirty-two", "not of that kind")])
+@pytest.mark.parametrize("value, said", [(-32.0, "outside what it allows"), ("thirty-two", "is not a float")])
 def test_a_bad_value_is_refused_when_built_in_ones_own_code_as_in_the_plan(value, said):
     """docs/howto/own-code.md: `build` checks values as the plan checks a methods file."""
     with pytest.raises(ConfigError, match=f"losses.build\\('multi_similarity'\\).alpha: .*{said}.*> 0"):

@@ -6,7 +6,8 @@ import re
 import pytest
 import torch
 
-from dmlbench.methods import losses
+from dmlbench.core.errors import ConfigError
+from dmlbench.methods import losses, samplers
 
 from conftest import REPO
 
@@ -18,6 +19,24 @@ def test_the_pages_example_runs():
     exec(compile(code, "own-code.md", "exec"), namespace)
     assert namespace["value"].item() >= 0 and 0 <= namespace["found"]["recall@1"] <= 1
     assert namespace["embeddings"].grad is not None
+
+
+def test_the_pages_sampler_example_runs_and_its_batches_are_classes_times_images():
+    page = (REPO / "docs" / "howto" / "own-code.md").read_text()
+    code = re.findall(r"```python\n(.*?)```", page, re.S)[1]
+    namespace: dict = {}
+    exec(compile(code, "own-code.md", "exec"), namespace)
+    sampler = namespace["sampler"]
+    assert isinstance(sampler, torch.utils.data.Sampler) and len(sampler) == 60 // 16
+    labels = namespace["labels"].tolist()
+    first, again = (samplers.build("m_per_class", labels, 16, 4, torch.Generator().manual_seed(0)) for _ in "ab")
+    assert [list(b) for b in first] == [list(b) for b in again]  # the same seed, the same batches
+    torch.manual_seed(5)
+    unseeded = [list(b) for b in samplers.build("m_per_class", labels, 16, 4)]
+    torch.manual_seed(5)
+    assert unseeded == [list(b) for b in samplers.build("m_per_class", labels, 16, 4)]
+    with pytest.raises(ConfigError, match=r"samplers.build\('m_per_class'\) needs per_class"):
+        samplers.build("m_per_class", [0, 0, 1, 1], batch_size=4)
 
 
 def _batch():

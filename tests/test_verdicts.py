@@ -158,6 +158,30 @@ def test_a_gain_reproduced_is_our_90_percent_interval_inside_the_papers_gain_plu
     assert decide(result, 3.0, family=1) == claims.SMALLER  # significant, below the paper's gain
 
 
+def test_an_average_on_the_papers_gain_does_not_hide_a_part_far_below_its_own():
+    """An independent review's case (ms.t1's four-part claim): three parts on their paper gains, the
+    fourth 3 points below its paper gain of 2.42 and negative. The gain averaged over the parts lies
+    inside the paper's average ± 1, yet that part's own 95 % interval lies wholly below 2.42 − 1:
+    not "gain reproduced". Moved onto its paper gain, the claim is."""
+    rng = np.random.default_rng(7)
+    paper = [1.5, 2.42, 0.8, 1.1]
+    noise = [rng.normal(0.0, 0.3, 5) for _ in paper]
+
+    def parts(far: bool) -> list[dict]:
+        out = []
+        for k, gain in enumerate(paper):
+            d = noise[k] - noise[k].mean() + (-0.634 if far and k == 1 else gain)
+            part = claims.test({s: 60.0 + d[s] for s in range(5)}, {s: 60.0 for s in range(5)}).__dict__
+            out.append(part | {"delta": 1.0, "gain_paper": gain, "differences": dict(enumerate(d))})
+        return out
+
+    far = parts(far=True)
+    assert abs(np.mean([p["gain"] for p in far]) - np.mean(paper)) < 1.0  # the average alone would pass
+    assert far[1]["gain"] + stats.t.ppf(0.975, 4) * far[1]["se"] < 2.42 - 1.0  # that part: wholly below
+    assert not claim_decision.gain_reproduced(far)
+    assert claim_decision.gain_reproduced(parts(far=False))
+
+
 def test_one_part_of_six_at_raw_p_0_047_reverses_no_claim():
     """The issue's adversarial case: five parts flat, one part below zero at two-sided p 0.047.
     Its failure p is 6 × 0.047 (Bonferroni over the parts) before Holm: not reversed."""

@@ -54,7 +54,7 @@ def check_fair_runs(plan) -> None:
                 f"{where}: the fair protocol selects each fold's epoch on its validation fold: "
                 f"set early_stopping.patience"
             )
-        spaces.check(run.method, plan.fair_space(run.method), cfg, where)
+        spaces.check(run.method, plan.fair_space(run.method), cfg, where, own=run.method in plan.method_files)
         if run.stage == "search":  # every value the search can ask, as a run (the final runs' are among them)
             search_checks.check_asked(
                 plan,

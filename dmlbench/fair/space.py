@@ -106,8 +106,10 @@ def paper_setting(space: Space, cfg: dict) -> dict:
     return {d.path: value_at(cfg, d.path) for d in space.dimensions}
 
 
-def check(name: str, space: Space, cfg: dict, where: str) -> None:
-    """Every path names a setting the run has, and the paper's value lies inside its range."""
+def check(name: str, space: Space, cfg: dict, where: str, own: bool = False) -> None:
+    """Every path names a setting the run has, and the paper's value (`own`: the user's, for a
+    method of their methods file) lies inside its range."""
+    whose = "your" if own else "the paper's"
     for path in [d.path for d in space.dimensions] + list(space.tied):
         try:
             value_at(cfg, path)
@@ -120,12 +122,12 @@ def check(name: str, space: Space, cfg: dict, where: str) -> None:
         value = value_at(cfg, d.path)
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not d.low <= value <= d.high:
             raise ConfigError(
-                f"{where}: the paper's {d.path} = {value!r} lies outside method {name}'s "
-                f"search range [{d.low:g}, {d.high:g}]; widen the range (the paper's "
+                f"{where}: {whose} {d.path} = {value!r} lies outside method {name}'s "
+                f"search range [{d.low:g}, {d.high:g}]; widen the range ({whose} "
                 f"setting is the first trial)"
             )
         if d.integer and value != int(value):
-            raise ConfigError(f"{where}: {d.path} is searched as an integer but the paper's value is {value!r}")
+            raise ConfigError(f"{where}: {d.path} is searched as an integer but {whose} value is {value!r}")
 
 
 def apply(cfg: dict, space: Space, values: dict) -> dict:

@@ -294,6 +294,6 @@ def check_values(component: Component, values: dict, where: str, family: str) ->
         if isinstance(value, float) and not math.isfinite(value):
             raise ConfigError(f"{where}.{key}: {value!r} is not a finite number; {told}")
         if kind and not declared_limits.of_type(value, kind):
-            raise ConfigError(f"{where}.{key}: {value!r} is not of that kind; {told}")
+            raise ConfigError(f"{where}.{key}: {value!r} is not {declared_limits.type_name(kind)}; {told}")
         if limit is not None and value is not None and not declared_limits.within(value, limit):
             raise ConfigError(f"{where}.{key}: {value!r} is outside what it allows; {told}")

@@ -54,6 +54,14 @@ def of_type(value, annotation: str) -> bool:
     return not kinds & {"int", "float", "bool", "str", "None"}  # another annotation: not checked here
 
 
+TYPE_NAMES = {"int": "an int", "float": "a float", "bool": "a bool", "str": "a str", "None": "None"}
+
+
+def type_name(annotation: str) -> str:
+    """The type a value of `annotation` must be, as a message says it: "a float", "an int or None"."""
+    return " or ".join(TYPE_NAMES.get(part.strip(), part.strip()) for part in annotation.split("|"))
+
+
 def within(value, limit) -> bool:
     """`limit`: "> a", ">= a", "< a", "<= a", an interval "[a, b]" (brackets: ends included,
     parentheses: not), or a tuple of the values allowed."""

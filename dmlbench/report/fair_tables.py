@@ -159,7 +159,9 @@ def notes(spec: dict) -> list[str]:
     out = [
         f"Epoch cap {caps}: each fold stops once `early_stopping.patience` epochs pass without a better "
         f"validation MAP@R, or at the cap. Capped folds: the fold trainings that reached the cap with "
-        f"patience left, final (repetitions × folds); search (finished trials × folds)."
+        f"patience left, final (repetitions × folds); search (finished trials × folds).",
+        "First trial: the searched parameters at the paper's setting (for your own method, your "
+        "methods file's setting), the search's first trial.",
     ]
     grouped: dict = {}
     for method, needs in spec["necessities"].items():
@@ -228,7 +230,7 @@ def markdown(frame: pd.DataFrame, spec: dict, statistics: list[str]) -> str:
                     "paper",
                     *header,
                     "tuned",
-                    "paper setting",
+                    "first trial",
                     "trials (diverged)",
                     "capped folds (final; search)",
                 ]

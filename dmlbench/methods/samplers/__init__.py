@@ -15,6 +15,7 @@ import inspect
 
 from dmlbench.methods.samplers.fastap import CategoryPairBatches, RandomClassBatches, VehicleIDBatches, hard_batches
 from dmlbench.methods.samplers.per_class import MPerClassBatches, ShuffledBatches
+from dmlbench.core.errors import ConfigError
 from dmlbench.methods.samplers.base import SAMPLERS, BatchSampler
 from dmlbench.run_config import RunConfig
 
@@ -22,15 +23,16 @@ from dmlbench.run_config import RunConfig
 def build(
     name: str,
     labels,
-    batch_size: int,
-    per_class: int,
-    generator,
+    batch_size: int | None = None,
+    per_class: int | None = None,
+    generator=None,
     batches=None,
     small_classes: str = "fill",
     supers=None,
     per_pair: int = 5,
 ):
-    """The sampler `name`, given the settings it takes (the others are not its own)."""
+    """The sampler `name`, given the settings it takes (the others are not its own). Without a
+    `generator` its batches follow torch's global seed (`torch.manual_seed`)."""
     offered = {
         "labels": labels,
         "batch_size": batch_size,
@@ -45,7 +47,14 @@ def build(
 
     declared.check("sampler", name, f"samplers.build({name!r})")  # a component, read before it is imported
     wanted = inspect.signature(SAMPLERS.get(name)).parameters
+    lacking = [key for key in ("batch_size", "per_class") if key in wanted and offered[key] is None]
+    if lacking:
+        raise ConfigError(f"samplers.build({name!r}) needs {' and '.join(lacking)}")
     return SAMPLERS.build(name, **{k: v for k, v in offered.items() if k in wanted})
+
+
+def names() -> list[str]:
+    return SAMPLERS.names()
 
 
 def from_config(cfg: RunConfig, labels, supers, generator, batches=None):
@@ -69,6 +78,7 @@ __all__ = [
     "SAMPLERS",
     "BatchSampler",
     "build",
+    "names",
     "from_config",
     "MPerClassBatches",
     "ShuffledBatches",

@@ -15,9 +15,11 @@ WHEELHOUSE ?= wheelhouse
 
 # what the pipeline needs (the demo's install); the tests' own needs come on top (`.dev`)
 $(VENV)/.installed: pyproject.toml
-	python3 -m venv $(VENV)
-	$(VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV)/bin/python -m pip install --quiet -e '.[tensorboard]'
+	@started=$$(date +%s) && set -x \
+	  && python3 -m venv $(VENV) \
+	  && $(VENV)/bin/python -m pip install --quiet --upgrade pip \
+	  && $(VENV)/bin/python -m pip install --quiet -e '.[tensorboard]' \
+	  && { set +x; } 2>/dev/null && echo "install: $$(( $$(date +%s) - started )) s"
 	touch $@
 
 $(VENV)/.dev: $(VENV)/.installed
@@ -25,7 +27,8 @@ $(VENV)/.dev: $(VENV)/.installed
 	touch $@
 
 demo: $(VENV)/.installed  ## fixtures of the four datasets + digits, every rule, on CPU
-	snakemake --cores $(CORES) --config preset=demo
+	@started=$$(date +%s); snakemake --cores $(CORES) --config preset=demo \
+	  && echo "pipeline: $$(( $$(date +%s) - started )) s"
 	@echo "Report: reports/demo/index.html"
 
 test: $(VENV)/.dev  ## unit tests + the smoke preset through the real Snakemake DAG + a bounded preflight

@@ -27,7 +27,7 @@ from pathlib import Path
 from dmlbench.core.errors import ConfigError
 from dmlbench.methods import limits as declared_limits
 from dmlbench.methods.limits import shown as shown_limit  # what a limit allows, in words (the checks' messages)
-from dmlbench.methods import plugin_source, source_reading
+from dmlbench.methods import plugin_source, pml, source_reading
 from dmlbench.core.registry import did_you_mean, entry_points, importable
 
 METHODS = Path(__file__).resolve().parent
@@ -125,6 +125,8 @@ def external(family: str, target: str, name: str) -> Component:
     imported (`plugin_source`); ConfigError naming it where the module cannot be found, the name is
     not a class it defines (a function, a class it imports: where it is defined) or the class is no
     dmlbench component (a subclass of the family's documented base)."""
+    if family == "loss" and pml.is_pml(target):  # pytorch-metric-learning's, by its own prefix
+        return Component(**pml.component(target))
     module, _, attribute = target.partition(":")
     said = f"{family} {name!r}"
     own = plugin_source.checkout_own(module)
@@ -149,7 +151,7 @@ def external(family: str, target: str, name: str) -> Component:
     path, tree = found.path, found.tree
     node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == attribute), None)
     if node is None:
-        raise ConfigError(f"{said}: {_not_a_class(lineage, found, attribute, family)}")
+        raise ConfigError(f"{said}: {plugin_source.not_a_class(lineage, found, attribute, family)}")
     if not lineage.is_component(node, family):
         raise ConfigError(
             f"{said}: class {attribute} ({path}:{node.lineno}) is no dmlbench {family}: a {family} subclasses "
@@ -161,29 +163,6 @@ def external(family: str, target: str, name: str) -> Component:
     return replace(component, code=tuple(lineage.code(node).items()))
 
 
-def _not_a_class(lineage, found, attribute: str, family: str) -> str:
-    """Why `attribute` of module `found` is no class it defines: a function, a class it imports
-    (and where that is defined), or nothing of that name."""
-    tree, module = found.tree, found.name
-    function = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == attribute), None)
-    if function is not None:
-        return (
-            f"{attribute} ({found.path}:{function.lineno}) is a function; a {family} is a class, a subclass of "
-            f"{plugin_source.bases_text(family)}"
-        )
-    imported = lineage.lookup(found, [attribute])
-    if imported is not None:
-        home = lineage.home(imported)
-        return (
-            f"{module} does not define {attribute!r}, it imports it: the class is defined in {home.name} "
-            f"({home.path}:{imported.lineno}); name it {home.name}:{attribute}"
-        )
-    return (
-        f"{found.path} defines no class {attribute!r} at its top level"
-        f"{did_you_mean(attribute, [n.name for n in tree.body if isinstance(n, ast.ClassDef)])}"
-    )
-
-
 class Known(dict):
     """Name → `Component`; a `module:Class` name is read from its source when first asked for."""
 
@@ -192,13 +171,13 @@ class Known(dict):
         self.family = family
 
     def __missing__(self, name):
-        if not importable(name):
+        if not (importable(name) or pml.is_pml(name)):
             raise KeyError(name)
         self[name] = external(self.family, name, name)
         return self[name]
 
     def __contains__(self, name) -> bool:
-        return dict.__contains__(self, name) or importable(name)
+        return dict.__contains__(self, name) or importable(name) or (self.family == "loss" and pml.is_pml(name))
 
 
 @cache
@@ -251,6 +230,10 @@ def check(family: str, entry, where: str) -> None:
         return
     check_params(family, name, [k for k in entry if k != "name"], where)
     check_values(known[name], {k: v for k, v in entry.items() if k != "name"}, f"{where}", family)
+    if pml.is_pml(name):
+        from dmlbench.methods import pml_loss  # torch and PML: only for a pml: name
+
+        pml_loss.check_build(entry, where)  # what PML itself refuses, named before any job
     missing = [p for p in known[name].required if p not in entry and p not in known[name].needs]
     if missing:
         raise ConfigError(f"{where}: {family} {name!r} needs {', '.join(missing)} ({known[name].source})")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dmlbench.core import module_files
+from dmlbench.core.registry import did_you_mean
 
 DMLBENCH = Path(__file__).resolve().parents[1]
 # the documented bases of each family: a component subclasses one of them (docs/howto/add-method.md)
@@ -184,3 +185,26 @@ def bases_text(family: str) -> str:
     path, names = ROOTS[family]
     module = ".".join(path.relative_to(DMLBENCH.parent).with_suffix("").parts)
     return f"{' or '.join(names)} (from {module} import {', '.join(names)})"
+
+
+def not_a_class(lineage, found, attribute: str, family: str) -> str:
+    """Why `attribute` of module `found` is no class it defines: a function, a class it imports
+    (and where that is defined), or nothing of that name."""
+    tree, module = found.tree, found.name
+    function = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == attribute), None)
+    if function is not None:
+        return (
+            f"{attribute} ({found.path}:{function.lineno}) is a function; a {family} is a class, a subclass of "
+            f"{bases_text(family)}"
+        )
+    imported = lineage.lookup(found, [attribute])
+    if imported is not None:
+        home = lineage.home(imported)
+        return (
+            f"{module} does not define {attribute!r}, it imports it: the class is defined in {home.name} "
+            f"({home.path}:{imported.lineno}); name it {home.name}:{attribute}"
+        )
+    return (
+        f"{found.path} defines no class {attribute!r} at its top level"
+        f"{did_you_mean(attribute, [n.name for n in tree.body if isinstance(n, ast.ClassDef)])}"
+    )

@@ -21,6 +21,10 @@ def build(name: str, **params):
             f"losses.build({name!r}) needs {', '.join(missing)} (the training fills them in from the data and "
             f"the model; in your own code give them: labels 0..num_classes-1) ({component.source})"
         )
+    if name.startswith("pml:"):  # pytorch-metric-learning's loss of that class (dmlbench.methods.pml)
+        from dmlbench.methods.pml_loss import PMLLoss
+
+        return PMLLoss(name, **params)
     return LOSSES.build(name, **params)
 
 

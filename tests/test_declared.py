@@ -409,3 +409,22 @@ def test_a_users_proxy_loss_inherits_the_declarations_of_num_classes_and_embeddi
     assert dict(component.limits) == {"num_classes": ">= 2", "embedding_dim": ">= 1", "scale": "> 0"}
     assert set(dict(component.about)) == {"num_classes", "embedding_dim", "scale"}
     assert component.needs == ("num_classes", "embedding_dim") and component.takes_miner is False
+
+
+@pytest.mark.parametrize(
+    "file, old, new, said",
+    [
+        ("experiments/ms.yaml", "  paper: ms\n", "  paper: msx\n", r"experiment ms\.\w+\.paper: 'msx' is no paper of"),
+        (
+            "methods.yaml",
+            "  paper: ms\n",
+            "  paper: mss\n",
+            r"method \w+\.paper: 'mss' is no paper of .*did you mean 'ms'",
+        ),
+    ],
+)
+def test_a_paper_id_not_in_papers_yaml_is_refused_when_the_plan_loads(tmp_path, file, old, new, said):
+    """A typo in `paper:` would leave the paper's certificate on the page, stale (issue 72)."""
+    config = _catalogue_with(tmp_path, file, old, new)
+    with pytest.raises(ConfigError, match=said):
+        Plan.load(config, {"preset": "smoke"})

@@ -48,6 +48,16 @@ KNOB_KEYS = {"title", "paper", "kind", "datasets", "seeds", "stand_in"}
 METHOD_KEYS = {"label", "paper", "loss", "miner", "sampler", "train", "per_dataset", "search"}
 
 
+def _check_paper(plan, paper, where: str) -> None:
+    """A paper id of papers.yaml, or null (the suite's own experiments, a user's method)."""
+    if paper is not None and paper not in plan.papers:
+        raise ConfigError(
+            f"{where}: {paper!r} is no paper of {plan.config_dir / 'papers.yaml'}"
+            f"{did_you_mean(str(paper), plan.papers)}; known: {', '.join(plan.papers)} "
+            f"(a new paper is added there first: docs/howto/add-paper.md)"
+        )
+
+
 def check_catalogue(plan) -> None:
     check_settings(plan, plan.defaults, "dmlbench/run_config defaults")
     for name in plan.methods:
@@ -59,6 +69,7 @@ def check_catalogue(plan) -> None:
     method_checks.check_methods(plan, METHOD_KEYS)
     margins.default(plan.config_dir)
     for name, method in plan.methods.items():
+        _check_paper(plan, method.get("paper"), f"{own_methods.source(plan, name)}: method {name}.paper")
         check_settings(plan, method.get("train"), f"{own_methods.source(plan, name)}: method {name}.train")
         for dataset, own in (method.get("per_dataset") or {}).items():
             where = f"{own_methods.source(plan, name)}: method {name}.per_dataset"
@@ -66,6 +77,7 @@ def check_catalogue(plan) -> None:
             check_per_dataset(plan, method, own, f"{where}.{dataset}")
     for key, exp in plan.experiments.items():
         where = f"{plan.sources[key]}: experiment {key}"
+        _check_paper(plan, exp.get("paper"), f"{where}.paper")
         if plan.is_analysis(key):
             unknown = set(exp) - ANALYSIS_KEYS
             if unknown or exp.get("analysis") not in ANALYSES:

@@ -87,6 +87,11 @@ def test_few_seeds_nan_and_zero_spread_say_what_they_are():
     assert failed.verdict == numbers.FAILED and failed.failed == 1 and failed.n == 2
     flat = numbers.judge([65.0, 65.0, 65.0], 65.5, 1.005)
     assert flat.verdict == numbers.REPRODUCED and flat.zero_spread
+    at_margin = numbers.judge([65.0, 65.0, 65.0], 66.0, 1.0)  # no spread, the gap δ exactly: undecidable
+    assert at_margin.verdict == numbers.INCONCLUSIVE and at_margin.seeds_needed is None
+    from dmlbench.verdicts import certificate
+
+    assert "no number of seeds decides it" in certificate._why(dict(at_margin.__dict__, verdict=at_margin.verdict))
     assert numbers.printed_precision("66.85") == pytest.approx(0.005)
     assert numbers.printed_precision("97") == 0.5
     from dmlbench.config import margins

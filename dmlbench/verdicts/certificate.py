@@ -197,6 +197,8 @@ def _why(number: dict) -> str:
     if number["n"] < numbers.MIN_SEEDS:
         return f": fewer than {numbers.MIN_SEEDS} seeds"
     needed = number.get("seeds_needed")
+    if not needed and number.get("zero_spread"):  # every seed the same number, its gap from the paper δ exactly
+        return ": no spread, and the gap equals δ: no number of seeds decides it"
     return (
         f": {needed} seeds would decide it at this spread"
         if needed

@@ -27,7 +27,7 @@ $(VENV)/.dev: $(VENV)/.installed
 	touch $@
 
 demo: $(VENV)/.installed  ## fixtures of the four datasets + digits, every rule, on CPU
-	@started=$$(date +%s); snakemake --cores $(CORES) --config preset=demo \
+	@started=$$(date +%s); python -m snakemake --cores $(CORES) --config preset=demo \
 	  && echo "pipeline: $$(( $$(date +%s) - started )) s"
 	@echo "Report: reports/demo/index.html"
 
@@ -39,7 +39,7 @@ format: $(VENV)/.dev  ## write the code as ruff formats it and lint it (tests/te
 	python -m ruff check dmlbench tests benchmarks
 
 smoke: $(VENV)/.installed
-	snakemake --cores $(CORES) --config preset=smoke
+	python -m snakemake --cores $(CORES) --config preset=smoke
 
 test-slurm: $(VENV)/.dev  ## the smoke preset on a real one-node SLURM started here (root, Debian)
 	python tests/slurm_cluster.py --config preset=smoke
@@ -52,7 +52,7 @@ preflight: $(VENV)/.installed  ## every code path of the full preset run once on
 	python -m dmlbench preflight $(if $(PREFLIGHT_SIDE),--image-side $(PREFLIGHT_SIDE))
 
 dry-run: $(VENV)/.installed  ## the full preset's jobs, as a GPU box would run them
-	snakemake -n --cores all --resources gpu=8
+	python -m snakemake -n --cores all --resources gpu=8
 
 docs: $(VENV)/.dev  ## the documentation site (site/index.html): generated pages, then mkdocs --strict
 	python -m dmlbench.report.docs_pages docs/generated

@@ -202,6 +202,16 @@ def _catalogue_copy(tmp_path) -> Path:
     return folder
 
 
+def test_a_users_own_setting_outside_its_search_range_is_called_theirs(tmp_path):
+    """A method of the user's methods file: 'your loss.margin', never 'the paper's' (issue 72)."""
+    methods = tmp_path / "mine.yaml"
+    entry = {"label": "Mine", "loss": {"name": "contrastive", "pos_margin": 1.0, "neg_margin": 0.5}}
+    entry |= {"sampler": "m_per_class", "search": {"loss.neg_margin": {"low": 0.6, "high": 0.9}}}
+    methods.write_text(yaml.safe_dump({"methods": {"mine": entry}, "join": ["suite.fair"]}))
+    with pytest.raises(ConfigError, match=r"your loss.neg_margin = 0.5 lies outside method mine's .*\(your setting"):
+        Plan.load(CONFIG_DIR, {"preset": "smoke", "methods_file": str(methods), "experiments": ["suite.fair"]})
+
+
 def test_a_method_without_a_search_space_is_refused_before_any_job_naming_it(tmp_path):
     folder = _catalogue_copy(tmp_path)
     methods = yaml.safe_load((folder / "methods.yaml").read_text())

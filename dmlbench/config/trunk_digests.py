@@ -40,7 +40,12 @@ def missing(plan) -> dict[str, list[str]]:
     """{trunk id: the experiments that run it} for every pretrained timm trunk the plan runs with
     no digest on record, none in the run and none in the preset."""
     out: dict[str, list[str]] = {}
+    seen = set()
     for run in plan.all_runs():
+        key = (run.experiment, run.dataset, run.method, getattr(run, "stage", None))
+        if key in seen:
+            continue  # its other seeds, folds and trials run the same trunk
+        seen.add(key)
         model = plan.resolved(run)["model"]
         trunk = timm_trunks.TRUNKS.get(model["backbone"])
         if trunk is None or not model["pretrained"] or trunk.sha256 or model.get("weights_sha256"):

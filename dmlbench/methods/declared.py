@@ -233,7 +233,7 @@ def check(family: str, entry, where: str) -> None:
     if pml.is_pml(name):
         from dmlbench.methods import pml_loss  # torch and PML: only for a pml: name
 
-        pml_loss.check_build(entry, where)  # what PML itself refuses, named before any job
+        pml_loss.check_build(entry, where, known[name].needs)  # what PML itself refuses, before any job
     missing = [p for p in known[name].required if p not in entry and p not in known[name].needs]
     if missing:
         raise ConfigError(f"{where}: {family} {name!r} needs {', '.join(missing)} ({known[name].source})")

@@ -72,12 +72,12 @@ def indices_tuple(batch) -> tuple[torch.Tensor, ...]:
     return anchors_p, positives, anchors_n, negatives
 
 
-def check_build(entry: dict, where: str) -> None:
+def check_build(entry: dict, where: str, needs: tuple = ()) -> None:
     """Build the loss once with the entry's values (the training's `num_classes` and embedding
     size stood in for by 4 and 8), so that what PML refuses is named before any job."""
     params = {k: v for k, v in entry.items() if k != "name"}
     stand_ins = {"num_classes": 4, "embedding_dim": 8}
-    for key in pml.component(entry["name"])["needs"]:
+    for key in needs:  # the plan's Component's, read once
         params.setdefault(key, stand_ins[key])
     try:
         PMLLoss(entry["name"], **params)

@@ -11,7 +11,7 @@ from dmlbench.methods.losses.base import LOSSES, PairLoss
 def build(name: str, **params):
     """Instantiate the loss registered as `name` with the paper-named parameters, each checked by
     type and range as the plan checks a methods file (ConfigError naming the parameter)."""
-    from dmlbench.methods import declared
+    from dmlbench.methods import declared, pml
 
     declared.check("loss", {"name": name, **params}, f"losses.build({name!r})")
     component = declared.components("loss")[name]
@@ -21,7 +21,7 @@ def build(name: str, **params):
             f"losses.build({name!r}) needs {', '.join(missing)} (the training fills them in from the data and "
             f"the model; in your own code give them: labels 0..num_classes-1) ({component.source})"
         )
-    if name.startswith("pml:"):  # pytorch-metric-learning's loss of that class (dmlbench.methods.pml)
+    if pml.is_pml(name):  # pytorch-metric-learning's loss of that class
         from dmlbench.methods.pml_loss import PMLLoss
 
         return PMLLoss(name, **params)

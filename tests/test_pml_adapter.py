@@ -115,12 +115,13 @@ def test_a_loss_with_class_weights_gets_them_from_the_training_and_takes_no_mine
         ({"name": "pml:CircleLos"}, r"pytorch-metric-learning has no loss 'CircleLos' \(did you mean 'CircleLoss'\?\)"),
         (
             {"name": "pml:CircleLoss", "gama": 80},
-            r"circle.loss.gama: .* has no parameter 'gama' \(did you mean 'gamma'\?\)",
+            r"circle_vthm.loss.gama: .* has no parameter 'gama' \(did you mean 'gamma'\?\)",
         ),
-        ({"name": "pml:CircleLoss", "m": "thirty"}, r"circle.loss.m: 'thirty' is not a float"),
+        ({"name": "pml:CircleLoss", "m": "thirty"}, r"circle_vthm.loss.m: 'thirty' is not a float"),
         ({"name": "pml:CircleLoss", "distance": "LpDistance"}, r"requires the distance metric to be CosineSimilarity"),
         ({"name": "pml:CircleLoss", "reducer": "MeanReduce"}, r"'MeanReduce' is no pytorch-metric-learning class"),
-        ({"name": "pml:CrossBatchMemory"}, r"is no loss of its own"),
+        ({"name": "pml:MultipleLosses"}, r"is no loss of its own"),
+        ({"name": "pml:CrossBatchMemory"}, r"loss 'pml:CrossBatchMemory' needs loss \(pytorch_metric_learning"),
     ],
 )
 def test_a_bad_pml_loss_is_refused_when_the_plan_loads_naming_the_file_and_key(tmp_path, loss, refusal):
@@ -128,7 +129,7 @@ def test_a_bad_pml_loss_is_refused_when_the_plan_loads_naming_the_file_and_key(t
     entry = {"label": "Circle", "loss": loss, "sampler": "m_per_class"}
     import yaml
 
-    methods.write_text(yaml.safe_dump({"methods": {"circle": entry}, "join": ["suite.baselines"]}))
+    methods.write_text(yaml.safe_dump({"methods": {"circle_vthm": entry}, "join": ["suite.baselines"]}))
     with pytest.raises(ConfigError, match=refusal):
         Plan.load(CONFIG_DIR, {"preset": "smoke", "methods_file": str(methods)})
 
@@ -137,7 +138,7 @@ def test_a_pml_losss_file_is_its_runs_code_identity(tmp_path):
     methods = tmp_path / "mine.yaml"
     methods.write_text(re.findall(r"```yaml\n(.*?)```", PAGE.read_text(), re.S)[1])
     plan = Plan.load(CONFIG_DIR, {"preset": "smoke", "methods_file": str(methods), "experiments": ["suite.fair"]})
-    run = next(r for r in plan.fair_runs() if r.method == "circle")
+    run = next(r for r in plan.fair_runs() if r.method == "circle_vthm")
     code = plan.resolved(run)["method"]["code"]
     assert list(code) == ["pytorch_metric_learning.losses.circle_loss"] and len(code[next(iter(code))]) == 64
 
@@ -152,5 +153,5 @@ def test_the_pages_pml_method_goes_through_the_smoke_fair_table(tmp_path):
     result = subprocess.run(command, capture_output=True, text=True, env=python_env(), timeout=1800)
     assert result.returncode == 0, result.stderr[-4000:]
     table = pd.read_csv(work / "reports/smoke/suite.fair/fair_table.csv")
-    assert "circle" in set(table["method"]) and table[table["method"] == "circle"]["mean"].notna().all()
+    assert "circle_vthm" in set(table["method"]) and table[table["method"] == "circle_vthm"]["mean"].notna().all()
     assert "<th class='row'>Circle loss (PML)</th>" in (work / "reports/smoke/index.html").read_text()

@@ -10,6 +10,7 @@ import torch
 
 from dmlbench.analysis import ANALYSES
 from dmlbench.config.plan import Plan
+from dmlbench.methods import plugin_code
 from dmlbench.methods.criterion import Criterion
 from dmlbench.methods.losses import LOSSES
 from dmlbench.methods.miners import MINERS
@@ -27,7 +28,8 @@ TESTS = Path(__file__).resolve().parent
 def test_every_configured_method_builds_and_gives_a_finite_loss_with_a_gradient(name):
     """A batch of 4 classes × 4 images, d = 8, through the method's loss and miner."""
     torch.manual_seed(0)
-    criterion = Criterion({"name": name, **METHODS[name]}, num_classes=4, embedding_dim=8).double()
+    method = {"name": name, **METHODS[name], "code": plugin_code.digests(METHODS[name])}  # as the plan records it
+    criterion = Criterion(method, num_classes=4, embedding_dim=8).double()
     embeddings = torch.randn(16, 8, dtype=torch.float64, requires_grad=True)
     labels = torch.arange(4).repeat_interleave(4)
     loss = criterion(embeddings, labels)

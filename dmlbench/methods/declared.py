@@ -125,8 +125,8 @@ def external(family: str, target: str, name: str) -> Component:
     imported (`plugin_source`); ConfigError naming it where the module cannot be found, the name is
     not a class it defines (a function, a class it imports: where it is defined) or the class is no
     dmlbench component (a subclass of the family's documented base)."""
-    if family == "loss" and pml.is_pml(target):  # pytorch-metric-learning's, by its own prefix
-        return Component(**pml.component(target))
+    if family in pml.FAMILIES and pml.is_pml(target):  # pytorch-metric-learning's, by its own prefix
+        return Component(**pml.component(target, family))
     module, _, attribute = target.partition(":")
     said = f"{family} {name!r}"
     own = plugin_source.checkout_own(module)
@@ -171,13 +171,13 @@ class Known(dict):
         self.family = family
 
     def __missing__(self, name):
-        if not (importable(name) or pml.is_pml(name)):
+        if not (importable(name) or (self.family in pml.FAMILIES and pml.is_pml(name))):
             raise KeyError(name)
         self[name] = external(self.family, name, name)
         return self[name]
 
     def __contains__(self, name) -> bool:
-        return dict.__contains__(self, name) or importable(name) or (self.family == "loss" and pml.is_pml(name))
+        return dict.__contains__(self, name) or importable(name) or (self.family in pml.FAMILIES and pml.is_pml(name))
 
 
 @cache
@@ -230,13 +230,13 @@ def check(family: str, entry, where: str) -> None:
         return
     check_params(family, name, [k for k in entry if k != "name"], where)
     check_values(known[name], {k: v for k, v in entry.items() if k != "name"}, f"{where}", family)
-    if pml.is_pml(name):
-        from dmlbench.methods import pml_loss  # torch and PML: only for a pml: name
-
-        pml_loss.check_build(entry, where, known[name].needs)  # what PML itself refuses, before any job
     missing = [p for p in known[name].required if p not in entry and p not in known[name].needs]
     if missing:
         raise ConfigError(f"{where}: {family} {name!r} needs {', '.join(missing)} ({known[name].source})")
+    if pml.is_pml(name):
+        from dmlbench.methods import pml_loss  # torch and PML: only for a pml: name
+
+        pml_loss.check_build(entry, where, known[name].needs, family)  # what PML itself refuses, before any job
 
 
 def check_method(method: dict, where: str) -> None:

@@ -23,11 +23,12 @@ class PairBatch:
     triplets: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
     dim: int | None = None  # embedding size, when built from embeddings
     labels: torch.Tensor | None = None
+    embeddings: torch.Tensor | None = None  # as the head gave them (not normalised): a PML miner reads them
 
     @classmethod
     def from_embeddings(cls, embeddings: torch.Tensor, labels: torch.Tensor) -> "PairBatch":
         x = F.normalize(embeddings, dim=1)
-        return replace(cls.from_similarity(x @ x.T, labels), dim=embeddings.shape[1])
+        return replace(cls.from_similarity(x @ x.T, labels), dim=embeddings.shape[1], embeddings=embeddings)
 
     @classmethod
     def from_similarity(cls, sim: torch.Tensor, labels: torch.Tensor) -> "PairBatch":

@@ -232,7 +232,7 @@ class Cluster:
 
     def time_limits(self) -> dict[str, str]:
         """ "<job id> <comment>" (the SLURM plugin's comment names the rule: rule_<name>_…) → the
-        time limit the job asked for (SLURM's own text, e.g. 2-00:00:00), as the controller
+        time limit the job asked for (SLURM's own text, e.g. 1-00:00:00), as the controller
         recorded it (scontrol's recent records)."""
         out = subprocess.run(
             ["scontrol", "show", "job", "-o"], capture_output=True, text=True, env=self.env, timeout=60

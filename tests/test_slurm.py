@@ -209,7 +209,7 @@ def test_small_chain_through_the_slurm_profile(running, tmp_path):
     limits = running.time_limits()  # no preflight budget here: a training asks for the cap, a reference the floor
     trains = [limit for name, limit in limits.items() if "rule_train" in name]
     references = [limit for name, limit in limits.items() if "rule_reference" in name]
-    assert trains == ["2-00:00:00"] * 3 and references == ["00:30:00"], limits
+    assert trains == ["1-00:00:00"] * 3 and references == ["00:30:00"], limits
     assert (tmp_path / "reports/smoke/index.html").exists()
     logs = "\n".join(p.read_text() for p in tmp_path.glob("logs/smoke/train/**/*.log"))
     assert "[gpu-slot]" not in logs  # under SLURM the wrapper keeps SLURM's device assignment
@@ -243,9 +243,9 @@ def test_profile_values_come_from_the_environment(monkeypatch):
     assert slurm_profile.cpu_job(720)["slurm_partition"] == "cpu"
     monkeypatch.setenv("DMLBENCH_SLURM_STATUS", "squeue")
     assert slurm_profile.status_command() == "squeue"
-    assert slurm_profile.job_minutes(None) == 2880  # no projection: the cap
+    assert slurm_profile.job_minutes(None) == 1440  # no projection: the cap, 24 h
     assert slurm_profile.job_minutes(2.0) == 180 and slurm_profile.job_minutes(0.01) == 30  # × 1.5, the floor
-    assert slurm_profile.job_minutes(100.0) == 2880
+    assert slurm_profile.job_minutes(100.0) == 1440
     monkeypatch.setenv("DMLBENCH_SLURM_TIME_FACTOR", "2")
     monkeypatch.setenv("DMLBENCH_SLURM_MIN_MINUTES", "10")
     assert slurm_profile.job_minutes(1.0) == 120 and slurm_profile.job_minutes(0.0) == 10
@@ -255,3 +255,47 @@ def test_profile_values_come_from_the_environment(monkeypatch):
     monkeypatch.setenv("DMLBENCH_SLURM_TRAIN_MINUTES", "two days")
     with pytest.raises(ValueError, match="DMLBENCH_SLURM_TRAIN_MINUTES='two days' must be a whole number"):
         slurm_profile.job_minutes(1.0)
+
+
+@pytest.mark.parametrize(
+    "text, minutes",
+    [
+        ("1-00:00:00", 1440),
+        ("2:00:00", 120),
+        ("30:00", 30),
+        ("45", 45),
+        ("1-12", 2160),
+        ("0:30:01", 31),
+        ("INFINITE", None),
+    ],
+)
+def test_slurm_time_limits_read_in_minutes(text, minutes):
+    from dmlbench.orchestration import slurm_limits
+
+    assert slurm_limits.minutes(text) == minutes
+
+
+def test_a_time_limit_slurm_would_not_write_is_refused_naming_it():
+    from dmlbench.orchestration import slurm_limits
+
+    with pytest.raises(ValueError, match="'two days' is no SLURM time limit"):
+        slurm_limits.minutes("two days")
+    assert slurm_limits.gpus("gpu:a100:4(S:0-1)") == 4 and slurm_limits.gpus("(null)") == 0
+
+
+@pytest.mark.slow
+def test_doctor_reads_the_test_clusters_partition_and_qos(running, monkeypatch):
+    """On the real one-node cluster: its gpu partition (no MaxTime, 1 node, 1 fake GPU) and a cap that
+    a partition with a MaxTime would refuse."""
+    from dmlbench.doctor.checks import ACTION, OK
+    from dmlbench.doctor.slurm_checks import slurm_checks
+    from dmlbench.orchestration import slurm_limits
+
+    for key, value in running.env.items():
+        monkeypatch.setenv(key, value)
+    checks = {c.item: c for c in slurm_checks()}
+    assert checks["partition gpu"].status == OK, checks
+    assert "no MaxTime, 1 node(s), 1 GPU(s) per node; a GPU job asks at most 1440 min" in checks["partition gpu"].detail
+    monkeypatch.setattr(slurm_limits, "read_partition", lambda name: slurm_limits.Partition(name, 720, 4, 8))
+    short = {c.item: c for c in slurm_checks()}["partition gpu"]
+    assert short.status == ACTION and "export DMLBENCH_SLURM_TRAIN_MINUTES=720" in short.detail

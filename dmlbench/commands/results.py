@@ -221,7 +221,11 @@ def add_user(sub) -> None:
     s.add_argument("--config-dir", default=CONFIG_DIR, help=CONFIG_DIR_HELP)
     s.add_argument("--preset", help="preset name (default: full, or the one in --config)")
     s.add_argument("--config", default="{}", help="JSON: changes as in --config of the workflow")
-    s.add_argument("--slurm", action="store_true", help="also check the SLURM executor plugin")
+    s.add_argument(
+        "--slurm",
+        action="store_true",
+        help="also check the SLURM executor plugin and the GPU partition's limits (sinfo, sacctmgr)",
+    )
     s.add_argument("--timeout", type=float, default=5.0, help="seconds per source probe")
     s.set_defaults(func=cmd_doctor)
 

@@ -1,7 +1,8 @@
 """`python -m dmlbench doctor`: what a new machine has and lacks for a plan, in under a minute.
 
 Checks, without training anything: Python, torch, CUDA devices, faiss (GPU build or not),
-snakemake (and the SLURM executor plugin when the SLURM profile is meant); per dataset of the
+snakemake (and, with `--slurm`, the SLURM executor plugin, the GPU partition's MaxTime, nodes and
+GPUs and the QOS limits, against what the profile's jobs ask); per dataset of the
 plan: prepared and valid, files present, a source that answers (one HEAD or one-byte range request
 per source, short timeout), or what to do by hand; the ImageNet weights of the backbones the plan
 trains with; free disk against what the missing datasets need. Ends with one table, and a
@@ -38,6 +39,10 @@ def run(plan, slurm: bool = False, timeout: float = 5.0, probe=probe_url, free_b
     needs_gpu = any(plan.resolve(run)["device"] != "cpu" for run in plan.all_runs())
     root = data_root_check(plan)
     checks = environment(slurm, needs_gpu) + [root] + device_checks(plan)
+    if slurm:
+        from dmlbench.doctor.slurm_checks import slurm_checks
+
+        checks += slurm_checks()
     if root.status == ACTION:
         return checks  # no dataset, disk or stale-file check can look at such a root
     urls = urls_to_probe(plan)

@@ -6,7 +6,7 @@ cluster is described by environment variables instead of edits of the profile:
 | `DMLBENCH_SLURM_GPU_PARTITION` | partition of the training and evaluation jobs | `gpu` |
 | `DMLBENCH_SLURM_CPU_PARTITION` | partition of prepare, cache and store (empty: the cluster's default) | empty |
 | `DMLBENCH_SLURM_ACCOUNT` | account charged (empty: none given) | empty |
-| `DMLBENCH_SLURM_TRAIN_MINUTES` | the most run time a GPU job asks for (the cap) | 2880 |
+| `DMLBENCH_SLURM_TRAIN_MINUTES` | the most run time a GPU job asks for (the cap; see `doctor --slurm`) | 1440 |
 | `DMLBENCH_SLURM_MIN_MINUTES` | the least run time a GPU job asks for (the floor) | 30 |
 | `DMLBENCH_SLURM_TIME_FACTOR` | a GPU job asks for this many times the preflight's projection | 1.5 |
 | `DMLBENCH_SLURM_TRAIN_MEM_MB` | memory of a training or evaluation job | 32000 |
@@ -25,7 +25,7 @@ DEFAULTS = {
     "GPU_PARTITION": "gpu",
     "CPU_PARTITION": "",
     "ACCOUNT": "",
-    "TRAIN_MINUTES": "2880",
+    "TRAIN_MINUTES": "1440",  # 24 h: what most sites allow; a longer run resumes in the next submission
     "MIN_MINUTES": "30",
     "TIME_FACTOR": "1.5",
     "TRAIN_MEM_MB": "32000",

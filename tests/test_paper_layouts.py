@@ -62,6 +62,8 @@ class Tables(HTMLParser):
             table["groups"].append((text, int(self.attrs.get("colspan", 1))))
         elif table["in_head"] and self.attrs.get("rowspan") is None:  # Δ (this suite − paper) follows the paper's
             table["head"].append((text, bool({"paper", "delta"} & set(classes.split()))))
+        elif not table["in_head"] and tag == "th" and "reference" in classes.split():
+            pass  # a "no training" row of a run table: the suite's, not the paper's
         elif not table["in_head"] and tag == "th":
             table["rows"].append(text.removesuffix("(quoted)").strip())
         elif not table["in_head"] and "paper" in classes.split():

@@ -4,6 +4,7 @@ cannot install and start SLURM (not root, no apt-get). `make test-slurm` runs th
 with and without accounting."""
 
 import json
+import math
 import os
 import re
 import signal
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 import slurm_cluster
 
-from conftest import REPO, python_env
+from conftest import CONFIG_DIR, REPO, python_env
 from processes import start, stop
 
 pytestmark = pytest.mark.xdist_group("test_slurm")  # one worker: one cluster (fixed ports)
@@ -299,3 +300,39 @@ def test_doctor_reads_the_test_clusters_partition_and_qos(running, monkeypatch):
     monkeypatch.setattr(slurm_limits, "read_partition", lambda name: slurm_limits.Partition(name, 720, 4, 8))
     short = {c.item: c for c in slurm_checks()}["partition gpu"]
     assert short.status == ACTION and "export DMLBENCH_SLURM_TRAIN_MINUTES=720" in short.detail
+
+
+def test_finished_runs_give_the_time_their_kind_asks_for_before_the_budget(tmp_path, monkeypatch):
+    """Made-up finished trainings of one kind (three seeds of a method on a dataset, and fair folds):
+    another seed asks for the 90 % quantile of their wall hours; a kind without any keeps the budget's
+    projection; a record without metrics.json (not finished) counts for nothing."""
+    import numpy as np
+
+    from dmlbench.config.plan import Plan
+    from dmlbench.orchestration import slurm_profile
+    from dmlbench.config import measured
+
+    monkeypatch.chdir(tmp_path)
+    base = "results/smoke/suite.baselines/digits/ms"
+    walls = {f"{base}/seed0": 3600.0, f"{base}/seed1": 5400.0, f"{base}/seed2": 7200.0, f"{base}/seed3": 1e9}
+    walls |= {"results/smoke/suite.fair/digits/ms/search/trial0/fold1": 900.0}
+    for run, seconds in walls.items():
+        folder = tmp_path / run
+        folder.mkdir(parents=True)
+        (folder / "cost.json").write_text(json.dumps({"wall_seconds": seconds, "epochs": 3}))
+        if not run.endswith("seed3"):  # seed 3 still training
+            (folder / "metrics.json").write_text("{}")
+    budget = tmp_path / "reports/smoke/preflight/budget.csv"
+    budget.parent.mkdir(parents=True)
+    budget.write_text(f"run,hours\n{base}/seed4,0.25\nresults/smoke/suite.baselines/digits/contrastive/seed0,0.25\n")
+    plan = Plan.load(CONFIG_DIR, {"preset": "smoke"})
+    expected = float(np.quantile([1.0, 1.5, 2.0], measured.QUANTILE))  # seeds 0-2, in hours
+    assert plan.projected_hours([f"{base}/seed4"]) == pytest.approx(expected)
+    assert plan.projected_hours(["results/smoke/suite.baselines/digits/contrastive/seed0"]) == 0.25
+    assert plan.projected_hours(["results/smoke/suite.fair/digits/ms/search/trial7/fold0"]) == pytest.approx(0.25)
+    assert plan.projected_hours(["results/smoke/suite.baselines/cub/ms/seed0"]) is None  # neither
+    assert slurm_profile.job_minutes(plan.projected_hours([f"{base}/seed4"])) == math.ceil(expected * 60 * 1.5)
+    budget.unlink()
+    for run in walls:
+        (tmp_path / run / "metrics.json").unlink(missing_ok=True)
+    assert not Plan.load(CONFIG_DIR, {"preset": "smoke"}).has_budget()  # neither: every job asks the cap, 24 h

@@ -75,22 +75,36 @@ class StepSpecs:
         return jobs
 
     def has_budget(self) -> bool:
-        """Whether the preflight's budget of this preset is in the working folder."""
-        return bool(self._budget())
+        """Whether a time can be projected for some run: the preflight's budget of this preset is
+        in the working folder, or some of its runs have finished (`dmlbench.config.measured`)."""
+        return bool(self._budget()) or bool(self._measured())
 
     def projected_hours(self, runs: list[str]) -> float | None:
-        """The device-hours the preflight's budget (`reports/<preset>/preflight/budget.csv`, in
-        the working folder) projects for these run folders; None without a budget, or when it
-        lacks one of them."""
-        try:
-            return sum(self._budget()[run] for run in runs)
-        except KeyError:
-            return None
+        """The hours these run folders will take: per run, the finished runs of its kind (the
+        `measured.QUANTILE` of their wall hours) where there are any, else the preflight's
+        budget (`reports/<preset>/preflight/budget.csv`, in the working folder); None when a run
+        has neither."""
+        from dmlbench.config.measured import kind
+
+        measured, budget, total = self._measured(), self._budget(), 0.0
+        for run in runs:
+            hours = measured.get(kind(run), budget.get(run))
+            if hours is None:
+                return None
+            total += hours
+        return total
 
     def _budget(self) -> dict[str, float]:
         if not hasattr(self, "_projected"):
             self._projected = _budget_hours(Path(f"reports/{self.name}/preflight/budget.csv"))
         return self._projected
+
+    def _measured(self) -> dict[str, float]:
+        if not hasattr(self, "_measured_hours"):
+            from dmlbench.config.measured import measured_hours
+
+            self._measured_hours = measured_hours(self.name)
+        return self._measured_hours
 
     def paper_setting(self, run: Run) -> dict:
         """A run of one of the papers' experiments as the catalogue defines it, without this

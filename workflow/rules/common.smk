@@ -4,7 +4,7 @@ import re
 import shlex
 import sys
 
-from dmlbench.config import verdict_spec
+from dmlbench.config import csv_datasets, verdict_spec
 from dmlbench.config.job_params import Untracked, as_json
 from dmlbench.config.plan import PRESET_NAME
 from dmlbench.config.run import EXPERIMENT_ID, RUN_METHOD, TRAIN_LOG
@@ -38,13 +38,15 @@ def gpu_count(resources):
 # or another --resources gpu=N reruns nothing, and a dry run has two fields fewer to fill per job.
 shell.prefix(
     (f"export PYTHONPATH={shlex.quote(workflow.basedir)}:\"$PYTHONPATH\"; DMLBENCH_PYTHON={PYTHON}; "
-     f"gpu_slot() {{ \"$DMLBENCH_PYTHON\" -m dmlbench gpu-slot --slots {gpu_count(workflow.global_resources)} -- \"$@\"; }}; ")
+     f"gpu_slot() {{ \"$DMLBENCH_PYTHON\" -m dmlbench gpu-slot --slots {gpu_count(workflow.global_resources)} -- \"$@\"; }}; "
+     f"{csv_datasets.environment(PLAN)}")  # the CSV datasets' files (data.csv), by name
     .replace("{", "{{").replace("}", "}}"))  # Snakemake formats the prefix: its braces kept
 
 
 def job_runtime(runs_of):
-    """A GPU job's `runtime` (minutes, what SLURM is asked for): from the preflight's budget for
-    the run folders `runs_of(wildcards)` trains; without a budget, the cap for every job."""
+    """A GPU job's `runtime` (minutes, what SLURM is asked for): from the finished runs of the same
+    kind, else the preflight's budget, for the run folders `runs_of(wildcards)` trains; without
+    either, the cap."""
     if not PLAN.has_budget():
         return job_minutes(None)
     return lambda w: job_minutes(PLAN.projected_hours(runs_of(w)))

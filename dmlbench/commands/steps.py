@@ -113,6 +113,12 @@ def cmd_analyse(args) -> None:
     analysis.run(spec["analysis"], Path(args.output_dir), spec)
 
 
+def cmd_retrieved(args) -> None:
+    from dmlbench.report import retrieved
+
+    retrieved.run(spec_json(args.spec), Path(args.json), Path(args.figure))
+
+
 def cmd_gpu_slot(args) -> None:
     from dmlbench.orchestration.gpu_slots import run_on_free_device
 
@@ -185,6 +191,14 @@ def add(sub) -> None:
     s.add_argument("--spec", required=True, help="JSON: what Jobs.analysis_spec gives")
     s.add_argument("--output-dir", required=True, help="the experiment's report folder")
     s.set_defaults(func=cmd_analyse)
+    s = sub.add_parser(
+        "retrieved", help="the top-k gallery images of fixed queries under two finished runs (JSON and figure)"
+    )
+    s.add_argument("--spec", required=True, help="JSON: what Jobs.retrieved_spec gives")
+    s.add_argument("--json", required=True, help="the record to write (queries, neighbours, correct flags, runs)")
+    s.add_argument("--figure", required=True, help="the PNG to write")
+    s.set_defaults(func=cmd_retrieved)
+
 
     s = sub.add_parser("ranking-vs-fair", help="a trunk ranking's Kendall τ against the fair table's ranking")
     s.add_argument("--spec", required=True, help="JSON: what Jobs.ranking_vs_fair_spec gives")

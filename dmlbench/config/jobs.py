@@ -1,5 +1,5 @@
 """What the Snakemake rules ask of a plan, in one place: each step's inputs, its spec and its rerun
-trigger (`step_jobs`, `fair_step_jobs`, `knob_step_jobs`). A thin adapter over `Plan`, which owns
+trigger (`step_jobs`, `fair_step_jobs`, `knob_step_jobs`, `retrieved_jobs`). A thin adapter over `Plan`, which owns
 the catalogue's checks, the runs and their resolved settings: every other name is the plan's.
 The rules call `JOBS = jobs.of(PLAN)`; a step's command run by hand builds its spec the same way."""
 
@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from dmlbench.config.fair_step_jobs import FairStepJobs
 from dmlbench.config.knob_step_jobs import KnobStepJobs
+from dmlbench.config.retrieved_jobs import RetrievedJobs
 from dmlbench.config.step_jobs import StepJobs
 
 
-class Jobs(StepJobs, FairStepJobs, KnobStepJobs):
+class Jobs(StepJobs, FairStepJobs, KnobStepJobs, RetrievedJobs):
     """The steps' inputs, specs and triggers of one plan."""
 
     def __init__(self, plan):

@@ -15,7 +15,7 @@ from pathlib import Path
 import jsonschema
 
 from dmlbench.run_config import defaults, json_schema, values
-from dmlbench.config import fair_job_sizes, knob_recipes, own_methods, run_checks, validation
+from dmlbench.config import fair_job_sizes, knob_recipes, own_methods, retrieved_jobs, run_checks, validation
 from dmlbench.config.fair_specs import FairSpecs
 from dmlbench.config.knob_specs import KnobSpecs
 from dmlbench.config.loading import deep_merge, load_yaml, plain_numbers, schema_hint, with_dataset_names, with_settings
@@ -87,6 +87,7 @@ class Plan(RunSettings, StepSpecs, FairSpecs, KnobSpecs):
         run_checks.check_fair_runs(self)
         fair_job_sizes.check(self)
         knob_recipes.check(self)
+        retrieved_jobs.check(self)
 
     @classmethod
     def load(cls, config_dir: str | Path, config: dict | None = None) -> "Plan":

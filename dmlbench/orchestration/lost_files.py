@@ -5,15 +5,18 @@ are present and up to date: a run's deleted `metrics.json`, or a table a failed 
 stay lost behind an existing report ("Nothing to be done"). Before the DAG is built, `reconcile`
 removes what was made from a lost file, so that Snakemake makes the chain again: an experiment's
 aggregated tables when a run's `metrics.json` is missing or one of the tables is, the results
-table likewise, and the preset's page when anything it shows is missing. Only cheap products are
-removed (tables, the page); a run is trained again only where its model is lost too (the train
-step evaluates a present model without training). A dry run only says what a run would remake.
+table likewise, and the preset's page when anything it shows is missing (a retrieved-images
+figure too). Only cheap products are removed (tables, the page); a run is trained again only where
+its model is lost too (the train step evaluates a present model without training). A dry run
+only says what a run would remake.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+
+from dmlbench.config import jobs
 
 AGGREGATE_OUTPUTS = ("table.csv", "table.md", "runs.csv", "recall_at_k.png", "learning_curves.png")
 
@@ -39,6 +42,7 @@ def lost(plan, root: Path = Path(".")) -> tuple[list[Path], list[str]]:
         stale.append(parquet)
     page = root / f"reports/{preset}/index.html"
     shown = [root / f"reports/{preset}/{key}/table.csv" for key in plan.experiment_ids if not _untabled(plan, key)]
+    shown += [root / path for path in jobs.of(plan).retrieved_outputs()]  # the retrieved-images figures
     if page.exists() and (stale or not parquet.exists() or not all(path.exists() for path in shown)):
         stale.append(page)
         if not said:

@@ -51,6 +51,7 @@ COMMANDS = (
     "verdict",
     "report",
     "results-table",
+    "retrieved",
 )
 PRELOAD = (
     "torch",
@@ -65,6 +66,7 @@ PRELOAD = (
     "dmlbench.analysis",
     "dmlbench.report.fair_tables",
     "dmlbench.report.index",
+    "dmlbench.report.retrieved",
     "dmlbench.verdicts.certificate",
     *training.IMPORTS,
 )

@@ -20,6 +20,7 @@ from dmlbench.report import (
     markdown,
     provenance,
     references,
+    retrieved_section,
     scorecard,
 )
 from dmlbench.report.aggregate import TOY_NOTE
@@ -163,7 +164,7 @@ def _experiment_html(plan, exp: dict, preset: str, folder: Path, page_dir: Path)
     """The experiment's heading, then its table or section, its figures and data files, or why
     it has none."""
     key = exp["id"]
-    why, content, figures, data = None, "", [], None
+    why, content, figures, data, retrieved = None, "", [], None, ""
     if exp["status"] == contents.FIGURE_ONLY:
         why = "figure only"
     elif exp["status"] == contents.NOT_RUN:
@@ -188,6 +189,7 @@ def _experiment_html(plan, exp: dict, preset: str, folder: Path, page_dir: Path)
         elif (folder / "summary.md").exists():
             content = _summary_html((folder / "summary.md").read_text().splitlines()[1:])
         figures = [] if plan.is_fair(key) or plan.is_knobs(key) else exp["figures"]
+        retrieved = retrieved_section.render_figures(folder, rel, f"{preset}-{key}")
         if folder.exists():
             data = sorted(p.name for p in folder.iterdir() if p.suffix in (".csv", ".md"))
     return render(
@@ -197,6 +199,7 @@ def _experiment_html(plan, exp: dict, preset: str, folder: Path, page_dir: Path)
         why=why,
         content=content,
         figures=figures,
+        retrieved=retrieved,
         data=data,
         folder=str(rel),
     )

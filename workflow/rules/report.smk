@@ -75,9 +75,26 @@ rule ranking_vs_fair:
         "\"$DMLBENCH_PYTHON\" -m dmlbench ranking-vs-fair --spec {params.spec:q} --output-dir {params.folder:q}"
 
 
+rule retrieved:   # the preset's `retrieved:` experiments: per dataset, fixed queries' top-k images, two runs
+    input:
+        lambda w: JOBS.retrieved_inputs(w.experiment, w.dataset),   # the runs' metrics.json: drawn again when retrained
+    output:
+        json=f"reports/{{preset}}/{{experiment}}/retrieved/{{dataset}}.json",
+        figure=f"reports/{{preset}}/{{experiment}}/retrieved/{{dataset}}.png",
+    params:
+        spec=lambda w: json.dumps(JOBS.retrieved_spec(w.experiment, w.dataset)),   # runs, fingerprints, k: rerun on change
+    resources:
+        gpu=1,
+        runtime=30,   # minutes (SLURM): two embeddings of a test split
+    shell:
+        "gpu_slot \"$DMLBENCH_PYTHON\" -m dmlbench retrieved --spec {params.spec:q}"
+        " --json {output.json:q} --figure {output.figure:q}"
+
+
 rule report:
     input:
         [JOBS.report_marker(experiment) for experiment in PLAN.experiment_ids],
+        JOBS.retrieved_outputs(),
         [f"reports/{PRESET}/{experiment}/ranking_vs_fair.md" for experiment in JOBS.ranked_against_fair()],
         [f"reports/{PRESET}/{paper}/certificate.json" for paper in verdict_spec.certified_papers(PLAN)],
         f"results/{PRESET}/runs.parquet",

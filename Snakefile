@@ -5,7 +5,7 @@
 import sys
 from pathlib import Path
 
-from dmlbench.config import jobs, preset_owner, trunk_digests
+from dmlbench.config import csv_datasets, jobs, preset_owner, trunk_digests
 from dmlbench.config.plan import Plan
 from dmlbench.core.errors import DmlbenchError
 from dmlbench.orchestration import lost_files, warm_start
@@ -20,6 +20,7 @@ try:  # a wrong setting, file or folder: its message, without Snakemake's trace 
     preset_owner.check(PLAN)  # another preset file of this name has results here: refused
     if workflow.is_main_process:  # what was made from a lost file is made again (not in a job's own process)
         lost_files.reconcile(PLAN, dry_run=lost_files.dry_run_asked(sys.argv))
+        csv_datasets.relink(PLAN, dry_run=lost_files.dry_run_asked(sys.argv))  # a CSV moved, its content equal
 except DmlbenchError as error:
     sys.exit(f"dmlbench: error: {error}")
 PRESET = PLAN.name

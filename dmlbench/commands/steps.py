@@ -47,6 +47,7 @@ def cmd_prepare(args) -> None:
         user_path=spec.get("path"),
         allow_download=spec.get("download", True),
         fixture_size=spec.get("fixture"),
+        csv_sha256=spec.get("csv_sha256"),
     )
 
 

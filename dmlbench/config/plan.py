@@ -16,6 +16,7 @@ import jsonschema
 
 from dmlbench.run_config import defaults, json_schema, values
 from dmlbench.config import fair_job_sizes, knob_recipes, own_methods, retrieved_jobs, run_checks, validation
+from dmlbench.config import csv_datasets
 from dmlbench.config.fair_specs import FairSpecs
 from dmlbench.config.knob_specs import KnobSpecs
 from dmlbench.config.loading import deep_merge, load_yaml, plain_numbers, schema_hint, with_dataset_names, with_settings
@@ -80,6 +81,7 @@ class Plan(RunSettings, StepSpecs, FairSpecs, KnobSpecs):
         self.papers = load_yaml(self.config_dir / "papers.yaml")
         self.experiments = self._load_experiments()
         own_methods.merge(self)
+        csv_datasets.join(self)
         validation.check_catalogue(self)
         validation.check_preset(self)
         self.skipped = self._experiments_without_runs()
@@ -97,9 +99,11 @@ class Plan(RunSettings, StepSpecs, FairSpecs, KnobSpecs):
         config_dir = Path(config_dir)
         given = config.pop("preset_file", None)
         name, preset_file = preset_source(config_dir, config.get("preset"), given)
+        base = load_yaml(preset_file)
+        csv_datasets.register(deep_merge(base, config))  # the CSV datasets' names are the schema's too
         schema = with_dataset_names(load_yaml(config_dir / "schema.yaml"), DATASETS.names())
         config = values.coerce(config, with_settings(schema, json_schema(OPTIMISERS.names())))
-        preset = deep_merge(load_yaml(preset_file), config)
+        preset = deep_merge(base, config)
         preset["preset"] = name
         try:
             jsonschema.validate(preset, schema)

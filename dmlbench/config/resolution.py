@@ -75,6 +75,8 @@ class RunSettings:
             "seed": run.seed,
         }
         cfg["data"] = {"manifest": self.manifest(run.dataset)}
+        if run.dataset in self.csv_digests:  # a CSV dataset's content decides the numbers, its path not
+            cfg["data"]["csv_sha256"] = self.csv_digests[run.dataset]
         if self.preset["data"].get("max_image_pixels"):  # only where set: other runs' settings unchanged
             cfg["data"]["max_image_pixels"] = self.preset["data"]["max_image_pixels"]
         store = self.store(run.dataset, cfg["input"]["resize"])

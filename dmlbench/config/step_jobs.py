@@ -40,7 +40,10 @@ class StepJobs:
         return [f"{folder}/store.json"] if folder else []
 
     def prepare_spec(self, dataset: str) -> dict:
+        """What prepare reads; a CSV dataset's content (not its path: a moved CSV reruns nothing),
+        which the step finds by the workflow's environment (`csv_datasets.environment`)."""
         data = self.preset["data"]
+        csv = self.csv_digests.get(dataset)
         return {
             "dataset": dataset,
             "source": data["source"],
@@ -48,6 +51,7 @@ class StepJobs:
             "path": data["paths"].get(dataset),
             "download": data["download"],
             "fixture": data.get("fixture"),
+            **({"csv_sha256": csv} if csv else {}),
         }
 
     def aggregate_spec(self, experiment: str) -> dict:

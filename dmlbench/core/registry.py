@@ -80,6 +80,11 @@ class Registry:
         self._claim(name)
         self._lazy[name] = target
 
+    def unregister(self, name: str) -> None:
+        """Forget `name` (a dataset of the user's CSV, registered anew when the file is read again)."""
+        self._entries.pop(name, None)
+        self._lazy.pop(name, None)
+
     def _claim(self, name: str) -> None:
         if name in self._entries or name in self._lazy:
             raise ValueError(f"{self.kind} {name!r} is registered twice")

@@ -17,7 +17,7 @@ import pandas as pd
 from dmlbench.data import acquire, datasets, duplicates, fixtures, manifest
 from dmlbench.core.errors import DatasetError
 from dmlbench.core.machine import data_root_problem
-from dmlbench.core.io import atomic_dir
+from dmlbench.core.io import atomic_dir, atomic_path
 
 
 def prepare(
@@ -28,8 +28,10 @@ def prepare(
     user_path: str | None = None,
     allow_download: bool = True,
     fixture_size: dict | None = None,
+    csv_sha256: str | None = None,
 ) -> pd.DataFrame:
-    """Build and check the manifest of `dataset`, writing it to `output` only when every check passes."""
+    """Build and check the manifest of `dataset`, writing it to `output` only when every check passes
+    (a CSV dataset's file must still have the content `csv_sha256` the plan read)."""
     spec = datasets.get(dataset)
     problem = data_root_problem(root)
     if problem:
@@ -43,6 +45,8 @@ def prepare(
         with atomic_dir(raw) as tmp:
             spec.write_shipped(tmp)
         table = spec.parse(raw)
+    elif spec.csv:  # a dataset of the user's CSV: its images used in place, whatever the source
+        table = _from_csv(spec, folder, csv_sha256)
     elif source == "fixture":
         archives = folder / "archives"
         with atomic_dir(archives) as tmp:
@@ -63,6 +67,9 @@ def prepare(
         if same:
             print(same, file=sys.stderr)
         manifest.write(table, output)
+        if spec.csv:  # the content the link's images were listed by (`relink`)
+            with atomic_path(folder / CSV_RECORD) as tmp:
+                tmp.write_text(spec.csv_sha256 + "\n")
     except BaseException:
         if (folder / USER_LINK).is_symlink() and not output.exists():  # no manifest: no link either
             (folder / USER_LINK).unlink()
@@ -96,6 +103,32 @@ def _real(spec, root: Path, folder: Path, user_path: str | None, allow_download:
 
 
 USER_LINK = "user-data"
+CSV_RECORD = "user-data.sha256"  # beside a CSV dataset's link: the sha256 of the CSV it was made from
+
+
+def _from_csv(spec, folder: Path, planned: str | None) -> pd.DataFrame:
+    """A CSV dataset's rows, their images reached through `user-data`, a link to their common folder."""
+    if planned and planned != spec.csv_sha256:
+        raise DatasetError(
+            f"{spec.csv} changed after the workflow was planned (sha256 {spec.csv_sha256[:12]}…, planned "
+            f"{planned[:12]}…): run snakemake again, which plans the new content"
+        )
+    table = spec.parse(Path(spec.csv))
+    table.attrs["base"] = _link_user_folder(Path(table.attrs["top"]), folder)
+    return table
+
+
+def relink(spec, folder: Path) -> Path | None:
+    """Point a prepared CSV dataset's link at its images again after its CSV moved with its
+    content unchanged (the sha256 recorded when it was prepared): nothing is made again. The
+    folder linked now, or None where the link was right or is not this content's."""
+    link, record = Path(folder) / USER_LINK, Path(folder) / CSV_RECORD
+    if not link.is_symlink() or not record.is_file() or record.read_text().strip() != spec.csv_sha256:
+        return None
+    top = Path(spec.parse(Path(spec.csv)).attrs["top"])
+    if Path(os.readlink(link)) == top.resolve():
+        return None
+    return _link_user_folder(top, Path(folder)).resolve()
 
 
 def _link_user_folder(given: Path, folder: Path) -> Path:

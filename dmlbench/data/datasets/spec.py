@@ -53,6 +53,8 @@ class DatasetSpec:
     write_fixture: Callable | None = None  # (folder, n_classes, per_class, rng, image_size) → SplitStats
     write_shipped: Callable[[Path], None] | None = None  # data shipped in a package: its files, written
     about: str = ""  # one sentence for the report, where the data needs one
+    csv: str | None = None  # a dataset of the user's: its CSV file (`dmlbench.data.csv_dataset`)
+    csv_sha256: str | None = None  # and the sha256 of its content (its runs' settings hold it)
 
     @property
     def files(self) -> tuple[SourceFile, ...]:

@@ -18,7 +18,7 @@ RECORD = (
 )
 
 
-def launch(tmp_path, name, slots, env=None):
+def launch(tmp_path, name, slots, env=None, per_device=1):
     out = tmp_path / f"{name}.json"
     command = [
         sys.executable,
@@ -27,6 +27,8 @@ def launch(tmp_path, name, slots, env=None):
         "gpu-slot",
         "--slots",
         str(slots),
+        "--per-device",
+        str(per_device),
         "--lock-dir",
         str(tmp_path / "locks"),
         "--",
@@ -52,6 +54,26 @@ def test_concurrent_jobs_never_share_a_device(tmp_path):
     starts = sorted(r[1] for r in records)
     ends = sorted(r[2] for r in records)
     assert starts[2] >= ends[0] - 0.05
+
+
+def test_per_device_places_that_many_jobs_on_each_device_and_no_more(tmp_path):
+    """Four slots at two per device: devices 0 and 1, two jobs each at most at any moment, and the
+    first two jobs spread over both devices before either takes a second."""
+    from dmlbench.orchestration.gpu_slots import places
+
+    assert places(["0", "1"], 2, 4) == [("0", 0), ("1", 0), ("0", 1), ("1", 1)]
+    assert places(["0", "1", "2"], 2, 5)[-1] == ("1", 1)
+    jobs = [launch(tmp_path, f"job{i}", slots=4, per_device=2) for i in range(6)]
+    for process, _ in jobs:
+        assert process.wait(timeout=60) == 0
+    records = [json.loads(out.read_text()) for _, out in jobs]
+    assert {device for device, _, _ in records} == {"0", "1"}
+    for device in ("0", "1"):
+        spans = [(a, b) for d, a, b in records if d == device]
+        for begun, _ in spans:  # jobs on this device running when each began, itself included
+            assert sum(a <= begun < b for a, b in spans) <= 2, records
+    starts = sorted(r[1] for r in records)
+    assert starts[4] >= sorted(r[2] for r in records)[0] - 0.05  # six jobs, four places: two waited
 
 
 def test_slurm_assignment_is_kept(tmp_path):

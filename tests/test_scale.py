@@ -237,14 +237,26 @@ def numbers_on_disk(work: Path) -> dict:
 
 @pytest.mark.slow
 def test_four_loader_workers_give_the_numbers_of_none_through_snakemake(finished, tmp_path):
-    """`loader.workers` is number-free: the finished narrowed smoke run (0 workers) trained again
-    with 4 gives every metric and every epoch's loss identical."""
+    """`loader.workers` and `gpu_per_device` are number-free: the finished narrowed smoke run (0
+    workers, one job at a time) trained again with 4 workers and two GPU jobs on each of one device's
+    two places gives every metric and every epoch's loss identical, and neither reruns anything."""
     work = tmp_path / "work"
     shutil.copytree(finished, work, symlinks=True)
     result = snakemake(
-        REPO / "Snakefile", work, "overrides={loader: {workers: 4}}", "--forcerun", "train", "fair_stage", "fair_final"
+        REPO / "Snakefile",
+        work,
+        "overrides={loader: {workers: 4}}",
+        "gpu_per_device=2",
+        "--resources",
+        "gpu=2",
+        "--forcerun",
+        "train",
+        "fair_stage",
+        "fair_final",
     )
     assert result.returncode == 0, result.stderr[-4000:]
+    logs = [path.read_text() for path in work.glob("logs/smoke/train/**/*.log")]
+    assert logs and all("[gpu-slot] device 0" in log and "[gpu-slot] device 1" not in log for log in logs)
     assert planned(snakemake(REPO / "Snakefile", work, "--dry-run")) == {}
     before, after = numbers_on_disk(finished), numbers_on_disk(work)
     assert len(before) > 10 and sorted(after) == sorted(before)

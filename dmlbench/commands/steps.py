@@ -126,7 +126,9 @@ def cmd_gpu_slot(args) -> None:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         raise DmlbenchError("gpu-slot needs a command after --")
-    sys.exit(run_on_free_device(command, args.slots, Path(args.lock_dir), args.timeout))
+    if args.per_device < 1:
+        raise DmlbenchError("gpu-slot --per-device 0: give 1 or more (jobs one device runs at once)")
+    sys.exit(run_on_free_device(command, args.slots, Path(args.lock_dir), args.timeout, args.per_device))
 
 
 def cmd_warm_start(args) -> None:
@@ -192,6 +194,12 @@ def add(sub) -> None:
     s.add_argument("--spec", required=True, help="JSON: what Jobs.analysis_spec gives")
     s.add_argument("--output-dir", required=True, help="the experiment's report folder")
     s.set_defaults(func=cmd_analyse)
+
+    s = sub.add_parser("ranking-vs-fair", help="a trunk ranking's Kendall τ against the fair table's ranking")
+    s.add_argument("--spec", required=True, help="JSON: what Jobs.ranking_vs_fair_spec gives")
+    s.add_argument("--output-dir", required=True, help="the experiment's report folder")
+    s.set_defaults(func=cmd_ranking_vs_fair)
+
     s = sub.add_parser(
         "retrieved", help="the top-k gallery images of fixed queries under two finished runs (JSON and figure)"
     )
@@ -200,14 +208,9 @@ def add(sub) -> None:
     s.add_argument("--figure", required=True, help="the PNG to write")
     s.set_defaults(func=cmd_retrieved)
 
-
-    s = sub.add_parser("ranking-vs-fair", help="a trunk ranking's Kendall τ against the fair table's ranking")
-    s.add_argument("--spec", required=True, help="JSON: what Jobs.ranking_vs_fair_spec gives")
-    s.add_argument("--output-dir", required=True, help="the experiment's report folder")
-    s.set_defaults(func=cmd_ranking_vs_fair)
-
     s = sub.add_parser("gpu-slot", help="run a command on a device no other such command holds")
     s.add_argument("--slots", type=whole, required=True, help="number of devices (0: leave as is)")
+    s.add_argument("--per-device", type=whole, default=1, help="jobs one device runs at once (the slots' share)")
     s.add_argument("--lock-dir", default=".dmlbench/gpu-locks", help="where the slots' lock files live")
     s.add_argument(
         "--timeout",

@@ -9,6 +9,11 @@ child when the wrapper is killed outright), so a released device is never still 
 With an inherited `CUDA_VISIBLE_DEVICES` (a shared machine where the user was given devices 4 and
 5, say), slot i is the i-th device of that mask, and more slots than the mask lists are refused.
 Under SLURM (`SLURM_JOB_ID` set) or with N = 0 the environment is left as it is.
+
+Several trainings per device (`--per-device K`, the workflow's `--config gpu_per_device=K`): the N
+slots are K places on each of N / K devices (`gpu<i>.lock`, `gpu<i>.1.lock`, …), filled one place
+per device first, so `--resources gpu=16 --config gpu_per_device=2` runs 16 GPU jobs on 8 devices,
+two each. What a training computes does not depend on its device or its neighbours.
 """
 
 from __future__ import annotations
@@ -33,8 +38,13 @@ class NoFreeDeviceError(DmlbenchError):
     """Every device stayed taken for longer than the wait allowed."""
 
 
-def _lock_name(device: str) -> str:
-    return "gpu" + re.sub(r"[^A-Za-z0-9_.-]", "_", device) + ".lock"
+def _lock_name(device: str, place: int = 0) -> str:
+    return "gpu" + re.sub(r"[^A-Za-z0-9_.-]", "_", device) + (f".{place}" if place else "") + ".lock"
+
+
+def places(devices: list[str], per_device: int, slots: int) -> list[tuple[str, int]]:
+    """The first `slots` (device, place) pairs, one place on every device before a second on any."""
+    return [(device, place) for place in range(per_device) for device in devices][:slots]
 
 
 def _holders(lock_dir: Path, devices: list[str]) -> str:
@@ -75,9 +85,11 @@ def claim_device(
     timeout: float | None = None,
     say=lambda message: print(message, file=sys.stderr, flush=True),
     devices: list[str] | None = None,
+    per_device: int = 1,
 ):
-    """Hold the lock of a free device among `devices` (default 0..slots-1) for the duration of the
-    block; yield its name (the value for CUDA_VISIBLE_DEVICES).
+    """Hold the lock of a free place among `per_device` places on each of `devices` (default
+    0..slots-1), `slots` places in all, for the duration of the block; yield its device's name
+    (the value for CUDA_VISIBLE_DEVICES).
 
     Says once that it waits (and for which devices, held by whom); gives up after `timeout` s.
     """
@@ -94,8 +106,8 @@ def claim_device(
     started = time.monotonic()
     waiting = False
     while True:
-        for device in devices:
-            handle = open_lock(lock_dir / _lock_name(device))
+        for device, place in places(devices, per_device, slots):
+            handle = open_lock(lock_dir / _lock_name(device, place))
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -145,12 +157,15 @@ def _call(command: list[str], env: dict | None = None) -> int:
             signal.signal(s, handler)
 
 
-def run_on_free_device(command: list[str], slots: int, lock_dir: Path, timeout: float | None = None) -> int:
-    """Run `command` with CUDA_VISIBLE_DEVICES set to a device no other wrapped job holds."""
+def run_on_free_device(
+    command: list[str], slots: int, lock_dir: Path, timeout: float | None = None, per_device: int = 1
+) -> int:
+    """Run `command` with CUDA_VISIBLE_DEVICES set to a device of which fewer than `per_device`
+    other wrapped jobs hold a place."""
     if slots <= 0 or os.environ.get("SLURM_JOB_ID"):
         return _call(command)
-    devices = visible_devices(slots, os.environ.get("CUDA_VISIBLE_DEVICES"))
-    with claim_device(slots, lock_dir, timeout=timeout, devices=devices) as device:
+    devices = visible_devices(-(-slots // per_device), os.environ.get("CUDA_VISIBLE_DEVICES"))
+    with claim_device(slots, lock_dir, timeout=timeout, devices=devices, per_device=per_device) as device:
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=device)
         print(f"[gpu-slot] device {device} → {' '.join(command[:4])} …", file=sys.stderr, flush=True)
         return _call(command, env=env)

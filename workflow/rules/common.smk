@@ -38,7 +38,8 @@ def gpu_count(resources):
 # or another --resources gpu=N reruns nothing, and a dry run has two fields fewer to fill per job.
 shell.prefix(
     (f"export PYTHONPATH={shlex.quote(workflow.basedir)}:\"$PYTHONPATH\"; DMLBENCH_PYTHON={PYTHON}; "
-     f"gpu_slot() {{ \"$DMLBENCH_PYTHON\" -m dmlbench gpu-slot --slots {gpu_count(workflow.global_resources)} -- \"$@\"; }}; "
+     f"gpu_slot() {{ \"$DMLBENCH_PYTHON\" -m dmlbench gpu-slot --slots {gpu_count(workflow.global_resources)} "
+     f"--per-device {PLAN.preset.get('gpu_per_device', 1)} -- \"$@\"; }}; "
      f"{csv_datasets.environment(PLAN)}")  # the CSV datasets' files (data.csv), by name
     .replace("{", "{{").replace("}", "}}"))  # Snakemake formats the prefix: its braces kept
 

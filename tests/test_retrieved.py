@@ -226,3 +226,23 @@ def test_the_report_shows_the_figure_with_its_caption(tmp_path):
         "Fixture data: synthetic images",
     ):
         assert words in page, words
+
+
+def test_a_lost_figure_has_the_page_made_again(tmp_path):
+    from dmlbench.orchestration import lost_files
+
+    plan = Plan.load(CONFIG_DIR, {"preset": "demo", "experiments": ["ms.t1"]})
+    for path in ["reports/demo/ms.t1/table.csv", "results/demo/runs.parquet", "reports/demo/index.html"]:
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("")
+    for run in plan.runs("ms.t1"):
+        (tmp_path / run.path("demo")).mkdir(parents=True)
+        (tmp_path / run.path("demo") / "metrics.json").write_text("{}")
+    for name in ("table.md", "runs.csv", "recall_at_k.png", "learning_curves.png"):
+        (tmp_path / "reports/demo/ms.t1" / name).write_text("")
+    (tmp_path / "reports/demo/ms.t1/retrieved").mkdir()
+    (tmp_path / "reports/demo/ms.t1/retrieved/cub.json").write_text("{}")
+    stale, said = lost_files.lost(plan, tmp_path)
+    assert stale == [tmp_path / "reports/demo/index.html"]  # cub.png is missing: the page is made again
+    (tmp_path / "reports/demo/ms.t1/retrieved/cub.png").write_text("")
+    assert lost_files.lost(plan, tmp_path) == ([], [])

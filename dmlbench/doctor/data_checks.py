@@ -136,6 +136,11 @@ def dataset_checks(plan, probes: dict[str, Probe]) -> list[Check]:
     checks = []
     for name in plan.datasets:
         spec = datasets.get(name)
+        if spec.csv:  # the plan read and checked the file and its images
+            checks.append(
+                Check("dataset", name, OK, f"your CSV {spec.csv}: {sum(spec.expected.images.values()):,} images")
+            )
+            continue
         if spec.write_shipped or plan.preset["data"]["source"] == "fixture":
             checks.append(Check("dataset", name, OK, "made on the machine (fixture or shipped)"))
             continue

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from dmlbench.core.errors import ConfigError, DmlbenchError
-from dmlbench.data import datasets, prepare
+from dmlbench.data import datasets
 
 JOINS = ("suite.baselines", "suite.fair", "suite.knobs", "suite.modern")  # the experiments of any dataset
 STAND_IN = "cub"  # the paper recipe suite.knobs moves for a CSV dataset (no paper trains on it)
@@ -86,8 +86,10 @@ def environment(plan) -> str:
 def relink(plan, dry_run: bool = False) -> None:
     """After a CSV moved with its content unchanged, point its prepared folder's link at the
     images' new place (said on stderr); nothing else is made again. A dry run changes nothing."""
-    if dry_run:
+    if dry_run or not plan.csv_files:
         return
+    from dmlbench.data import prepare  # the data step's module: only where there is a link to mend
+
     for name in plan.csv_files:
         folder = Path(plan.data_dir) / name
         moved = prepare.relink(datasets.get(name), folder)

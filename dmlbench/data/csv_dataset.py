@@ -119,31 +119,33 @@ def _frame(csv: Path, data: bytes) -> pd.DataFrame:
     return frame
 
 
-def _refuse(csv: Path, line: int, column: str, value, problem: str) -> DatasetError:
-    return DatasetError(f"{csv}: line {line}, column {column}: {value!r} {problem}")
+def _refuse(csv: Path, frame: pd.DataFrame, bad, column: str, problem: str) -> None:
+    """Stop at the first row of `bad` (a boolean array), naming its line, `column` and value."""
+    if bad.any():
+        n = int(bad.argmax())
+        value = frame[column].iloc[n]
+        raise DatasetError(f"{csv}: line {frame.index[n] + 2}, column {column}: {value!r} {problem}")
 
 
 def _rows(csv: Path, frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """The rows with absolute paths, whole-number labels and the suite's splits; the layout."""
-    lines = frame.index.to_numpy() + 2
-    for line, path in zip(lines, frame["path"]):
-        if not path.strip():
-            raise _refuse(csv, line, "path", path, "is empty: name the image file (relative to the CSV's folder)")
+    paths = frame["path"].tolist()
+    empty = (frame["path"].str.strip() == "").to_numpy(dtype=bool)
+    _refuse(csv, frame, empty, "path", "is empty: name the image file (relative to the CSV's folder)")
     labels = frame["label"].str.strip()
-    for line, label in zip(lines, labels):
-        if not label.lstrip("-").isdigit():
-            raise _refuse(csv, line, "label", label, "is not a whole number: a class is a number such as 3")
+    whole = labels.str.fullmatch(r"-?[0-9]+").to_numpy(dtype=bool)
+    _refuse(csv, frame, ~whole, "label", "is not a whole number: a class is a number such as 3")
     splits = frame["split"].str.strip()
-    for line, split in zip(lines, splits):
-        if split not in SPLITS:
-            raise _refuse(csv, line, "split", split, "is not 'train' or 'validation' (OML's name of the test half)")
+    known = splits.isin(list(SPLITS)).to_numpy(dtype=bool)
+    _refuse(csv, frame, ~known, "split", "is not 'train' or 'validation' (OML's name of the test half)")
+    folder = str(csv.parent)
     table = pd.DataFrame(
         {
-            "path": [os.path.normpath(os.path.join(csv.parent, p)) for p in frame["path"]],
+            "path": [os.path.normpath(os.path.join(folder, p)) for p in paths],
             "label": labels.astype(int).to_numpy(),
             "split": splits.map(SPLITS).to_numpy(),
             "super": frame["category"].str.strip().to_numpy() if "category" in frame else "",
-            "line": lines,
+            "line": frame.index.to_numpy() + 2,
         }
     )
     if FLAGS[0] not in frame:
@@ -158,14 +160,11 @@ def _query_gallery(csv: Path, frame: pd.DataFrame, table: pd.DataFrame) -> tuple
     flags = {}
     for column in FLAGS:
         values = frame[column].str.strip().str.lower()
-        for line, value, raw, is_test in zip(table["line"], values, frame[column], test):
-            if not is_test and value not in EMPTY:
-                raise _refuse(
-                    csv, line, column, raw, "on a train row: the flags mark validation images; leave it empty"
-                )
-            if is_test and value not in TRUE | FALSE:
-                raise _refuse(csv, line, column, raw, "on a validation row: give 0/1 or true/false")
-        flags[column] = values.isin(TRUE).to_numpy() & test
+        empty = values.isin(list(EMPTY)).to_numpy(dtype=bool)
+        _refuse(csv, frame, ~test & ~empty, column, "on a train row: the flags mark validation images; leave it empty")
+        given = values.isin(list(TRUE | FALSE)).to_numpy(dtype=bool)
+        _refuse(csv, frame, test & ~given, column, "on a validation row: give 0/1 or true/false")
+        flags[column] = values.isin(list(TRUE)).to_numpy(dtype=bool) & test
     query, gallery = flags["is_query"], flags["is_gallery"]
     if (query & gallery).sum() == test.sum():
         return table, "all_vs_all"
@@ -238,8 +237,11 @@ def _check_images(csv: Path, table: pd.DataFrame) -> None:
 
 
 def common_folder(paths) -> str:
-    """The deepest folder that holds every image (the manifest's paths are relative to it)."""
-    return os.path.commonpath([os.path.dirname(p) for p in paths])
+    """The deepest folder that holds every image (the manifest's paths are relative to it): the
+    characters the first and last path (in sorting order) share, cut back to a folder."""
+    paths = list(paths)
+    shared = os.path.commonprefix([min(paths), max(paths)])
+    return shared[: shared.rfind(os.sep)] or os.sep
 
 
 def parse(csv: Path, root: Path | None = None) -> pd.DataFrame:
@@ -247,9 +249,10 @@ def parse(csv: Path, root: Path | None = None) -> pd.DataFrame:
     to the images' common folder, `attrs['top']`."""
     table = read(csv, check_images=False).table
     top = common_folder(table["path"])
+    cut = len(os.path.join(top, ""))  # every path is normalised and starts with the folder's
     rows = pd.DataFrame(
         {
-            "path": [os.path.relpath(p, top) for p in table["path"]],
+            "path": [p[cut:] for p in table["path"].tolist()],
             "label": table["label"].to_numpy(),
             "split": table["split"].to_numpy(),
             "super": table["super"].to_numpy(),

@@ -15,7 +15,7 @@ import sys
 from dmlbench.commands import fair, knobs, results, steps
 from dmlbench.core.errors import DmlbenchError, explain_os_error
 
-USER_COMMANDS = ("results", "verdict", "plan", "doctor", "preflight")
+USER_COMMANDS = ("results", "verdict", "plan", "doctor", "slurm-jobs", "preflight")
 STEP_GROUPS = (steps, results, fair, knobs)
 
 

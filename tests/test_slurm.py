@@ -336,3 +336,45 @@ def test_finished_runs_give_the_time_their_kind_asks_for_before_the_budget(tmp_p
     for run in walls:
         (tmp_path / run / "metrics.json").unlink(missing_ok=True)
     assert not Plan.load(CONFIG_DIR, {"preset": "smoke"}).has_budget()  # neither: every job asks the cap, 24 h
+
+
+@pytest.mark.slow
+def test_slurm_jobs_lists_and_cancels_the_suites_jobs_of_this_folder_only(running, tmp_path):
+    """After a killed Snakemake: a job with the executor's comment for a rule of the workflow, in this
+    folder, is listed and cancelled; one of another folder or without such a comment is left alone."""
+    env = dict(running.env, PYTHONPATH=str(REPO))
+    (tmp_path / "here").mkdir()
+    (tmp_path / "there").mkdir()
+
+    def submit(comment: str, folder: Path) -> str:
+        done = subprocess.run(
+            ["sbatch", "--parsable", "--comment", comment, "--chdir", str(folder), "--wrap", "sleep 300"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip().split(";")[0]
+
+    ours = submit("rule_train_wildcards_experiment=ms.t1", tmp_path / "here")
+    elsewhere = submit("rule_train_wildcards_experiment=ms.t1", tmp_path / "there")
+    foreign = submit("my_own_job", tmp_path / "here")
+    try:
+        command = [sys.executable, "-m", "dmlbench", "slurm-jobs", "--folder", str(tmp_path / "here")]
+        listed = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+        assert listed.returncode == 0, listed.stderr
+        assert ours in listed.stdout and elsewhere not in listed.stdout and foreign not in listed.stdout
+        assert "1 job(s) queued or running" in listed.stdout
+        cancelled = subprocess.run([*command, "--cancel"], capture_output=True, text=True, env=env, timeout=120)
+        assert cancelled.returncode == 0 and "1 job(s) cancelled" in cancelled.stdout, cancelled.stderr
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            queue = subprocess.run(["squeue", "--noheader", "--format", "%i"], capture_output=True, text=True, env=env)
+            if ours not in queue.stdout.split():
+                break
+            time.sleep(1)
+        left = queue.stdout.split()
+        assert ours not in left and elsewhere in left and foreign in left, left
+    finally:
+        subprocess.run(["scancel", ours, elsewhere, foreign], env=env, capture_output=True, timeout=60)

@@ -117,6 +117,15 @@ def cmd_doctor(args) -> None:
         sys.exit(1)
 
 
+def cmd_slurm_jobs(args) -> None:
+    from dmlbench.orchestration import slurm_jobs
+
+    jobs = slurm_jobs.suite_jobs(Path(args.folder))
+    if args.cancel:
+        slurm_jobs.cancel(jobs)
+    print(slurm_jobs.report(jobs, args.cancel))
+
+
 def cmd_preflight(args) -> None:
     from dmlbench.core.children import exit_on_signals
     from dmlbench.config.plan import Plan
@@ -228,6 +237,13 @@ def add_user(sub) -> None:
     )
     s.add_argument("--timeout", type=float, default=5.0, help="seconds per source probe")
     s.set_defaults(func=cmd_doctor)
+
+    s = sub.add_parser(
+        "slurm-jobs", help="the suite's SLURM jobs still queued or running for a folder (after a killed run)"
+    )
+    s.add_argument("--folder", default=".", help="the workflow's working folder (default: this one)")
+    s.add_argument("--cancel", action="store_true", help="cancel them (scancel)")
+    s.set_defaults(func=cmd_slurm_jobs)
 
     s = sub.add_parser("preflight", help="run every code path of a plan once on fixtures; project its compute budget")
     s.add_argument("--config-dir", default=CONFIG_DIR, help=CONFIG_DIR_HELP)

@@ -91,6 +91,7 @@ def fake_run(root, method, manifest, seed):
     run_dir = root / method
     run_dir.mkdir()
     torch.save({"model": model.state_dict(), "config": cfg}, run_dir / "model.pt")
+    (run_dir / "metrics.json").write_text(json.dumps({"metrics": {"recall@1": seed / 10}}))
     return {
         "role": "headline" if method == "ms" else "baseline",
         "method": method,
@@ -133,6 +134,7 @@ def test_both_methods_get_the_same_queries_and_frames_follow_correctness(tmp_pat
             label_of = dict(zip(table["path"], table["label"]))
             assert [n["correct"] for n in query["neighbours"]] == [label_of[p] == query["label"] for p in paths]
     assert first["correct"] == sum(n["correct"] for q in first["queries"] for n in q["neighbours"])
+    assert (first["recall@1"], second["recall@1"]) == (0.1, 0.2)  # the runs' own, beside the few queries
     # the frames: per query row, the query's axes (blue), then each method's k axes, as the record says
     (fig,) = drawn
     framed = [ax for ax in fig.axes if ax.axison]
@@ -207,8 +209,8 @@ def test_the_report_shows_the_figure_with_its_caption(tmp_path):
         }
     ] * 4
     methods = [
-        {**r, "correct": 20, "of": 20, "protocol": "test split", "images": ".", "queries": queries}
-        for r in spec["runs"]
+        {**r, "correct": 20, "of": 20, "protocol": "test split", "images": ".", "queries": queries, "recall@1": r1}
+        for r, r1 in zip(spec["runs"], (0.5, None))
     ]
     record = {key: spec[key] for key in ("experiment", "dataset", "dataset_label", "k", "seed", "data_note")}
     (folder / "cub.json").write_text(json.dumps({**record, "methods": methods}))
@@ -224,6 +226,7 @@ def test_the_report_shows_the_figure_with_its_caption(tmp_path):
         "Binomial (binomial, the baseline)",
         "CUB-200 (cub)",
         "Fixture data: synthetic images",
+        "ms 20 (the run&#39;s Recall@1 over every query: 50.0 %), binomial 20.",
     ):
         assert words in page, words
 

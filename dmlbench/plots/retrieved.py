@@ -12,7 +12,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from PIL import Image  # noqa: E402
+from PIL import Image, ImageOps  # noqa: E402
 
 from dmlbench.data.image_files import open_image  # noqa: E402
 from dmlbench.plots.canvas import save  # noqa: E402
@@ -27,16 +27,13 @@ def frame_colour(correct: bool) -> str:
 
 
 def thumbnail(path: Path) -> np.ndarray:
-    """The image at `path`, scaled to fit SIDE × SIDE (small images enlarged) and centred on a
-    white square, so that a frame drawn on the axes' edge is the image's."""
+    """The image at `path` as the evaluation's centre crop sees it: its centre square, scaled to
+    SIDE × SIDE (small images enlarged pixel by pixel), so that the frame is the image's edge."""
     with open_image(path) as image:
         image = image.convert("RGB")
-        scale = SIDE / max(image.size)
-        size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
-        image = image.resize(size, Image.Resampling.LANCZOS if scale < 1 else Image.Resampling.NEAREST)
-        square = Image.new("RGB", (SIDE, SIDE), "white")
-        square.paste(image, ((SIDE - image.width) // 2, (SIDE - image.height) // 2))
-    return np.asarray(square)
+        small = max(image.size) < SIDE
+        method = Image.Resampling.NEAREST if small else Image.Resampling.LANCZOS
+        return np.asarray(ImageOps.fit(image, (SIDE, SIDE), method))
 
 
 def _cell(ax, pixels: np.ndarray, colour: str, mark: str | None, below: str) -> None:
@@ -92,7 +89,7 @@ def draw(record: dict, path: Path) -> None:
         shown = note.upper() if "fixture" in note else note
         lines.append((shown, {"fontsize": 10, "color": "white", "fontweight": "bold", "bbox": banner}))
     for n, (text, style) in enumerate(reversed(lines)):  # above the headings, in inches
-        fig.text(0.5, 1 + (0.65 + 0.32 * n) / height, text, ha="center", va="bottom", **style)
+        fig.text(0.5, 1 + (0.8 + 0.32 * n) / height, text, ha="center", va="bottom", **style)
     fig.text(
         0.5,
         -0.32 / height,
@@ -108,7 +105,9 @@ def draw(record: dict, path: Path) -> None:
 def _heading(method: dict) -> str:
     role = "the paper's headline method" if method["role"] == "headline" else "the baseline"
     counts = f"{method['correct']} of {method['of']} of the query's class"
-    return f"{method['label']}: {method['method']}, {role}, seed {method['seed']}; {counts}"
+    if method.get("recall@1") is not None:  # the few queries beside the run's every query
+        counts += f" (the run's Recall@1: {100 * method['recall@1']:.1f} %)"
+    return f"{method['label']}: {method['method']}, {role}, seed {method['seed']}\n{counts}"
 
 
 def _title(record: dict) -> str:

@@ -20,7 +20,7 @@ import torch
 from dmlbench import models
 from dmlbench.core import environment
 from dmlbench.core.errors import DmlbenchError
-from dmlbench.core.io import write_json
+from dmlbench.core.io import read_json, write_json
 from dmlbench.data import folds, manifest
 from dmlbench.evaluation import final_metrics, model_eval, neighbours
 from dmlbench.plots import retrieved as figure
@@ -99,7 +99,16 @@ def retrieve(model, cfg: RunConfig, k: int, n_queries: int, seed: int) -> dict:
         "query": "query split against the gallery split",
         "test_small": "small test list, each query against all other images of it",
     }[query_split]
-    return {"images": str(base), "protocol": protocol, "queries": out}
+    return {"images": str(base), "split": query_split, "protocol": protocol, "queries": out}
+
+
+def _recall_at_1(run_dir: Path, split: str) -> float | None:
+    """The run's own Recall@1 over every query (its `metrics.json`; VehicleID: the small list's)."""
+    try:
+        metrics = read_json(run_dir / "metrics.json")["metrics"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return metrics.get("small_recall@1" if split == "test_small" else "recall@1")
 
 
 @torch.no_grad()
@@ -112,8 +121,10 @@ def run(spec: dict, json_path: Path, figure_path: Path) -> dict:
         result = retrieve(model, cfg, spec["k"], spec["queries"], spec["seed"])
         hits = sum(n["correct"] for q in result["queries"] for n in q["neighbours"])
         total = sum(len(q["neighbours"]) for q in result["queries"])
+        recall = _recall_at_1(Path(entry["run_dir"]), result["split"])
         shown.append(
             {**entry, "fingerprint": fingerprint, "model_sha256": digest, "correct": hits, "of": total, **result}
+            | {"recall@1": recall}
         )
     asked = [[q["path"] for q in part["queries"]] for part in shown]
     if any(paths != asked[0] for paths in asked):

@@ -12,23 +12,29 @@ from dmlbench.report.html_templates import Markup, render
 ROLES = {"headline": "the paper's headline method", "baseline": "the baseline"}
 
 
-def caption(record: dict) -> str:
-    """What the figure shows, in words: dataset, k, the queries, both methods and their counts."""
+def caption(record: dict) -> tuple[str, str]:
+    """(lead, text): what the figure shows, in words: dataset, k, the queries, both methods and
+    their counts beside each run's own Recall@1."""
     methods = record["methods"]
     n = len(methods[0]["queries"])
     names = " and ".join(f"{m['label']} ({m['method']}, {ROLES[m['role']]})" for m in methods)
-    counts = "; ".join(
-        f"{m['method']}: {m['correct']} of {m['of']} of its images of the query's class" for m in methods
-    )
+    counts = ", ".join(f"{m['method']} {m['correct']}{_recall(m, n == 0)}" for n, m in enumerate(methods))
     text = (
-        f"Retrieved images, {record['dataset_label']} ({record['dataset']}): for {n} fixed queries of distinct "
-        f"classes (drawn with seed {record['seed']}, the same for both), the top-{record['k']} gallery images "
-        f"of {names}, seed-{methods[0]['seed']} runs; {methods[0]['protocol']}, by cosine similarity. Green "
-        f"frame ✓: the query's class; red ✗: another class ({counts})."
+        f"{n} fixed queries of distinct classes (drawn with seed {record['seed']} from the split's labels, the "
+        f"same for both runs) and their top-{record['k']} gallery images under {names}, the seed-"
+        f"{methods[0]['seed']} runs: {methods[0]['protocol']}, by cosine similarity. Green frame ✓: the query's "
+        f"class; red ✗: another class. Of the {methods[0]['of']} images shown, of the query's class: {counts}."
     )
     if record.get("data_note"):
         text += f" {record['data_note'][0].upper()}{record['data_note'][1:]}."
-    return text
+    return f"Retrieved images, {record['dataset_label']} ({record['dataset']}).", text
+
+
+def _recall(method: dict, first: bool) -> str:
+    value = method.get("recall@1")
+    if value is None:
+        return ""
+    return f" (the run's Recall@1 over every query: {100 * value:.1f} %)" if first else f" ({100 * value:.1f} %)"
 
 
 def render_figures(folder: Path, rel: Path, anchor: str) -> Markup:
@@ -46,7 +52,7 @@ def render_figures(folder: Path, rel: Path, anchor: str) -> Markup:
                 "id": f"{anchor}-retrieved-{record['dataset']}",
                 "figure": rel / FOLDER / path.with_suffix(".png").name,
                 "record": rel / FOLDER / path.name,
-                "caption": caption(record),
+                **dict(zip(("lead", "caption"), caption(record))),
                 "fixture": bool(record.get("data_note")) and "fixture" in record["data_note"],
             }
         )

@@ -77,12 +77,14 @@ def test_catalogue_ids_follow_reproduction_md():
 def test_every_method_builds():
     import torch
 
+    from dmlbench.methods import plugin_code
     from dmlbench.methods.criterion import Criterion
 
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     labels = torch.arange(4).repeat_interleave(4)
     for name, method in plan.methods.items():
-        criterion = Criterion({"loss": method["loss"], "miner": method.get("miner")}, num_classes=4, embedding_dim=8)
+        parts = {"loss": method["loss"], "miner": method.get("miner")}
+        criterion = Criterion({**parts, "code": plugin_code.digests(parts)}, num_classes=4, embedding_dim=8)
         value = criterion(torch.randn(16, 8, requires_grad=True), labels)
         assert torch.isfinite(value), name
 

@@ -181,13 +181,16 @@ def test_the_plan_names_headline_and_baseline_runs_and_their_metrics_as_inputs()
         jobs_of(Plan.load(CONFIG_DIR, {"preset": "demo", "experiments": ["suite.baselines"]})).retrieved_pairs() == []
     )
     assert jobs_of(Plan.load(CONFIG_DIR, {"preset": "full"})).retrieved_outputs() == []  # full: no such jobs
+    narrowed = Plan.load(CONFIG_DIR, {"preset": "demo", "subset": {"ms.t1": {"methods": ["ms"]}}})
+    assert jobs_of(narrowed).retrieved_pairs() == []  # no baseline run: no figure, and no error
 
 
 @pytest.mark.parametrize(
     "retrieved, message",
     [
-        ({"experiments": ["ms.t9"]}, "unknown experiment 'ms.t9'"),
-        ({"experiments": ["suite.baselines"]}, "no headline method"),
+        ({"experiments": ["ms.t9"]}, "ms.t9: unknown experiment"),
+        ({"experiments": ["suite.baselines"]}, "needs its paper's headline method"),
+        ({"experiments": ["ms.t2"]}, "needs its paper's headline method .* and another method"),
         ({"experiments": ["suite.fair"]}, "not a table of trained runs"),
     ],
 )

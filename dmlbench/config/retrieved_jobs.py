@@ -3,9 +3,9 @@
 Per dataset of each experiment named there, the figure shows the top-k gallery images of a few
 fixed queries for two runs side by side: the paper's headline method (`headline` of
 `workflow/config/knobs.yaml`) and the baseline (that file's `baseline` where the experiment runs
-it, else the experiment's first other method: an ablation's first row), each the run of the
+it, else the experiment's first other method run: an ablation's first row), each the run of the
 lowest seed the preset runs (seed 0) and, in a sweep, of its first variant. `check` refuses an
-entry that cannot be drawn when the plan loads."""
+entry that cannot be drawn when the plan loads; one narrowed to fewer methods has no figure."""
 
 from __future__ import annotations
 
@@ -26,35 +26,37 @@ def settings(plan) -> dict:
     return {**DEFAULTS, "experiments": [], **(plan.preset.get("retrieved") or {})}
 
 
-def _methods(plan, experiment: str) -> tuple[str, str]:
-    """(headline, baseline) method ids of `experiment`, or a ConfigError saying why none."""
-    exp, where = plan.experiments[experiment], f"preset {plan.name}.retrieved: {experiment}"
-    if plan.is_analysis(experiment) or plan.is_fair(experiment) or plan.is_knobs(experiment):
-        raise ConfigError(f"{where} is not a table of trained runs (an analysis, the fair table or suite.knobs)")
-    catalogue = knob_recipes.catalogue(plan)
-    headline = catalogue.headline.get(exp.get("paper"))
+def _headline(plan, experiment: str) -> str | None:
+    return knob_recipes.catalogue(plan).headline.get(plan.experiments[experiment].get("paper"))
+
+
+def _methods(plan, experiment: str) -> tuple[str, str] | None:
+    """(headline, baseline) method ids of `experiment` among the runs planned (None where the
+    preset or the command line narrowed it to fewer: no figure)."""
+    baseline, headline = knob_recipes.catalogue(plan).baseline, _headline(plan, experiment)
     ran = list(dict.fromkeys(run.base_method for run in plan.runs(experiment)))
-    if headline not in ran:
-        raise ConfigError(
-            f"{where}: its paper {exp.get('paper')!r} has no headline method among the methods this preset "
-            f"runs ({', '.join(ran)}); knobs.yaml's headline: {catalogue.headline}"
-        )
     others = [m for m in ran if m != headline]
-    if not others:
-        raise ConfigError(f"{where}: runs only {headline}, no baseline to show beside it")
-    return headline, catalogue.baseline if catalogue.baseline in others else others[0]
+    if headline not in ran or not others:
+        return None
+    return headline, baseline if baseline in others else others[0]
 
 
 def check(plan) -> None:
-    """Refuse unknown experiments and chosen ones without a headline and a baseline run."""
+    """Refuse an unknown experiment, and one of no trained table, no headline method or nothing
+    beside it in the catalogue."""
     for experiment in settings(plan)["experiments"]:
+        where = f"preset {plan.name}.retrieved: {experiment}"
         if experiment not in plan.experiments:
+            raise ConfigError(f"{where}: unknown experiment{did_you_mean(experiment, plan.experiments)}")
+        if plan.is_analysis(experiment) or plan.is_fair(experiment) or plan.is_knobs(experiment):
+            raise ConfigError(f"{where} is not a table of trained runs (an analysis, the fair table or suite.knobs)")
+        exp, headline = plan.experiments[experiment], _headline(plan, experiment)
+        if headline not in exp["methods"] or len(exp["methods"]) < 2:
             raise ConfigError(
-                f"preset {plan.name}.retrieved: unknown experiment {experiment!r}"
-                f"{did_you_mean(experiment, plan.experiments)}"
+                f"{where}: needs its paper's headline method (workflow/config/knobs.yaml: "
+                f"{knob_recipes.catalogue(plan).headline}) and another method among its methods "
+                f"({', '.join(exp['methods'])}); its paper: {exp.get('paper')!r}"
             )
-        if experiment in plan.experiment_ids:
-            _methods(plan, experiment)
 
 
 def _run(plan, experiment: str, dataset: str, method: str) -> Run | None:
@@ -74,7 +76,7 @@ class RetrievedJobs:
             if experiment not in self.experiment_ids:
                 continue  # the preset was narrowed to other experiments
             methods = _methods(self.plan, experiment)
-            for dataset in self.datasets_of(experiment):
+            for dataset in self.datasets_of(experiment) if methods else []:
                 if all(_run(self.plan, experiment, dataset, m) for m in methods):
                     out.append((experiment, dataset))
         return out

@@ -1,0 +1,45 @@
+"""The job counts of `full` that the README and the docs state are those of its dry run: read from
+the sentences that state them and compared with the dry run's job table (a plan change that moves
+a count fails here until the docs say the new one)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import REPO
+from test_workflow import job_counts
+
+GPU_RULES = ("train", "fair_stage", "fair_final", "reference", "knob_joined")
+
+
+def _number(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def _stated(path: str, pattern: str) -> tuple[int, ...]:
+    text = " ".join((REPO / path).read_text().split())  # sentences across line breaks
+    found = re.search(pattern, text)
+    assert found, f"{path}: no sentence matching {pattern!r}; the test reads the counts from it"
+    return tuple(_number(group) for group in found.groups())
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("full_dry_run")
+def test_the_counts_the_docs_state_are_the_dry_runs(full_dry_run):
+    counts = job_counts(full_dry_run[0].stdout)
+    total, gpu = counts["total"], sum(counts[rule] for rule in GPU_RULES)
+    assert _stated("README.md", r"`full` is ([\d,]+) Snakemake jobs, ([\d,]+) of them GPU jobs") == (total, gpu)
+    assert _stated("docs/pipeline.md", r"`full` is ([\d,]+) Snakemake jobs") == (total,)
+    assert _stated(
+        "docs/slurm.md",
+        r"`full` submits ([\d,]+) training, ([\d,]+) search \(5 rounds each\), ([\d,]+) final \(5 repetitions each\), "
+        r"([\d,]+) reference and ([\d,]+) joined-fold jobs \(([\d,]+) GPU jobs",
+    ) == (counts["train"], counts["fair_stage"], counts["fair_final"], counts["reference"], counts["knob_joined"], gpu)
+    assert _stated("docs/pipeline.md", r"tells; ([\d,]+) jobs of 40 fold trainings at `full`") == (
+        counts["fair_stage"],
+    )
+    assert _stated("docs/pipeline.md", r"repetitions \(5: ([\d,]+) jobs of 20 fold trainings") == (
+        counts["fair_final"],
+    )
+    assert _stated("docs/pipeline.md", r"then their join; ([\d,]+) jobs at `full`\)") == (counts["knob_joined"],)

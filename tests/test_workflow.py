@@ -266,6 +266,7 @@ def test_smoke_preset_end_to_end(tmp_path):
     for word in ("R@1", "NMI", "F1", "MAP@R", "recall_at_k.png", "learning_curves.png"):
         assert word in html
     assert "ms.f1/figure.png" in html
+    assert "<img src='ms.t1/retrieved/cub.png'" in html  # the retrieved images of ms beside raw (fixture data)
     weights = pd.read_csv(tmp_path / "reports/smoke/ms.f1/weights.csv")
     assert set(weights["loss"]) == {"contrastive", "triplet", "lifted", "binomial"}
     for name in (

@@ -5,8 +5,10 @@ a count fails here until the docs say the new one)."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import pytest
+import yaml
 from conftest import REPO
 from test_workflow import job_counts
 
@@ -43,3 +45,20 @@ def test_the_counts_the_docs_state_are_the_dry_runs(full_dry_run):
         counts["fair_final"],
     )
     assert _stated("docs/pipeline.md", r"then their join; ([\d,]+) jobs at `full`\)") == (counts["knob_joined"],)
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("full_dry_run")
+def test_the_budgets_job_list_is_the_workflows(full_dry_run):
+    """The preflight's budget groups `full`'s trainings into the jobs the workflow submits: as many
+    of each GPU rule as the dry run lists (reference jobs train nothing and are not in it)."""
+    from conftest import CONFIG_DIR, FULL_DIGESTS
+
+    from dmlbench.config.plan import Plan
+
+    counts = job_counts(full_dry_run[0].stdout)
+    digests = FULL_DIGESTS[1].split("=", 1)[1]
+    plan = Plan.load(CONFIG_DIR, {"preset": "full", "trunk_sha256": yaml.safe_load(digests)})
+    listed = Counter(job["rule"] for job in plan.gpu_jobs())
+    assert listed == {rule: counts[rule] for rule in GPU_RULES if rule != "reference"}
+    assert sum(len(job["runs"]) for job in plan.gpu_jobs()) == len(plan.all_runs())  # every training once

@@ -45,10 +45,19 @@ class StepSpecs:
         return f"{Path(self.manifest(dataset)).parent}/store{side}"
 
     def gpu_jobs(self) -> list[dict]:
-        """Every training job of the plan: its rule, the run folders it trains and, for a fair
+        """Every training job of the workflow: its rule, the run folders it trains and, for a fair
         search job, its chain (the search jobs of one search run one after another, then its
-        final jobs side by side)."""
-        jobs = [{"rule": "train", "runs": [run.path(self.name)], "chain": None, "stage": None} for run in self.runs()]
+        final jobs side by side); a joined knob step's fold runs are one job (`knob_joined`), as
+        the workflow's. The reference jobs, which train nothing, are not listed."""
+        jobs, joined = [], {}
+        for run in self.runs():
+            fold = self.is_knobs(run.experiment) and self.knob_run_index(run.experiment)[run].fold is not None
+            if fold:  # <method>@<paper>-<step>.fold<k>: one job per step and seed trains its folds
+                key = (run.experiment, run.dataset, run.method.rsplit(".fold", 1)[0], run.seed)
+                joined.setdefault(key, []).append(run.path(self.name))
+            else:
+                jobs.append({"rule": "train", "runs": [run.path(self.name)], "chain": None, "stage": None})
+        jobs += [{"rule": "knob_joined", "runs": runs, "chain": None, "stage": None} for runs in joined.values()]
         for experiment in self.experiment_ids:
             if not self.is_fair(experiment):
                 continue

@@ -192,7 +192,7 @@ def smoke(folder, **more):
 
 def test_the_plan_registers_the_csv_dataset_and_joins_it_to_the_suites_experiments(folder):
     written(folder, GOOD)
-    plan = smoke(folder, datasets=["birds"])
+    plan = smoke(folder, datasets=["birds"], per_dataset={"birds": {"batch": {"size": 2, "per_class": 2}}})
     for key in csv_datasets.JOINS:
         assert "birds" in plan.datasets_of(key), key  # smoke's subset narrows each to cub: birds joins it
     assert plan.experiments["suite.knobs"]["stand_in"]["birds"] == "cub"
@@ -260,3 +260,23 @@ def test_a_step_the_workflow_starts_finds_the_csv_dataset_by_its_environment(fol
     written(folder, GOOD)
     monkeypatch.setenv(datasets.CSV_DATASETS, pd.Series({"birds": str(folder / "birds.csv")}).to_json())
     assert datasets.get("birds").evaluation == "query_gallery" and datasets.get("birds").label == "birds"
+
+
+def test_a_batch_the_csv_datasets_classes_cannot_fill_is_refused_when_the_plan_loads(folder, tmp_path):
+    """Smoke's batch (16 at 4 per class: 4 classes) on 6 training classes: the baselines fit, the
+    fair table's fold trainings (2 folds: 3 classes each) do not, and the message gives a batch
+    that fits; with that batch the plan loads."""
+    lines = ["path,label,split"] + [
+        f"c{c}/{i}.png,{c},{'train' if c < 6 else 'validation'}" for c in range(10) for i in range(5)
+    ]
+    images(tmp_path / "many", [line.split(",")[0] for line in lines[1:]])
+    (tmp_path / "many" / "many.csv").write_text("\n".join(lines) + "\n")
+    config = {"preset": "smoke", "data": {"csv": {"many": str(tmp_path / "many" / "many.csv")}}, "datasets": ["many"]}
+    with pytest.raises(
+        ConfigError,
+        match=r"needs 4 classes, but its fold trainings keep 3 of many's training classes: .*"
+        r"per_dataset: \{many: \{batch: \{size: 12, per_class: 4\}\}\}",
+    ):
+        Plan.load(CONFIG_DIR, config)
+    fitting = {**config, "per_dataset": {"many": {"batch": {"size": 12, "per_class": 4}}}}
+    assert "many" in Plan.load(CONFIG_DIR, fitting).datasets_of("suite.fair")

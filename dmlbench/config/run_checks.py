@@ -83,15 +83,27 @@ def _check_typed(plan, cfg: dict, dataset: str, where: str) -> RunConfig:
 
 
 def check_classes(plan, cfg: RunConfig, dataset: str, where: str) -> None:
-    """A batch of batch.size / per_class classes needs that many training classes (the real
-    dataset's count; fixtures are checked by the tests on their own sizes)."""
-    if plan.toy_data or cfg.method.sampler != "m_per_class" or cfg.scheme.name != "plain":
+    """A batch of batch.size / per_class classes needs that many training classes: the real
+    dataset's count, or on class-disjoint folds (the fair protocol, suite.knobs' fold runs) the
+    fewest the other folds leave; a CSV dataset's own count under the fixture presets too (the
+    fixtures are checked by the tests on their own sizes)."""
+    spec = DATASETS.get(dataset)
+    if (plan.toy_data and not spec.csv) or cfg.method.sampler != "m_per_class" or cfg.scheme.name != "plain":
         return
     needed = cfg.batch.size // cfg.batch.per_class
-    available = DATASETS.get(dataset).expected.classes["train"]
+    available = spec.expected.classes["train"]
+    fold = cfg.data.get("fold")
+    if fold:  # trained on the other folds: the classes less its largest fold (np.array_split's sizes)
+        available -= -(-available // int(fold["of"]))
     if needed > available:
+        on = (
+            f"its fold trainings keep {available} of {dataset}'s training classes"
+            if fold
+            else (f"{dataset}'s training split has {available}")
+        )
         raise ConfigError(
-            f"{where}: batch.size {cfg.batch.size} at batch.per_class "
-            f"{cfg.batch.per_class} needs {needed} classes, but {dataset}'s "
-            f"training split has {available}: raise batch.per_class or lower batch.size"
+            f"{where}: batch.size {cfg.batch.size} at batch.per_class {cfg.batch.per_class} needs {needed} "
+            f"classes, but {on}: set a batch it can fill for this dataset, e.g. per_dataset: "
+            f"{{{dataset}: {{batch: {{size: {available * cfg.batch.per_class}, per_class: {cfg.batch.per_class}}}}}}} "
+            f"(in a preset or a --configfile), or give it more classes"
         )

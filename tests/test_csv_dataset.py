@@ -280,3 +280,14 @@ def test_a_batch_the_csv_datasets_classes_cannot_fill_is_refused_when_the_plan_l
         Plan.load(CONFIG_DIR, config)
     fitting = {**config, "per_dataset": {"many": {"batch": {"size": 12, "per_class": 4}}}}
     assert "many" in Plan.load(CONFIG_DIR, fitting).datasets_of("suite.fair")
+
+
+def test_the_reports_fixture_note_says_which_datasets_are_your_own_images(folder):
+    from dmlbench.report.aggregate import TOY_NOTE, toy_note
+
+    written(folder, GOOD)
+    plan = smoke(folder, datasets=["birds"], per_dataset={"birds": {"batch": {"size": 2, "per_class": 2}}})
+    specs = [jobs.of(plan).fair_aggregate_spec("suite.fair"), jobs.of(plan).aggregate_spec("suite.baselines")]
+    assert [spec["own_data"] for spec in specs] == [["birds"], ["birds"]]
+    assert toy_note(["birds"]).startswith(TOY_NOTE) and "birds: your own images (data.csv)" in toy_note(["birds"])
+    assert toy_note([]) == TOY_NOTE

@@ -8,6 +8,7 @@ from dmlbench.config.fair_jobs import _compact
 from dmlbench.config.fair_specs import SEARCH_SEED, final_seed
 from dmlbench.config.run import FairRun
 from dmlbench.core.errors import ConfigError
+from dmlbench.data.datasets import DATASETS
 from dmlbench.fair import space as spaces
 from dmlbench.training import run_folder
 
@@ -176,6 +177,7 @@ class FairStepJobs:
             "experiment": experiment,
             "title": exp.get("title", experiment),
             "toy_data": self.toy_data,
+            "own_data": [d for d in self.datasets_of(experiment) if DATASETS.get(d).csv],  # a CSV's real images
             "settings": self.fair_settings(experiment),
             "datasets": self.datasets_of(experiment),
             "methods": {

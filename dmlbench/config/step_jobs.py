@@ -60,6 +60,7 @@ class StepJobs:
             "experiment": experiment,
             "title": self.title(experiment),
             "toy_data": self.toy_data,
+            "own_data": [d for d in self.datasets_of(experiment) if DATASETS.get(d).csv],  # a CSV's real images
             "paper": exp.get("paper"),
             "table": exp.get("table", {}),
             "margin": margins.of(self.config_dir, exp),

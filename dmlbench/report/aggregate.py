@@ -38,6 +38,16 @@ TOY_NOTE = (
 )
 
 
+def toy_note(own: list[str] = ()) -> str:
+    """TOY_NOTE, and which datasets are the user's own images (a CSV: real images, reduced sizes)."""
+    if not own:
+        return TOY_NOTE
+    return (
+        f"{TOY_NOTE} {', '.join(own)}: your own images (data.csv), trained at this preset's reduced sizes: "
+        f"its numbers test your data through the pipeline."
+    )
+
+
 def collect(metric_files: list[Path], planned: dict[str, str] | None = None) -> pd.DataFrame:
     """One row per run: its keys, every metric, in %, and the fingerprint of the settings it was
     trained with (empty for numbers made by hand). `planned`: the start of the fingerprint
@@ -174,7 +184,7 @@ def markdown(summary: pd.DataFrame, spec: dict, quoted: pd.DataFrame) -> str:
     labels = spec["method_labels"]
     lines = [f"# {spec['experiment']}: {spec['title']}", ""]
     if spec.get("toy_data"):
-        lines += [TOY_NOTE, ""]
+        lines += [toy_note(spec.get("own_data", [])), ""]
     if spec.get("paper"):
         lines += [
             f"Paper: `{spec['paper']}`. Cells: this suite (mean ± 95 % interval over n seeds) / paper "

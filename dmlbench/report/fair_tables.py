@@ -20,7 +20,7 @@ from dmlbench.fair.intervals import overlaps
 from dmlbench.core.io import atomic_path, read_json, write_json
 from dmlbench.plots import canvas
 from dmlbench.report import fair_ranking
-from dmlbench.report.aggregate import TOY_NOTE
+from dmlbench.report.aggregate import toy_note
 from dmlbench.report.fair_ranking import RANKED
 from dmlbench.report.markdown import row as markdown_row
 
@@ -216,7 +216,7 @@ def markdown(frame: pd.DataFrame, spec: dict, statistics: list[str]) -> str:
         "Mean ± 95 % interval (t(0.975, n−1) · s / √n) over the final repetitions, in %. "
         "(best): the column's highest mean; (≈ best): its interval overlaps the best one's.",
         "",
-        *([f"**{TOY_NOTE}**", ""] if spec["toy_data"] else []),
+        *([f"**{toy_note(spec.get('own_data', []))}**", ""] if spec["toy_data"] else []),
     ]
     for dataset in spec["datasets"]:
         rows = frame[frame["dataset"] == dataset]

@@ -23,7 +23,7 @@ from dmlbench.report import (
     retrieved_section,
     scorecard,
 )
-from dmlbench.report.aggregate import TOY_NOTE
+from dmlbench.report.aggregate import toy_note
 from dmlbench.report.html_templates import Markup, render, url
 from dmlbench.verdicts import certificate
 from dmlbench.models.names import setting_label
@@ -136,12 +136,19 @@ def _preset_page(plan, info: dict, preset_dir: Path, spent: pd.DataFrame) -> Mar
         title=f"dmlbench report: {plan.name}",
         preset=preset,
         provenance=provenance.panel(plan, preset_dir),
-        toy_note=TOY_NOTE if info["toy_data"] else None,
+        toy_note=toy_note(own_datasets(plan)) if info["toy_data"] else None,
         scorecard=scorecard.table(info["scorecard"]),
         papers=papers,
         budget=_budget_html(budget, preset, preset_dir) if budget.exists() else "",
         ledger=ledger.html_section(spent, preset),
     )
+
+
+def own_datasets(plan) -> list[str]:
+    """The plan's datasets given as a CSV of the user's (real images, even under a fixture preset)."""
+    from dmlbench.data.datasets import DATASETS
+
+    return [name for name in plan.datasets if DATASETS.get(name).csv]
 
 
 def _budget_html(budget: Path, preset: str, page_dir: Path) -> Markup:

@@ -54,7 +54,8 @@ class MPerClassBatches(BatchSampler):
         if self.classes_per_batch > len(classes):
             raise ConfigError(
                 f"a batch of {batch_size} with {per_class} images per class needs "
-                f"{self.classes_per_batch} classes but the training split has {len(classes)}"
+                f"{self.classes_per_batch} classes but the training split has {len(classes)}: a batch of at most "
+                f"{len(classes) * per_class} (the workflow: per_dataset: {{<dataset>: {{batch: {{size: …}}}}}})"
             )
         capacity = sum(min(per_class, len(m)) for m in self.members)
         if small_classes == "fill" and capacity < batch_size:

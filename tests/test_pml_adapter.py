@@ -154,4 +154,4 @@ def test_the_pages_pml_method_goes_through_the_smoke_fair_table(tmp_path):
     assert result.returncode == 0, result.stderr[-4000:]
     table = pd.read_csv(work / "reports/smoke/suite.fair/fair_table.csv")
     assert "circle_vthm" in set(table["method"]) and table[table["method"] == "circle_vthm"]["mean"].notna().all()
-    assert "<th class='row'>Circle loss (PML)</th>" in (work / "reports/smoke/index.html").read_text()
+    assert "<th class='row'>Circle loss (PML) + VTHM</th>" in (work / "reports/smoke/index.html").read_text()

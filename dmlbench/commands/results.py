@@ -102,6 +102,11 @@ def cmd_plan(args) -> None:
 
     config = spec_json(args.config, "--config")
     plan = Plan.load(args.config_dir, {**config, **({"preset": args.preset} if args.preset else {})})
+    if args.power:
+        from dmlbench.config.power_table import plan_table
+
+        print(plan_table(plan))
+        return
     for run in plan.runs():
         print(run.path(plan.name))
 
@@ -223,6 +228,11 @@ def add_user(sub) -> None:
     s.add_argument("--preset", help="preset name (default: full, or the one in --config)")
     s.add_argument(
         "--config", default="{}", help='JSON: changes as in --config of the workflow ({"preset_file": "my.yaml"}, …)'
+    )
+    s.add_argument(
+        "--power",
+        action="store_true",
+        help="instead: every paper number's and claim's power at the planned seeds, the seeds for 80 %% and their cost",
     )
     s.set_defaults(func=cmd_plan)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
 
 from dmlbench.verdicts import claim_family, claim_kinds, numbers, power
 from dmlbench.verdicts import claims as claim_tests
@@ -35,6 +36,7 @@ class Line:
     extra_hours: float | None  # device-hours of the extra seeds; None: no budget, or not needed
 
 
+@cache  # the same few (n, δ) recur over a paper's numbers
 def number_power(n: int, delta: float, sd: float = power.ASSUMED_SD, gap: float = 0.0) -> float | None:
     """The chance that n seeds of true gap `gap` from the paper, at spread `sd`, give *reproduced*:
     the 90 % interval d ± t(0.95, n−1)·s/√n inside ±δ. Exact, not the two one-sided tests' lower

@@ -1,9 +1,9 @@
 """What `suite.knobs` costs at `full`: `python -m benchmarks.knob_cost [--stop EPOCHS] [--results DIR]`.
 
 Per trunk and input side: its runs, the training images they see (epochs × batches per epoch ×
-batch, `dmlbench.preflight.budget.steps_per_epoch`; a run on folds trains on three of its four
+batch, `dmlbench.training.projection.steps_per_epoch`; a run on folds trains on three of its four
 folds), a run with early stopping counted at its stop, and, as an upper bound, at its cap; then
-GPU-hours at the training throughput measured on one H100 (docs/benchmarks.md, "GPU fed":
+GPU-hours at the training throughput measured on one H100 (`dmlbench.training.projection`:
 BN-Inception at 227 pixels 1,279 images/s, ResNet-50 at 256 pixels 628 images/s; GoogLeNet,
 unmeasured, at BN-Inception's rate), scaled by pixels to each input side; and the share of the
 backward path (the runs of steps no other path has: each knob reverted from the fair recipe).
@@ -23,11 +23,10 @@ from collections import defaultdict
 from pathlib import Path
 
 from dmlbench.config.plan import Plan
-from dmlbench.preflight.budget import steps_per_epoch
+from dmlbench.training.projection import images_per_second, steps_per_epoch
 from dmlbench.run_config import RunConfig
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "workflow" / "config"
-MEASURED = {"bninception": (1279.0, 227), "resnet50": (628.0, 256), "googlenet": (1279.0, 227)}  # images/s at side
 GPUS = 8
 
 
@@ -56,9 +55,8 @@ def main() -> None:
         seen = _epochs(cfg, run, args.stop, measured) * images
         at_stop[key] += seen
         if _backward_only(index[run]):
-            rate, side = MEASURED[cfg.model.backbone]
             backward[0] += 1
-            backward[1] += seen / (rate * (side / cfg.input.crop) ** 2) / 3600
+            backward[1] += seen / images_per_second(cfg.model.backbone, cfg.input.crop) / 3600
     print(
         f"suite.knobs at full: {sum(runs.values()):,} runs; early-stopped runs counted at epoch {args.stop} "
         f"(and at their cap)"
@@ -67,8 +65,7 @@ def main() -> None:
     print("|---|---|---:|---:|---:|---:|")
     totals = [0.0, 0.0]
     for (backbone, side), count in sorted(runs.items()):
-        rate, measured_side = MEASURED[backbone]
-        rate *= (measured_side / side) ** 2
+        rate = images_per_second(backbone, side)
         hours, cap_hours = at_stop[(backbone, side)] / rate / 3600, at_cap[(backbone, side)] / rate / 3600
         totals[0] += hours
         totals[1] += cap_hours
@@ -119,9 +116,8 @@ def _total(plan, stop: int, measured: dict) -> float:
     hours = 0.0
     for run in plan.runs("suite.knobs"):
         cfg = RunConfig.from_dict(plan.resolve(run))
-        rate, side = MEASURED[cfg.model.backbone]
         images = steps_per_epoch(cfg, run.dataset) * cfg.batch.size * _epochs(cfg, run, stop, measured)
-        hours += images / (rate * (side / cfg.input.crop) ** 2) / 3600
+        hours += images / images_per_second(cfg.model.backbone, cfg.input.crop) / 3600
     return hours
 
 

@@ -103,9 +103,11 @@ def cmd_plan(args) -> None:
     config = spec_json(args.config, "--config")
     plan = Plan.load(args.config_dir, {**config, **({"preset": args.preset} if args.preset else {})})
     if args.power:
+        from dmlbench.config.claim_seeds import budget_line
         from dmlbench.config.power_table import plan_table
 
         print(plan_table(plan))
+        print(budget_line(plan))
         return
     for run in plan.runs():
         print(run.path(plan.name))

@@ -16,7 +16,7 @@ import jsonschema
 
 from dmlbench.run_config import defaults, json_schema, values
 from dmlbench.config import fair_job_sizes, knob_recipes, own_methods, retrieved_jobs, run_checks, validation
-from dmlbench.config import csv_datasets
+from dmlbench.config import claim_seeds, csv_datasets
 from dmlbench.config.fair_specs import FairSpecs
 from dmlbench.config.knob_specs import KnobSpecs
 from dmlbench.config.loading import deep_merge, load_yaml, plain_numbers, schema_hint, with_dataset_names, with_settings
@@ -194,15 +194,22 @@ class Plan(RunSettings, StepSpecs, FairSpecs, KnobSpecs):
                 continue
             exp = self.experiments[key]
             subset = self._subset(key)
-            seeds = subset.get("seeds") or self.preset["seeds"] or exp.get("seeds") or [0]
+            seeds, per_cell = self.seeds_of(key)
             variants = self.variants(key) or [None]
             methods = [m for m in exp["methods"] if subset.get("methods") is None or m in subset["methods"]]
             for dataset in self.datasets_of(key):
                 for method in methods:
                     for variant in variants:
                         name = f"{method}@{variant}" if variant else method
-                        out += [Run(key, dataset, name, seed) for seed in seeds]
+                        out += [Run(key, dataset, name, seed) for seed in per_cell.get((name, dataset), seeds)]
         return out
+
+    def seeds_of(self, experiment: str) -> tuple[list[int], dict[tuple[str, str], list[int]]]:
+        """The experiment's seeds, and (row, dataset) → the seeds of a cell its `claim_seeds` give
+        more (none where the preset's or the subset's `seeds` replace them all)."""
+        given = self._subset(experiment).get("seeds") or self.preset["seeds"]
+        exp = self.experiments[experiment]
+        return given or exp.get("seeds") or [0], {} if given else claim_seeds.cells(exp)
 
     def all_runs(self) -> list[Run]:
         """Every training of the plan: the experiments' runs and the fair experiments' fold trainings."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dmlbench.run_config import values
 from dmlbench.analysis import ANALYSES
-from dmlbench.config import margins, method_checks, own_methods, search_checks, table_checks, trunk_digests
+from dmlbench.config import claim_seeds, margins, method_checks, own_methods, search_checks, table_checks, trunk_digests
 from dmlbench.config.loading import check_keys, deep_merge
 from dmlbench.config.run import EXPERIMENT_ID, METHOD_ID, check_id
 from dmlbench.data.datasets import DATASETS
@@ -23,6 +23,7 @@ EXPERIMENT_KEYS = {
     "datasets",
     "methods",
     "seeds",
+    "claim_seeds",
     "train",
     "per_dataset",
     "table",
@@ -98,6 +99,7 @@ def check_catalogue(plan) -> None:
         if unknown:
             raise ConfigError(f"{where}: unknown keys {sorted(unknown)}")
         _check_seeds(exp.get("seeds"), where)
+        claim_seeds.check(exp, where, MAX_SEED)
         for dataset in exp["datasets"]:
             DATASETS.check(dataset, where, ConfigError)
         for method in exp["methods"]:

@@ -29,22 +29,7 @@ import math
 
 from dmlbench.data import datasets
 from dmlbench.run_config import RunConfig
-
-
-def steps_per_epoch(cfg: RunConfig, dataset: str) -> int:
-    if cfg.batches_per_epoch:
-        return cfg.batches_per_epoch
-    spec = datasets.get(dataset)
-    train = spec.expected.images["train"]
-    fold = cfg.data.get("fold")
-    if fold:  # a run on folds trains on all folds but its held-out one
-        train = train * (fold["of"] - 1) // fold["of"]
-    batch, sampler = cfg.batch.size, cfg.method.sampler
-    if sampler in ("category_pairs", "hard") and spec.supers == "categories":
-        return math.comb(spec.super_categories, 2) * cfg.batch.per_pair
-    if sampler in ("vehicleid", "hard") and spec.supers == "vehicle_models":
-        return max(1, round(2 * train / batch))
-    return max(1, train // batch)
+from dmlbench.training.projection import steps_per_epoch
 
 
 def evaluations(cfg: RunConfig) -> int:

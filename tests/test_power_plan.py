@@ -71,6 +71,6 @@ def test_plan_power_prints_every_papers_sums():
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    assert "σ = 0.4 points per seed" in done.stdout
+    assert "σ = 0.40 points (prior: " in done.stdout  # each spread with its source
     for paper in ("ms", "dro", "ephn", "fastap", "profs"):
         assert f"\n{paper}: " in done.stdout and f"## {paper}: power before the data" in done.stdout

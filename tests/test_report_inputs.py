@@ -98,5 +98,6 @@ def test_the_certificates_trigger_follows_its_claims_and_margins_and_nothing_els
     assert trigger(overrides={"loader": {"workers": 3}}) == before  # a setting that changes no number
     assert trigger(("experiments/ms.yaml", "text: 'VTHM leads", "text: 'Edited: VTHM leads")) != before
     assert trigger(("margins.yaml", "band: 1.0", "band: 1.5")) != before
+    assert trigger(("seed_spread.yaml", "sd: 0.4", "sd: 0.6")) != before  # the power before the data's prior
     rule = (CONFIG_DIR.parent / "rules/report.smk").read_text().split("rule certificate:")[1].split("\nrule ")[0]
     assert "verdict_spec.certificate_trigger(PLAN, w.paper)" in rule and "Untracked(verdict_spec" not in rule

@@ -15,6 +15,7 @@ from dmlbench.methods import declared
 from dmlbench.plots import FIGURES
 from dmlbench.core.registry import did_you_mean
 from dmlbench.verdicts import claim_checks, claims
+from dmlbench.config import seed_spread
 
 EXPERIMENT_KEYS = {
     "layout",
@@ -69,6 +70,7 @@ def check_catalogue(plan) -> None:
             check_id("sweep variant", variant, METHOD_ID, f"{plan.sources[key]}: experiment {key}")
     method_checks.check_methods(plan, METHOD_KEYS)
     margins.default(plan.config_dir)
+    seed_spread.catalogue(plan.config_dir)
     for name, method in plan.methods.items():
         _check_paper(plan, method.get("paper"), f"{own_methods.source(plan, name)}: method {name}.paper")
         check_settings(plan, method.get("train"), f"{own_methods.source(plan, name)}: method {name}.train")

@@ -11,7 +11,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from dmlbench.config import margins
+from dmlbench.config import margins, seed_spread
 from dmlbench.config.loading import printed_numbers
 from dmlbench.data.manifest import checksum_path
 from dmlbench.core.errors import ConfigError
@@ -91,6 +91,7 @@ def certificate_spec(plan, paper: str, found: set[str] = frozenset()) -> dict:
             },
             "selected": list((plan.experiments[key].get("table") or {}).get("test_selected") or []),
             "margin": margins.of(plan.config_dir, plan.experiments[key]),
+            "seed_sd": _priors(plan, key),
             "reported": printed_numbers(plan.experiments[key].get("reported") or {}),
             "quoted": printed_numbers(plan.experiments[key].get("quoted") or {}),
             # every variant of the catalogue's sweep, run or not: the Holm family is the catalogue's
@@ -110,6 +111,14 @@ def certificate_spec(plan, paper: str, found: set[str] = frozenset()) -> dict:
             d: str(checksum_path(f"{plan.data_dir}/{d}/manifest.csv")) for d in sorted({run.dataset for run in runs})
         },
     }
+
+
+def _priors(plan, key: str) -> dict:
+    """The prior seed spread of each dataset × metric of the experiment's table (seed_spread.yaml):
+    what its claims' power before the data assumes (never the runs' own spread)."""
+    exp = plan.experiments[key]
+    metrics = (exp.get("table") or {}).get("metrics") or []
+    return {d: {m: seed_spread.prior(plan.config_dir, d, m)[0] for m in metrics} for d in exp["datasets"]}
 
 
 def _names(plan, key: str) -> dict:

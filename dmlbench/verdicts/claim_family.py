@@ -72,6 +72,12 @@ def _planned(exp: dict):
     return lambda row, dataset: seeds.get((row, dataset), set())
 
 
+def _prior_sd(exp: dict, dataset: str, metric: str) -> float:
+    """The seed spread the power before the data assumes: the spec's prior for the dataset ×
+    metric (`seed_sd`, from the catalogue's seed_spread.yaml), else `power.ASSUMED_SD`."""
+    return ((exp.get("seed_sd") or {}).get(dataset) or {}).get(metric, power.ASSUMED_SD)
+
+
 def decide(claims_per_experiment: list[list[dict]], spec_experiments: list[dict]) -> None:
     """Each claim's power, Holm-adjusted p-values and verdict, in place. The family is every claim
     of the paper in the catalogue, run or not (an untested one counts with p = 1), so that a
@@ -86,6 +92,7 @@ def decide(claims_per_experiment: list[list[dict]], spec_experiments: list[dict]
                 _planned(spec_exp),
                 lambda metric, exp=spec_exp: numbers.band_of(exp["margin"], metric),
                 claim_tests.ALPHA / family,
+                sd=lambda dataset, metric, exp=spec_exp: _prior_sd(exp, dataset, metric),
                 quoted=set(spec_exp.get("quoted") or ()) | {claim_kinds.BEST_QUOTED},
             )
     tested = [c for claims in claims_per_experiment for c in claims if "p" in c]

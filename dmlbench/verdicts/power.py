@@ -1,6 +1,7 @@
 """A claim's power, computed before the data (docs/verdicts.md, "Power").
 
-From the planned seeds of the claim's rows, an assumed seed standard deviation (`ASSUMED_SD`), the
+From the planned seeds of the claim's rows, a seed standard deviation per dataset × metric (the
+catalogue's prior, `workflow/config/seed_spread.yaml`; `ASSUMED_SD` where none is given), the
 paper's gain of each part (its own table's numbers where both rows have one, else the claim's
 `gain`, else δ) and the paper family's strictest level α/m: the probability that the claim's test
 reaches its outcome if the paper is right. Nothing here reads a run's numbers, so "underpowered"
@@ -21,7 +22,7 @@ import math
 
 import numpy as np
 
-ASSUMED_SD = 0.4  # points; the source is docs/verdicts.md's "Power" (an assumption, no paper prints one)
+ASSUMED_SD = 0.4  # points: the spread where the caller gives none (seed_spread.yaml's default, its source)
 
 
 def directional(gain: float, se: float, df: float, alpha: float) -> float:
@@ -74,11 +75,12 @@ def part(kind: str, gain: float, se: float, df: float, delta: float, alpha: floa
 
 
 def claim(
-    claim: dict, paper_of, planned_of, delta_of, alpha: float, sd: float = ASSUMED_SD, quoted: set = frozenset()
+    claim: dict, paper_of, planned_of, delta_of, alpha: float, sd=ASSUMED_SD, quoted: set = frozenset()
 ) -> float | None:
     """The claim's power before the data, or None where a row is not planned. `paper_of(row,
     dataset, metric)` → the paper's number or None; `planned_of(row, dataset)` → the planned seeds
-    (a set); `delta_of(metric)` → δ; `quoted`: rows that are a quoted constant, never run."""
+    (a set); `delta_of(metric)` → δ; `sd`: points per seed, or `sd(dataset, metric)` per part;
+    `quoted`: rows that are a quoted constant, never run."""
     from dmlbench.verdicts import claim_kinds
     from dmlbench.verdicts import claims as claim_tests
 
@@ -87,6 +89,7 @@ def claim(
     total = 1.0
     for rows, dataset, metric in claim_kinds.part_rows(claim):
         delta = delta_claim or delta_of(metric)
+        sigma = sd(dataset, metric) if callable(sd) else sd
         against_quoted = kind == "gain" and rows[1] in quoted
         seeds = [planned_of(row, dataset) for row in rows[: 1 if against_quoted else None]]
         trend = kind in ("increasing", "decreasing")  # its points are the settings': one seed each will do
@@ -94,7 +97,7 @@ def claim(
             return None  # never tested at these seeds: no power to state
         values = [paper_of(row, dataset, metric) for row in rows]
         if kind in ("increasing", "decreasing"):
-            se, df = trend_design([len(s) for s in seeds], sd)
+            se, df = trend_design([len(s) for s in seeds], sigma)
             if all(v is not None for v in values):
                 slope = np.polyfit(np.arange(len(values)), values, 1)[0] * (len(values) - 1)
                 gain = slope if kind == "increasing" else -slope
@@ -102,9 +105,9 @@ def claim(
                 gain = delta
         else:
             if against_quoted:  # a quoted number is a constant: one-sample
-                se, df = sd / math.sqrt(len(seeds[0])), float(len(seeds[0]) - 1)
+                se, df = sigma / math.sqrt(len(seeds[0])), float(len(seeds[0]) - 1)
             else:
-                se, df = pair_design(len(seeds[0]), len(seeds[1]), seeds[0] == seeds[1], sd)
+                se, df = pair_design(len(seeds[0]), len(seeds[1]), seeds[0] == seeds[1], sigma)
             if all(v is not None for v in values):
                 gain = values[0] - values[1]
             elif kind in ("equivalent", "plateau", "no_gain"):

@@ -3,8 +3,9 @@ every claim's power at the planned seeds, the seeds that would give `TARGET` pow
 device-hours those extra seeds would cost (from the preflight's budget, where it exists); the
 plan's table of them: `dmlbench.config.power_table`.
 
-The spread is `power.ASSUMED_SD` (an assumption with its source in docs/verdicts.md, "Power"): no
-number here reads a run. A paper number's power is the chance that it is *reproduced* (the two
+The spread per dataset × metric is the caller's `sd_of` (the plan's: the pooled spread of finished
+runs, else the catalogue's prior), else the spec's prior (`seed_sd`, what the certificate assumes):
+nothing here reads a run. A paper number's power is the chance that it is *reproduced* (the two
 one-sided tests at α = 0.05 inside ±δ) if the paper is right (true gap 0) at n seeds, computed
 exactly over the sample spread (`number_power`; simulated through the verdict code in
 tests/test_power_plan.py); a claim's is
@@ -31,6 +32,7 @@ class Line:
     what: str  # "number" or "claim"
     name: str  # row/dataset/metric of a number, the claim's id
     seeds: int  # the fewest seeds a row of it is planned with (0: not run by this preset)
+    sd: float  # points per seed assumed (a claim: the largest of its parts')
     power: float | None  # at the planned seeds; None: never tested at them
     seeds_for_target: int | None  # None: more than MAX_SEEDS
     extra_hours: float | None  # device-hours of the extra seeds; None: no budget, or not needed
@@ -81,20 +83,22 @@ def _extra_hours(pairs: set[tuple[str, str]], planned, wanted: int | None, hours
     return total
 
 
-def lines(spec: dict, hours_of=lambda experiment, pair: None) -> list[Line]:
+def lines(spec: dict, hours_of=lambda experiment, pair: None, sd_of=None) -> list[Line]:
     """Every paper number and claim of a certificate spec (`verdict_spec.certificate_spec`);
-    `hours_of(experiment, (row, dataset))` → the mean device-hours of one of its runs, or None."""
+    `hours_of(experiment, (row, dataset))` → the mean device-hours of one of its runs, or None;
+    `sd_of(dataset, metric)` → the seed spread in points (None: the spec's priors)."""
     family = sum(len(exp["claims"]) for exp in spec["experiments"])
     out = []
     for exp in spec["experiments"]:
         planned = claim_family._planned(exp)  # (row, dataset) → seeds
+        spread = sd_of or (lambda dataset, metric, exp=exp: claim_family._prior_sd(exp, dataset, metric))
         cost = lambda pair, key=exp["id"]: hours_of(key, pair)  # noqa: E731
         for row, per_dataset in exp["reported"].items():
             for dataset, metrics in per_dataset.items():
                 for metric, text in metrics.items():
                     delta = numbers.band_of(exp["margin"], metric) + numbers.printed_precision(text)
-                    n = len(planned(row, dataset))
-                    wanted = _fewest(lambda m, d=delta: number_power(m, d))
+                    n, sd = len(planned(row, dataset)), spread(dataset, metric)
+                    wanted = _fewest(lambda m, d=delta, s=sd: number_power(m, d, s))
                     out.append(
                         Line(
                             spec["paper"],
@@ -102,7 +106,8 @@ def lines(spec: dict, hours_of=lambda experiment, pair: None) -> list[Line]:
                             "number",
                             f"{row}/{dataset}/{metric}",
                             n,
-                            number_power(n, delta),
+                            sd,
+                            number_power(n, delta, sd),
                             wanted,
                             _extra_hours({(row, dataset)}, planned, wanted, cost),
                         )
@@ -117,6 +122,7 @@ def lines(spec: dict, hours_of=lambda experiment, pair: None) -> list[Line]:
                     seeds_of,
                     lambda metric: numbers.band_of(exp["margin"], metric),
                     claim_tests.ALPHA / family,
+                    sd=spread,
                     quoted=quoted,
                 )
 
@@ -130,6 +136,7 @@ def lines(spec: dict, hours_of=lambda experiment, pair: None) -> list[Line]:
                     "claim",
                     claim["id"],
                     n,
+                    max((spread(d, m) for _, d, m in claim_kinds.part_rows(claim)), default=power.ASSUMED_SD),
                     chance(planned),
                     wanted,
                     _extra_hours(pairs, planned, wanted, cost),
@@ -147,14 +154,14 @@ def table(found: list[Line]) -> str:
     out = []
     for paper in dict.fromkeys(line.paper for line in found):
         mine = [line for line in found if line.paper == paper]
-        out.append(f"## {paper}: power before the data at σ = {power.ASSUMED_SD} points per seed")
+        out.append(f"## {paper}: power before the data at each row's σ (points per seed)")
         out.append(
-            f"{'experiment':<12} {'kind':<6} {'number or claim':<48} {'seeds':>5} {'power':>6} "
+            f"{'experiment':<12} {'kind':<6} {'number or claim':<48} {'seeds':>5} {'σ':>5} {'power':>6} "
             f"{'for 80 %':>8} {'extra GPU-h':>11}"
         )
         for line in mine:
             out.append(
-                f"{line.experiment:<12} {line.what:<6} {line.name[:48]:<48} {line.seeds:>5} "
+                f"{line.experiment:<12} {line.what:<6} {line.name[:48]:<48} {line.seeds:>5} {line.sd:>5.2f} "
                 f"{_cell(line.power, '.2f'):>6} {_cell(line.seeds_for_target, 'd'):>8} "
                 f"{_cell(line.extra_hours, '.1f'):>11}"
             )

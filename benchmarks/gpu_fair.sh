@@ -15,7 +15,7 @@ timeout "${FAIR_S:-360}" $PY -m snakemake --cores "$(nproc)" --resources gpu=1 -
   > "$OUT/fair.log" 2>&1
 echo "fair search: exit $? after $(( $(date +%s) - started )) s" | tee "$OUT/summary.txt"
 grep -A16 "^Job stats" "$OUT/fair.log" | head -16 | tee -a "$OUT/summary.txt"
-grep -h "fair_stage\|fair_final" "$OUT/fair.log" | grep -c "Finished" | sed 's/^/round and repetition jobs finished: /' | tee -a "$OUT/summary.txt"
+grep -h "fair_round\|fair_final" "$OUT/fair.log" | grep -c "Finished" | sed 's/^/round and repetition jobs finished: /' | tee -a "$OUT/summary.txt"
 $PY - <<'PY' | tee -a "$OUT/summary.txt"
 import json, pathlib
 base = pathlib.Path("results/gpu-smoke/suite.fair/cub/ms")

@@ -82,4 +82,5 @@ def test_the_pages_csv_runs_the_smoke_fair_table_then_a_move_reruns_nothing_and_
     planned = run([*_command(work), "-n"], timeout=600, capture_output=True, text=True, env=python_env(), cwd=work)
     assert planned.returncode == 0, planned.stderr[-4000:]
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", planned.stdout, re.M))
-    assert jobs.get("prepare") == "1" and jobs.get("fair_stage") == "3" and jobs.get("fair_final") == "3"
+    # 3 methods: 2 search rounds (trials 2, parallel 1) and one final job each
+    assert jobs.get("prepare") == "1" and jobs.get("fair_round") == "6" and jobs.get("fair_final") == "3"

@@ -12,7 +12,7 @@ import yaml
 from conftest import REPO
 from test_workflow import job_counts
 
-GPU_RULES = ("train", "fair_stage", "fair_final", "reference", "knob_joined")
+GPU_RULES = ("train", "fair_round", "fair_final", "reference", "knob_joined")
 
 
 def _number(text: str) -> int:
@@ -26,6 +26,25 @@ def _stated(path: str, pattern: str) -> tuple[int, ...]:
     return tuple(_number(group) for group in found.groups())
 
 
+def _full_plan():
+    from conftest import CONFIG_DIR, FULL_DIGESTS
+
+    from dmlbench.config.plan import Plan
+
+    digests = FULL_DIGESTS[1].split("=", 1)[1]
+    return Plan.load(CONFIG_DIR, {"preset": "full", "trunk_sha256": yaml.safe_load(digests)})
+
+
+def _search_submissions() -> int:
+    """The SLURM submissions of `full`'s search rounds: one per `rounds_per_job` rounds of a search."""
+    plan = _full_plan()
+    return sum(
+        len({plan.fair_search_group(key, r) for r in range(plan.fair_rounds(key))}) * len(plan.fair_pairs(key))
+        for key in plan.chosen_ids
+        if plan.is_fair(key)
+    )
+
+
 @pytest.mark.slow
 @pytest.mark.xdist_group("full_dry_run")
 def test_the_counts_the_docs_state_are_the_dry_runs(full_dry_run):
@@ -35,11 +54,19 @@ def test_the_counts_the_docs_state_are_the_dry_runs(full_dry_run):
     assert _stated("docs/pipeline.md", r"`full` is ([\d,]+) Snakemake jobs") == (total,)
     assert _stated(
         "docs/slurm.md",
-        r"`full` submits ([\d,]+) training, ([\d,]+) search \(5 rounds each\), ([\d,]+) final \(5 repetitions each\), "
-        r"([\d,]+) reference and ([\d,]+) joined-fold jobs \(([\d,]+) GPU jobs",
-    ) == (counts["train"], counts["fair_stage"], counts["fair_final"], counts["reference"], counts["knob_joined"], gpu)
-    assert _stated("docs/pipeline.md", r"tells; ([\d,]+) jobs of 40 fold trainings at `full`") == (
-        counts["fair_stage"],
+        r"`full` has ([\d,]+) training, ([\d,]+) search-round \(submitted 5 rounds in turn at a time\), ([\d,]+) final "
+        r"\(5 repetitions each\), ([\d,]+) reference and ([\d,]+) joined-fold jobs \(([\d,]+) GPU jobs, ([\d,]+) submissions",
+    ) == (
+        counts["train"],
+        counts["fair_round"],
+        counts["fair_final"],
+        counts["reference"],
+        counts["knob_joined"],
+        gpu,
+        gpu - counts["fair_round"] + _search_submissions(),
+    )
+    assert _stated("docs/pipeline.md", r"tells; ([\d,]+) jobs of 8 fold trainings at `full`") == (
+        counts["fair_round"],
     )
     assert _stated("docs/pipeline.md", r"repetitions \(5: ([\d,]+) jobs of 20 fold trainings") == (
         counts["fair_final"],
@@ -52,13 +79,8 @@ def test_the_counts_the_docs_state_are_the_dry_runs(full_dry_run):
 def test_the_budgets_job_list_is_the_workflows(full_dry_run):
     """The preflight's budget groups `full`'s trainings into the jobs the workflow submits: as many
     of each GPU rule as the dry run lists (reference jobs train nothing and are not in it)."""
-    from conftest import CONFIG_DIR, FULL_DIGESTS
-
-    from dmlbench.config.plan import Plan
-
     counts = job_counts(full_dry_run[0].stdout)
-    digests = FULL_DIGESTS[1].split("=", 1)[1]
-    plan = Plan.load(CONFIG_DIR, {"preset": "full", "trunk_sha256": yaml.safe_load(digests)})
+    plan = _full_plan()
     listed = Counter(job["rule"] for job in plan.gpu_jobs())
     assert listed == {rule: counts[rule] for rule in GPU_RULES if rule != "reference"}
     assert sum(len(job["runs"]) for job in plan.gpu_jobs()) == len(plan.all_runs())  # every training once

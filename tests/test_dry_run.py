@@ -33,12 +33,12 @@ def rule_views(plan: Plan) -> list[str]:
     views = []
     for dataset, method in plan.fair_pairs("suite.fair"):
         side = jobs_of(plan).fair_side("suite.fair", dataset, method)
-        for j in range(plan.fair_stages("suite.fair")):
+        for r in range(plan.fair_rounds("suite.fair")):
             views.append(
                 json.dumps(
                     [
-                        jobs_of(plan).fair_stage_spec("suite.fair", dataset, method, j),
-                        jobs_of(plan).fair_stage_inputs("suite.fair", dataset, method, j),
+                        jobs_of(plan).fair_round_job("suite.fair", dataset, method, r),
+                        jobs_of(plan).fair_round_inputs("suite.fair", dataset, method, r),
                         side,
                     ],
                     sort_keys=True,
@@ -66,8 +66,8 @@ def test_fair_job_specs_equal_a_fresh_computation_and_stay_their_own():
     trained = {}
     for view in seen:
         spec, inputs, side = json.loads(view)
-        # a search job's rounds, or a final job's repetitions, each fold's settings made whole
-        parts = rounds.stage_rounds(spec) if "rounds" in spec else rounds.final_repetitions(spec)
+        # a search job's round, or a final job's repetitions, each fold's settings made whole
+        parts = [rounds.search_round(spec)] if "trials" in spec else rounds.final_repetitions(spec)
         for part in parts:
             folds = part.get("folds") or [fold for trial in part["trials"] for fold in trial["folds"]]
             for fold in folds:

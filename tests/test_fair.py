@@ -618,21 +618,21 @@ def test_full_dry_run_lists_every_fold_trial_and_final_run_of_suite_fair(full_dr
     stdout = result.stdout
     listed = {path.strip() for line in re.findall(r"^\s+output: (.*)$", stdout, re.M) for path in line.split(",")}
     rounds = -(-settings["trials"] // settings["parallel"])
-    stages = -(-rounds // settings["rounds_per_job"])
+    groups = -(-settings["repetitions"] // settings["repetitions_per_job"])
     for dataset, method in pairs:
         folder = plan.fair_folder("suite.fair", dataset, method)
-        for j in range(stages):
-            assert f"{folder}/search/stage{j}.json" in listed
-        groups = -(-settings["repetitions"] // settings["repetitions_per_job"])
-        for g in range(groups):
-            assert f"{folder}/final/group{g}.json" in listed
+        for r in range(rounds):
+            assert f"{folder}/search/round{r}.json" in listed
+        ends = [min((g + 1) * settings["repetitions_per_job"], settings["repetitions"]) - 1 for g in range(groups)]
+        for last in range(settings["repetitions"]):  # a final job's output: its last repetition's record
+            assert (f"{folder}/final/rep{last}/folds.json" in listed) == (last in ends)
         assert f"{folder}/final/summary.json" in listed
     counts = {
         line.split()[0]: int(line.split()[1])
         for line in stdout[stdout.index("Job stats:") :].splitlines()
         if len(line.split()) == 2 and line.split()[1].isdigit()
     }
-    assert counts["fair_stage"] == len(pairs) * stages  # one GPU job per 5 rounds: their slots' folds
+    assert counts["fair_round"] == len(pairs) * rounds  # one GPU job per round: its slots' folds
     assert counts["fair_final"] == len(pairs) * groups  # one per 5 repetitions: their folds
     assert not {"fair_ask", "fair_tell", "fair_trial_fold", "fair_final_fold"} & set(counts)
     assert counts["fair_best"] == counts["fair_summary"] == len(pairs)

@@ -81,7 +81,7 @@ def test_a_changed_search_space_starts_a_new_study_and_keeps_the_old_one_aside(s
     assert result.returncode == 0, result.stderr[-3000:]
     kept = list((work / SEARCH).glob("study.journal.superseded-*"))
     assert len(kept) == 1 and kept[0].read_bytes().startswith(old_journal)  # the old study (opened once more)
-    said = (work / "logs/smoke/fair/suite.fair/cub/ms/stage0.log").read_text()
+    said = (work / "logs/smoke/fair/suite.fair/cub/ms/round0.log").read_text()
     assert f"search settings changed since {JOURNAL}" in said and kept[0].name in said
     assert f"space.loss.alpha.low: {low!r} → 1.5" in said and "space.miner.epsilon:" in said
     new = pd.read_csv(work / SEARCH / "trials.csv")
@@ -104,15 +104,11 @@ def test_a_slot_whose_earlier_slots_are_missing_from_the_emptied_journal_is_refu
     (work / JOURNAL).write_bytes(b"")  # emptied (a lost journal is made again empty)
     result = snakemake(checkout, work, trials=3)
     assert result.returncode != 0
-    said = (work / "logs/smoke/fair/suite.fair/cub/ms/stage2.log").read_text()
+    said = (work / "logs/smoke/fair/suite.fair/cub/ms/round2.log").read_text()
     assert f"{JOURNAL} has no trial of slot(s) 0, 1, asked before slot 2" in said
     assert "Traceback" not in said and not (work / SEARCH / "trial2/params.json").exists()
-    assert f"delete {SEARCH}/stage*.json, round*.json and trial*/params.json" in said
-    for path in [
-        *(work / SEARCH).glob("stage*.json"),
-        *(work / SEARCH).glob("round*.json"),
-        *(work / SEARCH).glob("trial*/params.json"),
-    ]:
+    assert f"delete {SEARCH}/round*.json and trial*/params.json" in said
+    for path in [*(work / SEARCH).glob("round*.json"), *(work / SEARCH).glob("trial*/params.json")]:
         path.unlink()  # what the message says to do
     result = snakemake(checkout, work, trials=3)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -151,41 +147,21 @@ def test_a_cut_last_journal_line_is_dropped_and_other_damage_is_named(tmp_path, 
             "ask": ask,
             "space": ask["space"],
             "base": ask["run"],
-            "rounds": [
-                {
-                    "output": str(tmp_path / "round1.json"),
-                    "trials": [
-                        {
-                            "slot": 3,
-                            "params": str(tmp_path / "p3.json"),
-                            "result": str(tmp_path / "r3.json"),
-                            "folds": [],
-                        }
-                    ],
-                }
+            "output": str(tmp_path / "round1.json"),
+            "trials": [
+                {"slot": 3, "params": str(tmp_path / "p3.json"), "result": str(tmp_path / "r3.json"), "folds": []}
             ],
         }
     )
     result = processes.run(
-        [
-            sys.executable,
-            "-m",
-            "dmlbench",
-            "fair-stage",
-            "--spec",
-            spec,
-            "--side",
-            "{}",
-            "--output",
-            str(tmp_path / "stage0.json"),
-        ],
+        [sys.executable, "-m", "dmlbench", "fair-round", "--spec", spec, "--side", "{}"],
         timeout=300,
         capture_output=True,
         text=True,
         cwd=REPO,
     )
     assert result.returncode != 0 and "Traceback" not in result.stderr
-    assert f"dmlbench fair-stage: error: {journal}, line 1, is damaged" in result.stderr
+    assert f"dmlbench fair-round: error: {journal}, line 1, is damaged" in result.stderr
 
 
 def test_a_garbled_epochs_file_of_a_finished_fold_is_named_set_aside_and_rebuilt(tmp_path):

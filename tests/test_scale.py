@@ -43,9 +43,8 @@ def test_the_fair_jobs_train_every_fold_once_with_its_planned_settings(preset):
         side = jobs_of(plan).fair_side("suite.fair", dataset, method)
         assert set(side) == set(run_folder.NOT_IN_FINGERPRINT)
         jobs = [
-            round_spec["trials"]
-            for s in range(plan.fair_stages("suite.fair"))
-            for round_spec in rounds.stage_rounds(jobs_of(plan).fair_stage_spec("suite.fair", dataset, method, s))
+            rounds.search_round(jobs_of(plan).fair_round_job("suite.fair", dataset, method, r))["trials"]
+            for r in range(plan.fair_rounds("suite.fair"))
         ]
         folds = [fold for trials in jobs for trial in trials for fold in trial["folds"]]
         folds += [
@@ -77,21 +76,17 @@ def test_a_round_asks_its_slots_in_order_after_the_round_before_was_told():
         assert all(t - s["parallel"] < part[0] for t in part)
     with pytest.raises(ConfigError, match="no search round"):
         plan.fair_round_slots("suite.fair", n_rounds)
-    # a GPU job runs `rounds_per_job` rounds in turn, each job after the one before was told
-    stages = [plan.fair_stage_rounds("suite.fair", j) for j in range(plan.fair_stages("suite.fair"))]
-    assert [r for part in stages for r in part] == list(range(n_rounds))
-    assert all(len(part) <= s["rounds_per_job"] for part in stages) and len(stages) < n_rounds
-    for j, part in enumerate(stages):
-        whole = rounds.stage_rounds(jobs_of(plan).fair_stage_spec("suite.fair", "cub", "ms", j))
-        assert [r["output"] for r in whole] == [plan.fair_round_marker("suite.fair", "cub", "ms", r) for r in part]
-        assert [{k: r[k] for k in ("ask", "space", "trials")} for r in whole] == [
-            jobs_of(plan).fair_round_spec("suite.fair", "cub", "ms", r) for r in part
-        ]
-        inputs = jobs_of(plan).fair_stage_inputs("suite.fair", "cub", "ms", j)
-        before = plan.fair_stage_marker("suite.fair", "cub", "ms", j - 1)
-        assert (before in inputs) == (j > 0)
-    with pytest.raises(ConfigError, match="no search job"):
-        plan.fair_stage_rounds("suite.fair", len(stages))
+    # a GPU job runs one round, after the round before was told; under SLURM `rounds_per_job` of
+    # them in turn go in one submission (a Snakemake group)
+    for r in range(n_rounds):
+        job = jobs_of(plan).fair_round_job("suite.fair", "cub", "ms", r)
+        assert job["output"] == plan.fair_round_marker("suite.fair", "cub", "ms", r)
+        assert rounds.search_round(job) == jobs_of(plan).fair_round_spec("suite.fair", "cub", "ms", r)
+        inputs = jobs_of(plan).fair_round_inputs("suite.fair", "cub", "ms", r)
+        assert (r > 0) == (plan.fair_round_marker("suite.fair", "cub", "ms", r - 1) in inputs)
+    groups = [plan.fair_search_group("suite.fair", r) for r in range(n_rounds)]
+    assert groups == sorted(groups) and max(groups) + 1 == -(-n_rounds // s["rounds_per_job"])
+    assert all(groups.count(g) <= s["rounds_per_job"] for g in groups)
 
 
 def test_the_round_trigger_follows_the_settings_that_decide_the_numbers():
@@ -111,8 +106,8 @@ def test_the_round_trigger_follows_the_settings_that_decide_the_numbers():
     )
     louder = jobs_of(Plan.load(CONFIG_DIR, {"preset": "smoke", "overrides": {"optimizer": {"weight_decay": 0.001}}}))
     key = ("suite.fair", "cub", "ms")
-    assert quiet.fair_stage_trigger(*key, 0) == base.fair_stage_trigger(*key, 0)
-    assert louder.fair_stage_trigger(*key, 0) != base.fair_stage_trigger(*key, 0)
+    assert quiet.fair_round_trigger(*key, 0) == base.fair_round_trigger(*key, 0)
+    assert louder.fair_round_trigger(*key, 0) != base.fair_round_trigger(*key, 0)
     assert quiet.fair_side(*key) != base.fair_side(*key)
 
 
@@ -192,6 +187,7 @@ def finished(tmp_path_factory):
         "overrides={tracking: {mlflow: 'sqlite:///mlflow.db'}}",
         "overrides={keep: {checkpoint: true, fold_model: true}}",
         "overrides={loader: {workers: 3, persistent_workers: true}}",
+        "subset={suite.fair: {fair: {rounds_per_job: 1}}}",  # the search regrouped: no output names it
     ],
 )
 def test_a_setting_that_changes_no_number_reruns_nothing(finished, change):
@@ -219,6 +215,16 @@ def test_a_moved_checkout_working_folder_and_environment_rerun_nothing(finished,
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"Base directory: {checkout}" in result.stdout + result.stderr  # it did read the moved checkout
     assert planned(result) == {}, result.stdout[-3000:]
+
+
+@pytest.mark.slow
+def test_regrouping_the_final_repetitions_reruns_no_training_job(finished):
+    """A final job's output is its last repetition's record, which that repetition writes under any
+    grouping: cut into jobs of one repetition, nothing trains; only the summaries, whose list of
+    those records changed, are computed again (seconds, on the submitting machine)."""
+    result = snakemake(REPO / "Snakefile", finished, "subset={suite.fair: {fair: {repetitions_per_job: 1}}}", "-n")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert set(planned(result)) == {"fair_summary", "fair_aggregate", "report", "all"}, result.stdout[-3000:]
 
 
 def numbers_on_disk(work: Path) -> dict:
@@ -251,7 +257,7 @@ def test_four_loader_workers_give_the_numbers_of_none_through_snakemake(finished
         "gpu=2",
         "--forcerun",
         "train",
-        "fair_stage",
+        "fair_round",
         "fair_final",
     )
     assert result.returncode == 0, result.stderr[-4000:]
@@ -283,7 +289,7 @@ def test_a_changed_learning_rate_reruns_exactly_the_runs_it_changes(finished):
     assert len(changed) == 1 and changed[0].method == "ms"
     trained = re.findall(r"rule train:\n\s+input: .*\n\s+output: (\S+)/metrics\.json", result.stdout)
     assert trained == [changed[0].path("smoke")]
-    assert counts["train"] == 1 and "fair_stage" not in counts and "fair_final" not in counts
+    assert counts["train"] == 1 and "fair_round" not in counts and "fair_final" not in counts
 
 
 def test_the_budget_groups_runs_into_the_workflows_jobs_and_bounds_the_wall_clock_by_the_search_chain():
@@ -292,8 +298,8 @@ def test_the_budget_groups_runs_into_the_workflows_jobs_and_bounds_the_wall_cloc
     chain = ("suite.fair", "cub", "ms")
     jobs = [
         {"rule": "train", "runs": ["a"], "chain": None, "stage": None},
-        {"rule": "fair_stage", "runs": ["r0f0", "r0f1"], "chain": chain, "stage": "search"},
-        {"rule": "fair_stage", "runs": ["r1f0", "r1f1"], "chain": chain, "stage": "search"},
+        {"rule": "fair_round", "runs": ["r0f0", "r0f1"], "chain": chain, "stage": "search"},
+        {"rule": "fair_round", "runs": ["r1f0", "r1f1"], "chain": chain, "stage": "search"},
         {"rule": "fair_final", "runs": ["p0f0", "p0f1"], "chain": chain, "stage": "final"},
         {"rule": "fair_final", "runs": ["p1f0", "p1f1"], "chain": chain, "stage": "final"},
         {"rule": "train", "runs": ["unprojected"], "chain": None, "stage": None},
@@ -327,19 +333,21 @@ def test_the_budget_groups_runs_into_the_workflows_jobs_and_bounds_the_wall_cloc
 
 
 def test_a_gpu_jobs_spec_carries_the_shared_settings_once_and_stays_far_below_the_argument_limit():
-    """Linux refuses a single argument over 128 KiB (MAX_ARG_STRLEN): the spec of a search job
-    (5 rounds × 2 slots × 4 folds at full) is the shared settings once and each fold's changes."""
+    """Linux refuses a single argument over 128 KiB (MAX_ARG_STRLEN): the spec of a final job (5
+    repetitions × 4 folds at full) and of a search job (2 slots × 4 folds) is the shared settings
+    once and each fold's changes."""
     from dmlbench.run_config import delta
 
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
-    stage = jobs_of(plan).fair_stage_spec("suite.fair", "sop", "ms", 0)
+    search = jobs_of(plan).fair_round_job("suite.fair", "sop", "ms", 0)
     group = jobs_of(plan).fair_group_spec("suite.fair", "sop", "ms", 0)
     whole = [
-        jobs_of(plan).fair_round_spec("suite.fair", "sop", "ms", r) for r in plan.fair_stage_rounds("suite.fair", 0)
+        jobs_of(plan).fair_repetition_spec("suite.fair", "sop", "ms", r)
+        for r in plan.fair_group_repetitions("suite.fair", 0)
     ]
-    assert len(json.dumps(stage)) * 5 < len(json.dumps(whole)) and len(json.dumps(stage)) < 32 * 1024
-    assert len(json.dumps(group)) < 32 * 1024
-    folds = [f for r in stage["rounds"] for t in r["trials"] for f in t["folds"]]
+    assert len(json.dumps(group)) * 4 < len(json.dumps(whole)) and len(json.dumps(group)) < 32 * 1024
+    assert len(json.dumps(search)) < 32 * 1024
+    folds = [f for t in search["trials"] for f in t["folds"]] + [f for r in group["repetitions"] for f in r["folds"]]
     assert all("changes" in f and "run" not in f for f in folds)
     base = {"a": {"b": 1, "c": [1, 2]}, "d": "x"}
     other = {"a": {"b": 2, "c": [1, 2]}, "d": "x"}

@@ -89,14 +89,14 @@ def test_every_value_of_a_searched_training_setting_is_checked_as_its_run_is():
 
 
 def test_a_job_spec_over_the_os_argument_limit_is_refused_with_the_largest_setting_that_fits():
-    config = {"preset": "smoke", "subset": {"suite.fair": {"fair": {"rounds_per_job": 10**9, "trials": 100000}}}}
+    config = {"preset": "smoke", "subset": {"suite.fair": {"fair": {"parallel": 10**9, "trials": 100000}}}}
     with pytest.raises(ConfigError) as error:
         Plan.load(CONFIG_DIR, config)
     said = str(error.value)
-    assert said.startswith("preset smoke.subset.suite.fair.fair.rounds_per_job: 1000000000: a job of suite.fair")
+    assert said.startswith("preset smoke.subset.suite.fair.fair.parallel: 1000000000: a job of suite.fair")
     assert "'Argument list too long'); set it to at most " in said
     fits = int(said.rsplit(" ", 1)[1])
-    config["subset"]["suite.fair"]["fair"]["rounds_per_job"] = fits
+    config["subset"]["suite.fair"]["fair"]["parallel"] = fits
     Plan.load(CONFIG_DIR, config)  # the largest that fits is accepted
 
 

@@ -643,7 +643,7 @@ def test_the_first_help_shows_the_users_commands_and_the_steps_have_their_own():
     steps = subprocess.run(
         [sys.executable, "-m", "dmlbench", "steps", "--help"], capture_output=True, text=True, env=python_env()
     ).stdout
-    for name in ("train", "prepare", "fair-stage", "knob-aggregate", "aggregate", "report"):
+    for name in ("train", "prepare", "fair-round", "knob-aggregate", "aggregate", "report"):
         assert f"    {name} " in steps and f"    {name} " not in shown
     for argv in (["train", "--help"], ["steps", "train", "--help"]):  # the rules' form and the listed one
         with pytest.raises(SystemExit) as ended:

@@ -15,16 +15,16 @@ def cmd_fair_splits(args) -> None:
     folds.write(Path(args.manifest), Path(args.output), args.folds)
 
 
-def cmd_fair_stage(args) -> None:
+def cmd_fair_round(args) -> None:
     from dmlbench.fair import rounds
 
-    rounds.run_stage(spec_json(args.spec), spec_json(args.side, "--side"), Path(args.output))
+    rounds.run_search_job(spec_json(args.spec), spec_json(args.side, "--side"))
 
 
 def cmd_fair_final(args) -> None:
     from dmlbench.fair import rounds
 
-    rounds.run_final(spec_json(args.spec), spec_json(args.side, "--side"), Path(args.best), Path(args.output))
+    rounds.run_final(spec_json(args.spec), spec_json(args.side, "--side"), Path(args.best))
 
 
 def cmd_fair_best(args) -> None:
@@ -61,18 +61,20 @@ def add(sub) -> None:
     s.set_defaults(func=cmd_fair_splits)
 
     s = sub.add_parser(
-        "fair-stage", help="a search job: its rounds in turn (ask each round's trial slots, train their folds, tell)"
+        "fair-round",
+        help="a search job: its round (ask its trial slots, train their folds, tell; the round's record written)",
     )
-    s.add_argument("--spec", required=True, help="JSON: what Jobs.fair_stage_spec gives")
+    s.add_argument("--spec", required=True, help="JSON: what Jobs.fair_round_job gives")
     side_option(s)
-    s.add_argument("--output", required=True, help="stage<N>.json: the rounds and what each slot was told")
-    s.set_defaults(func=cmd_fair_stage)
+    s.set_defaults(func=cmd_fair_round)
 
-    s = sub.add_parser("fair-final", help="a final job: train its repetitions' folds with the best parameters")
+    s = sub.add_parser(
+        "fair-final",
+        help="a final job: train its repetitions' folds with the best parameters (each one's record written)",
+    )
     s.add_argument("--spec", required=True, help="JSON: what Jobs.fair_group_spec gives")
     side_option(s)
     s.add_argument("--best", required=True, help="best.json of the search")
-    s.add_argument("--output", required=True, help="group<N>.json: the repetitions' fold results")
     s.set_defaults(func=cmd_fair_final)
 
     s = sub.add_parser("fair-best", help="the best trial of a search, and trials.csv")

@@ -1,8 +1,8 @@
 """The fair protocol's GPU jobs pass their spec on the command line (`workflow/rules/fair.smk`:
 `--spec '<JSON>'`), and Snakemake runs a job's command as one argument of `bash -c`, which the OS
 bounds (Linux: `MAX_ARG_STRLEN`, 128 KiB; past it the job fails at exec with "Argument list too
-long"). A spec grows with the fold trainings of its job: `fair.rounds_per_job` × `fair.parallel` ×
-`fair.folds` of a search job, `fair.repetitions_per_job` × `fair.folds` of a final job. So the
+long"). A spec grows with the fold trainings of its job: `fair.parallel` × `fair.folds` of a search
+job (one round), `fair.repetitions_per_job` × `fair.folds` of a final job. So the
 largest of each (a method's first job) is measured when the plan loads, and a setting that would
 pass the limit is refused, naming it with the largest value that fits."""
 
@@ -27,7 +27,7 @@ def check(plan) -> None:
             continue
         s = plan.fair_settings(key)
         counts = {
-            "rounds_per_job": (min(s["rounds_per_job"], plan.fair_rounds(key)), jobs.fair_stage_spec),
+            "parallel": (min(s["parallel"], s["trials"]), jobs.fair_round_job),
             "repetitions_per_job": (min(s["repetitions_per_job"], s["repetitions"]), jobs.fair_group_spec),
         }
         for setting, (count, spec) in counts.items():
@@ -45,12 +45,8 @@ def _refuse(plan, key: str, setting: str, count: int, size: int, room: int, job:
     given = "fair" in plan._subset(key) and setting in plan._subset(key)["fair"]
     where = f"preset {plan.name}.subset.{key}" if given else f"{plan.sources[key]}: experiment {key}"
     fits = count * room // size
-    unit = "round" if setting == "rounds_per_job" else "repetition"
-    fix = (
-        f"set it to at most {fits}"
-        if fits
-        else f"even one {unit} is too long: lower fair.{'parallel' if unit == 'round' else 'folds'}"
-    )
+    unit = "trial slot" if setting == "parallel" else "repetition"
+    fix = f"set it to at most {fits}" if fits else f"even one {unit} is too long: lower fair.folds"
     raise ConfigError(
         f"{where}.fair.{setting}: {plan.fair_settings(key)[setting]}: a job of {job} would hold {count} "
         f"{unit}s, a spec of {size:,} bytes on its command line, over the {ARGUMENT_LIMIT:,} bytes "

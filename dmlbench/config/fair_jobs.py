@@ -1,8 +1,10 @@
-"""The fair protocol's GPU jobs (a mixin of the plan, beside `fair_specs`): a search job runs
-`rounds_per_job` rounds of one method's search in turn, a final job `repetitions_per_job` of its
-final repetitions; neither setting changes a number (the same fold trainings, in the same order of
-asks and tells). A job's spec carries the settings its folds share once (`base`) and each fold's
-changes to them (`dmlbench.run_config.delta`)."""
+"""The fair protocol's GPU jobs (a mixin of the plan, beside `fair_specs`): a search job runs one
+round of one method's search (after the round before it was told), a final job
+`repetitions_per_job` of its final repetitions. Neither grouping names a file or changes a number:
+under SLURM `rounds_per_job` rounds in turn go in one submission (a Snakemake group, `fair_group_id`),
+and a final job's output is the record of its last repetition, the file that repetition writes
+under any grouping, so regrouping finished jobs reruns nothing. A job's spec carries the settings
+its folds share once (`base`) and each fold's changes to them (`dmlbench.run_config.delta`)."""
 
 from __future__ import annotations
 
@@ -13,19 +15,9 @@ from dmlbench.run_config import delta
 class FairJobs:
     """The search and final jobs of a fair experiment, their files, inputs, triggers and specs."""
 
-    def fair_stages(self, experiment: str) -> int:
-        """The search's GPU jobs: `rounds_per_job` rounds each, run in turn (the last may hold fewer)."""
-        return -(-self.fair_rounds(experiment) // self.fair_settings(experiment)["rounds_per_job"])
-
-    def fair_stage_rounds(self, experiment: str, stage) -> list[int]:
-        return part(
-            int(stage),
-            self.fair_settings(experiment)["rounds_per_job"],
-            self.fair_rounds(experiment),
-            f"{experiment} has no search job",
-            f"in preset {self.name}",
-            "rounds",
-        )
+    def fair_search_group(self, experiment: str, round_index) -> int:
+        """The SLURM submission (of `rounds_per_job` rounds in turn) that round `round_index` goes in."""
+        return int(round_index) // self.fair_settings(experiment)["rounds_per_job"]
 
     def fair_final_groups(self, experiment: str) -> int:
         """The final repetitions' GPU jobs: `repetitions_per_job` repetitions each."""
@@ -43,19 +35,22 @@ class FairJobs:
             "repetitions",
         )
 
-    def fair_stage_marker(self, experiment, dataset, method, stage) -> str:
-        return f"{self.fair_folder(experiment, dataset, method)}/search/stage{stage}.json"
+    def fair_group_ending(self, experiment: str, last) -> int:
+        """The final job whose last repetition is `last` (the rule's wildcard); one that ends no job refused."""
+        s = self.fair_settings(experiment)
+        size, total, index = s["repetitions_per_job"], s["repetitions"], int(last) // s["repetitions_per_job"]
+        ends = [min((i + 1) * size, total) - 1 for i in range(-(-total // size))]
+        if int(last) not in ends:
+            raise ConfigError(
+                f"{experiment}: repetition {last} ends no final job in preset {self.name} "
+                f"(jobs of {size} repetitions end at {', '.join(map(str, ends))})"
+            )
+        return index
 
     def fair_group_marker(self, experiment, dataset, method, group) -> str:
-        return f"{self.fair_folder(experiment, dataset, method)}/final/group{group}.json"
-
-    def fair_stage_runs(self, experiment, dataset, method, stage) -> list[str]:
-        """The run folders of a search job's fold trainings (its rounds')."""
-        return [
-            path
-            for r in self.fair_stage_rounds(experiment, stage)
-            for path in self.fair_round_runs(experiment, dataset, method, r)
-        ]
+        """A final job's output: its last repetition's record."""
+        last = self.fair_group_repetitions(experiment, group)[-1]
+        return self.fair_repetition_marker(experiment, dataset, method, last)
 
     def fair_group_runs(self, experiment, dataset, method, group) -> list[str]:
         """The run folders of a final job's fold trainings (its repetitions')."""

@@ -16,29 +16,28 @@ from dmlbench.training import run_folder
 class FairStepJobs:
     """The fair protocol's steps' inputs, triggers and specs."""
 
-    def fair_stage_trigger(self, experiment, dataset, method, stage) -> str:
-        """The rerun trigger of a search job: the fold trainings' fingerprint and its rounds' slots."""
-        slots = [t for r in self.fair_stage_rounds(experiment, stage) for t in self.fair_round_slots(experiment, r)]
+    def fair_round_trigger(self, experiment, dataset, method, round_index) -> str:
+        """The rerun trigger of a search job: the fold trainings' fingerprint and its round's slots."""
+        slots = self.fair_round_slots(experiment, round_index)
         return f"{self.fair_fingerprint(experiment, dataset, method)} slots {','.join(map(str, slots))}"
 
-    def fair_stage_spec(self, experiment, dataset, method, stage) -> dict:
-        """A search job: its rounds in turn, each with the file that records what its slots were
-        told; the settings the folds share once (`base`), each fold's as changes to them."""
-        rounds = [
-            self.fair_round_spec(experiment, dataset, method, r) for r in self.fair_stage_rounds(experiment, stage)
-        ]
-        base = rounds[0]["ask"]["run"]
+    def fair_group_trigger(self, experiment, dataset, method, group) -> str:
+        """The rerun trigger of a final job: the fingerprint and its last repetition, whose record is
+        its output (whichever `repetitions_per_job` cut the repetitions)."""
+        last = self.fair_group_repetitions(experiment, group)[-1]
+        return f"{self.fair_fingerprint(experiment, dataset, method)} repetition {last}"
+
+    def fair_round_job(self, experiment, dataset, method, round_index) -> dict:
+        """A search job: its round, with the file that records what its slots were told (the job's
+        output); the settings the folds share once (`base`), each fold's as changes to them."""
+        spec = self.fair_round_spec(experiment, dataset, method, round_index)
+        base = spec["ask"]["run"]
         return {
-            "ask": rounds[0]["ask"],
-            "space": rounds[0]["space"],
+            "ask": spec["ask"],
+            "space": spec["space"],
             "base": base,
-            "rounds": [
-                {
-                    "output": self.fair_round_marker(experiment, dataset, method, r),
-                    "trials": [{**t, "folds": [_compact(base, f) for f in t["folds"]]} for t in spec["trials"]],
-                }
-                for r, spec in zip(self.fair_stage_rounds(experiment, stage), rounds)
-            ],
+            "output": self.fair_round_marker(experiment, dataset, method, round_index),
+            "trials": [{**t, "folds": [_compact(base, f) for f in t["folds"]]} for t in spec["trials"]],
         }
 
     def fair_group_spec(self, experiment, dataset, method, group) -> dict:
@@ -59,10 +58,10 @@ class FairStepJobs:
             ],
         }
 
-    def fair_stage_inputs(self, experiment, dataset, method, stage) -> list[str]:
-        """The data, and the search job before (its rounds told: the sequencing of the search)."""
-        s = int(stage)
-        before = [self.fair_stage_marker(experiment, dataset, method, s - 1)] if s > 0 else []
+    def fair_round_inputs(self, experiment, dataset, method, round_index) -> list[str]:
+        """The data, and the round before (told: the sequencing of the search)."""
+        r = int(round_index)
+        before = [self.fair_round_marker(experiment, dataset, method, r - 1)] if r > 0 else []
         return before + self._fold_data_inputs(experiment, dataset, method)
 
     def fair_side(self, experiment, dataset, method) -> dict:
@@ -131,7 +130,7 @@ class FairStepJobs:
         return [self.fair_best(experiment, dataset, method), *self._fold_data_inputs(experiment, dataset, method)]
 
     def fair_best_inputs(self, experiment, dataset, method) -> list[str]:
-        return [self.fair_stage_marker(experiment, dataset, method, s) for s in range(self.fair_stages(experiment))]
+        return [self.fair_round_marker(experiment, dataset, method, r) for r in range(self.fair_rounds(experiment))]
 
     def fair_results(self, experiment, dataset, method) -> list[str]:
         """Every trial's result.json (written by the rounds)."""
@@ -178,7 +177,6 @@ class FairStepJobs:
             "title": exp.get("title", experiment),
             "toy_data": self.toy_data,
             "own_data": [d for d in self.datasets_of(experiment) if DATASETS.get(d).csv],  # a CSV's real images
-            "settings": self.fair_settings(experiment),
             "datasets": self.datasets_of(experiment),
             "methods": {
                 m: {

@@ -65,12 +65,12 @@ class StepSpecs:
                 chain = (experiment, dataset, method)
                 jobs += [
                     {
-                        "rule": "fair_stage",
-                        "runs": self.fair_stage_runs(experiment, dataset, method, s),
+                        "rule": "fair_round",
+                        "runs": self.fair_round_runs(experiment, dataset, method, r),
                         "chain": chain,
                         "stage": "search",
                     }
-                    for s in range(self.fair_stages(experiment))
+                    for r in range(self.fair_rounds(experiment))
                 ]
                 jobs += [
                     {

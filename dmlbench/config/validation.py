@@ -101,7 +101,6 @@ def check_catalogue(plan) -> None:
         if unknown:
             raise ConfigError(f"{where}: unknown keys {sorted(unknown)}")
         _check_seeds(exp.get("seeds"), where)
-        claim_seeds.check(exp, where, MAX_SEED)
         for dataset in exp["datasets"]:
             DATASETS.check(dataset, where, ConfigError)
         for method in exp["methods"]:
@@ -163,6 +162,8 @@ def check_catalogue(plan) -> None:
                         f"{where}.sweep.{label}.{part} (method {method})",
                     )
     claims.check_ids(plan.experiments, lambda key: plan.sources[key])
+    for key, exp in plan.experiments.items():  # after the claims' checks: `claim_seeds` names their ids
+        claim_seeds.check(exp, f"{plan.sources[key]}: experiment {key}", MAX_SEED)
 
 
 def check_fair_settings(given: dict, where: str, complete: bool) -> None:

@@ -40,7 +40,7 @@ def open_study(journal: Path, name: str, seed: int = 0):
 
 def remedy(journal: Path, first: str = "restore it from a backup, or move it aside,") -> str:
     return (
-        f"{first} delete {journal.parent}/stage*.json, round*.json and trial*/params.json and rerun: "
+        f"{first} delete {journal.parent}/round*.json and trial*/params.json and rerun: "
         f"the search is asked again "
         f"from slot 0, and fold trainings of unchanged parameters resume from their checkpoints"
     )

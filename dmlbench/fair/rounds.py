@@ -1,6 +1,6 @@
-"""The fair protocol's GPU jobs: a search job (`rounds_per_job` rounds of the search, in turn)
-and a final job (`repetitions_per_job` final repetitions), each one process that trains its fold
-trainings one after another on one device.
+"""The fair protocol's GPU jobs: a search job (one round of the search) and a final job
+(`repetitions_per_job` final repetitions), each one process that trains its fold trainings one
+after another on one device.
 
 A round of a method's search holds `parallel` trial slots: it asks each slot its parameters (in
 slot order, so slot t is asked after slot t − 1 and after every slot of the earlier rounds, t −
@@ -29,17 +29,13 @@ def with_side(settings: dict, side: dict) -> dict:
     return {**settings, **side}
 
 
-def stage_rounds(spec: dict) -> list[dict]:
-    """A search job's rounds, each a whole round spec (its folds' settings made whole from `base`)."""
-    return [
-        {
-            "ask": spec["ask"],
-            "space": spec["space"],
-            "output": r["output"],
-            "trials": [{**t, "folds": [_whole(spec["base"], f) for f in t["folds"]]} for t in r["trials"]],
-        }
-        for r in spec["rounds"]
-    ]
+def search_round(spec: dict) -> dict:
+    """A search job's round spec, its folds' settings made whole from `base`."""
+    return {
+        "ask": spec["ask"],
+        "space": spec["space"],
+        "trials": [{**t, "folds": [_whole(spec["base"], f) for f in t["folds"]]} for t in spec["trials"]],
+    }
 
 
 def final_repetitions(spec: dict) -> list[dict]:
@@ -56,16 +52,11 @@ def _whole(base: dict, fold: dict) -> dict:
     return {**{k: v for k, v in fold.items() if k != "changes"}, "run": delta.apply(base, fold["changes"])}
 
 
-def run_stage(spec: dict, side: dict, output: Path) -> list[dict]:
-    """A search job: its rounds in turn (each round's record written as it is told); `output`
-    lists them. A round finished before is asked, trained and told again from its records: its
-    slots' parameters and fold results are kept, so nothing is trained twice."""
-    rounds = []
-    for round_spec in stage_rounds(spec):
-        told = run_round(round_spec, side, Path(round_spec["output"]))
-        rounds.append({"round": round_spec["output"], "slots": told})
-    write_json(output, {"rounds": rounds})
-    return rounds
+def run_search_job(spec: dict, side: dict) -> list[dict]:
+    """A search job: its round, whose record (the job's output) is written once it is told. A
+    round finished before is asked, trained and told again from its records: its slots'
+    parameters and fold results are kept, so nothing is trained twice."""
+    return run_round(search_round(spec), side, Path(spec["output"]))
 
 
 def run_round(spec: dict, side: dict, output: Path) -> list[dict]:
@@ -97,15 +88,13 @@ def run_round(spec: dict, side: dict, output: Path) -> list[dict]:
     return told
 
 
-def run_final(spec: dict, side: dict, best: Path, output: Path) -> list[dict]:
-    """A final job: its repetitions in turn (each one's record written when its folds are done);
-    `output` lists them."""
-    done = [
+def run_final(spec: dict, side: dict, best: Path) -> list[dict]:
+    """A final job: its repetitions in turn, each one's record written when its folds are done (the
+    last one's is the job's output)."""
+    return [
         {"repetition": rep["output"], "folds": run_repetition(rep, side, best, Path(rep["output"]))}
         for rep in final_repetitions(spec)
     ]
-    write_json(output, {"repetitions": done})
-    return done
 
 
 def run_repetition(spec: dict, side: dict, best: Path, output: Path) -> list[dict]:

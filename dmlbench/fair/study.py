@@ -85,7 +85,7 @@ def _bound_study(spec: dict, seed: int):
     if spec["slot"] > 0:
         raise DmlbenchError(
             f"{journal} holds a study of other search settings than slot {spec['slot']}'s "
-            f"({'; '.join(changes[:6])}): delete {journal.parent}/stage*.json, round*.json "
+            f"({'; '.join(changes[:6])}): delete {journal.parent}/round*.json "
             f"and trial*/params.json and rerun, "
             f"so that the search starts again from slot 0"
         )

@@ -38,7 +38,7 @@ PREFIX = "dmlbench-warm-"  # the server's socket is <temporary folder>/dmlbench-
 # the steps that start torch, pandas, scipy or matplotlib for seconds of work, and what they import
 COMMANDS = (
     "train",
-    "fair-stage",
+    "fair-round",
     "fair-final",
     "evaluate",
     "reference",

@@ -168,12 +168,16 @@ def table(found: list[Line]) -> str:
         for what in ("number", "claim"):
             kind = [line for line in mine if line.what == what]
             decided = sum(line.power is not None and line.power >= TARGET for line in kind)
-            never = sum(line.power is None for line in kind)
-            costs = [line.extra_hours for line in kind if line.power is None or line.power < TARGET]
+            unrun = sum(line.seeds == 0 for line in kind)  # rows this preset does not train at all
+            never = sum(line.power is None and line.seeds > 0 for line in kind)
+            costs = [
+                line.extra_hours for line in kind if line.seeds > 0 and (line.power is None or line.power < TARGET)
+            ]
             cost = "—" if any(c is None for c in costs) else f"{sum(costs):.1f}"
             out.append(
                 f"{paper}: {decided} of {len(kind)} {what}s at {TARGET:.0%} power or more with the planned seeds, "
-                f"{never} never tested at them; the others' extra seeds: {cost} GPU-hours"
+                f"{never} never tested at them, {unrun} not run by this preset; the others' extra seeds: "
+                f"{cost} GPU-hours"
             )
         out.append("")
     return "\n".join(out)

@@ -1,16 +1,22 @@
 # The fair protocol (`suite.fair`, dmlbench/config/fair_specs.py): split file → per method × dataset
-# search jobs (each: `rounds_per_job` rounds in turn, a round asking its trial slots, training their
-# folds, telling) → best → final jobs (each: `repetitions_per_job` repetitions, training their folds)
-# → summary → tables.
+# search rounds in turn (each: ask its trial slots, train their folds, tell; under SLURM
+# `rounds_per_job` of them one submission) → best → final jobs (each: `repetitions_per_job`
+# repetitions, training their folds; its output the last one's record) → summary → tables. No
+# file names a grouping: regrouping finished jobs reruns nothing.
 FAIR_DIR = "results/{preset}/{experiment}/{dataset}/{method}"
 
 
-def stage_runs(w):
-    return PLAN.fair_stage_runs(w.experiment, w.dataset, w.method, w.stage)
+def group(w):
+    """The final job whose last repetition is {last}."""
+    return PLAN.fair_group_ending(w.experiment, w.last)
+
+
+def round_runs(w):
+    return PLAN.fair_round_runs(w.experiment, w.dataset, w.method, w.round)
 
 
 def group_runs(w):
-    return PLAN.fair_group_runs(w.experiment, w.dataset, w.method, w.group)
+    return PLAN.fair_group_runs(w.experiment, w.dataset, w.method, group(w))
 
 
 rule fair_splits:
@@ -25,23 +31,27 @@ rule fair_splits:
         "\"$DMLBENCH_PYTHON\" -m dmlbench fair-splits --manifest {input:q} --folds {wildcards.folds} --output {output:q}"
 
 
-rule fair_stage:
+rule fair_round:
     input:
-        lambda w: JOBS.fair_stage_inputs(w.experiment, w.dataset, w.method, w.stage),
+        lambda w: JOBS.fair_round_inputs(w.experiment, w.dataset, w.method, w.round),
     output:
-        f"{FAIR_DIR}/search/stage{{stage}}.json",
+        f"{FAIR_DIR}/search/round{{round}}.json",
+    wildcard_constraints:
+        round=r"\d+",
+    group:   # under SLURM: `rounds_per_job` rounds in turn, one submission (local runs ignore groups)
+        lambda w: f"fair_search.{w.experiment}.{w.dataset}.{w.method}.{PLAN.fair_search_group(w.experiment, w.round)}"
     params:
-        settings=lambda w: JOBS.fair_stage_trigger(w.experiment, w.dataset, w.method, w.stage),
-        spec=lambda w: Untracked(lambda: as_json(JOBS.fair_stage_spec(w.experiment, w.dataset, w.method, w.stage))),
+        settings=lambda w: JOBS.fair_round_trigger(w.experiment, w.dataset, w.method, w.round),
+        spec=lambda w: Untracked(lambda: as_json(JOBS.fair_round_job(w.experiment, w.dataset, w.method, w.round))),
         side=lambda w: Untracked(lambda: as_json(JOBS.fair_side(w.experiment, w.dataset, w.method))),
     resources:
         gpu=1,
-        runtime=job_runtime(stage_runs),   # minutes (SLURM)
+        runtime=job_runtime(round_runs),   # minutes (SLURM)
     log:
-        f"logs/{{preset}}/fair/{{experiment}}/{{dataset}}/{{method}}/stage{{stage}}.log",
+        f"logs/{{preset}}/fair/{{experiment}}/{{dataset}}/{{method}}/round{{round}}.log",
     shell:
-        "gpu_slot \"$DMLBENCH_PYTHON\" -m dmlbench fair-stage --spec {params.spec:q} --side {params.side:q}"
-        " --output {output:q} 2> >(tee -a {log:q} >&2)"
+        "gpu_slot \"$DMLBENCH_PYTHON\" -m dmlbench fair-round --spec {params.spec:q} --side {params.side:q}"
+        " 2> >(tee -a {log:q} >&2)"   # the round's record: the output
 
 
 rule fair_best:
@@ -60,20 +70,21 @@ rule fair_final:
     input:
         lambda w: JOBS.fair_repetition_inputs(w.experiment, w.dataset, w.method),
     output:
-        f"{FAIR_DIR}/final/group{{group}}.json",
+        f"{FAIR_DIR}/final/rep{{last}}/folds.json",
+    wildcard_constraints:
+        last=r"\d+",
     params:
-        settings=lambda w: JOBS.fair_fingerprint(w.experiment, w.dataset, w.method)   # the rerun trigger
-        + " repetitions " + ",".join(map(str, PLAN.fair_group_repetitions(w.experiment, w.group))),
-        spec=lambda w: Untracked(lambda: as_json(JOBS.fair_group_spec(w.experiment, w.dataset, w.method, w.group))),
+        settings=lambda w: JOBS.fair_group_trigger(w.experiment, w.dataset, w.method, group(w)),
+        spec=lambda w: Untracked(lambda: as_json(JOBS.fair_group_spec(w.experiment, w.dataset, w.method, group(w)))),
         side=lambda w: Untracked(lambda: as_json(JOBS.fair_side(w.experiment, w.dataset, w.method))),
     resources:
         gpu=1,
         runtime=job_runtime(group_runs),   # minutes (SLURM)
     log:
-        f"logs/{{preset}}/fair/{{experiment}}/{{dataset}}/{{method}}/group{{group}}.log",
+        f"logs/{{preset}}/fair/{{experiment}}/{{dataset}}/{{method}}/rep{{last}}.log",
     shell:
         "gpu_slot \"$DMLBENCH_PYTHON\" -m dmlbench fair-final --spec {params.spec:q} --side {params.side:q}"
-        " --best {input[0]:q} --output {output:q} 2> >(tee -a {log:q} >&2)"
+        " --best {input[0]:q} 2> >(tee -a {log:q} >&2)"   # its last repetition's record: the output
 
 
 rule fair_summary:

@@ -76,17 +76,14 @@ def test_a_round_asks_its_slots_in_order_after_the_round_before_was_told():
         assert all(t - s["parallel"] < part[0] for t in part)
     with pytest.raises(ConfigError, match="no search round"):
         plan.fair_round_slots("suite.fair", n_rounds)
-    # a GPU job runs one round, after the round before was told; under SLURM `rounds_per_job` of
-    # them in turn go in one submission (a Snakemake group)
+    # a GPU job runs one round, after the round before was told (tests/test_slurm_groups.py: under
+    # SLURM up to `rounds_per_job` of them in turn go in one submission)
     for r in range(n_rounds):
         job = jobs_of(plan).fair_round_job("suite.fair", "cub", "ms", r)
         assert job["output"] == plan.fair_round_marker("suite.fair", "cub", "ms", r)
         assert rounds.search_round(job) == jobs_of(plan).fair_round_spec("suite.fair", "cub", "ms", r)
         inputs = jobs_of(plan).fair_round_inputs("suite.fair", "cub", "ms", r)
         assert (r > 0) == (plan.fair_round_marker("suite.fair", "cub", "ms", r - 1) in inputs)
-    groups = [plan.fair_search_group("suite.fair", r) for r in range(n_rounds)]
-    assert groups == sorted(groups) and max(groups) + 1 == -(-n_rounds // s["rounds_per_job"])
-    assert all(groups.count(g) <= s["rounds_per_job"] for g in groups)
 
 
 def test_the_round_trigger_follows_the_settings_that_decide_the_numbers():

@@ -1,9 +1,10 @@
 """The fair protocol's GPU jobs (a mixin of the plan, beside `fair_specs`): a search job runs one
 round of one method's search (after the round before it was told), a final job
 `repetitions_per_job` of its final repetitions. Neither grouping names a file or changes a number:
-under SLURM `rounds_per_job` rounds in turn go in one submission (a Snakemake group, `fair_group_id`),
-and a final job's output is the record of its last repetition, the file that repetition writes
-under any grouping, so regrouping finished jobs reruns nothing. A job's spec carries the settings
+under SLURM up to `rounds_per_job` rounds in turn go in one submission (a Snakemake group,
+`dmlbench.orchestration.slurm_groups`), and a final job's output is the record of its last
+repetition, the file that repetition writes under any grouping, so regrouping finished jobs reruns
+nothing. A job's spec carries the settings
 its folds share once (`base`) and each fold's changes to them (`dmlbench.run_config.delta`)."""
 
 from __future__ import annotations
@@ -14,10 +15,6 @@ from dmlbench.run_config import delta
 
 class FairJobs:
     """The search and final jobs of a fair experiment, their files, inputs, triggers and specs."""
-
-    def fair_search_group(self, experiment: str, round_index) -> int:
-        """The SLURM submission (of `rounds_per_job` rounds in turn) that round `round_index` goes in."""
-        return int(round_index) // self.fair_settings(experiment)["rounds_per_job"]
 
     def fair_final_groups(self, experiment: str) -> int:
         """The final repetitions' GPU jobs: `repetitions_per_job` repetitions each."""

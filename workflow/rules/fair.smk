@@ -3,16 +3,14 @@
 # `rounds_per_job` of them one submission) → best → final jobs (each: `repetitions_per_job`
 # repetitions, training their folds; its output the last one's record) → summary → tables. No
 # file names a grouping: regrouping finished jobs reruns nothing.
+from dmlbench.orchestration import slurm_groups
+
 FAIR_DIR = "results/{preset}/{experiment}/{dataset}/{method}"
 
 
 def group(w):
     """The final job whose last repetition is {last}."""
     return PLAN.fair_group_ending(w.experiment, w.last)
-
-
-def round_runs(w):
-    return PLAN.fair_round_runs(w.experiment, w.dataset, w.method, w.round)
 
 
 def group_runs(w):
@@ -38,15 +36,15 @@ rule fair_round:
         f"{FAIR_DIR}/search/round{{round}}.json",
     wildcard_constraints:
         round=r"\d+",
-    group:   # under SLURM: `rounds_per_job` rounds in turn, one submission (local runs ignore groups)
-        lambda w: f"fair_search.{w.experiment}.{w.dataset}.{w.method}.{PLAN.fair_search_group(w.experiment, w.round)}"
+    group:   # under SLURM: up to `rounds_per_job` rounds in turn, one submission (local runs ignore groups)
+        lambda w: slurm_groups.group_id(PLAN, w.experiment, w.dataset, w.method, w.round)
     params:
         settings=lambda w: JOBS.fair_round_trigger(w.experiment, w.dataset, w.method, w.round),
         spec=lambda w: Untracked(lambda: as_json(JOBS.fair_round_job(w.experiment, w.dataset, w.method, w.round))),
         side=lambda w: Untracked(lambda: as_json(JOBS.fair_side(w.experiment, w.dataset, w.method))),
     resources:
         gpu=1,
-        runtime=job_runtime(round_runs),   # minutes (SLURM)
+        runtime=lambda w, attempt: slurm_groups.round_minutes(PLAN, w.experiment, w.dataset, w.method, w.round, attempt),
     log:
         f"logs/{{preset}}/fair/{{experiment}}/{{dataset}}/{{method}}/round{{round}}.log",
     shell:

@@ -12,10 +12,10 @@ import os
 import signal
 import sys
 
-from dmlbench.commands import fair, knobs, results, steps
+from dmlbench.commands import fair, knobs, results, steps, waves
 from dmlbench.core.errors import DmlbenchError, explain_os_error
 
-USER_COMMANDS = ("results", "verdict", "plan", "doctor", "slurm-jobs", "preflight")
+USER_COMMANDS = ("results", "verdict", "plan", "doctor", "slurm-jobs", "preflight", "second-wave")
 STEP_GROUPS = (steps, results, fair, knobs)
 
 
@@ -42,6 +42,7 @@ def parser() -> argparse.ArgumentParser:
         dest="step", required=True, title="commands", metavar="{" + ",".join((*USER_COMMANDS, "steps")) + "}"
     )
     results.add_user(sub)
+    waves.add_user(sub)
     listed = sub.add_parser(
         "steps",
         help="the pipeline's steps, as the Snakemake rules run them "

@@ -16,7 +16,7 @@ import jsonschema
 
 from dmlbench.run_config import defaults, json_schema, values
 from dmlbench.config import fair_job_sizes, knob_recipes, own_methods, retrieved_jobs, run_checks, validation
-from dmlbench.config import claim_seeds, csv_datasets
+from dmlbench.config import claim_seeds, csv_datasets, second_wave
 from dmlbench.config.fair_specs import FairSpecs
 from dmlbench.config.knob_specs import KnobSpecs
 from dmlbench.config.loading import deep_merge, load_yaml, plain_numbers, schema_hint, with_dataset_names, with_settings
@@ -206,10 +206,11 @@ class Plan(RunSettings, StepSpecs, FairSpecs, KnobSpecs):
 
     def seeds_of(self, experiment: str) -> tuple[list[int], dict[tuple[str, str], list[int]]]:
         """The experiment's seeds, and (row, dataset) → the seeds of a cell its `claim_seeds` give
-        more (none where the preset's or the subset's `seeds` replace them all)."""
+        more (none where the preset's or the subset's `seeds` replace them all) or a second wave adds."""
         given = self._subset(experiment).get("seeds") or self.preset["seeds"]
         exp = self.experiments[experiment]
-        return given or exp.get("seeds") or [0], {} if given else claim_seeds.cells(exp)
+        base = given or exp.get("seeds") or [0]  # and the second wave's seeds, once planned
+        return base, second_wave.add(self, experiment, base, {} if given else claim_seeds.cells(exp))
 
     def all_runs(self) -> list[Run]:
         """Every training of the plan: the experiments' runs and the fair experiments' fold trainings."""

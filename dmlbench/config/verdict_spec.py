@@ -11,7 +11,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from dmlbench.config import margins, seed_spread
+from dmlbench.config import margins, second_wave, seed_spread
 from dmlbench.config.loading import printed_numbers
 from dmlbench.data.manifest import checksum_path
 from dmlbench.core.errors import ConfigError
@@ -78,6 +78,7 @@ def certificate_spec(plan, paper: str, found: set[str] = frozenset()) -> dict:
     if not keys:
         raise ConfigError(f"paper {paper!r} has no experiment with numbers or claims of its own in the catalogue")
     ran = [k for k in keys if k in plan.experiment_ids or k in found]
+    design = second_wave.design(plan)
     runs = [run for key in ran for run in plan.runs(key)]
     digests = sorted(fingerprint(plan.resolve(run)) for run in runs)
     experiments = [
@@ -98,10 +99,12 @@ def certificate_spec(plan, paper: str, found: set[str] = frozenset()) -> dict:
             "claims": per_variant(plan.experiments[key], list(plan.experiments[key].get("sweep") or {})),
             "names": _names(plan, key),
         }
+            **({"wave_one": second_wave.wave_one(plan, key)} if design else {}),
         for key in keys
     ]
     return {
         "paper": paper,
+        **({"second_wave": design} if design else {}),  # its looks' boundaries (`verdicts.sequential`)
         "title": plan.papers.get(paper, paper),
         "preset": plan.name,
         "fixture_data": plan.toy_data,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from dmlbench.core.errors import DmlbenchError
-from dmlbench.verdicts import asked, claim_family, claim_kinds, numbers
+from dmlbench.verdicts import asked, claim_family, claim_kinds, numbers, sequential
 from dmlbench.verdicts import claims as claim_tests
 
 FIXTURE_STAMP = (
@@ -57,7 +57,7 @@ def _column(exp: dict, metric: str) -> str:
     return metric + numbers.SELECTED if metric in exp["selected"] else metric
 
 
-def _numbers(exp: dict, runs: pd.DataFrame | None) -> list[dict]:
+def _numbers(exp: dict, runs: pd.DataFrame | None, design: sequential.Design | None) -> list[dict]:
     out = []
     for row, per_dataset in exp["reported"].items():
         for dataset, metrics in per_dataset.items():
@@ -66,7 +66,9 @@ def _numbers(exp: dict, runs: pd.DataFrame | None) -> list[dict]:
                 ran = runs is not None and ((runs["method"] == row) & (runs["dataset"] == dataset)).any()
                 per_seed = _per_seed(runs, row, dataset, column) if ran else {}
                 delta = numbers.band_of(exp["margin"], metric) + numbers.printed_precision(text)
-                found = numbers.judge(list(per_seed.values()), float(text), delta)
+                n1 = (exp.get("wave_one") or {}).get(f"{dataset}/{row}")
+                at = design.number_levels(n1) if design and n1 else numbers.plain
+                found = numbers.judge(list(per_seed.values()), float(text), delta, at)
                 entry = {
                     "row": row,
                     "dataset": dataset,
@@ -75,6 +77,7 @@ def _numbers(exp: dict, runs: pd.DataFrame | None) -> list[dict]:
                     "test_selected": column != metric,
                     **found.__dict__,
                     "failed_seeds": sorted(seed for seed, value in per_seed.items() if value != value),
+                    **({"look": design.look(n1, len(per_seed))} if design and n1 else {}),
                 }
                 if column != metric and ran:  # the honest number beside it: each run's last epoch
                     honest = numbers.judge(list(_per_seed(runs, row, dataset, metric).values()), float(text), delta)
@@ -85,7 +88,7 @@ def _numbers(exp: dict, runs: pd.DataFrame | None) -> list[dict]:
 
 def build(spec: dict, commit: str, root: Path = Path(".")) -> dict:
     """The certificate of `spec` (`dmlbench.config.verdict_spec`) from the runs under `root`."""
-    experiments = []
+    experiments, design = [], sequential.design_of(spec.get("second_wave"))
     for exp in spec["experiments"]:
         runs = _runs(root / exp["runs"], exp["fingerprints"]) if exp["ran"] else None
         experiments.append(
@@ -93,13 +96,13 @@ def build(spec: dict, commit: str, root: Path = Path(".")) -> dict:
                 "id": exp["id"],
                 "title": exp["title"],
                 "ran": exp["ran"],
-                "numbers": _numbers(exp, runs),
+                "numbers": _numbers(exp, runs, design),
                 "claims": claim_family.tested(
                     exp, lambda row, d, column: _per_seed(runs, row, d, _column(exp, column))
                 ),
             }
         )
-    claim_family.decide([e["claims"] for e in experiments], spec["experiments"])
+    claim_family.decide([e["claims"] for e in experiments], spec["experiments"], design)
     every_number = [n for e in experiments for n in e["numbers"]]
     every_claim = [c for e in experiments for c in e["claims"]]
     return {
@@ -109,6 +112,7 @@ def build(spec: dict, commit: str, root: Path = Path(".")) -> dict:
         "fixture_data": spec["fixture_data"],
         "commit": commit,
         "fingerprint": spec["fingerprint"],
+        **({"second_wave": spec["second_wave"]} if design else {}),
         "checksums": {d: _checksum(root / p) for d, p in spec["checksums"].items()},
         "numbers": {v: sum(n["verdict"] == v for n in every_number) for v in numbers.VERDICTS}
         | {"total": len(every_number)},

@@ -78,28 +78,50 @@ def _prior_sd(exp: dict, dataset: str, metric: str) -> float:
     return ((exp.get("seed_sd") or {}).get(dataset) or {}).get(metric, power.ASSUMED_SD)
 
 
-def decide(claims_per_experiment: list[list[dict]], spec_experiments: list[dict]) -> None:
+def power_of(claim: dict, spec_exp: dict, planned_of, alpha: float) -> float | None:
+    """The claim's power before the data at `alpha` with `planned_of(row, dataset)` → its seeds."""
+    return power.claim(
+        {**claim, "gain": claim.get("gain_paper")},
+        lambda row, dataset, metric: _paper_value(spec_exp, row, dataset, metric),
+        planned_of,
+        lambda metric: numbers.band_of(spec_exp["margin"], metric),
+        alpha,
+        sd=lambda dataset, metric: _prior_sd(spec_exp, dataset, metric),
+        quoted=set(spec_exp.get("quoted") or ()) | {claim_kinds.BEST_QUOTED},
+    )
+
+
+def seeds_at_looks(claim: dict, spec_exp: dict) -> tuple[int, int] | None:
+    """(n₁, n) of a claim's run cells: the fewest first-wave seeds, the most seeds planned now."""
+    planned, first = _planned(spec_exp), spec_exp.get("wave_one") or {}
+    cells = [(row, d) for rows, d, _ in claim_kinds.part_rows(claim) for row in rows if f"{d}/{row}" in first]
+    if not cells:
+        return None
+    return min(first[f"{d}/{row}"] for row, d in cells), max(len(planned(row, d)) for row, d in cells)
+
+
+def decide(claims_per_experiment: list[list[dict]], spec_experiments: list[dict], design=None) -> None:
     """Each claim's power, Holm-adjusted p-values and verdict, in place. The family is every claim
     of the paper in the catalogue, run or not (an untested one counts with p = 1), so that a
     claim's verdict does not depend on what else the preset ran; the failure tests are adjusted
-    over the same family."""
+    over the same family. Under a second-wave `design` (`sequential.Design`) a claim's p-values
+    enter Holm scaled by α over its look's nominal level, so that Holm at α is its look's test."""
     family = sum(len(claims) for claims in claims_per_experiment)
+    scale = {}
     for claims, spec_exp in zip(claims_per_experiment, spec_experiments):
         for claim in claims:  # at α/m (Holm's strictest step), for every claim, run or not
-            claim["power"] = power.claim(
-                {**claim, "gain": claim.get("gain_paper")},
-                lambda row, dataset, metric, exp=spec_exp: _paper_value(exp, row, dataset, metric),
-                _planned(spec_exp),
-                lambda metric, exp=spec_exp: numbers.band_of(exp["margin"], metric),
-                claim_tests.ALPHA / family,
-                sd=lambda dataset, metric, exp=spec_exp: _prior_sd(exp, dataset, metric),
-                quoted=set(spec_exp.get("quoted") or ()) | {claim_kinds.BEST_QUOTED},
-            )
+            claim["power"] = power_of(claim, spec_exp, _planned(spec_exp), claim_tests.ALPHA / family)
+            looks = seeds_at_looks(claim, spec_exp) if design else None
+            if looks:
+                claim["look"] = design.look(*looks)
+                scale[id(claim)] = claim_tests.ALPHA / design.level(claim_tests.ALPHA, 2, *looks)
     tested = [c for claims in claims_per_experiment for c in claims if "p" in c]
     untested = [1.0] * (family - len(tested))
-    adjusted_ps = claim_tests.holm([c["p"] for c in tested] + untested)
+    adjusted_ps = claim_tests.holm([min(1.0, c["p"] * scale.get(id(c), 1.0)) for c in tested] + untested)
     failures = [claim_decision.failure(c["kind"], c.get("parts") or [c], family) for c in tested]
-    adjusted_failures = claim_tests.holm([p for p, _ in failures] + untested)
+    adjusted_failures = claim_tests.holm(
+        [min(1.0, p * scale.get(id(c), 1.0)) for c, (p, _) in zip(tested, failures)] + untested
+    )
     for claim, adjusted, adjusted_failure, (_, way) in zip(tested, adjusted_ps, adjusted_failures, failures):
         claim["p_holm"], claim["p_failure_holm"] = adjusted, adjusted_failure
         claim["verdict"] = claim_decision.verdict(

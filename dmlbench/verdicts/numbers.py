@@ -87,8 +87,14 @@ def printed_precision(text: str) -> float:
     return 0.5 * 10.0**-decimals
 
 
-def judge(values, paper: float, margin: float) -> NumberVerdict:
-    """`values`: our per-seed numbers (a NaN is a failed seed); `margin`: δ, band + printed precision."""
+def plain(n: int) -> tuple[float, float]:
+    """The levels of a test at one look: each one-sided test of the equivalence at α, the interval at 1 − α."""
+    return ALPHA, ALPHA
+
+
+def judge(values, paper: float, margin: float, levels=plain) -> NumberVerdict:
+    """`values`: our per-seed numbers (a NaN is a failed seed); `margin`: δ, band + printed precision;
+    `levels(n)`: the tests' levels at n seeds (a second wave's look, `sequential.Design.number_levels`)."""
     from scipy import stats
 
     raw = np.asarray(list(values), dtype=float)
@@ -103,17 +109,10 @@ def judge(values, paper: float, margin: float) -> NumberVerdict:
     sd = float(x.std(ddof=1)) if n > 1 else float("nan")
     half = float(stats.t.ppf(1 - ALPHA / 2, n - 1) * sd / math.sqrt(n)) if n > 1 else None
     if n < MIN_SEEDS:
-        return NumberVerdict(INCONCLUSIVE, n, mean, half, margin, _seeds_needed(d, sd, margin, n))
-    equivalence = stats.t.ppf(1 - ALPHA, n - 1) * sd / math.sqrt(n)
-    if -margin < d - equivalence and d + equivalence < margin:
-        verdict = REPRODUCED
-    elif d + half < -margin:
-        verdict = BELOW
-    elif d - half > margin:
-        verdict = ABOVE
-    else:
-        verdict = INCONCLUSIVE
-    needed = _seeds_needed(d, sd, margin, n) if verdict == INCONCLUSIVE else None
+        return NumberVerdict(INCONCLUSIVE, n, mean, half, margin, _seeds_needed(d, sd, margin, n, levels))
+    verdict = decision(d, sd, n, margin, levels)
+    equivalence = stats.t.ppf(1 - levels(n)[0], n - 1) * sd / math.sqrt(n)
+    needed = _seeds_needed(d, sd, margin, n, levels) if verdict == INCONCLUSIVE else None
     one_run = stats.t.ppf(1 - ALPHA, n - 1) * sd * math.sqrt(1 / n + 1)
     return NumberVerdict(
         verdict,
@@ -128,9 +127,26 @@ def judge(values, paper: float, margin: float) -> NumberVerdict:
     )
 
 
-def _seeds_needed(d: float, sd: float, margin: float, n: int) -> int | None:
+def decision(d: float, sd: float, n: int, margin: float, levels=plain) -> str:
+    """The verdict on a gap d from the paper of n ≥ `MIN_SEEDS` seeds of spread sd: the 90 % (at
+    `levels`) interval inside ±δ, the 95 % one wholly beyond, or neither."""
+    from scipy import stats
+
+    one_sided, two_sided = levels(n)
+    equivalence = stats.t.ppf(1 - one_sided, n - 1) * sd / math.sqrt(n)
+    beyond = stats.t.ppf(1 - two_sided / 2, n - 1) * sd / math.sqrt(n)
+    if -margin < d - equivalence and d + equivalence < margin:
+        return REPRODUCED
+    if d + beyond < -margin:
+        return BELOW
+    if d - beyond > margin:
+        return ABOVE
+    return INCONCLUSIVE
+
+
+def _seeds_needed(d: float, sd: float, margin: float, n: int, levels=plain) -> int | None:
     """The fewest seeds (more than `n`) at which the verdict would be decided with probability 0.8
-    (`power`) if the true gap were the observed d and the spread the 90 % upper confidence bound of
+    (`power`, at `levels`) if the true gap were the observed d and the spread the 90 % upper confidence bound of
     σ from these n seeds (chi-square): equivalence where |d| < δ (two one-sided tests), a
     difference beyond δ where |d| > δ (the 95 % interval wholly outside). A sample size, not the
     plug-in "the interval at this s would fit". None: more than MAX_SEEDS, no spread known (one
@@ -146,10 +162,11 @@ def _seeds_needed(d: float, sd: float, margin: float, n: int) -> int | None:
         se = upper / math.sqrt(m)
         if se == 0:
             return m
+        one_sided, two_sided = levels(m)
         if abs(d) < margin:
-            chance = power.equivalence(d, se, m - 1, margin, ALPHA)
+            chance = power.equivalence(d, se, m - 1, margin, one_sided)
         else:
-            chance = float(stats.nct.sf(stats.t.ppf(1 - ALPHA / 2, m - 1), m - 1, (abs(d) - margin) / se))
+            chance = float(stats.nct.sf(stats.t.ppf(1 - two_sided / 2, m - 1), m - 1, (abs(d) - margin) / se))
         if chance >= 0.8:
             return m
     return None

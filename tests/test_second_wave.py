@@ -1,0 +1,240 @@
+"""The second wave (docs/verdicts.md, "The second wave"): the two looks' boundaries, the α they keep,
+the seeds planned from the first wave's certificates, and a smoke-sized second wave through Snakemake."""
+
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+import processes
+from conftest import CONFIG_DIR, REPO, python_env, snakemake_command
+from test_scale import planned
+from dmlbench.config import second_wave_plan, verdict_spec
+from dmlbench.config.plan import Plan
+from dmlbench.core.errors import ConfigError
+from dmlbench.verdicts import certificate, numbers, sequential
+
+
+def test_the_boundaries_are_the_published_pocock_and_obrien_fleming_values():
+    """Two equally spaced looks, two-sided α = 0.05 (Jennison & Turnbull, Table 2.1 and 2.3)."""
+    assert sequential.boundaries(0.05, 0.5, sequential.POCOCK) == pytest.approx((2.178, 2.178), abs=5e-4)
+    assert sequential.boundaries(0.05, 0.5, sequential.OBRIEN_FLEMING) == pytest.approx((2.797, 1.977), abs=5e-4)
+    c1, c2 = sequential.boundaries(0.05, 0.5, sequential.OBRIEN_FLEMING)
+    assert sequential.second_boundary(0.05, c1, 0.5) == pytest.approx(c2, abs=1e-9)  # look 2 spends the rest
+    design = sequential.Design(sequential.OBRIEN_FLEMING, 10)
+    assert design.level(0.05, 2, 5, 5) == pytest.approx(2 * 0.00258, abs=1e-4)  # look 1: strict
+    assert 0.045 < design.level(0.05, 2, 5, 10) < 0.05  # look 2: nearly the plain test
+    assert design.level(0.05, 2, 10, 10) == 0.05  # a first wave at the cap: no second look, the plain test
+
+
+@pytest.mark.parametrize("spending", sequential.SPENDINGS)
+def test_two_looks_keep_alpha_where_the_plain_test_twice_does_not(spending):
+    """Under each null (a true gap of exactly −δ, or of δ), a number judged at 5 seeds and, when
+    inconclusive, again at 10 (`numbers.decision` at the design's levels) is called *below* at
+    most α/2 and *reproduced* at most α of the time over both looks; the plain test twice is not."""
+    design, delta, reps = sequential.Design(spending, 10), 1.0, 1500
+    rng = np.random.default_rng(70)
+
+    def rate(gap: float, wrong: str, levels) -> float:
+        found = 0
+        for x in rng.normal(gap, 1.0, size=(reps, 10)):
+            first = numbers.decision(x[:5].mean(), x[:5].std(ddof=1), 5, delta, levels)
+            last = (
+                numbers.decision(x.mean(), x.std(ddof=1), 10, delta, levels) if first == numbers.INCONCLUSIVE else None
+            )
+            found += wrong in (first, last)
+        return found / reps
+
+    tolerance = lambda p: 3 * np.sqrt(p * (1 - p) / reps)  # noqa: E731
+    assert rate(-delta, numbers.BELOW, design.number_levels(5)) <= 0.025 + tolerance(0.025)
+    assert rate(delta, numbers.REPRODUCED, design.number_levels(5)) <= 0.05 + tolerance(0.05)
+    assert rate(delta, numbers.REPRODUCED, numbers.plain) > 0.05 + tolerance(0.05)
+
+
+SMALL = {
+    "preset": "smoke",
+    "experiments": ["ms.t1"],
+    "subset": {"ms.t1": {"datasets": ["cub"], "methods": ["raw", "ms"], "seeds": [0, 1, 2, 3, 4]}},
+}
+
+
+def _first_wave(root, config: dict, values: dict) -> Plan:
+    """A first wave of ms.t1 made by hand (`values`: row → its five seeds' Recall@1) and its certificate."""
+    plan = Plan.load(CONFIG_DIR, config)
+    rows = [
+        {"experiment": "ms.t1", "dataset": "cub", "method": row, "seed": seed, "recall@1": v, "fingerprint": ""}
+        for row, seeds in values.items()
+        for seed, v in enumerate(seeds)
+    ]
+    folder = root / "reports/smoke/ms.t1"
+    folder.mkdir(parents=True)
+    pd.DataFrame(rows).assign(**{"recall@1 (test-selected)": lambda t: t["recall@1"]}).to_csv(folder / "runs.csv")
+    spec = verdict_spec.certificate_spec(plan, "ms", verdict_spec.aggregated(plan, "ms", root))
+    (root / "reports/smoke/ms").mkdir(parents=True)
+    (root / "reports/smoke/ms/certificate.json").write_text(json.dumps(certificate.build(spec, "test", root)))
+    return plan
+
+
+STEPS = np.array([-1.2649, -0.6325, 0.0, 0.6325, 1.2649])  # five seeds of standard deviation 1
+
+
+@pytest.mark.parametrize("cap", [20, 12])
+def test_only_an_inconclusive_number_decidable_within_the_cap_gets_seeds(tmp_path, monkeypatch, cap):
+    """raw: tight around the paper's 65.06, reproduced at look 1 already; ms: its spread 0.6 leaves
+    it inconclusive at look 1, and 13 or 14 seeds (the cap moves look 1's boundary) decide it at look 2:
+    planned with a cap of 20, not 12."""
+    monkeypatch.chdir(tmp_path)
+    config = {**SMALL, "second_wave": {"max_seeds": cap}}
+    plan = _first_wave(tmp_path, config, {"raw": 65.06 + 0.1 * STEPS, "ms": 66.85 + 0.6 * STEPS})
+    cert = json.loads((tmp_path / "reports/smoke/ms/certificate.json").read_text())
+    t1 = next(e for e in cert["experiments"] if e["id"] == "ms.t1")
+    judged = {(x["row"], x["dataset"]): x for x in t1["numbers"] if x["n"]}
+    assert judged["raw", "cub"]["verdict"] == numbers.REPRODUCED and judged["raw", "cub"]["look"] == 1
+    needed = judged["ms", "cub"]["seeds_needed"]
+    assert judged["ms", "cub"]["verdict"] == numbers.INCONCLUSIVE and 12 < needed <= 20 and needed in (13, 14)
+    file, cells = second_wave_plan.write(plan, tmp_path)
+    assert file == tmp_path / "reports/smoke/second_wave.yaml"
+    if cap == 20:
+        assert cells == {"ms.t1": {"cub/ms": {"seeds": list(range(5, needed)), "for": ["recall@1 (paper 66.85)"]}}}
+    else:
+        assert cells == {}
+    again = Plan.load(CONFIG_DIR, config)
+    assert len(again.runs("ms.t1")) == (10 + needed - 5 if cap == 20 else 10)
+    text = file.read_text()
+    second_wave_plan.write(again, tmp_path)  # the first wave's certificate again: the same file
+    assert file.read_text() == text
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ({"max_seeds": "ten"}, "second_wave.max_seeds: 'ten'"),
+        ({"max_seeds": 3}, "second_wave.max_seeds: 3"),
+        ({"max_seeds": 500}, "second_wave.max_seeds: 500"),
+        ({"max_seeds": 10, "spending": "linear"}, "second_wave.spending: 'linear': one of obrien_fleming, pocock"),
+        ({"seeds": 10}, "second_wave: {'seeds': 10}"),
+    ],
+)
+def test_a_bad_second_wave_design_names_the_file_the_key_and_the_value(given, said):
+    with pytest.raises(ConfigError) as error:
+        Plan.load(CONFIG_DIR, {**SMALL, "second_wave": given})
+    assert "presets/smoke.yaml" in str(error.value) and said in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        ({"design": {"spending": "pocock", "max_seeds": 8}, "cells": {}}, "'spending': 'pocock'} was planned"),
+        ({"design": {"spending": "obrien_fleming", "max_seeds": 8}, "cells": {"ms.t9": {}}}, "cells.ms.t9"),
+        (
+            {
+                "design": {"spending": "obrien_fleming", "max_seeds": 8},
+                "cells": {"ms.t1": {"cub/ms": {"seeds": [5, -1]}}},
+            },
+            "cells.ms.t1.cub/ms.seeds: [5, -1]",
+        ),
+    ],
+)
+def test_a_bad_second_wave_file_names_the_file_the_key_and_the_value(tmp_path, monkeypatch, content, said):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "reports/smoke").mkdir(parents=True)
+    (tmp_path / "reports/smoke/second_wave.yaml").write_text(yaml.safe_dump(content))
+    with pytest.raises(ConfigError) as error:
+        Plan.load(CONFIG_DIR, {**SMALL, "second_wave": {"max_seeds": 8}})
+    assert "reports/smoke/second_wave.yaml" in str(error.value) and said in str(error.value)
+
+
+# --- a smoke-sized second wave through Snakemake --------------------------------------------------
+
+SMOKE = ("preset=smoke", "experiments=[ms.t1]", "subset={ms.t1: {datasets: [cub], methods: [raw], seeds: [0, 1, 2]}}")
+CAP, PLANNED = 8, 5  # the cap, and the seeds the test's margin lets a second look need at most
+
+
+def _snakemake(checkout, work, *args):
+    command = snakemake_command(
+        work,
+        *args,
+        "--cores",
+        "2",
+        "--config",
+        *SMOKE,
+        f"second_wave={{max_seeds: {CAP}}}",
+        snakefile=checkout / "Snakefile",
+    )
+    env = dict(python_env(), PYTHONPATH=str(checkout))
+    result = processes.run(command, timeout=600, capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return result
+
+
+def _second_wave(checkout, work):
+    config = {
+        "preset": "smoke",
+        "experiments": ["ms.t1"],
+        "subset": {"ms.t1": {"datasets": ["cub"], "methods": ["raw"], "seeds": [0, 1, 2]}},
+        "second_wave": {"max_seeds": CAP},
+    }
+    command = ["-m", "dmlbench", "second-wave", "--config-dir", str(checkout / "workflow/config")]
+    result = processes.run(
+        [shutil.which("python", path=python_env()["PATH"]), *command, "--config", json.dumps(config)],
+        cwd=work,
+        timeout=300,
+        capture_output=True,
+        text=True,
+        env=dict(python_env(), PYTHONPATH=str(checkout)),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return (work / "reports/smoke/second_wave.yaml").read_text()
+
+
+def _raw_on_cub(work) -> dict:
+    cert = json.loads((work / "reports/smoke/ms/certificate.json").read_text())
+    t1 = next(e for e in cert["experiments"] if e["id"] == "ms.t1")
+    return next(x for x in t1["numbers"] if x["row"] == "raw" and x["dataset"] == "cub")
+
+
+@pytest.mark.slow
+def test_a_smoke_second_wave_trains_only_its_seeds_judges_them_at_look_two_and_then_rests(tmp_path):
+    """Wave 1 (raw on CUB, three seeds), its certificate under an O'Brien-Fleming design capped at
+    eight seeds, the seeds planned (at most two more), wave 2 trains only those, its verdict at
+    look 2's boundary, and nothing left to do. The fixtures' spread is wide: ms.t1's margin is set (in a copy of the
+    catalogue) where look 1 leaves raw's Recall@1 inconclusive and a second look decides it."""
+    checkout, work = tmp_path / "checkout", tmp_path / "work"
+    checkout.mkdir()
+    for part in ("Snakefile", "workflow", "dmlbench"):
+        (shutil.copytree if (REPO / part).is_dir() else shutil.copy2)(REPO / part, checkout / part)
+    _snakemake(checkout, work, "reports/smoke/ms/certificate.json")
+    values = pd.read_csv(work / "reports/smoke/ms.t1/runs.csv")["recall@1"].to_numpy()
+    design = sequential.Design(sequential.OBRIEN_FLEMING, CAP)
+    band = next(  # the narrowest band at which look 1 is inconclusive and a second look within the cap decides
+        b
+        for b in np.arange(1.0, 100.0, 0.5)
+        if (j := numbers.judge(values, 65.06, b + 0.005, design.number_levels(3))).verdict == numbers.INCONCLUSIVE
+        and (j.seeds_needed or CAP + 1) <= PLANNED
+    )
+    catalogue = checkout / "workflow/config/experiments/ms.yaml"
+    text = catalogue.read_text()
+    at = text.index("\nms.t1:")
+    at = text.index("  table: {metrics: [recall@1]}", at)
+    catalogue.write_text(text[:at] + f"  margin: {{band: {band}, source: a test's}}\n" + text[at:])
+    _snakemake(checkout, work, "reports/smoke/ms/certificate.json")  # the certificate alone, again
+    raw = _raw_on_cub(work)
+    assert (raw["verdict"], raw["look"], raw["n"]) == (numbers.INCONCLUSIVE, 1, 3)
+    written = _second_wave(checkout, work)
+    extra = yaml.safe_load(written)["cells"]["ms.t1"]["cub/raw"]["seeds"]
+    assert extra == list(range(3, raw["seeds_needed"])) and 3 + len(extra) <= PLANNED <= CAP
+    assert _second_wave(checkout, work) == written  # the same certificates: the same file
+    dry = _snakemake(checkout, work, "reports/smoke/ms/certificate.json", "-n")
+    jobs = planned(dry)
+    assert jobs["train"] == len(extra) and jobs["certificate"] == 1, jobs  # the extra seeds alone, and what reads them
+    _snakemake(checkout, work, "reports/smoke/ms/certificate.json")
+    after = _raw_on_cub(work)
+    assert (after["look"], after["n"]) == (2, 3 + len(extra))
+    values = pd.read_csv(work / "reports/smoke/ms.t1/runs.csv")["recall@1"].to_numpy()
+    assert after["verdict"] == numbers.judge(values, 65.06, band + 0.005, design.number_levels(3)).verdict
+    assert _second_wave(checkout, work) == written  # no third look
+    rest = _snakemake(checkout, work, "reports/smoke/ms/certificate.json", "-n")
+    assert "Nothing to be done" in rest.stdout + rest.stderr

@@ -15,7 +15,7 @@ from test_scale import planned
 from dmlbench.config import second_wave_plan, verdict_spec
 from dmlbench.config.plan import Plan
 from dmlbench.core.errors import ConfigError
-from dmlbench.verdicts import certificate, numbers, sequential
+from dmlbench.verdicts import certificate, claim_family, numbers, sequential
 
 
 def test_the_boundaries_are_the_published_pocock_and_obrien_fleming_values():
@@ -106,6 +106,49 @@ def test_only_an_inconclusive_number_decidable_within_the_cap_gets_seeds(tmp_pat
     text = file.read_text()
     second_wave_plan.write(again, tmp_path)  # the first wave's certificate again: the same file
     assert file.read_text() == text
+
+
+def test_an_underpowered_claim_gets_the_fewest_seeds_of_power_0_8_on_both_its_rows(tmp_path, monkeypatch):
+    """dro's "DRO-TopK_B improves Recall@1 on CUB by 2.4 over MS" at three seeds (a family of
+    dro's claims, α/m): underpowered at look 1; both rows get the same new seeds, at least as many
+    as its power before the data at look 2's level first reaches 0.8, within the cap."""
+    monkeypatch.chdir(tmp_path)
+    rows = {"dro_topk_b": (0.0, [0.3, -0.3, 0.0]), "ms": (-2.4, [-0.3, 0.0, 0.3])}  # the paper's gain, paired noise
+    config = {
+        "preset": "smoke",
+        "experiments": ["dro.t1"],
+        "subset": {"dro.t1": {"datasets": ["cub"], "methods": ["dro_topk_b", "ms"], "seeds": [0, 1, 2]}},
+        "second_wave": {"max_seeds": 10},
+    }
+    plan = Plan.load(CONFIG_DIR, config)
+    printed = plan.experiments["dro.t1"]["reported"]["dro_topk_b"]["cub"]  # the paper quotes its MS row
+    table = [
+        {"experiment": "dro.t1", "dataset": "cub", "method": row, "seed": seed, "fingerprint": ""}
+        | {m: float(v) + shift + noise[seed] for m, v in printed.items()}
+        for row, (shift, noise) in rows.items()
+        for seed in range(3)
+    ]
+    folder = tmp_path / "reports/smoke/dro.t1"
+    folder.mkdir(parents=True)
+    frame = pd.DataFrame(table)
+    frame.assign(**{m + numbers.SELECTED: frame[m] for m in printed}).to_csv(folder / "runs.csv")
+    spec = verdict_spec.certificate_spec(plan, "dro", verdict_spec.aggregated(plan, "dro", tmp_path))
+    cert = certificate.build(spec, "test", tmp_path)
+    (tmp_path / "reports/smoke/dro").mkdir(parents=True)
+    (tmp_path / "reports/smoke/dro/certificate.json").write_text(json.dumps(cert))
+    claim = next(c for e in cert["experiments"] for c in e["claims"] if c["id"] == "topk-b-over-ms-cub-r1")
+    assert (claim["verdict"], claim["look"]) == ("underpowered", 1)
+    _, cells = second_wave_plan.write(plan, tmp_path)
+    planned = cells["dro.t1"]
+    assert planned["cub/dro_topk_b"]["seeds"] == planned["cub/ms"]["seeds"]  # still paired
+    assert "claim topk-b-over-ms-cub-r1" in planned["cub/ms"]["for"]
+    design, spec_exp = sequential.Design(sequential.OBRIEN_FLEMING, 10), spec["experiments"][0]
+    chance = [
+        claim_family.power_of(claim, spec_exp, lambda r, d, m=m: set(range(m)), design.level(0.05, 2, 3, m) / 60)
+        for m in range(4, 11)
+    ]
+    fewest = 4 + next(i for i, p in enumerate(chance) if p >= 0.8)
+    assert fewest <= 3 + len(planned["cub/ms"]["seeds"]) <= 10  # or more, for a number of dro_topk_b's
 
 
 @pytest.mark.parametrize(
@@ -233,6 +276,7 @@ def test_a_smoke_second_wave_trains_only_its_seeds_judges_them_at_look_two_and_t
     _snakemake(checkout, work, "reports/smoke/ms/certificate.json")
     after = _raw_on_cub(work)
     assert (after["look"], after["n"]) == (2, 3 + len(extra))
+    assert "): 1 of 61 numbers and claims at look 2" in (work / "reports/smoke/ms/certificate.md").read_text()
     values = pd.read_csv(work / "reports/smoke/ms.t1/runs.csv")["recall@1"].to_numpy()
     assert after["verdict"] == numbers.judge(values, 65.06, band + 0.005, design.number_levels(3)).verdict
     assert _second_wave(checkout, work) == written  # no third look

@@ -3,11 +3,12 @@
 
 It reads each paper's certificate (`reports/<preset>/<paper>/certificate.json`, judged under the
 preset's design at look 1) and gives a cell (row × dataset) more seeds only for an *inconclusive*
-number or an *underpowered* / *not significant* claim at look 1 that a second look decides with
-probability 0.8 within the cap `max_seeds`: a number at its `seeds_needed` (computed at look 2's
-levels), a claim at the fewest seeds at which its power before the data, at look 2's nominal level
-over the paper's family, reaches 0.8. A cell takes the most seeds any of them asks for; its new
-seeds are the smallest not yet trained, so rows paired on the same seeds stay paired. What was
+number or an *underpowered* claim at look 1 that a second look decides with probability 0.8 within
+the cap `max_seeds`: a number at its `seeds_needed` (computed at look 2's levels), a claim at the
+fewest seeds at which its power before the data, at look 2's nominal level over the paper's
+family, reaches 0.8 (a claim *not significant* had that power already: more seeds are no remedy).
+A cell takes the most seeds any of them asks for, and a planned claim's cells the most any of them
+takes; new seeds are the smallest not yet trained, so a planned claim's paired rows stay paired. What was
 decided, what is at look 2 already and what the cap cannot decide gets nothing. The seeds are
 written to `reports/<preset>/second_wave.yaml` (`second_wave`), the cells already there kept: the
 same certificates write the same file, and a certificate at look 2 asks for no third look.
@@ -26,8 +27,6 @@ from dmlbench.core.errors import ConfigError
 from dmlbench.core.io import atomic_path
 from dmlbench.verdicts import claim_family, claim_kinds, numbers, sequential
 from dmlbench.verdicts import claims as claim_tests
-
-INCONCLUSIVE_CLAIMS = (claim_tests.UNDERPOWERED, claim_tests.NOT_SIGNIFICANT)
 
 
 def _certificate(plan, paper: str, root: Path) -> tuple[dict, dict]:
@@ -62,21 +61,22 @@ def _claim_seeds(claim: dict, spec_exp: dict, design: sequential.Design, family:
     return None
 
 
-def wanted(plan, root: Path = Path(".")) -> dict[tuple[str, str, str], tuple[int, list[str]]]:
-    """(experiment, row, dataset) → (the seeds its cell needs, what they decide)."""
+def wanted(plan, root: Path = Path("."), papers=None) -> dict[tuple[str, str, str], tuple[int, list[str]]]:
+    """(experiment, row, dataset) → (the seeds its cell needs, what they decide), from the
+    certificates of `papers` (default: every paper the preset certifies)."""
     entry = second_wave.design(plan)
     if entry is None:
         raise ConfigError(
             f"preset {plan.name} states no second_wave design (max_seeds, spending): a second look needs "
             'boundaries fixed before the first (docs/verdicts.md, "The second wave")'
         )
-    design, found = sequential.design_of(entry), {}
+    design, found, tied = sequential.design_of(entry), {}, []
 
     def want(key: str, row: str, dataset: str, seeds: int, why: str) -> None:
         had = found.get((key, row, dataset), (0, []))
         found[key, row, dataset] = (max(had[0], seeds), had[1] + [why])
 
-    for paper in verdict_spec.certified_papers(plan):
+    for paper in papers or verdict_spec.certified_papers(plan):
         cert, spec = _certificate(plan, paper, root)
         family = cert["claims"]["total"]
         for exp, spec_exp in zip(cert["experiments"], spec["experiments"]):
@@ -85,22 +85,29 @@ def wanted(plan, root: Path = Path(".")) -> dict[tuple[str, str, str], tuple[int
                 if x["verdict"] == numbers.INCONCLUSIVE and x.get("look") == 1 and needed <= design.max_seeds:
                     want(exp["id"], x["row"], x["dataset"], needed, f"{x['metric']} (paper {x['paper']})")
             for c in exp["claims"]:
-                if c["verdict"] not in INCONCLUSIVE_CLAIMS or c.get("look") != 1:
+                if c["verdict"] != claim_tests.UNDERPOWERED or c.get("look") != 1:
                     continue
                 seeds = _claim_seeds(c, spec_exp, design, family)
-                for rows, dataset, _ in [] if seeds is None else claim_kinds.part_rows(c):
-                    for row in rows:
-                        if f"{dataset}/{row}" in spec_exp["wave_one"]:
-                            want(exp["id"], row, dataset, seeds, f"claim {c['id']}")
+                cells = [] if seeds is None else claim_kinds.part_rows(c)
+                run = [
+                    (exp["id"], row, d) for rows, d, _ in cells for row in rows if f"{d}/{row}" in spec_exp["wave_one"]
+                ]
+                for cell in run:
+                    want(*cell, seeds, f"claim {c['id']}")
+                tied.append(run)
+    while any(len({found[cell][0] for cell in group}) > 1 for group in tied):  # a claim's rows stay paired
+        for group in tied:
+            top = max(found[cell][0] for cell in group)
+            found.update({cell: (top, found[cell][1]) for cell in group})
     return found
 
 
-def write(plan, root: Path = Path(".")) -> tuple[Path, dict]:
+def write(plan, root: Path = Path("."), papers=None) -> tuple[Path, dict]:
     """Write the second wave's seeds (the file's cells kept, new ones added); the file and its cells."""
     file = root / second_wave.path(plan)
     second_wave.cells(plan)  # the file's cells, checked
     cells: dict = (load_yaml(file).get("cells") or {}) if file.exists() else {}
-    for (key, row, dataset), (seeds, why) in sorted(wanted(plan, root).items()):
+    for (key, row, dataset), (seeds, why) in sorted(wanted(plan, root, papers).items()):
         name = f"{dataset}/{row}"
         if name in cells.get(key, {}):
             continue

@@ -228,6 +228,14 @@ def markdown(cert: dict, only: str | None = None) -> str:
         "",
     ]
     lines += [error_rates(n["total"]), ""]
+    if cert.get("second_wave"):
+        judged, design = [x for e in cert["experiments"] for x in e["numbers"] + e["claims"]], cert["second_wave"]
+        lines += [
+            f"Two looks ({design['spending']}, at most {design['max_seeds']} seeds a cell): "
+            f"{sum(x.get('look') == 2 for x in judged)} of {len(judged)} numbers and claims at look 2, the rest "
+            'at look 1 or, from a first wave at the cap, by the plain test (docs/verdicts.md, "The second wave").',
+            "",
+        ]
     if cert["not_holding"]:
         lines += ["Claims tested that do not hold:", ""] + [f"- {item}" for item in cert["not_holding"]] + [""]
     for exp in cert["experiments"]:

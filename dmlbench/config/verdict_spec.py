@@ -98,13 +98,13 @@ def certificate_spec(plan, paper: str, found: set[str] = frozenset()) -> dict:
             # every variant of the catalogue's sweep, run or not: the Holm family is the catalogue's
             "claims": per_variant(plan.experiments[key], list(plan.experiments[key].get("sweep") or {})),
             "names": _names(plan, key),
-        }
             **({"wave_one": second_wave.wave_one(plan, key)} if design else {}),
+        }
         for key in keys
     ]
     return {
-        "paper": paper,
         **({"second_wave": design} if design else {}),  # its looks' boundaries (`verdicts.sequential`)
+        "paper": paper,
         "title": plan.papers.get(paper, paper),
         "preset": plan.name,
         "fixture_data": plan.toy_data,

@@ -111,7 +111,7 @@ def decide(claims_per_experiment: list[list[dict]], spec_experiments: list[dict]
     for claims, spec_exp in zip(claims_per_experiment, spec_experiments):
         for claim in claims:  # at α/m (Holm's strictest step), for every claim, run or not
             claim["power"] = power_of(claim, spec_exp, _planned(spec_exp), claim_tests.ALPHA / family)
-            looks = seeds_at_looks(claim, spec_exp) if design else None
+            looks = seeds_at_looks(claim, spec_exp) if design and "p" in claim else None  # tested claims
             if looks:
                 claim["look"] = design.look(*looks)
                 scale[id(claim)] = claim_tests.ALPHA / design.level(claim_tests.ALPHA, 2, *looks)

@@ -40,6 +40,19 @@ def python_env() -> dict:
     return env
 
 
+@pytest.fixture(scope="module")
+def running():
+    """A one-node SLURM cluster (tests/slurm_cluster.py) for the module's tests, with accounting
+    when ACCOUNTING=1; skipped, saying why, where this machine cannot run one."""
+    import slurm_cluster
+
+    try:
+        with slurm_cluster.cluster(accounting=os.environ.get("ACCOUNTING") == "1") as cluster:
+            yield cluster
+    except slurm_cluster.Unavailable as reason:
+        pytest.skip(f"no SLURM cluster here: {reason}")
+
+
 @pytest.fixture(scope="session")
 def full_dry_run(tmp_path_factory):
     """`snakemake -n --cores all --resources gpu=8` of the full preset (the README's dry run), run

@@ -449,8 +449,11 @@ def cluster(accounting: bool = False):
                     shutil.rmtree(folder, ignore_errors=True)
 
 
-def run_workflow(running: Cluster, workdir: Path, config: list[str], timeout: float = 3600):
-    """The workflow through the project's SLURM profile on `running`."""
+def workflow_command(
+    running: Cluster, workdir: Path, config: list[str], targets: tuple[str, ...] = ()
+) -> tuple[list[str], dict]:
+    """The command line and environment of the workflow through the project's SLURM profile on
+    `running` (`targets`: what to make, else the whole workflow)."""
     env = dict(
         running.env,
         PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
@@ -476,7 +479,15 @@ def run_workflow(running: Cluster, workdir: Path, config: list[str], timeout: fl
         "5",
         "--config",
         *config,
+        "--",
+        *targets,
     ]
+    return command, env
+
+
+def run_workflow(running: Cluster, workdir: Path, config: list[str], timeout: float = 3600):
+    """The workflow through the project's SLURM profile on `running`."""
+    command, env = workflow_command(running, workdir, config)
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
 
 

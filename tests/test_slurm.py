@@ -161,15 +161,6 @@ def running_with(marker: str) -> list[int]:
     return [pid for pid in found if slurm_cluster._alive(pid)]
 
 
-@pytest.fixture(scope="module")
-def running():
-    try:
-        with slurm_cluster.cluster(accounting=os.environ.get("ACCOUNTING") == "1") as cluster:
-            yield cluster
-    except slurm_cluster.Unavailable as reason:
-        pytest.skip(f"no SLURM cluster here: {reason}")
-
-
 @pytest.mark.slow
 def test_small_chain_through_the_slurm_profile(running, tmp_path):
     # digits: prepare, cache, store (CPU partition), train (writes metrics.json), reference (one GPU
@@ -247,6 +238,7 @@ def test_profile_values_come_from_the_environment(monkeypatch):
     assert slurm_profile.job_minutes(None) == 1440  # no projection: the cap, 24 h
     assert slurm_profile.job_minutes(2.0) == 180 and slurm_profile.job_minutes(0.01) == 30  # × 1.5, the floor
     assert slurm_profile.job_minutes(100.0) == 1440
+    assert slurm_profile.job_minutes(2.0, attempt=2) == 1440  # submitted again (cut at its limit): the cap
     monkeypatch.setenv("DMLBENCH_SLURM_TIME_FACTOR", "2")
     monkeypatch.setenv("DMLBENCH_SLURM_MIN_MINUTES", "10")
     assert slurm_profile.job_minutes(1.0) == 120 and slurm_profile.job_minutes(0.0) == 10

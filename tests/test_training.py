@@ -432,6 +432,28 @@ def test_a_time_bounded_checkpoint_is_written_at_sigterm_and_resumes_exactly(run
     assert evaluate(stopped) == evaluate(whole)
 
 
+def test_a_second_sigterm_does_not_cut_the_stops_cleanup_short():
+    """SLURM's time limit signals each process of the job, and the gpu-slot wrapper passes its own on:
+    a SIGTERM that lands while the first one's cleanup writes the checkpoint lets it finish."""
+    script = (
+        "import os, signal, time\n"
+        "from dmlbench.training import train\n"
+        "try:\n"
+        "    with train.stops_as_exit():\n"
+        "        try:\n"
+        "            os.kill(os.getpid(), signal.SIGTERM)\n"
+        "            time.sleep(60)\n"
+        "        finally:  # the checkpoint's write\n"
+        "            os.kill(os.getpid(), signal.SIGTERM)\n"
+        "            time.sleep(0.5)\n"
+        "            print('written')\n"
+        "except SystemExit as stop:\n"
+        "    print('exit', stop.code)\n"
+    )
+    done = run([sys.executable, "-c", script], timeout=60, env=python_env(), capture_output=True, text=True)
+    assert done.stdout.split() == ["written", "exit", str(128 + signal.SIGTERM)], done.stdout + done.stderr
+
+
 def test_a_stop_whose_cleanup_hangs_prints_every_stack_and_ends():
     """SIGTERM ends a training through its cleanup (the last epoch written, the lock released); a
     cleanup that never ends (a lock held where the exit landed) is ended after the grace, every

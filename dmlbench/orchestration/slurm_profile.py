@@ -83,12 +83,14 @@ def gpu_job() -> dict:
     return _with_account(resources)
 
 
-def job_minutes(projected_hours: float | None) -> int:
+def job_minutes(projected_hours: float | None, attempt: int = 1) -> int:
     """The run time a GPU job asks for: the projection × DMLBENCH_SLURM_TIME_FACTOR, within the
     floor DMLBENCH_SLURM_MIN_MINUTES and the cap DMLBENCH_SLURM_TRAIN_MINUTES; the cap without a
-    projection (no preflight budget). A job stopped at its limit resumes from its last epoch."""
+    projection (no preflight budget). A job cut at its limit is submitted again (the profile's
+    `restart-times`) and resumes from its last finished epoch; that submission (`attempt` 2 on)
+    asks the cap, since the projection proved short."""
     floor, cap = number("MIN_MINUTES"), number("TRAIN_MINUTES")
-    if projected_hours is None:
+    if projected_hours is None or attempt > 1:
         return cap
     try:
         factor = float(setting("TIME_FACTOR"))

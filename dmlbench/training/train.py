@@ -42,15 +42,19 @@ STOP_GRACE_S = 60  # a stop that has not ended by then is stuck: its stacks are 
 @contextmanager
 def stops_as_exit():
     """SIGTERM and SIGHUP (SLURM at a job's time limit, Snakemake stopping its jobs) end the training
-    as an exit, so that its last finished epoch is written (`checkpoint.Writer.flush`) and its
-    folder lock released; the handlers before are restored after. Only in the main thread."""
+    as an exit, so that its last finished epoch is written (`checkpoint.Writer.flush`) and its folder
+    lock released; a repeat (SLURM signals each of the job's processes, which pass it on) does not cut
+    that short. The handlers before are restored after. Only in the main thread."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    signums = (signal.SIGTERM, signal.SIGHUP)
+    signums, stopping = (signal.SIGTERM, signal.SIGHUP), []
     before = {signum: signal.getsignal(signum) for signum in signums}
 
     def leave(signum, _frame):
+        if stopping:
+            return
+        stopping.append(signum)
         # the stop writes the last finished epoch and ends; should it not have ended after STOP_GRACE_S
         # (a lock held where the exit landed), every thread's stack goes to stderr and the process ends
         faulthandler.dump_traceback_later(STOP_GRACE_S, exit=True)

@@ -47,10 +47,10 @@ shell.prefix(
 def job_runtime(runs_of):
     """A GPU job's `runtime` (minutes, what SLURM is asked for): from the finished runs of the same
     kind, else the preflight's budget, for the run folders `runs_of(wildcards)` trains; without
-    either, the cap."""
+    either, the cap, as does a job submitted again (`attempt` 2 on: cut at its limit)."""
     if not PLAN.has_budget():
         return job_minutes(None)
-    return lambda w: job_minutes(PLAN.projected_hours(runs_of(w)))
+    return lambda w, attempt: job_minutes(PLAN.projected_hours(runs_of(w)), attempt)
 
 
 def run_of(w):

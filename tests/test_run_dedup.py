@@ -85,29 +85,3 @@ def test_a_linked_run_reads_the_earlier_training_through_snakemake_and_reruns_no
         )
     again = processes.run([*command, "--dry-run"], timeout=600, capture_output=True, text=True, env=python_env())
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, again.stdout[-2000:]
-
-
-def test_a_verdict_takes_a_linked_runs_numbers_made_with_either_runs_settings(tmp_path):
-    """A run that is an earlier run's training is planned with both fingerprints (the link's
-    folder holds the earlier run's; a narrower selection trained it in its own); any other is refused."""
-    from dmlbench.config import verdict_spec
-    from dmlbench.verdicts import asked
-
-    plan = Plan.load(CONFIG_DIR, {"preset": "smoke"})
-    linked = next(run for run in plan.runs() if plan.trained_as(run) != run)
-    planned = verdict_spec._fingerprints(plan, linked)
-    own = run_folder.fingerprint(plan.resolved(linked))
-    first = run_folder.fingerprint(plan.resolved(plan.trained_as(linked)))
-    assert planned == [first, own] and own != first
-    key = {"dataset": linked.dataset, "method": linked.method, "seed": linked.seed}
-    for found in (own, first):
-        assert (
-            len(asked.rows(pd.DataFrame([{**key, "fingerprint": found}]), {"x": "y", _key(linked): planned}, tmp_path))
-            == 1
-        )
-    with pytest.raises(DmlbenchError, match="trained with other settings"):
-        asked.rows(pd.DataFrame([{**key, "fingerprint": "0" * 64}]), {_key(linked): planned}, tmp_path)
-
-
-def _key(run) -> str:
-    return f"{run.dataset}/{run.method}/seed{run.seed}"

@@ -88,7 +88,8 @@ def certificate_spec(plan, paper: str, found: set[str] = frozenset()) -> dict:
             "ran": key in ran,
             "runs": f"reports/{plan.name}/{key}/runs.csv",
             "fingerprints": {
-                f"{run.dataset}/{run.method}/seed{run.seed}": _fingerprints(plan, run) for run in plan.runs(key)
+                f"{run.dataset}/{run.method}/seed{run.seed}": fingerprint(plan.trained_settings(run))
+                for run in plan.runs(key)
             },
             "selected": list((plan.experiments[key].get("table") or {}).get("test_selected") or []),
             "margin": margins.of(plan.config_dir, plan.experiments[key]),
@@ -233,12 +234,3 @@ def undecidable_line(plan) -> str | None:
             + ", ".join(f"{key} {f}/{t}" for key, (f, t) in claims.items())
         )
     return "; ".join(parts) or None
-
-
-def _fingerprints(plan, run) -> str | list[str]:
-    """The settings a run's numbers may be made with: its own, and for a run that is an earlier
-    run's training (`run_dedup`) that run's too (its folder links to it, or a narrower selection
-    trained it in its own)."""
-    own = fingerprint(plan.resolved(run))
-    first = plan.trained_as(run)
-    return own if first == run else [fingerprint(plan.resolved(first)), own]

@@ -34,15 +34,6 @@ class StepJobs:
         store is made again when it changes, and one input less per job is felt at `full`'s size."""
         return [*(self.store_marker(run) or [self.manifest(run.dataset)]), *self.split_inputs(run)]
 
-    def alias_input(self, run: Run) -> str:
-        """A run trained as an earlier one (`Plan.trained_as`): that run's metrics.json, which its
-        folder links to. Any other run: a file no rule makes, so that Snakemake leaves rule
-        `train_alias` for rule `train` (an exception here would be printed for every run)."""
-        found = self.trained_as(run)
-        if found == run:
-            return f"{run.path(self.name)}/.trained-in-this-folder"
-        return f"{found.path(self.name)}/metrics.json"
-
     def store_marker(self, run: Run) -> list[str]:
         """The store file a run's training needs (none without a store)."""
         folder = self.resolved(run)["data"].get("store")
@@ -94,7 +85,7 @@ class StepJobs:
             "reference_of": [[d, m, name] for (d, m), name in self.reference_map(experiment).items()],
             # the plan's settings of each run (`dataset/method/seedN`), checked against its metrics
             "fingerprints": {
-                f"{run.dataset}/{run.method}/seed{run.seed}": run_folder.fingerprint(self.trained_settings(run))[
+                f"{run.dataset}/{run.method}/seed{run.seed}": run_folder.fingerprint(self.resolved(run))[
                     :FINGERPRINT_CHARS
                 ]
                 for run in self.runs(experiment)

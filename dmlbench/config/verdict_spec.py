@@ -80,7 +80,7 @@ def certificate_spec(plan, paper: str, found: set[str] = frozenset()) -> dict:
     ran = [k for k in keys if k in plan.experiment_ids or k in found]
     design = second_wave.design(plan)
     runs = [run for key in ran for run in plan.runs(key)]
-    digests = sorted(fingerprint(plan.trained_settings(run)) for run in runs)
+    digests = sorted(fingerprint(plan.resolve(run)) for run in runs)
     experiments = [
         {
             "id": key,
@@ -88,8 +88,7 @@ def certificate_spec(plan, paper: str, found: set[str] = frozenset()) -> dict:
             "ran": key in ran,
             "runs": f"reports/{plan.name}/{key}/runs.csv",
             "fingerprints": {
-                f"{run.dataset}/{run.method}/seed{run.seed}": fingerprint(plan.trained_settings(run))
-                for run in plan.runs(key)
+                f"{run.dataset}/{run.method}/seed{run.seed}": fingerprint(plan.resolve(run)) for run in plan.runs(key)
             },
             "selected": list((plan.experiments[key].get("table") or {}).get("test_selected") or []),
             "margin": margins.of(plan.config_dir, plan.experiments[key]),

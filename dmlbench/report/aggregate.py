@@ -66,7 +66,6 @@ def collect(metric_files: list[Path], planned: dict[str, str] | None = None) -> 
             if selected:
                 row["test-selected epoch"] = selected["epoch"]
             _check_metrics_file(Path(path), row)
-            row.update(_linked_keys(Path(path)))
             row["fingerprint"] = run_status.metrics_fingerprint(Path(path).parent, data)  # the verdict checks it
         except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as error:
             moved = set_aside(Path(path))
@@ -79,19 +78,11 @@ def collect(metric_files: list[Path], planned: dict[str, str] | None = None) -> 
     return pd.DataFrame(rows).sort_values(["dataset", "method", "seed"]).reset_index(drop=True)
 
 
-def _linked_keys(path: Path) -> dict:
-    """A run folder linked to the earlier run it is (`run_dedup`): its own keys, the row's."""
-    folder = path.parent
-    if not folder.is_symlink() or not re.fullmatch(r"seed\d+", folder.name):
-        return {}
-    return {**dict(zip(("experiment", "dataset", "method"), folder.parts[-4:-1])), "seed": int(folder.name[4:])}
-
-
 def _check_metrics_file(path: Path, row: dict) -> None:
-    """A metrics file names the run of its folder (…/<experiment>/<dataset>/<method>/seed<N>/, the
-    one a linked folder points to) and holds metrics in [0, 1] (in % here: [0, 100]); a NaN is a
-    failed run, judged as such. Else ValueError, which sets the file aside with its message."""
-    folder = path.parent.resolve().parts[-4:]
+    """A metrics file names the run of its folder (…/<experiment>/<dataset>/<method>/seed<N>/) and
+    holds metrics in [0, 1] (in % here: [0, 100]); a NaN is a failed run, judged as such. Else
+    ValueError, which sets the file aside with its message."""
+    folder = path.parent.parts[-4:]
     said = (row["experiment"], row["dataset"], row["method"], f"seed{row['seed']}")
     if len(folder) == 4 and re.fullmatch(r"seed\d+", folder[-1]) and tuple(folder) != said:  # a run folder
         raise ValueError(f"it names the run {'/'.join(map(str, said))}, not its folder's {'/'.join(folder)}")

@@ -150,10 +150,7 @@ def build(plan, output: Path) -> pd.DataFrame:
             "seed": run.seed,
         }
         rows += run_rows(
-            Path(run.path(plan.name)),
-            names,
-            run_folder.fingerprint(plan.trained_settings(run)),
-            Path(plan.trained_as(run).train_log(plan.name)),
+            Path(run.path(plan.name)), names, run_folder.fingerprint(plan.resolved(run)), Path(run.train_log(plan.name))
         )
     table = pd.DataFrame(rows, columns=COLUMNS)
     table["percent"] = 100.0 * table["value"].astype(float)  # as the report's tables print it

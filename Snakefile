@@ -57,7 +57,7 @@ onerror:
 
 
 # cheap steps stay on the submitting machine under a cluster executor
-localrules: all, aggregate, analyse, certificate, report, results_table, fair_splits, fair_best, fair_aggregate, knob_aggregate
+localrules: all, train_alias, aggregate, analyse, certificate, report, results_table, fair_splits, fair_best, fair_aggregate, knob_aggregate
 
 
 rule all:

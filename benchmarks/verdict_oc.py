@@ -97,7 +97,9 @@ def _runs_csv(exp: dict, runs, rng, sigma: float, shift: dict) -> pd.DataFrame:
     rows = []
     for run in runs:
         key = f"{run.dataset}/{run.method}/seed{run.seed}"
-        row = {"dataset": run.dataset, "method": run.method, "seed": run.seed, "fingerprint": exp["fingerprints"][key]}
+        accepted = exp["fingerprints"][key]  # several: a linked run's (`run_dedup`); its training's first
+        fingerprint = accepted if isinstance(accepted, str) else accepted[0]
+        row = {"dataset": run.dataset, "method": run.method, "seed": run.seed, "fingerprint": fingerprint}
         planted = shift.get(run.method, 0.0)
         level_of, points = planted if isinstance(planted, tuple) else (run.method, planted)
         for metric in metrics:  # a planted (row, points): that row's paper number + points, every cell

@@ -63,4 +63,4 @@ def test_the_budgets_job_list_is_the_workflows(full_dry_run):
     plan = _full_plan()
     listed = Counter(job["rule"] for job in plan.gpu_jobs())
     assert listed == {rule: counts[rule] for rule in GPU_RULES if rule != "reference"}
-    assert sum(len(job["runs"]) for job in plan.gpu_jobs()) == len(plan.all_runs())  # every training once
+    assert sum(len(job["runs"]) for job in plan.gpu_jobs()) == len(plan.trainings())  # every training once

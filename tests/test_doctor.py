@@ -224,7 +224,8 @@ def test_data_paths_that_hold_no_dataset_need_action(tmp_path, monkeypatch):
 
 def test_the_results_disk_need_of_full_is_its_trainings_models_and_embeddings():
     """Against an independent count: every run of a paper's experiment keeps one model.pt (its
-    parameters and buffers), every final fold training its test embeddings, each its records."""
+    parameters and buffers), every final fold training its test embeddings, each its records; a
+    run that is an earlier run's training (a link to its folder) keeps nothing of its own."""
     import json
 
     import torch
@@ -236,7 +237,7 @@ def test_the_results_disk_need_of_full_is_its_trainings_models_and_embeddings():
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     sizes = {}
     expected = 0
-    for run in plan.all_runs():
+    for run in plan.trainings():
         cfg = plan.resolve(run)
         stage = (cfg.get("run") or {}).get("stage")
         if stage is None:

@@ -322,7 +322,7 @@ def test_the_budget_groups_runs_into_the_workflows_jobs_and_bounds_the_wall_cloc
     plan = Plan.load(CONFIG_DIR, {"preset": "smoke"})
     jobs = plan.gpu_jobs()
     assert sorted(r for job in jobs if job["rule"] in ("train", "knob_joined") for r in job["runs"]) == sorted(
-        run.path("smoke") for run in plan.runs()
+        run.path("smoke") for run in plan.trainings() if run in set(plan.runs())
     )  # a joined knob step's folds: one job
     assert sorted(run for job in jobs if job["chain"] for run in job["runs"]) == sorted(
         run.path("smoke") for run in plan.fair_runs()

@@ -38,8 +38,11 @@ def test_full_preset_dry_run_lists_every_job(full_dry_run):
     plan = Plan.load(CONFIG_DIR, {"preset": "full"})
     assert counts["prepare"] == len(plan.datasets) == 6
     fold_runs = [run for run in plan.runs("suite.knobs") if plan.knob_run_index("suite.knobs")[run].fold is not None]
-    # train writes metrics.json; a joined knob step's fold runs are its knob_joined job's
-    assert counts["train"] == len(plan.runs()) - len(fold_runs) and "evaluate" not in counts
+    # train writes metrics.json; a joined knob step's fold runs are its knob_joined job's; a run
+    # another experiment trains is a link to it (train_alias)
+    links = [run for run in plan.runs() if plan.trained_as(run) != run]
+    assert counts["train"] == len(plan.runs()) - len(fold_runs) - len(links) and "evaluate" not in counts
+    assert counts["train_alias"] == len(links) > 0
     analyses = [e for e in plan.experiment_ids if plan.is_analysis(e)]
     fair = [e for e in plan.experiment_ids if plan.is_fair(e)]
     assert fair == ["suite.fair"] and counts["fair_aggregate"] == 1  # its jobs: tests/test_fair.py
@@ -413,7 +416,7 @@ def records_of_every_run(workdir: Path, plan) -> None:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     trainings = [p.parent for p in (workdir / "results/smoke").rglob("epochs.jsonl")]
-    assert len(trainings) == len(plan.all_runs())
+    assert len(trainings) == len(plan.trainings())  # a linked run folder (`run_dedup`) trains nothing
     assert not list((workdir / "results/smoke").rglob("checkpoint.pt"))
     for folder in trainings:
         epochs = [json.loads(line) for line in (folder / "epochs.jsonl").read_text().splitlines()]

@@ -69,6 +69,12 @@ def cmd_store(args) -> None:
     )
 
 
+def cmd_link_run(args) -> None:
+    from dmlbench.training import run_link
+
+    run_link.link(Path(args.metrics).parent, Path(args.trained).parent)
+
+
 def cmd_train(args) -> None:
     cfg = _run_config(args)
     if args.run_dir is None:
@@ -172,6 +178,11 @@ def add(sub) -> None:
     s.add_argument("--method", help="the run's method id, without --spec")
     s.add_argument("--seed", type=int, default=0, help="the run's seed, without --spec (default: 0)")
     s.set_defaults(func=cmd_train)
+
+    s = sub.add_parser("link-run", help="make a run folder a link to the earlier run it is the same training as")
+    s.add_argument("--trained", required=True, help="metrics.json of the run that trained it")
+    s.add_argument("--metrics", required=True, help="metrics.json of the run folder to make a link")
+    s.set_defaults(func=cmd_link_run)
 
     s = sub.add_parser("evaluate", help="embed the test split of a trained run and compute metrics")
     s.add_argument("--run-dir", required=True, help="the trained run's folder (with its model.pt)")

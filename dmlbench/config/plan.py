@@ -213,8 +213,12 @@ class Plan(RunSettings, StepSpecs, FairSpecs, KnobSpecs):
         return base, second_wave.add(self, experiment, base, {} if given else claim_seeds.cells(exp))
 
     def all_runs(self) -> list[Run]:
-        """Every training of the plan: the experiments' runs and the fair experiments' fold trainings."""
+        """Every run of the plan: the experiments' runs and the fair experiments' fold trainings."""
         return self.runs() + self.fair_runs()
+
+    def trainings(self) -> list[Run]:
+        """`all_runs` without the runs that link to an earlier run's training (`run_dedup`)."""
+        return [run for run in self.all_runs() if self.trained_as(run) == run]
 
     @property
     def datasets(self) -> list[str]:

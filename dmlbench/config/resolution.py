@@ -20,6 +20,26 @@ class RunSettings:
         """The complete settings of one run, as training reads them (the caller's own copy)."""
         return plain_copy(self.resolved(run))
 
+    def trained_as(self, run: Run) -> Run:
+        """The run whose training `run` reads: itself, or the earlier run of the plan it is the
+        same training as (`dmlbench.config.run_dedup`: its folder a link to that one's)."""
+        from dmlbench.config import run_dedup
+
+        return run_dedup.trained_as(self).get(run, run)
+
+    def trained_settings(self, run: Run) -> dict:
+        """The settings of the training `run` reads (its own, or the earlier run's it is linked to)."""
+        return self.resolved(self.trained_as(run))
+
+    def accepted_fingerprints(self, run: Run) -> list[str]:
+        """The settings' fingerprints a run's numbers may carry: the training it reads, and for a
+        run that is an earlier run's training (`run_dedup`) its own too (that training made in its
+        own folder, under a selection without the earlier run)."""
+        from dmlbench.training.run_folder import fingerprint
+
+        own, first = fingerprint(self.resolved(run)), self.trained_as(run)
+        return [own] if first == run else [fingerprint(self.resolved(first)), own]
+
     def resolved(self, run: Run) -> dict:
         """`resolve`, made once per run and shared: to be read, not changed (the dry run of `full`
         asks for each run's settings several times)."""

@@ -128,7 +128,7 @@ class RetrievedJobs:
                     or self.methods[run.base_method].get("label", run.method),
                     "seed": run.seed,
                     "run_dir": run.path(self.name),
-                    "fingerprint": run_folder.fingerprint(self.resolved(run)),
+                    "fingerprint": run_folder.fingerprint(self.trained_settings(run)),
                 }
                 for role, run in self.retrieved_runs(experiment, dataset)
             ],

@@ -10,7 +10,6 @@ from dmlbench.config.run import Run
 from dmlbench.data.datasets import DATASETS
 from dmlbench.evaluation import reference
 from dmlbench.run_config import RunConfig
-from dmlbench.training import run_folder
 
 FAIR = "suite.fair"  # the fair table a trunk ranking is compared with
 FINGERPRINT_CHARS = 16  # of a run's fingerprint in an aggregation's spec: 64 bits tell settings apart
@@ -33,6 +32,15 @@ class StepJobs:
         and its fold split file where it has one. The manifest is not named beside its store: the
         store is made again when it changes, and one input less per job is felt at `full`'s size."""
         return [*(self.store_marker(run) or [self.manifest(run.dataset)]), *self.split_inputs(run)]
+
+    def alias_input(self, run: Run) -> str:
+        """A run trained as an earlier one (`Plan.trained_as`): that run's metrics.json, which its
+        folder links to. Any other run: a file no rule makes, so that Snakemake leaves rule
+        `train_alias` for rule `train` (an exception here would be printed for every run)."""
+        found = self.trained_as(run)
+        if found == run:
+            return f"{run.path(self.name)}/.trained-in-this-folder"
+        return f"{found.path(self.name)}/metrics.json"
 
     def store_marker(self, run: Run) -> list[str]:
         """The store file a run's training needs (none without a store)."""
@@ -85,9 +93,7 @@ class StepJobs:
             "reference_of": [[d, m, name] for (d, m), name in self.reference_map(experiment).items()],
             # the plan's settings of each run (`dataset/method/seedN`), checked against its metrics
             "fingerprints": {
-                f"{run.dataset}/{run.method}/seed{run.seed}": run_folder.fingerprint(self.resolved(run))[
-                    :FINGERPRINT_CHARS
-                ]
+                f"{run.dataset}/{run.method}/seed{run.seed}": _prefixes(self.accepted_fingerprints(run))
                 for run in self.runs(experiment)
             },
         }
@@ -177,3 +183,10 @@ class StepJobs:
             "analysis": exp["analysis"],
             "methods": methods,
         }
+
+
+def _prefixes(fingerprints: list[str]) -> str | list[str]:
+    """The starts of a run's accepted fingerprints (`RunSettings.accepted_fingerprints`) as an
+    aggregation's spec holds them: one as a string, several as a list."""
+    starts = [found[:FINGERPRINT_CHARS] for found in fingerprints]
+    return starts[0] if len(starts) == 1 else starts

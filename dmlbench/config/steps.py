@@ -51,6 +51,8 @@ class StepSpecs:
         the workflow's. The reference jobs, which train nothing, are not listed."""
         jobs, joined = [], {}
         for run in self.runs():
+            if self.trained_as(run) != run:
+                continue  # a link to the earlier run it is (`run_dedup`): no training job
             fold = self.is_knobs(run.experiment) and self.knob_run_index(run.experiment)[run].fold is not None
             if fold:  # <method>@<paper>-<step>.fold<k>: one job per step and seed trains its folds
                 key = (run.experiment, run.dataset, run.method.rsplit(".fold", 1)[0], run.seed)

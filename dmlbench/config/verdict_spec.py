@@ -80,7 +80,7 @@ def certificate_spec(plan, paper: str, found: set[str] = frozenset()) -> dict:
     ran = [k for k in keys if k in plan.experiment_ids or k in found]
     design = second_wave.design(plan)
     runs = [run for key in ran for run in plan.runs(key)]
-    digests = sorted(fingerprint(plan.resolve(run)) for run in runs)
+    digests = sorted(fingerprint(plan.resolved(run)) for run in runs)  # its own, however it was trained
     experiments = [
         {
             "id": key,
@@ -88,7 +88,8 @@ def certificate_spec(plan, paper: str, found: set[str] = frozenset()) -> dict:
             "ran": key in ran,
             "runs": f"reports/{plan.name}/{key}/runs.csv",
             "fingerprints": {
-                f"{run.dataset}/{run.method}/seed{run.seed}": fingerprint(plan.resolve(run)) for run in plan.runs(key)
+                f"{run.dataset}/{run.method}/seed{run.seed}": _one_or_all(plan.accepted_fingerprints(run))
+                for run in plan.runs(key)
             },
             "selected": list((plan.experiments[key].get("table") or {}).get("test_selected") or []),
             "margin": margins.of(plan.config_dir, plan.experiments[key]),
@@ -233,3 +234,8 @@ def undecidable_line(plan) -> str | None:
             + ", ".join(f"{key} {f}/{t}" for key, (f, t) in claims.items())
         )
     return "; ".join(parts) or None
+
+
+def _one_or_all(fingerprints: list[str]) -> str | list[str]:
+    """A run's accepted fingerprints as the spec writes them: one as a string, several as a list."""
+    return fingerprints[0] if len(fingerprints) == 1 else fingerprints

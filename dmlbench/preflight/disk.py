@@ -63,7 +63,7 @@ def run_bytes(cfg: RunConfig, dataset: str) -> int:
 def plan_need(plan) -> pd.DataFrame:
     """One row per experiment: trainings and the gigabytes (10⁹ bytes) their results keep."""
     need: dict[str, list] = {}
-    for run in plan.all_runs():
+    for run in plan.trainings():
         row = need.setdefault(run.experiment, [0, 0])
         row[0] += 1
         row[1] += run_bytes(RunConfig.from_dict(plan.resolve(run)), run.dataset)

@@ -96,7 +96,7 @@ class Group:
 def group_runs(plan: Plan, runs: list[Run] | None = None) -> list[Group]:
     """The plan's runs grouped by `code_path`, in the plan's order."""
     groups: dict[str, Group] = {}
-    for run in plan.all_runs() if runs is None else runs:
+    for run in plan.trainings() if runs is None else runs:
         cfg = plan.resolve(run)
         text = json.dumps(code_path(cfg, run.dataset), sort_keys=True)
         key = hashlib.sha256(text.encode()).hexdigest()[:10]

@@ -55,7 +55,7 @@ def run(
     warm_steps = default_warm_steps(torch_device) if warm_steps is None else warm_steps
     threads = max(1, (os.cpu_count() or 1) // jobs) if torch_device.type == "cpu" else None
     log(
-        f"preflight of preset {plan.name}: {len(plan.all_runs())} runs in {total} code paths; probing "
+        f"preflight of preset {plan.name}: {len(plan.trainings())} trainings in {total} code paths; probing "
         f"{len(groups)}{' (bounded part)' if only_bounded else ''}"
         f"{f', image side {image_side} px' if image_side else ''}"
         f"{f', {jobs} probes at a time on {threads} thread(s) each' if jobs > 1 else ''}"

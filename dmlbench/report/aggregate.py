@@ -2,8 +2,7 @@
 
 Numbers are percentages, as the papers print them: mean ± 95 % interval over seeds (Student t, n
 given; the std too in table.csv), the paper's number beside it where the paper reports one, the
-difference (ours − paper) and its verdict (`dmlbench.verdicts.numbers`).
-"""
+difference (ours − paper) and its verdict (`dmlbench.verdicts.numbers`)."""
 
 from __future__ import annotations
 
@@ -48,7 +47,7 @@ def toy_note(own: list[str] = ()) -> str:
     )
 
 
-def collect(metric_files: list[Path], planned: dict[str, str] | None = None) -> pd.DataFrame:
+def collect(metric_files: list[Path], planned: dict[str, str | list[str]] | None = None) -> pd.DataFrame:
     """One row per run: its keys, every metric, in %, and the fingerprint of the settings it was
     trained with (empty for numbers made by hand). `planned`: the start of the fingerprint
     of the plan's settings per run (`dataset/method/seedN`, its folder's last three parts); a
@@ -66,6 +65,7 @@ def collect(metric_files: list[Path], planned: dict[str, str] | None = None) -> 
             if selected:
                 row["test-selected epoch"] = selected["epoch"]
             _check_metrics_file(Path(path), row)
+            row.update(_linked_keys(Path(path)))
             row["fingerprint"] = run_status.metrics_fingerprint(Path(path).parent, data)  # the verdict checks it
         except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as error:
             moved = set_aside(Path(path))
@@ -78,11 +78,19 @@ def collect(metric_files: list[Path], planned: dict[str, str] | None = None) -> 
     return pd.DataFrame(rows).sort_values(["dataset", "method", "seed"]).reset_index(drop=True)
 
 
+def _linked_keys(path: Path) -> dict:
+    """A run folder linked to the earlier run it is (`run_dedup`): its own keys, the row's."""
+    folder = path.parent
+    if not folder.is_symlink() or not re.fullmatch(r"seed\d+", folder.name):
+        return {}
+    return {**dict(zip(("experiment", "dataset", "method"), folder.parts[-4:-1])), "seed": int(folder.name[4:])}
+
+
 def _check_metrics_file(path: Path, row: dict) -> None:
-    """A metrics file names the run of its folder (…/<experiment>/<dataset>/<method>/seed<N>/) and
-    holds metrics in [0, 1] (in % here: [0, 100]); a NaN is a failed run, judged as such. Else
-    ValueError, which sets the file aside with its message."""
-    folder = path.parent.parts[-4:]
+    """A metrics file names the run of its folder (…/<experiment>/<dataset>/<method>/seed<N>/, the
+    one a linked folder points to) and holds metrics in [0, 1] (in % here: [0, 100]); a NaN is a
+    failed run, judged as such. Else ValueError, which sets the file aside with its message."""
+    folder = path.parent.resolve().parts[-4:]
     said = (row["experiment"], row["dataset"], row["method"], f"seed{row['seed']}")
     if len(folder) == 4 and re.fullmatch(r"seed\d+", folder[-1]) and tuple(folder) != said:  # a run folder
         raise ValueError(f"it names the run {'/'.join(map(str, said))}, not its folder's {'/'.join(folder)}")
@@ -102,10 +110,10 @@ def _check_metrics_file(path: Path, row: dict) -> None:
 RUN_KEYS = ("experiment", "dataset", "method", "seed")
 
 
-def check_fresh(metric_files: list[Path], planned: dict[str, str]) -> None:
+def check_fresh(metric_files: list[Path], planned: dict[str, str | list[str]]) -> None:
     """Refuse metrics computed with other settings than the plan's (a run not trained again after
     a change, which `--rerun-triggers mtime` allows): whatever the rerun triggers, no table shows
-    them."""
+    them. A run may have several accepted fingerprints (`RunSettings.accepted_fingerprints`)."""
     stale = []
     for path in metric_files:
         expected = planned.get("/".join(Path(path).parent.parts[-3:]))
@@ -118,7 +126,8 @@ def check_fresh(metric_files: list[Path], planned: dict[str, str]) -> None:
         if not (isinstance(result, dict) and isinstance(result.get("metrics"), dict)):
             continue  # not a metrics file at all: refused as damaged below, not as stale
         found = run_status.metrics_fingerprint(Path(path).parent, result)
-        if found is not None and not found.startswith(expected):  # None: made by hand, nothing to compare
+        accepted = (expected,) if isinstance(expected, str) else tuple(expected)
+        if found is not None and not found.startswith(accepted):  # None: made by hand, nothing to compare
             stale.append(str(path))
     if stale:
         raise DmlbenchError(

@@ -63,9 +63,9 @@ def _read(path: Path) -> dict:
         raise DmlbenchError(f"{path} is not valid JSON ({error}): rerun the step that writes it") from None
 
 
-def run_rows(run_dir: Path, names: dict, planned: str | None = None, log: Path | None = None) -> list[dict]:
+def run_rows(run_dir: Path, names: dict, planned: str | list[str] | None = None, log: Path | None = None) -> list[dict]:
     """The rows of one run folder: one per metric when its metrics are the plan's (`planned`, the
-    fingerprint of the plan's settings; None: whatever settings they were computed with), else
+    fingerprint(s) of the plan's settings; None: whatever settings they were computed with), else
     one row with its status."""
     from dmlbench.training import cost
 
@@ -138,7 +138,6 @@ def _paper_number(plan, experiment: str, method: str, dataset: str, split, metri
 
 def build(plan, output: Path) -> pd.DataFrame:
     """The table of every run of the plan's experiments, written to `output` (parquet)."""
-    from dmlbench.training import run_folder
 
     rows = []
     for run in plan.runs():
@@ -150,7 +149,10 @@ def build(plan, output: Path) -> pd.DataFrame:
             "seed": run.seed,
         }
         rows += run_rows(
-            Path(run.path(plan.name)), names, run_folder.fingerprint(plan.resolved(run)), Path(run.train_log(plan.name))
+            Path(run.path(plan.name)),
+            names,
+            plan.accepted_fingerprints(run),
+            Path(plan.trained_as(run).train_log(plan.name)),
         )
     table = pd.DataFrame(rows, columns=COLUMNS)
     table["percent"] = 100.0 * table["value"].astype(float)  # as the report's tables print it

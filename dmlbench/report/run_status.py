@@ -44,11 +44,13 @@ def metrics_fingerprint(run_dir: Path, result: dict) -> str | None:
         return None
 
 
-def status(run_dir: Path, result: dict, planned: str, log: Path) -> tuple[str, str | None]:
+def status(run_dir: Path, result: dict, planned: str | list[str], log: Path) -> tuple[str, str | None]:
     """The run's status and, for a failed one, its error line. `result`: its `metrics.json` ({}
-    when there is none); `planned`: the fingerprint of the plan's settings for it."""
+    when there is none); `planned`: the fingerprint of the plan's settings for it (or those it
+    may carry, `RunSettings.accepted_fingerprints`)."""
     if result.get("metrics"):
-        return (FINISHED, None) if metrics_fingerprint(run_dir, result) == planned else (STALE, None)
+        accepted = [planned] if isinstance(planned, str) else planned
+        return (FINISHED, None) if metrics_fingerprint(run_dir, result) in accepted else (STALE, None)
     if _locked(run_dir):
         return RUNNING, None
     last = _last_line(log)

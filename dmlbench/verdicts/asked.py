@@ -12,9 +12,11 @@ import pandas as pd
 from dmlbench.core.errors import DmlbenchError
 
 
-def rows(runs: pd.DataFrame, planned: dict[str, str], path: Path) -> pd.DataFrame:
+def rows(runs: pd.DataFrame, planned: dict[str, str | list[str]], path: Path) -> pd.DataFrame:
     """`runs` narrowed to the planned runs; DmlbenchError naming `path` where one was trained
-    with other settings (a fingerprint left empty: numbers made by hand, nothing to compare)."""
+    with other settings (a fingerprint left empty: numbers made by hand, nothing to compare). A
+    run may be planned with two fingerprints: its own and the earlier run's it is the same
+    training as (its folder a link to that one, or trained in its own under a narrower selection)."""
     keys = runs["dataset"].astype(str) + "/" + runs["method"].astype(str) + "/seed" + runs["seed"].astype(str)
     mine = runs[keys.isin(planned)]
     if mine.empty:
@@ -27,7 +29,7 @@ def rows(runs: pd.DataFrame, planned: dict[str, str], path: Path) -> pd.DataFram
     other = [
         key
         for key, found in zip(keys[mine.index], mine["fingerprint"])
-        if isinstance(found, str) and found and found != planned[key]
+        if isinstance(found, str) and found and found not in _accepted(planned[key])
     ]
     if other:
         raise DmlbenchError(
@@ -36,3 +38,7 @@ def rows(runs: pd.DataFrame, planned: dict[str, str], path: Path) -> pd.DataFram
             f"(snakemake --config …), or ask the verdict with the settings the results were made with"
         )
     return mine
+
+
+def _accepted(planned: str | list[str]) -> list[str]:
+    return [planned] if isinstance(planned, str) else list(planned)

@@ -15,3 +15,17 @@ rule train:
     shell:
         "gpu_slot \"$DMLBENCH_PYTHON\" -m dmlbench train --spec {params.spec:q} --side {params.side:q}"
         " --metrics {output.metrics:q} 2> >(tee -a {log:q} >&2)"   # the run folder: the metrics file's
+
+
+rule train_alias:   # a run that is an earlier run's training (dmlbench/config/run_dedup.py): its folder a link
+    input:
+        lambda w: JOBS.alias_input(run_of(w)),   # a file no rule makes for a run trained in its own folder
+    output:
+        metrics=f"{RUN_DIR}/metrics.json",
+    params:
+        settings=lambda w: as_json(numbers_and_side(PLAN.trained_settings(run_of(w)))[0]),   # the rerun trigger
+    shell:
+        "\"$DMLBENCH_PYTHON\" -m dmlbench link-run --trained {input:q} --metrics {output.metrics:q}"
+
+
+ruleorder: train_alias > train

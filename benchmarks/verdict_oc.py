@@ -90,7 +90,8 @@ def supported(claim: dict, reported: dict, delta: float, quoted: dict | None = N
 
 
 def _runs_csv(exp: dict, runs, rng, sigma: float, shift: dict) -> pd.DataFrame:
-    """The per-seed numbers of an experiment's planned runs: the paper's + noise (+ a planted shift)."""
+    """The per-seed numbers of an experiment's planned runs: the paper's + noise (+ a planted shift).
+    `rng`: one generator for every run, or run → its own (the same run, the same numbers)."""
     metrics = sorted({m for per in exp["reported"].values() for ms in per.values() for m in ms})
     for claim in exp["claims"]:
         metrics += [m for m in claim_kinds.listed(claim["metric"]) if m not in metrics]
@@ -100,12 +101,13 @@ def _runs_csv(exp: dict, runs, rng, sigma: float, shift: dict) -> pd.DataFrame:
         accepted = exp["fingerprints"][key]  # several: a linked run's (`run_dedup`); its training's first
         fingerprint = accepted if isinstance(accepted, str) else accepted[0]
         row = {"dataset": run.dataset, "method": run.method, "seed": run.seed, "fingerprint": fingerprint}
+        noise = rng(run) if callable(rng) else rng
         planted = shift.get(run.method, 0.0)
         level_of, points = planted if isinstance(planted, tuple) else (run.method, planted)
         for metric in metrics:  # a planted (row, points): that row's paper number + points, every cell
             paper = _paper_value(exp["reported"], level_of, run.dataset, metric)
             paper = _paper_value(exp["reported"], run.method, run.dataset, metric) if paper is None else paper
-            value = (UNREPORTED if paper is None else paper) + points + rng.normal(0.0, sigma)
+            value = (UNREPORTED if paper is None else paper) + points + noise.normal(0.0, sigma)
             row[metric] = value
             row[metric + numbers.SELECTED] = value
         rows.append(row)

@@ -49,7 +49,7 @@ def status(run_dir: Path, result: dict, planned: str | list[str], log: Path) -> 
     when there is none); `planned`: the fingerprint of the plan's settings for it (or those it
     may carry, `RunSettings.accepted_fingerprints`)."""
     if result.get("metrics"):
-        accepted = [planned] if isinstance(planned, str) else planned
+        accepted = planned if isinstance(planned, list) else [planned]
         return (FINISHED, None) if metrics_fingerprint(run_dir, result) in accepted else (STALE, None)
     if _locked(run_dir):
         return RUNNING, None

@@ -2,10 +2,11 @@
 real certificate and second-wave code.
 
 `python -m benchmarks.verdict_waves [--preset full] [--replicates 5] [--sigma 0.4] [--max-seeds 10]
-[--spending obrien_fleming | pocock] [--papers ms dro …]`
+[--spending obrien_fleming | pocock] [--small-max-seeds N] [--wave-one-claim-seeds 5]
+[--arms "two waves" "small wave 1"] [--papers ms dro …]`
 
-Two arms per replicate and scenario, on the same draws (each run's numbers come from a generator of
-its own, seeded by the replicate and the run: a run both arms or both waves train has the same
+Three arms per replicate and scenario, on the same draws (each run's numbers come from a generator
+of its own, seeded by the replicate and the run: a run two arms or both waves train has the same
 numbers, and wave 2 reruns nothing of wave 1):
 
 - *fixed seeds*: the preset's plan as it is (each experiment's seeds, the claims' cells' seeds of
@@ -14,7 +15,12 @@ numbers, and wave 2 reruns nothing of wave 1):
   same runs, judged at look 1's boundaries, its certificates written where the pipeline writes them;
   `second_wave_plan.write` (what `python -m dmlbench second-wave` runs) plans the extra seeds from
   them into reports/<preset>/second_wave.yaml; `Plan.load` again (which reads that file) gives wave
-  2's runs, drawn alike, and the certificates are built again, at look 2's boundaries.
+  2's runs, drawn alike, and the certificates are built again, at look 2's boundaries;
+- *small wave 1*: the same, but a smaller first wave: `second_wave` also states
+  `wave_one_claim_seeds: 5`, so the claims' cells train only their 5 smallest `claim_seeds` (seeds
+  0-4, as every other cell of a paper table; a figure's one-seed claim cells too), and the rest of
+  the claims' seeds is left to the planner, under a cap `max_seeds` of what the claims would have had
+  (default: the most seeds any simulated experiment's `claim_seeds` gives a claim).
 
 Scenarios: *faithful* (the paper's number + N(0, σ)), and each paper's most-cited row 2 points low
 on every number (`verdict_oc`'s planted drop). Printed per paper and in total, per arm (means per
@@ -34,6 +40,7 @@ import contextlib
 import datetime
 import json
 import platform
+import shlex
 import sys
 import tempfile
 import time
@@ -55,6 +62,8 @@ CONFIG_DIR = verdict_oc.CONFIG_DIR
 DECIDED_NUMBERS = (numbers.REPRODUCED, numbers.BELOW, numbers.ABOVE)
 DECIDED_CLAIMS = claim_tests.HOLDING + claim_tests.FAILING
 MAX_SEEDS = 10  # the cap docs/verdicts.md states in its example (`second_wave: {max_seeds: 10}`)
+WAVE_ONE_CLAIM_SEEDS = 5  # the small first wave: a claim's cells train seeds 0-4, as every other cell
+WAVED = ("two waves", "small wave 1")
 
 
 def draws(seed: int):
@@ -95,58 +104,70 @@ def _judge(plan: Plan, spec: dict, root: Path, noise, sigma: float, shift: dict)
     return certificate.build(spec, "simulated", root)
 
 
-class Arms:
-    """The plans of both arms (loaded in an empty folder: no second_wave.yaml read) and, per paper,
-    the first wave's spec, the same in every replicate."""
+def largest_claim_seeds(plan: Plan, papers: list[str]) -> int:
+    """The most seeds the catalogue's `claim_seeds` give any claim of the papers' experiments run."""
+    keys = {k for p in papers for k in _ran(verdict_spec.certificate_spec(plan, p))}
+    return max((len(s) for k in keys for s in (plan.experiments[k].get("claim_seeds") or {}).values()), default=0)
 
-    def __init__(self, config: dict, design: dict, papers: list[str]):
+
+class Arms:
+    """The plans of the fixed arm and of each waved arm (arm → its `second_wave` design; loaded in an
+    empty folder: no second_wave.yaml read) and, per arm and paper, the first wave's spec and
+    GPU-hours, the same in every replicate."""
+
+    def __init__(self, config: dict, designs: dict[str, dict], papers: list[str]):
+        self.configs = {arm: {**config, "second_wave": design} for arm, design in designs.items()}
         with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
             self.fixed = Plan.load(CONFIG_DIR, config)
-            self.waves_config = {**config, "second_wave": design}
-            self.waves = Plan.load(CONFIG_DIR, self.waves_config)
-        self.papers = papers
-        self.specs = {
-            arm: {p: verdict_spec.certificate_spec(plan, p) for p in papers}
-            for arm, plan in (("fixed", self.fixed), ("wave 1", self.waves))
-        }
+            self.plans = {arm: Plan.load(CONFIG_DIR, c) for arm, c in self.configs.items()}
+        self.designs, self.papers = designs, papers
+        first = {"fixed": self.fixed, **self.plans}
+        self.specs = {arm: {p: verdict_spec.certificate_spec(plan, p) for p in papers} for arm, plan in first.items()}
         self.costs = Costs(self.fixed)
         self.hours = {
             arm: {p: self.costs(r for k in _ran(self.specs[arm][p]) for r in plan.runs(k)) for p in papers}
-            for arm, plan in (("fixed", self.fixed), ("wave 1", self.waves))
+            for arm, plan in first.items()
         }
 
 
+def _waves(arms: Arms, arm: str, root: Path, noise, sigma: float, shifts: dict) -> dict:
+    """A waved arm's replicate: {"wave 1", "wave 2": paper → (spec, certificate), "cells": the
+    second wave's cells as planned, "extra": paper → wave 2's trainings}."""
+    plan, out = arms.plans[arm], {"wave 1": {}, "wave 2": {}, "extra": {}}
+    for paper in arms.papers:
+        spec = arms.specs[arm][paper]
+        cert = _judge(plan, spec, root, noise, sigma, shifts[paper])
+        file = root / f"reports/{plan.name}/{paper}/certificate.json"
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(json.dumps(cert))
+        out["wave 1"][paper] = (spec, cert)
+    with contextlib.chdir(root):  # the plan reads reports/<preset>/second_wave.yaml from here
+        _, out["cells"] = second_wave_plan.write(plan, root, arms.papers)
+        second = Plan.load(CONFIG_DIR, arms.configs[arm]) if out["cells"] else plan
+    for paper in arms.papers:
+        spec, cert = out["wave 1"][paper]
+        keys = _ran(spec)
+        out["extra"][paper] = sorted(
+            set(r for k in keys for r in second.runs(k)) - set(r for k in keys for r in plan.runs(k))
+        )
+        if out["extra"][paper]:  # the paper's certificate at look 2
+            spec = verdict_spec.certificate_spec(second, paper)
+            cert = _judge(second, spec, root, noise, sigma, shifts[paper])
+        out["wave 2"][paper] = (spec, cert)
+    return out
+
+
 def replicate(arms: Arms, sigma: float, shifts: dict, seed: int) -> dict:
-    """One replicate of both arms: {"fixed", "wave 1", "wave 2": paper → (spec, certificate),
-    "cells": the second wave's cells as planned, "extra": paper → wave 2's trainings}."""
+    """One replicate of every arm: {"fixed": paper → (spec, certificate), waved arm → `_waves`}."""
     noise = draws(seed)
-    out = {"fixed": {}, "wave 1": {}, "wave 2": {}, "extra": {}}
+    out: dict = {"fixed": {}}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "fixed"
         for paper in arms.papers:
             spec = arms.specs["fixed"][paper]
             out["fixed"][paper] = (spec, _judge(arms.fixed, spec, root, noise, sigma, shifts[paper]))
-        root = Path(tmp) / "waves"
-        for paper in arms.papers:
-            spec = arms.specs["wave 1"][paper]
-            cert = _judge(arms.waves, spec, root, noise, sigma, shifts[paper])
-            file = root / f"reports/{arms.waves.name}/{paper}/certificate.json"
-            file.parent.mkdir(parents=True, exist_ok=True)
-            file.write_text(json.dumps(cert))
-            out["wave 1"][paper] = (spec, cert)
-        with contextlib.chdir(root):  # the plan reads reports/<preset>/second_wave.yaml from here
-            _, out["cells"] = second_wave_plan.write(arms.waves, root, arms.papers)
-            second = Plan.load(CONFIG_DIR, arms.waves_config) if out["cells"] else arms.waves
-        for paper in arms.papers:
-            spec, cert = out["wave 1"][paper]
-            keys = _ran(spec)
-            out["extra"][paper] = sorted(
-                set(r for k in keys for r in second.runs(k)) - set(r for k in keys for r in arms.waves.runs(k))
-            )
-            if out["extra"][paper]:  # the paper's certificate at look 2
-                spec = verdict_spec.certificate_spec(second, paper)
-                cert = _judge(second, spec, root, noise, sigma, shifts[paper])
-            out["wave 2"][paper] = (spec, cert)
+        for i, arm in enumerate(arms.plans):
+            out[arm] = _waves(arms, arm, Path(tmp) / f"waves{i}", noise, sigma, shifts)
     return out
 
 
@@ -190,20 +211,22 @@ def simulate(arms: Arms, sigma: float, replicates: int, seed: int = 0) -> list[d
     """Per scenario, arm and paper (and "total"): the tallies over the replicates and the GPU-hours."""
     rows = []
     for scenario, shifts in scenarios(arms).items():
-        tallies = {(arm, p): Counter() for arm in ("fixed", "two waves") for p in [*arms.papers, "total"]}
-        extra = Counter()
+        names = ["fixed", *arms.plans]
+        tallies = {(arm, p): Counter() for arm in names for p in [*arms.papers, "total"]}
+        extra = {arm: Counter() for arm in names}
         for r in range(replicates):
             out = replicate(arms, sigma, shifts, seed * 1000 + r)
             for paper in arms.papers:
                 count(*out["fixed"][paper], shifts[paper], tallies["fixed", paper])
-                count(*out["wave 2"][paper], shifts[paper], tallies["two waves", paper])
-                extra[paper] += arms.costs(out["extra"][paper])
-                tallies["two waves", paper]["trainings wave 2"] += len(out["extra"][paper])
-        for arm, wave_one in (("fixed", "fixed"), ("two waves", "wave 1")):
+                for arm in arms.plans:
+                    count(*out[arm]["wave 2"][paper], shifts[paper], tallies[arm, paper])
+                    extra[arm][paper] += arms.costs(out[arm]["extra"][paper])
+                    tallies[arm, paper]["trainings wave 2"] += len(out[arm]["extra"][paper])
+        for arm in names:
             for paper in arms.papers:
                 tallies[arm, "total"].update(tallies[arm, paper])
-            hours = dict(arms.hours[wave_one], total=sum(arms.hours[wave_one].values()))
-            more = dict(extra, total=sum(extra.values())) if arm == "two waves" else {}
+            hours = dict(arms.hours[arm], total=sum(arms.hours[arm].values()))
+            more = dict(extra[arm], total=sum(extra[arm].values()))
             rows += [
                 {"scenario": scenario, "paper": p, "arm": arm, "sigma": sigma, "replicates": replicates}
                 | {
@@ -220,12 +243,16 @@ def _share(tally: dict, part: str, whole: str) -> str:
     return f"{100 * tally.get(part, 0) / tally[whole]:.1f} %" if tally.get(whole) else "–"
 
 
-def markdown(rows: list[dict], command: str, design: dict, seconds: float) -> str:
+def _design(design: dict) -> str:
+    return "{" + ", ".join(f"{k}: {v}" for k, v in design.items()) + "}"
+
+
+def markdown(rows: list[dict], command: str, designs: dict, seconds: float) -> str:
+    stated = "; ".join(f"{arm}: second_wave {_design(d)}" for arm, d in designs.items())
     lines = [
         f"Simulated {datetime.date.today()}, {platform.node()} ({platform.machine()}), `{command}` "
         f"({seconds:.0f} s): {rows[0]['replicates']} replicates per scenario at σ = {rows[0]['sigma']}; "
-        f"two waves: second_wave {{max_seeds: {design['max_seeds']}, spending: {design['spending']}}}; "
-        f"stated rates α = {numbers.ALPHA} (each number), {claim_tests.ALPHA} (Holm over a paper's claims). "
+        f"{stated}; stated rates α = {numbers.ALPHA} (each number), {claim_tests.ALPHA} (Holm over a paper's claims). "
         "Means per replicate; GPU-hours: training steps projected per training (evaluations on top).",
         "",
         "| scenario | paper | arm | claims decided | numbers decided | false claim failures "
@@ -264,16 +291,30 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sigma", type=float, default=0.4)
     parser.add_argument("--max-seeds", type=int, default=MAX_SEEDS)
     parser.add_argument("--spending", choices=sequential.SPENDINGS, default=sequential.DEFAULT_SPENDING)
+    parser.add_argument("--small-max-seeds", type=int, default=None, help="default: the largest claim_seeds")
+    parser.add_argument("--wave-one-claim-seeds", type=int, default=WAVE_ONE_CLAIM_SEEDS)
+    parser.add_argument("--arms", nargs="+", choices=WAVED, default=list(WAVED))
     parser.add_argument("--papers", nargs="+", default=None)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    design = {"max_seeds": args.max_seeds, "spending": args.spending}
     config = {"preset": args.preset}
-    papers = args.papers or printed_papers(Plan.load(CONFIG_DIR, config))
-    rows = simulate(Arms(config, design, papers), args.sigma, args.replicates, args.seed)
-    command = "python -m benchmarks.verdict_waves " + " ".join(argv if argv is not None else sys.argv[1:])
-    print(markdown(rows, command.strip(), design, time.perf_counter() - started))
+    with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
+        plan = Plan.load(CONFIG_DIR, config)
+    papers = args.papers or printed_papers(plan)
+    small = args.small_max_seeds or largest_claim_seeds(plan, papers)
+    designs = {
+        "two waves": {"max_seeds": args.max_seeds, "spending": args.spending},
+        "small wave 1": {
+            "max_seeds": small,
+            "spending": args.spending,
+            "wave_one_claim_seeds": args.wave_one_claim_seeds,
+        },
+    }
+    designs = {arm: designs[arm] for arm in args.arms}
+    rows = simulate(Arms(config, designs, papers), args.sigma, args.replicates, args.seed)
+    command = "python -m benchmarks.verdict_waves " + shlex.join(argv if argv is not None else sys.argv[1:])
+    print(markdown(rows, command.strip(), designs, time.perf_counter() - started))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import yaml
 import processes
 from conftest import CONFIG_DIR, REPO, python_env, snakemake_command
 from test_scale import planned
-from dmlbench.config import second_wave_plan, verdict_spec
+from dmlbench.config import second_wave, second_wave_plan, verdict_spec
 from dmlbench.config.plan import Plan
 from dmlbench.core.errors import ConfigError
 from dmlbench.verdicts import certificate, claim_family, numbers, sequential
@@ -151,6 +151,34 @@ def test_an_underpowered_claim_gets_the_fewest_seeds_of_power_0_8_on_both_its_ro
     assert fewest <= 3 + len(planned["cub/ms"]["seeds"]) <= 10  # or more, for a number of dro_topk_b's
 
 
+def seeds(plan, key: str) -> dict[tuple[str, str], list[int]]:
+    """(dataset, row) → the seeds the plan trains in that cell of `key`."""
+    found: dict = {}
+    for run in plan.runs(key):
+        found.setdefault((run.dataset, run.method), []).append(run.seed)
+    return {cell: sorted(s) for cell, s in found.items()}
+
+
+def test_wave_one_claim_seeds_trains_a_claims_cells_its_smallest_seeds_and_leaves_the_rest_to_wave_two():
+    config = {"preset": "smoke", "seeds": None, "experiments": ["ms.t1", "ephn.t1", "ephn.f4"]}
+    fixed = Plan.load(CONFIG_DIR, config)
+    small = Plan.load(CONFIG_DIR, {**config, "second_wave": {"max_seeds": 14, "wave_one_claim_seeds": 5}})
+    assert max(len(s) for s in seeds(fixed, "ms.t1").values()) > 5  # the claim_seeds of its claims' cells
+    assert all(s == [0, 1, 2, 3, 4] for s in seeds(small, "ms.t1").values())  # its seeds, every cell
+    assert seeds(small, "ephn.t1") == seeds(fixed, "ephn.t1")  # no claim_seeds: as it was
+    figure = {cell: [0, 1, 2, 3, 4] if len(s) > 1 else s for cell, s in seeds(fixed, "ephn.f4").items()}
+    assert seeds(small, "ephn.f4") == figure  # a figure's one seed: five in its claims' cells, seeds 0-4
+    assert second_wave.design(small) == {"spending": "obrien_fleming", "max_seeds": 14, "wave_one_claim_seeds": 5}
+    assert second_wave.wave_one(small, "ms.t1") == {f"{d}/{m}": 5 for d, m in seeds(small, "ms.t1")}
+
+
+def test_a_claim_no_second_look_decides_ties_no_cells_and_stops_none_from_pairing():
+    a, b, c = ("e", "a", "cub"), ("e", "b", "cub"), ("e", "c", "cub")
+    found = {a: (6, ["x"]), b: (8, ["y"]), c: (5, ["z"])}
+    paired = second_wave_plan.paired(found, [[], [a, b], [b, c]])
+    assert {cell: seeds for cell, (seeds, _) in paired.items()} == {a: 8, b: 8, c: 8}
+
+
 @pytest.mark.parametrize(
     ("given", "said"),
     [
@@ -159,6 +187,8 @@ def test_an_underpowered_claim_gets_the_fewest_seeds_of_power_0_8_on_both_its_ro
         ({"max_seeds": 500}, "second_wave.max_seeds: 500"),
         ({"max_seeds": 10, "spending": "linear"}, "second_wave.spending: 'linear': one of obrien_fleming, pocock"),
         ({"seeds": 10}, "second_wave: {'seeds': 10}"),
+        ({"max_seeds": 10, "wave_one_claim_seeds": 12}, "second_wave.wave_one_claim_seeds: 12"),
+        ({"max_seeds": 10, "wave_one_claim_seeds": 2}, "second_wave.wave_one_claim_seeds: 2"),
     ],
 )
 def test_a_bad_second_wave_design_names_the_file_the_key_and_the_value(given, said):

@@ -21,14 +21,18 @@ def reads(exp: dict, claim: dict) -> set[tuple[str, str]]:
     return {(row, dataset) for c in one for rows, dataset, _ in part_rows(c) for row in rows}
 
 
-def cells(exp: dict) -> dict[tuple[str, str], list[int]]:
+def cells(exp: dict, first: int | None = None) -> dict[tuple[str, str], list[int]]:
     """(row, dataset) → the seeds of a cell some claim of `claim_seeds` reads (the union of
-    theirs); a cell not in it trains the experiment's `seeds`."""
+    theirs; of each claim's smallest `first` seeds and the experiment's, when a preset's
+    `second_wave.wave_one_claim_seeds` leaves the rest to the second wave); a cell not in it trains
+    the experiment's `seeds`."""
     wanted = exp.get("claim_seeds") or {}
+    base = set(exp.get("seeds") or [0])
     found: dict[tuple[str, str], set[int]] = {}
     for claim in exp.get("claims") or []:
+        seeds = sorted(wanted.get(claim["id"], []))
         for cell in reads(exp, claim) if claim["id"] in wanted else ():
-            found.setdefault(cell, set()).update(wanted[claim["id"]])
+            found.setdefault(cell, set()).update(seeds if first is None else base | set(seeds[:first]))
     return {cell: sorted(seeds) for cell, seeds in found.items()}
 
 

@@ -210,7 +210,8 @@ class Plan(RunSettings, StepSpecs, FairSpecs, KnobSpecs):
         given = self._subset(experiment).get("seeds") or self.preset["seeds"]
         exp = self.experiments[experiment]
         base = given or exp.get("seeds") or [0]  # and the second wave's seeds, once planned
-        return base, second_wave.add(self, experiment, base, {} if given else claim_seeds.cells(exp))
+        first = second_wave.wave_one_claim_seeds(self)  # the rest of claim_seeds: the second wave's to give
+        return base, second_wave.add(self, experiment, base, {} if given else claim_seeds.cells(exp, first))
 
     def all_runs(self) -> list[Run]:
         """Every run of the plan: the experiments' runs and the fair experiments' fold trainings."""

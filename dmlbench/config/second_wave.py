@@ -1,9 +1,10 @@
 """The second wave's seeds (docs/verdicts.md, "The second wave"): a preset's `second_wave` design
 (`max_seeds`, the cap on a cell's seeds over both looks; `spending`, the boundaries' shape,
-`verdicts.sequential`) and the file `reports/<preset>/second_wave.yaml` that `python -m dmlbench
-second-wave` writes after the first wave (`second_wave_plan`). The plan adds the file's seeds to its
-cells (`add`, from `Plan.seeds_of`): the next `snakemake` trains those and nothing else again. Both
-are checked when the plan loads, naming the file, the key and the value."""
+`verdicts.sequential`; `wave_one_claim_seeds`, optional, the most of a claim's cells' `claim_seeds`
+the first wave trains, the rest left to the planner) and the file `reports/<preset>/second_wave.yaml`
+that `python -m dmlbench second-wave` writes after the first wave (`second_wave_plan`). The plan
+adds the file's seeds to its cells (`add`, from `Plan.seeds_of`): the next `snakemake` trains those
+and nothing else again. Both are checked when the plan loads, naming the file, the key and the value."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from dmlbench.core.errors import ConfigError
 from dmlbench.run_config.values import from_text
 from dmlbench.verdicts import numbers, sequential
 
-KEYS = {"max_seeds", "spending"}
+KEYS = {"max_seeds", "spending", "wave_one_claim_seeds"}
 
 
 def path(plan) -> Path:
@@ -34,7 +35,10 @@ def design(plan) -> dict | None:
         return None
     where = f"{_preset_file(plan)} (or --config): second_wave"
     if not isinstance(given, dict) or not set(given) <= KEYS or "max_seeds" not in given:
-        raise ConfigError(f"{where}: {given!r}: a mapping of max_seeds (required) and spending, e.g. {{max_seeds: 10}}")
+        raise ConfigError(
+            f"{where}: {given!r}: a mapping of max_seeds (required), spending and wave_one_claim_seeds, e.g. "
+            "{max_seeds: 10}"
+        )
     cap, spending = given["max_seeds"], given.get("spending", sequential.DEFAULT_SPENDING)
     cap = from_text(cap) if isinstance(cap, str) else cap  # snakemake's --config gives text
     if type(cap) is not int or not numbers.MIN_SEEDS < cap <= numbers.MAX_SEEDS:
@@ -44,7 +48,19 @@ def design(plan) -> dict | None:
         )
     if spending not in sequential.SPENDINGS:
         raise ConfigError(f"{where}.spending: {spending!r}: one of {', '.join(sequential.SPENDINGS)}")
-    return {"spending": spending, "max_seeds": cap}
+    first = given.get("wave_one_claim_seeds")
+    first = from_text(first) if isinstance(first, str) else first
+    if first is not None and (type(first) is not int or not numbers.MIN_SEEDS <= first <= cap):
+        raise ConfigError(
+            f"{where}.wave_one_claim_seeds: {first!r}: the most seeds of a claim's cells' claim_seeds the "
+            f"first wave trains, a whole number from {numbers.MIN_SEEDS} to max_seeds ({cap})"
+        )
+    return {"spending": spending, "max_seeds": cap} | ({} if first is None else {"wave_one_claim_seeds": first})
+
+
+def wave_one_claim_seeds(plan) -> int | None:
+    """How many of a claim's cells' `claim_seeds` the first wave trains (None: all of them)."""
+    return (design(plan) or {}).get("wave_one_claim_seeds")
 
 
 def cells(plan) -> dict[str, dict[tuple[str, str], list[int]]]:

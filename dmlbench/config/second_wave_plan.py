@@ -95,7 +95,14 @@ def wanted(plan, root: Path = Path("."), papers=None) -> dict[tuple[str, str, st
                 for cell in run:
                     want(*cell, seeds, f"claim {c['id']}")
                 tied.append(run)
-    while any(len({found[cell][0] for cell in group}) > 1 for group in tied):  # a claim's rows stay paired
+    return paired(found, tied)
+
+
+def paired(found: dict, tied: list[list]) -> dict:
+    """`found` with each group of `tied` (a planned claim's cells) at the most seeds any of them
+    takes, until no group differs; a claim no second look decides (no cells) ties nothing."""
+    tied = [group for group in tied if group]
+    while any(len({found[cell][0] for cell in group}) > 1 for group in tied):
         for group in tied:
             top = max(found[cell][0] for cell in group)
             found.update({cell: (top, found[cell][1]) for cell in group})

@@ -8,7 +8,11 @@ compare: every run's resolved settings that decide its numbers (`config.json` wi
 `final_metrics.json`, the fair protocol's `validation.json`, the reference rows) and every table of
 the report (`reports/<preset>/**/*.csv`). Prints what differs; exits 1 if a number differs or a
 file is in one checkout only. Tables of wall-clock timings (`timing.csv`) are listed apart: they
-differ from run to run. `--dropped GLOB` names records the change stops writing on purpose (e.g.
+differ from run to run. A run folder that links to the run it is the same training as
+(`dmlbench/config/run_dedup.py`) is read through its link. Left out, since a linked run carries
+the earlier run's: the experiment's name (`run.experiment`), and the hashes of files that embed
+it (`fingerprint`, of the settings, which `config.json` compares, and `model_sha256`, of model.pt,
+whose numbers the metrics compare). `--dropped GLOB` names records the change stops writing on purpose (e.g.
 the fair fold trainings' final evaluation, which nothing read): found only before, they are
 counted apart, not as a difference.
 """
@@ -16,7 +20,10 @@ counted apart, not as a difference.
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -24,13 +31,25 @@ from dmlbench.training.run_folder import NOT_IN_FINGERPRINT  # keep, tracking, l
 
 RECORDS = ("config.json", "metrics.json", "final_metrics.json", "validation.json")
 TIMINGS = ("timing.csv",)
+HASHES = ("fingerprint", "model_sha256")  # of files that hold the experiment's name
+
+
+def _without_names(record):
+    """A record without the experiment's name and the hashes of what holds it, at any depth."""
+    if not isinstance(record, dict):
+        return record
+    kept = {k: _without_names(v) for k, v in record.items() if k not in HASHES}
+    if isinstance(kept.get("run"), dict):
+        kept["run"] = {k: v for k, v in kept["run"].items() if k != "experiment"}
+    return kept
 
 
 def _numbers(path: Path):
     """What a record holds apart from its wall-clock seconds and device."""
     if path.suffix == ".csv":
-        return path.read_text()
-    record = json.loads(path.read_text())
+        rows = csv.DictReader(io.StringIO(path.read_text()))
+        return [{k: v for k, v in row.items() if k not in HASHES} for row in rows]
+    record = _without_names(json.loads(path.read_text()))
     if path.name == "final_metrics.json":
         record = record.get("result", record)
     if path.name == "config.json" and isinstance(record, dict):  # the settings that decide the numbers
@@ -41,9 +60,13 @@ def _numbers(path: Path):
 def compare(before: Path, after: Path, preset: str, dropped: tuple[str, ...] = ()) -> dict:
     """Files only in one checkout, files whose numbers differ, and how many were compared."""
 
+    def walk(top: Path):  # through linked run folders
+        for folder, _, names in os.walk(top, followlinks=True):
+            yield from (Path(folder) / name for name in names)
+
     def files(root: Path) -> dict:
-        found = {p.relative_to(root): p for p in (root / "results" / preset).rglob("*") if p.name in RECORDS}
-        found.update({p.relative_to(root): p for p in (root / "reports" / preset).rglob("*.csv")})
+        found = {p.relative_to(root): p for p in walk(root / "results" / preset) if p.name in RECORDS}
+        found.update({p.relative_to(root): p for p in walk(root / "reports" / preset) if p.suffix == ".csv"})
         return found
 
     a, b = files(before), files(after)

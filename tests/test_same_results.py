@@ -55,3 +55,29 @@ def test_a_run_config_differs_only_where_a_number_could_change(tmp_path):
     assert same_results.compare(tmp_path / "a", tmp_path / "c", "demo")["differ"] == [
         "results/demo/x.t1/cub/ms/seed0/config.json"
     ]
+
+
+def test_a_linked_run_folder_is_read_through_its_link_and_its_experiments_name_is_no_number(tmp_path):
+    """A run folder that is a link to the earlier run it is the same training as (`run_dedup`) is
+    compared through the link; only its experiment's name and the tables' fingerprint differ."""
+    for name, linked in (("a", False), ("b", True), ("c", True)):
+        root = tmp_path / name / "results" / "demo"
+        for experiment in ("x.t1", "y.t1"):
+            run = root / experiment / "cub" / "ms" / "seed0"
+            if linked and experiment == "y.t1":
+                run.parent.mkdir(parents=True)
+                run.symlink_to("../../../x.t1/cub/ms/seed0")
+                continue
+            run.mkdir(parents=True)
+            value = 0.6 if name == "c" else 0.5
+            (run / "metrics.json").write_text(json.dumps({"metrics": {"recall@1": value}}))
+            (run / "config.json").write_text(json.dumps({"epochs": 2, "run": {"experiment": experiment}}))
+        report = tmp_path / name / "reports" / "demo" / "y.t1"
+        report.mkdir(parents=True)
+        (report / "runs.csv").write_text(f"method,recall@1,fingerprint\nms,50.0,{name * 8}\n")
+    assert same_results.main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    found = same_results.compare(tmp_path / "a", tmp_path / "c", "demo")
+    assert found["differ"] == [
+        "results/demo/x.t1/cub/ms/seed0/metrics.json",
+        "results/demo/y.t1/cub/ms/seed0/metrics.json",
+    ]

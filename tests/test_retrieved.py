@@ -98,7 +98,7 @@ def fake_run(root, method, manifest, seed):
         "label": method.upper(),
         "seed": 0,
         "run_dir": str(run_dir),
-        "fingerprint": run_folder.fingerprint(cfg),
+        "fingerprints": [run_folder.fingerprint(cfg)],
     }
 
 
@@ -127,7 +127,7 @@ def test_both_methods_get_the_same_queries_and_frames_follow_correctness(tmp_pat
     gallery = "test" if "test" in splits else "gallery"
     assert all(q["path"].startswith("test" if gallery == "test" else "query") for q in first["queries"])
     for method in record["methods"]:
-        assert method["fingerprint"] == next(r["fingerprint"] for r in runs if r["method"] == method["method"])
+        assert [method["fingerprint"]] == next(r["fingerprints"] for r in runs if r["method"] == method["method"])
         for query in method["queries"]:
             paths = [n["path"] for n in query["neighbours"]]
             assert len(paths) == 3 and query["path"] not in paths and all(p.startswith(gallery) for p in paths)
@@ -158,9 +158,19 @@ def framed_colour(ax) -> str:
 
 def test_a_run_of_other_settings_than_the_plans_is_refused(tmp_path):
     manifest = write_dataset(tmp_path / "data", ("train", "test"))
-    entry = {**fake_run(tmp_path, "ms", manifest, 1), "fingerprint": "0" * 64}
+    entry = {**fake_run(tmp_path, "ms", manifest, 1), "fingerprints": ["0" * 64, "1" * 64]}
     with pytest.raises(DmlbenchError, match="other settings than the plan's"):
         retrieved.load(entry)
+
+
+def test_a_linked_run_trained_under_either_accepted_fingerprint_is_read(tmp_path):
+    """A run that is an earlier run's training (`run_dedup`) may hold the numbers of either
+    run's settings: the spec lists both and either is read."""
+    manifest = write_dataset(tmp_path / "data", ("train", "test"))
+    entry = fake_run(tmp_path, "ms", manifest, 1)
+    entry["fingerprints"] = ["0" * 64, *entry["fingerprints"]]
+    _, _, found, _ = retrieved.load(entry)
+    assert found == entry["fingerprints"][1]
 
 
 def test_the_plan_names_headline_and_baseline_runs_and_their_metrics_as_inputs():

@@ -15,7 +15,6 @@ from dmlbench.config.step_jobs import paper_label
 from dmlbench.core.errors import ConfigError
 from dmlbench.core.registry import did_you_mean
 from dmlbench.data.datasets import DATASETS
-from dmlbench.training import run_folder
 
 DEFAULTS = {"k": 5, "queries": 4, "seed": 0}
 FOLDER = "retrieved"  # reports/<preset>/<experiment>/retrieved/<dataset>.{json,png}
@@ -101,8 +100,9 @@ class RetrievedJobs:
         ]
 
     def retrieved_spec(self, experiment: str, dataset: str) -> dict:
-        """What the step reads: the runs (folder, labels, the plan's fingerprint: a run of other
-        settings is refused), k, the queries' number and seed, and how the data is to be named."""
+        """What the step reads: the runs (folder, labels, the fingerprints the plan accepts,
+        `RunSettings.accepted_fingerprints`: a run of other settings is refused), k, the queries'
+        number and seed, and how the data is to be named."""
         chosen, exp = settings(self.plan), self.experiments[experiment]
         spec = DATASETS.get(dataset)
         synthetic = self.toy_data and spec.write_shipped is None
@@ -128,7 +128,7 @@ class RetrievedJobs:
                     or self.methods[run.base_method].get("label", run.method),
                     "seed": run.seed,
                     "run_dir": run.path(self.name),
-                    "fingerprint": run_folder.fingerprint(self.trained_settings(run)),
+                    "fingerprints": self.accepted_fingerprints(run),
                 }
                 for role, run in self.retrieved_runs(experiment, dataset)
             ],

@@ -40,16 +40,17 @@ def splits_of(table) -> tuple[str, str]:
 
 def load(entry: dict):
     """(model, settings, model.pt's sha256) of a finished run; a run trained with other settings
-    than the plan's (`entry["fingerprint"]`) is refused."""
+    than those the plan accepts (`entry["fingerprints"]`) is refused."""
     path = Path(entry["run_dir"]) / "model.pt"
     if not path.exists():
         raise DmlbenchError(f"{path} does not exist: train the run first")
     state = torch.load(path, map_location="cpu", weights_only=True)
     found = run_folder.fingerprint(state["config"])
-    if entry.get("fingerprint") and found != entry["fingerprint"]:
+    accepted = entry.get("fingerprints") or []
+    if accepted and found not in accepted:
         raise DmlbenchError(
             f"{path} was trained with other settings than the plan's (fingerprint {found[:12]}, planned "
-            f"{entry['fingerprint'][:12]}): train it again "
+            f"{' or '.join(f[:12] for f in accepted)}): train it again "
             f"(`snakemake --forcerun train --until {entry['run_dir']}/metrics.json`)"
         )
     cfg = RunConfig.from_dict(state["config"], f"{path}: config")

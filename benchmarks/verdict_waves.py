@@ -3,9 +3,9 @@ real certificate and second-wave code.
 
 `python -m benchmarks.verdict_waves [--preset full] [--replicates 5] [--sigma 0.4] [--max-seeds 10]
 [--spending obrien_fleming | pocock] [--small-max-seeds N] [--wave-one-claim-seeds 5]
-[--arms "two waves" "small wave 1"] [--papers ms dro …]`
+[--arms "two waves" "small wave 1" "claims looked twice"] [--papers ms dro …]`
 
-Three arms per replicate and scenario, on the same draws (each run's numbers come from a generator
+Four arms per replicate and scenario, on the same draws (each run's numbers come from a generator
 of its own, seeded by the replicate and the run: a run two arms or both waves train has the same
 numbers, and wave 2 reruns nothing of wave 1):
 
@@ -20,7 +20,9 @@ numbers, and wave 2 reruns nothing of wave 1):
   `wave_one_claim_seeds: 5`, so the claims' cells train only their 5 smallest `claim_seeds` (seeds
   0-4, as every other cell of a paper table; a figure's one-seed claim cells too), and the rest of
   the claims' seeds is left to the planner, under a cap `max_seeds` of what the claims would have had
-  (default: the most seeds any simulated experiment's `claim_seeds` gives a claim).
+  (default: the most seeds any simulated experiment's `claim_seeds` gives a claim);
+- *claims looked twice*: the small first wave with `second_look: claims`: every number judged once,
+  at the plain test on the first wave's seeds, so the planner adds seeds for the claims alone.
 
 Scenarios: *faithful* (the paper's number + N(0, σ)), and each paper's most-cited row 2 points low
 on every number (`verdict_oc`'s planted drop). Printed per paper and in total, per arm (means per
@@ -62,7 +64,7 @@ DECIDED_NUMBERS = (numbers.REPRODUCED, numbers.BELOW, numbers.ABOVE)
 DECIDED_CLAIMS = claim_tests.HOLDING + claim_tests.FAILING
 MAX_SEEDS = 10  # the cap docs/verdicts.md states in its example (`second_wave: {max_seeds: 10}`)
 WAVE_ONE_CLAIM_SEEDS = 5  # the small first wave: a claim's cells train seeds 0-4, as every other cell
-WAVED = ("two waves", "small wave 1")
+WAVED = ("two waves", "small wave 1", "claims looked twice")
 
 
 def draws(seed: int):
@@ -274,6 +276,7 @@ def main(argv: list[str] | None = None) -> None:
             "wave_one_claim_seeds": args.wave_one_claim_seeds,
         },
     }
+    designs["claims looked twice"] = {**designs["small wave 1"], "second_look": "claims"}
     designs = {arm: designs[arm] for arm in args.arms}
     rows = simulate(Arms(config, designs, papers), args.sigma, args.replicates, args.seed)
     command = "python -m benchmarks.verdict_waves " + shlex.join(argv if argv is not None else sys.argv[1:])

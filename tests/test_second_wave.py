@@ -108,6 +108,34 @@ def test_only_an_inconclusive_number_decidable_within_the_cap_gets_seeds(tmp_pat
     assert file.read_text() == text
 
 
+def test_under_second_look_claims_a_number_is_judged_once_on_the_first_waves_seeds(tmp_path, monkeypatch):
+    """`second_look: claims`: every number gets the plain test's verdict of a plan without a design,
+    asks for no seeds, and keeps that verdict when a second wave adds seeds to its cell."""
+    monkeypatch.chdir(tmp_path)
+    config = {**SMALL, "second_wave": {"max_seeds": 20, "second_look": "claims"}}
+    plan = _first_wave(tmp_path, config, {"raw": 65.06 + 0.1 * STEPS, "ms": 66.85 + 1.5 * STEPS})
+    judged = lambda cert: [x for e in cert["experiments"] for x in e["numbers"]]  # noqa: E731
+    cert = json.loads((tmp_path / "reports/smoke/ms/certificate.json").read_text())
+    plain = certificate.build(verdict_spec.certificate_spec(Plan.load(CONFIG_DIR, SMALL), "ms", {"ms.t1"}), "test")
+    assert judged(cert) == judged(plain) and not any("look" in x for x in judged(cert))
+    assert {x["verdict"] for x in judged(cert) if x["n"]} >= {numbers.INCONCLUSIVE}  # ms: one a second look could move
+    _, cells = second_wave_plan.write(plan, tmp_path)
+    assert not [why for per in cells.values() for e in per.values() for why in e["for"] if "(paper" in why]
+    (tmp_path / "reports/smoke/second_wave.yaml").write_text(
+        yaml.safe_dump(
+            {"design": second_wave.design(plan), "cells": {"ms.t1": {"cub/ms": {"seeds": [5, 6, 7], "for": ["x"]}}}}
+        )
+    )
+    runs = pd.read_csv(tmp_path / "reports/smoke/ms.t1/runs.csv", index_col=0)
+    later = runs[runs["method"] == "ms"].head(3).assign(seed=[5, 6, 7], **{"recall@1": 90.0})
+    later = later.assign(**{"recall@1 (test-selected)": 90.0})  # far off: read, it would move the number
+    pd.concat([runs, later]).to_csv(tmp_path / "reports/smoke/ms.t1/runs.csv")
+    second = Plan.load(CONFIG_DIR, config)
+    assert len(second.runs("ms.t1")) == 13
+    again = certificate.build(verdict_spec.certificate_spec(second, "ms", {"ms.t1"}), "test")
+    assert judged(again) == judged(cert)
+
+
 def test_an_underpowered_claim_gets_the_fewest_seeds_of_power_0_8_on_both_its_rows(tmp_path, monkeypatch):
     """dro's "DRO-TopK_B improves Recall@1 on CUB by 2.4 over MS" at three seeds (a family of
     dro's claims, α/m): underpowered at look 1; both rows get the same new seeds, at least as many
@@ -189,6 +217,7 @@ def test_a_claim_no_second_look_decides_ties_no_cells_and_stops_none_from_pairin
         ({"seeds": 10}, "second_wave: {'seeds': 10}"),
         ({"max_seeds": 10, "wave_one_claim_seeds": 12}, "second_wave.wave_one_claim_seeds: 12"),
         ({"max_seeds": 10, "wave_one_claim_seeds": 2}, "second_wave.wave_one_claim_seeds: 2"),
+        ({"max_seeds": 10, "second_look": "numbers"}, "second_wave.second_look: 'numbers'"),
     ],
 )
 def test_a_bad_second_wave_design_names_the_file_the_key_and_the_value(given, said):

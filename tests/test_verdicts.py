@@ -89,9 +89,9 @@ def test_few_seeds_nan_and_zero_spread_say_what_they_are():
     assert flat.verdict == numbers.REPRODUCED and flat.zero_spread
     at_margin = numbers.judge([65.0, 65.0, 65.0], 66.0, 1.0)  # no spread, the gap δ exactly: undecidable
     assert at_margin.verdict == numbers.INCONCLUSIVE and at_margin.seeds_needed is None
-    from dmlbench.verdicts import certificate
+    from dmlbench.verdicts import certificate_text
 
-    assert "no number of seeds decides it" in certificate._why(dict(at_margin.__dict__, verdict=at_margin.verdict))
+    assert "no number of seeds decides it" in certificate_text._why(dict(at_margin.__dict__, verdict=at_margin.verdict))
     assert numbers.printed_precision("66.85") == pytest.approx(0.005)
     assert numbers.printed_precision("97") == 0.5
     from dmlbench.config import margins
@@ -358,7 +358,7 @@ def test_the_demo_page_shows_intervals_verdicts_claims_and_the_certificate(tmp_p
 
     from dmlbench.config import verdict_spec
     from dmlbench.report import aggregate, index
-    from dmlbench.verdicts import certificate
+    from dmlbench.verdicts import certificate, certificate_text
 
     plan = Plan.load(CONFIG_DIR, {"preset": "demo"})
     value = {"binomial": [0.600, 0.604, 0.602], "ms": [0.620, 0.625, 0.621]}
@@ -398,7 +398,7 @@ def test_the_demo_page_shows_intervals_verdicts_claims_and_the_certificate(tmp_p
     assert cert["claims"]["total"] == family > 1
     assert claim["p_holm"] == pytest.approx(min(1.0, family * claim["p"])) and claim["p_holm"] < 0.05
     assert claim["verdict"] == claims.PARTIAL and claim["verdict_on_parts_run"] == expected
-    line = certificate.headline(cert)
+    line = certificate_text.headline(cert)
     assert line.startswith("ms: 0 of ") and line in page
     not_reproduced = cert["numbers"][numbers.BELOW] + cert["numbers"][numbers.ABOVE]
     assert not_reproduced == 2 and "numbers reproduced (2 not reproduced)" in line  # binomial's two numbers
@@ -426,7 +426,7 @@ def test_a_verdict_before_the_results_names_what_is_missing(tmp_path):
 
 @pytest.mark.slow
 def test_the_smoke_runs_certificate_from_the_pipeline_and_from_the_command_line_agree(tmp_path):
-    from dmlbench.verdicts import certificate
+    from dmlbench.verdicts import certificate_text
 
     result = processes.run(
         snakemake_command(
@@ -450,7 +450,10 @@ def test_the_smoke_runs_certificate_from_the_pipeline_and_from_the_command_line_
     assert printed.returncode == 0, printed.stderr
     assert printed.stdout == written
     compact = verdict_cli(tmp_path, {"preset": "smoke", "experiments": ["ms.t1"]})
-    assert compact.returncode == 0 and compact.stdout.splitlines()[0] == certificate.headline(cert) + " (preset smoke)"
+    assert (
+        compact.returncode == 0
+        and compact.stdout.splitlines()[0] == certificate_text.headline(cert) + " (preset smoke)"
+    )
     assert "\033[" not in compact.stdout and "inconclusive numbers" in compact.stdout.splitlines()[-1]
     assert max(len(line) for line in compact.stdout.splitlines()) < 200
     plan = Plan.load(CONFIG_DIR, {"preset": "smoke", "experiments": ["ms.t1"]})
@@ -476,7 +479,7 @@ def test_a_suite_claim_is_tested_on_every_trunk_the_preset_runs(tmp_path, monkey
 
     from dmlbench.config import verdict_spec
     from dmlbench.report import aggregate
-    from dmlbench.verdicts import certificate
+    from dmlbench.verdicts import certificate, certificate_text
 
     subset = {
         "datasets": ["cub"],
@@ -517,9 +520,10 @@ def test_a_suite_claim_is_tested_on_every_trunk_the_preset_runs(tmp_path, monkey
     assert dino["gain"] == pytest.approx(-1.0) and dino["verdict"] == claims.REVERSED  # -1.0, -1.01, -0.99
     assert cert["claims"]["total"] == 3 * 23 and cert["numbers"]["total"] == 0  # vit_tiny's claims: not run
     assert (
-        certificate.headline(cert) == f"suite: {cert['claims']['holding']} of 69 claims hold (1 reversed, 67 not run)"
+        certificate_text.headline(cert)
+        == f"suite: {cert['claims']['holding']} of 69 claims hold (1 reversed, 67 not run)"
     )
-    assert "numbers reproduced" not in certificate.markdown(cert)
+    assert "numbers reproduced" not in certificate_text.markdown(cert)
 
 
 def test_a_claim_of_a_swept_experiment_names_both_variants_or_neither(tmp_path):

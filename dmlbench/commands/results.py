@@ -60,7 +60,7 @@ def cmd_verdict(args) -> None:
     from dmlbench.config.plan import Plan
     from dmlbench.core.io import atomic_path, write_json
     from dmlbench.report.provenance import commit
-    from dmlbench.verdicts import certificate, terminal
+    from dmlbench.verdicts import certificate, certificate_text, terminal
 
     config = dict(spec_json(args.config, "--config"), **({"preset": args.preset} if args.preset else {}))
     if "preset" not in config:  # the preset whose results are there
@@ -83,7 +83,7 @@ def cmd_verdict(args) -> None:
             file=sys.stderr,
         )
     cert = certificate.build(spec, commit())
-    text = certificate.markdown(cert)
+    text = certificate_text.markdown(cert)
     if args.output_dir:
         folder = Path(args.output_dir)
         folder.mkdir(parents=True, exist_ok=True)
@@ -92,7 +92,7 @@ def cmd_verdict(args) -> None:
             tmp.write_text(text)
     only = args.name if args.name in plan.experiments else None
     if args.all:
-        print(certificate.markdown(cert, only=only), end="")
+        print(certificate_text.markdown(cert, only=only), end="")
     else:
         print(terminal.summary(cert, terminal.wants_colour(), only=only), end="")
 

@@ -1,7 +1,9 @@
 """The second wave's seeds (docs/verdicts.md, "The second wave"): a preset's `second_wave` design
 (`max_seeds`, the cap on a cell's seeds over both looks; `spending`, the boundaries' shape,
 `verdicts.sequential`; `wave_one_claim_seeds`, optional, the most of a claim's cells' `claim_seeds`
-the first wave trains, the rest left to the planner) and the file `reports/<preset>/second_wave.yaml`
+the first wave trains, the rest left to the planner; `second_look`, optional: `numbers_and_claims`
+(the default) or `claims`, the numbers then judged once, at the plain test on the first wave's
+seeds, and only the claims looked at twice) and the file `reports/<preset>/second_wave.yaml`
 that `python -m dmlbench second-wave` writes after the first wave (`second_wave_plan`). The plan
 adds the file's seeds to its cells (`add`, from `Plan.seeds_of`): the next `snakemake` trains those
 and nothing else again. Both are checked when the plan loads, naming the file, the key and the value."""
@@ -16,7 +18,8 @@ from dmlbench.core.errors import ConfigError
 from dmlbench.run_config.values import from_text
 from dmlbench.verdicts import numbers, sequential
 
-KEYS = {"max_seeds", "spending", "wave_one_claim_seeds"}
+KEYS = {"max_seeds", "spending", "wave_one_claim_seeds", "second_look"}
+SECOND_LOOKS = ("numbers_and_claims", "claims")  # what may be judged twice (`sequential.Design.numbers_once`)
 
 
 def path(plan) -> Path:
@@ -36,7 +39,8 @@ def design(plan) -> dict | None:
     where = f"{_preset_file(plan)} (or --config): second_wave"
     if not isinstance(given, dict) or not set(given) <= KEYS or "max_seeds" not in given:
         raise ConfigError(
-            f"{where}: {given!r}: a mapping of max_seeds (required), spending and wave_one_claim_seeds, e.g. "
+            f"{where}: {given!r}: a mapping of max_seeds (required), spending, wave_one_claim_seeds and "
+            "second_look, e.g. "
             "{max_seeds: 10}"
         )
     cap, spending = given["max_seeds"], given.get("spending", sequential.DEFAULT_SPENDING)
@@ -55,7 +59,17 @@ def design(plan) -> dict | None:
             f"{where}.wave_one_claim_seeds: {first!r}: the most seeds of a claim's cells' claim_seeds the "
             f"first wave trains, a whole number from {numbers.MIN_SEEDS} to max_seeds ({cap})"
         )
-    return {"spending": spending, "max_seeds": cap} | ({} if first is None else {"wave_one_claim_seeds": first})
+    look = given.get("second_look", SECOND_LOOKS[0])
+    if look not in SECOND_LOOKS:
+        raise ConfigError(
+            f"{where}.second_look: {look!r}: numbers_and_claims (either may get more seeds) or claims (the "
+            "numbers judged once, on the first wave's seeds)"
+        )
+    return (
+        {"spending": spending, "max_seeds": cap}
+        | ({} if first is None else {"wave_one_claim_seeds": first})
+        | ({} if "second_look" not in given else {"second_look": look})
+    )
 
 
 def wave_one_claim_seeds(plan) -> int | None:
@@ -100,14 +114,19 @@ def add(plan, experiment: str, base: list[int], per_cell: dict) -> dict:
     return {**per_cell, **{cell: sorted(set(per_cell.get(cell, base)) | set(s)) for cell, s in extra.items()}}
 
 
-def wave_one(plan, experiment: str) -> dict[str, int]:
+def wave_one_seeds(plan, experiment: str) -> dict[str, list[int]]:
     """'dataset/row' → the seeds the first wave trains in each cell of `experiment`."""
     extra = cells(plan).get(experiment) or {}
-    counts: dict[str, int] = {}
+    found: dict[str, list[int]] = {}
     for run in plan.runs(experiment):
         if run.seed not in extra.get((run.method, run.dataset), ()):
-            counts[f"{run.dataset}/{run.method}"] = counts.get(f"{run.dataset}/{run.method}", 0) + 1
-    return counts
+            found.setdefault(f"{run.dataset}/{run.method}", []).append(run.seed)
+    return {cell: sorted(seeds) for cell, seeds in found.items()}
+
+
+def wave_one(plan, experiment: str) -> dict[str, int]:
+    """'dataset/row' → how many seeds the first wave trains in each cell of `experiment`."""
+    return {cell: len(seeds) for cell, seeds in wave_one_seeds(plan, experiment).items()}
 
 
 @contextmanager

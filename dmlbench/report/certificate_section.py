@@ -9,7 +9,7 @@ from dmlbench.core.io import read_json
 from dmlbench.report import html_templates
 from dmlbench.report.html_templates import Cell, Markup, Row
 from dmlbench.report.verdict_marks import verdict_class
-from dmlbench.verdicts import certificate, claim_kinds, claims, numbers
+from dmlbench.verdicts import certificate_text, claim_kinds, claims, numbers
 
 
 def read(preset_dir: Path, paper: str) -> dict | None:
@@ -43,8 +43,8 @@ def render(cert: dict, link: str) -> Markup:
     every = [c for e in cert["experiments"] for c in e["claims"]]
     return html_templates.render(
         "certificate.html",
-        stamp=certificate.FIXTURE_STAMP if cert["fixture_data"] else None,
-        headline=certificate.headline(cert),
+        stamp=certificate_text.FIXTURE_STAMP if cert["fixture_data"] else None,
+        headline=certificate_text.headline(cert),
         total=n["total"],
         counts=[(verdict_class(v), numbers.SYMBOLS[v], n[v], v) for v in numbers.VERDICTS],
         failing="; ".join(cert["not_holding"]) or "none",
@@ -52,7 +52,7 @@ def render(cert: dict, link: str) -> Markup:
         unrun=sum(c["verdict"] == claims.NOT_RUN for c in every),
         every=len(every),
         legend="; ".join(f"{claims.SYMBOLS[v]} {v}: {claims.MEANINGS[v]}" for v in claims.VERDICTS),
-        error_rates=certificate.error_rates(n["total"]),
+        error_rates=certificate_text.error_rates(n["total"]),
         commit=cert["commit"],
         fingerprint=cert["fingerprint"][:16],
         link=link,

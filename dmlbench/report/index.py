@@ -25,7 +25,7 @@ from dmlbench.report import (
 )
 from dmlbench.report.aggregate import toy_note
 from dmlbench.report.html_templates import Markup, render, url
-from dmlbench.verdicts import certificate
+from dmlbench.verdicts import certificate_text
 from dmlbench.models.names import setting_label
 
 
@@ -219,7 +219,7 @@ def write(plan, output: Path) -> None:
     preset_dir = output.parent
     info = contents.contents(plan, preset_dir)
     certificates = [certificate_section.read(preset_dir, paper["paper"]) for paper in info["papers"]]
-    info["certificates"] = [certificate.headline(c) for c in certificates if c is not None]
+    info["certificates"] = [certificate_text.headline(c) for c in certificates if c is not None]
     info["scorecard"] = [scorecard.row(c) for c in certificates if c is not None]
     spent = ledger.collect(
         plan, preset_dir.parent.parent / "results" / plan.name, preset_dir / "preflight" / "budget.csv"

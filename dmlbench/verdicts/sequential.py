@@ -73,6 +73,7 @@ class Design:
 
     spending: str
     max_seeds: int
+    numbers_once: bool = False  # `second_look: claims`: numbers judged once, at the plain test, on wave 1
 
     def look(self, n1: int, n: int) -> int:
         """Which look n seeds of a cell whose first wave planned n₁ are (0: none, the plain test)."""
@@ -98,4 +99,6 @@ class Design:
 
 def design_of(entry: dict | None) -> Design | None:
     """The design of a certificate spec's `second_wave` entry (None: the plain tests)."""
-    return None if not entry else Design(entry["spending"], int(entry["max_seeds"]))
+    if not entry:
+        return None
+    return Design(entry["spending"], int(entry["max_seeds"]), entry.get("second_look") == "claims")

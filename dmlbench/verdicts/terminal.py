@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 
-from dmlbench.verdicts import certificate, claim_kinds, numbers
+from dmlbench.verdicts import certificate_text, claim_kinds, numbers
 from dmlbench.verdicts import claims as claim_tests
 
 GREEN, RED, YELLOW, RESET = "\033[32m", "\033[31m", "\033[33m", "\033[0m"
@@ -42,9 +42,9 @@ def _paint(text: str, verdict: str, colour: bool) -> str:
 
 def summary(cert: dict, colour: bool = False, only: str | None = None) -> str:
     """The scorecard, the numbers and claims that are decided (or failed), and what is left out."""
-    lines = [certificate.headline(cert) + f" (preset {cert['preset']})"]
+    lines = [certificate_text.headline(cert) + f" (preset {cert['preset']})"]
     if cert["fixture_data"]:
-        lines.append(certificate.FIXTURE_STAMP)
+        lines.append(certificate_text.FIXTURE_STAMP)
     left = {"inconclusive numbers": 0, "numbers not run": 0, "claims not run or untestable": 0}
     for exp in cert["experiments"]:
         if only and exp["id"] != only:

@@ -136,6 +136,43 @@ def test_under_second_look_claims_a_number_is_judged_once_on_the_first_waves_see
     assert judged(again) == judged(cert)
 
 
+def _second_wave_by_hand(root, plan, config: dict, cells: dict, value: float) -> Plan:
+    """Seeds 5-7 added to `cells` ('dataset/row') by hand, each run at `value` (far off: read, they
+    would move any verdict), and the plan that trains them."""
+    extra = {cell: {"seeds": [5, 6, 7], "for": ["by hand"]} for cell in cells}
+    (root / "reports/smoke/second_wave.yaml").write_text(
+        yaml.safe_dump({"design": second_wave.design(plan), "cells": {"ms.t1": extra}})
+    )
+    runs = pd.read_csv(root / "reports/smoke/ms.t1/runs.csv", index_col=0)
+    later = [runs[(runs["dataset"] + "/" + runs["method"]) == cell].head(3).assign(seed=[5, 6, 7]) for cell in cells]
+    later = pd.concat(later).assign(**{"recall@1": value, "recall@1 (test-selected)": value})
+    pd.concat([runs, later]).to_csv(root / "reports/smoke/ms.t1/runs.csv")
+    return Plan.load(CONFIG_DIR, config)
+
+
+def test_a_number_and_a_claim_decided_at_look_one_keep_their_verdicts_after_a_second_wave(tmp_path, monkeypatch):
+    """raw reproduced and "VTHM improves raw" holding at look 1 (ms 8 points above raw, tight):
+    seeds the second wave adds to both cells, reversed, change neither (a test that stopped at
+    look 1 is not judged again), and the claim enters Holm at look 2 as rejected."""
+    monkeypatch.chdir(tmp_path)
+    config = {**SMALL, "second_wave": {"max_seeds": 20}}
+    plan = _first_wave(tmp_path, config, {"raw": 65.06 + 0.1 * STEPS, "ms": 73.0 + 0.1 * np.roll(STEPS, 2)})
+    cert = json.loads((tmp_path / "reports/smoke/ms/certificate.json").read_text())
+    t1 = next(e for e in cert["experiments"] if e["id"] == "ms.t1")
+    number = next(x for x in t1["numbers"] if (x["row"], x["dataset"]) == ("raw", "cub"))
+    claim = next(c for c in t1["claims"] if c["id"] == "vthm-improves-raw")
+    assert (number["verdict"], number["look"]) == (numbers.REPRODUCED, 1)
+    assert claim["verdict_on_parts_run"] in claim_family.REJECTED and claim["look"] == 1  # on cub, of 4 datasets
+    second = _second_wave_by_hand(tmp_path, plan, config, ["cub/raw", "cub/ms"], 50.0)
+    assert len(second.runs("ms.t1")) == 16
+    again = json.loads(json.dumps(certificate.build(verdict_spec.certificate_spec(second, "ms", {"ms.t1"}), "test")))
+    t1_again = next(e for e in again["experiments"] if e["id"] == "ms.t1")
+    assert next(x for x in t1_again["numbers"] if (x["row"], x["dataset"]) == ("raw", "cub")) == number
+    assert next(c for c in t1_again["claims"] if c["id"] == "vthm-improves-raw") == claim
+    ms_number = next(x for x in t1_again["numbers"] if (x["row"], x["dataset"]) == ("ms", "cub"))
+    assert (ms_number["verdict"], ms_number["n"], ms_number["look"]) == (numbers.ABOVE, 5, 1)  # decided, stopped
+
+
 def test_an_underpowered_claim_gets_the_fewest_seeds_of_power_0_8_on_both_its_rows(tmp_path, monkeypatch):
     """dro's "DRO-TopK_B improves Recall@1 on CUB by 2.4 over MS" at three seeds (a family of
     dro's claims, α/m): underpowered at look 1; both rows get the same new seeds, at least as many

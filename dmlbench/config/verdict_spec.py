@@ -100,8 +100,8 @@ def certificate_spec(plan, paper: str, found: set[str] = frozenset()) -> dict:
             "claims": per_variant(plan.experiments[key], list(plan.experiments[key].get("sweep") or {})),
             "names": _names(plan, key),
             **({"wave_one": second_wave.wave_one(plan, key)} if design else {}),
-            # the seeds a number is judged on when it has one look (`second_look: claims`)
-            **({"wave_one_seeds": second_wave.wave_one_seeds(plan, key)} if _numbers_once(design) else {}),
+            # look 1's seeds: a verdict decided there stands; a number of one look is judged on them
+            **({"wave_one_seeds": second_wave.wave_one_seeds(plan, key)} if design else {}),
         }
         for key in keys
     ]
@@ -117,10 +117,6 @@ def certificate_spec(plan, paper: str, found: set[str] = frozenset()) -> dict:
             d: str(checksum_path(f"{plan.data_dir}/{d}/manifest.csv")) for d in sorted({run.dataset for run in runs})
         },
     }
-
-
-def _numbers_once(design: dict | None) -> bool:
-    return (design or {}).get("second_look") == "claims"
 
 
 def _priors(plan, key: str) -> dict:

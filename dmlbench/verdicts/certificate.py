@@ -40,6 +40,12 @@ def _judged_seeds(exp: dict, row: str, dataset: str) -> set[int]:
     return set(exp["wave_one_seeds"].get(f"{dataset}/{row}", ()))
 
 
+def _look_one(exp: dict, root: Path):
+    """(row, dataset, column) → {seed: number} of the experiment's first-wave seeds (`first_look`)."""
+    runs = _runs(root / exp["runs"], exp["fingerprints"]) if exp["ran"] else None
+    return lambda row, d, column: _per_seed(runs, row, d, _column(exp, column), _judged_seeds(exp, row, d))
+
+
 def _column(exp: dict, metric: str) -> str:
     return metric + numbers.SELECTED if metric in exp["selected"] else metric
 
@@ -58,6 +64,11 @@ def _numbers(exp: dict, runs: pd.DataFrame | None, design: sequential.Design | N
                 n1 = None if once else (exp.get("wave_one") or {}).get(f"{dataset}/{row}")
                 at = design.number_levels(n1) if design and n1 else numbers.plain
                 found = numbers.judge(list(per_seed.values()), float(text), delta, at)
+                if design and n1 and len(per_seed) > n1:  # decided at look 1: it stopped there
+                    first = {s: v for s, v in per_seed.items() if s in _judged_seeds(exp, row, dataset)}
+                    looked = numbers.judge(list(first.values()), float(text), delta, at)
+                    if looked.verdict in numbers.DECIDED:
+                        found, per_seed = looked, first
                 entry = {
                     "row": row,
                     "dataset": dataset,
@@ -93,7 +104,13 @@ def build(spec: dict, commit: str, root: Path = Path(".")) -> dict:
                 ),
             }
         )
-    claim_family.decide([e["claims"] for e in experiments], spec["experiments"], design)
+    firsts = [claim_family.first_look(exp) for exp in spec["experiments"]] if design else []
+    stopped = None
+    if any(firsts):  # a second wave ran: each claim at look 1 first (one decided there stands)
+        firsts = [first or exp for first, exp in zip(firsts, spec["experiments"])]
+        stopped = [claim_family.tested(exp, _look_one(exp, root)) for exp in firsts]
+        claim_family.decide(stopped, firsts, design)
+    claim_family.decide([e["claims"] for e in experiments], spec["experiments"], design, stopped)
     every_number = [n for e in experiments for n in e["numbers"]]
     every_claim = [c for e in experiments for c in e["claims"]]
     return {

@@ -71,12 +71,13 @@ def failure(kind: str, parts: list[dict], family: int = 1) -> tuple[float, str]:
     return min(1.0, p * len(tests)), way
 
 
-def gain_reproduced(parts: list[dict]) -> bool:
-    """Every part has the paper's gain, and our gain's 90 % interval lies inside the paper's gain
-    ± δ: a part's own; for a sentence over several parts paired on the same seeds, the gain
-    averaged over its parts seed by seed (so parts that share runs are not taken as independent)
-    against the paper's average, and no part's own 95 % interval wholly outside its paper gain ± δ
-    (unadjusted: the average must not hide a part far from the paper's)."""
+def gain_reproduced(parts: list[dict], level: float = ALPHA) -> bool:
+    """Every part has the paper's gain, and our gain's 1 − 2·`level` interval (90 % at the plain
+    test; under a second wave, `level` is its look's one-sided nominal level) lies inside the
+    paper's gain ± δ: a part's own; for a sentence over several parts paired on the same seeds,
+    the gain averaged over its parts seed by seed (so parts that share runs are not taken as
+    independent) against the paper's average, and no part's own 95 % interval wholly outside its
+    paper gain ± δ (unadjusted: the average must not hide a part far from the paper's)."""
     from scipy import stats
 
     if not parts or any(part.get("gain_paper") is None for part in parts):
@@ -91,16 +92,23 @@ def gain_reproduced(parts: list[dict]) -> bool:
         pooled = [(part["gain"], part["se"], part["df"], part["gain_paper"]) for part in parts]
     delta = min(part["delta"] for part in parts)
     for gain, se, df, centre in pooled:
-        half = float(stats.t.ppf(0.95, df)) * se
+        half = float(stats.t.ppf(1 - level, df)) * se
         if not (centre - delta < gain - half and gain + half < centre + delta):
             return False
     return True
 
 
 def verdict(
-    claim: dict, result: dict, adjusted_p: float, adjusted_failure: float, way: str, power: float | None
+    claim: dict,
+    result: dict,
+    adjusted_p: float,
+    adjusted_failure: float,
+    way: str,
+    power: float | None,
+    gain_level: float = ALPHA,
 ) -> str:
-    """The verdict of a tested claim from its Holm-adjusted p-values and its power before the data."""
+    """The verdict of a tested claim from its Holm-adjusted p-values and its power before the data
+    (`gain_level`: the one-sided level of *gain reproduced*'s test, its look's under a second wave)."""
     kind = claim.get("kind", "gain")
     parts = result.get("parts") or [result]
     if adjusted_p < ALPHA:
@@ -112,7 +120,7 @@ def verdict(
             return _size(claim, result, parts)
     if adjusted_failure < ALPHA:
         return way
-    if kind == "gain" and gain_reproduced(parts):
+    if kind == "gain" and gain_reproduced(parts, gain_level):
         return gain_tests.GAIN_REPRODUCED
     return gain_tests.NOT_SIGNIFICANT if power is not None and power >= gain_tests.POWER else gain_tests.UNDERPOWERED
 

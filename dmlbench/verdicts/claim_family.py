@@ -7,6 +7,10 @@ from __future__ import annotations
 from dmlbench.verdicts import claim_decision, claim_kinds, numbers, power
 from dmlbench.verdicts import claims as claim_tests
 
+DECIDED = claim_tests.HOLDING + claim_tests.FAILING
+# decided by Holm's holding test (not *gain reproduced*, an equivalence test beside it)
+REJECTED = (claim_tests.HOLDS, claim_tests.SMALLER, claim_tests.LARGER, claim_tests.EQUIVALENT)
+
 
 def tested(exp: dict, per_seed) -> list[dict]:
     """Every claim of `exp` (a certificate spec's experiment) with its test, or the verdict why
@@ -72,6 +76,20 @@ def _planned(exp: dict):
     return lambda row, dataset: seeds.get((row, dataset), set())
 
 
+def first_look(spec_exp: dict) -> dict | None:
+    """`spec_exp` as its first wave planned it (its runs narrowed to `wave_one_seeds`), or None
+    where no second wave added seeds to it."""
+    first = spec_exp.get("wave_one_seeds")
+    if first is None:
+        return None
+    kept = {}
+    for key, found in spec_exp["fingerprints"].items():
+        dataset, row, seed = key.split("/")
+        if int(seed.removeprefix("seed")) in first.get(f"{dataset}/{row}", ()):
+            kept[key] = found
+    return None if len(kept) == len(spec_exp["fingerprints"]) else {**spec_exp, "fingerprints": kept}
+
+
 def _prior_sd(exp: dict, dataset: str, metric: str) -> float:
     """The seed spread the power before the data assumes: the spec's prior for the dataset ×
     metric (`seed_sd`, from the catalogue's seed_spread.yaml), else `power.ASSUMED_SD`."""
@@ -100,32 +118,66 @@ def seeds_at_looks(claim: dict, spec_exp: dict) -> tuple[int, int] | None:
     return min(first[f"{d}/{row}"] for row, d in cells), max(len(planned(row, d)) for row, d in cells)
 
 
-def decide(claims_per_experiment: list[list[dict]], spec_experiments: list[dict], design=None) -> None:
+def _decided(claim: dict) -> str:
+    """A claim's verdict, or of a claim partly run the verdict on its parts run."""
+    return claim.get("verdict_on_parts_run", claim["verdict"])
+
+
+def decide(claims_per_experiment: list[list[dict]], spec_experiments: list[dict], design=None, stopped=None) -> None:
     """Each claim's power, Holm-adjusted p-values and verdict, in place. The family is every claim
     of the paper in the catalogue, run or not (an untested one counts with p = 1), so that a
     claim's verdict does not depend on what else the preset ran; the failure tests are adjusted
     over the same family. Under a second-wave `design` (`sequential.Design`) a claim's p-values
-    enter Holm scaled by α over its look's nominal level, so that Holm at α is its look's test."""
+    enter Holm scaled by α over its look's nominal level, so that Holm at α is its look's test, its
+    power is computed at that level (a strict look 1 leaves a claim underpowered, not a miss), and
+    *gain reproduced*'s interval is its look's too. `stopped`: the same claims decided at look 1
+    (on the first wave's seeds), after a second wave: a claim decided there keeps that verdict, and
+    one rejected there enters Holm at look 2 as rejected (p = 0: its α passed on to the others,
+    as group-sequential Holm does)."""
     family = sum(len(claims) for claims in claims_per_experiment)
-    scale = {}
+    scale, one_sided = {}, {}  # per claim under a design: α over its look's level; its one-sided level
     for claims, spec_exp in zip(claims_per_experiment, spec_experiments):
-        for claim in claims:  # at α/m (Holm's strictest step), for every claim, run or not
-            claim["power"] = power_of(claim, spec_exp, _planned(spec_exp), claim_tests.ALPHA / family)
+        for claim in claims:  # at α/m (Holm's strictest step), for every claim, run or not; at its look's level
             looks = seeds_at_looks(claim, spec_exp) if design and "p" in claim else None  # tested claims
+            level = design.level(claim_tests.ALPHA, 2, *looks) if looks else claim_tests.ALPHA
+            claim["power"] = power_of(claim, spec_exp, _planned(spec_exp), level / family)
             if looks:
                 claim["look"] = design.look(*looks)
-                scale[id(claim)] = claim_tests.ALPHA / design.level(claim_tests.ALPHA, 2, *looks)
+                scale[id(claim)] = claim_tests.ALPHA / level
+                one_sided[id(claim)] = design.level(claim_tests.ALPHA, 1, *looks)
+    first = {}  # id of a claim → the same claim decided at look 1
+    for claims, earlier in zip(claims_per_experiment, stopped or []):
+        first.update({id(c): e for c, e in zip(claims, earlier) if _decided(e) in DECIDED})
     tested = [c for claims in claims_per_experiment for c in claims if "p" in c]
     untested = [1.0] * (family - len(tested))
-    adjusted_ps = claim_tests.holm([min(1.0, c["p"] * scale.get(id(c), 1.0)) for c in tested] + untested)
+    rejected = lambda c, way: id(c) in first and _decided(first[id(c)]) in way  # noqa: E731
+    adjusted_ps = claim_tests.holm(
+        [0.0 if rejected(c, REJECTED) else min(1.0, c["p"] * scale.get(id(c), 1.0)) for c in tested] + untested
+    )
     failures = [claim_decision.failure(c["kind"], c.get("parts") or [c], family) for c in tested]
     adjusted_failures = claim_tests.holm(
-        [min(1.0, p * scale.get(id(c), 1.0)) for c, (p, _) in zip(tested, failures)] + untested
+        [
+            0.0 if rejected(c, claim_tests.FAILING) else min(1.0, p * scale.get(id(c), 1.0))
+            for c, (p, _) in zip(tested, failures)
+        ]
+        + untested
     )
     for claim, adjusted, adjusted_failure, (_, way) in zip(tested, adjusted_ps, adjusted_failures, failures):
         claim["p_holm"], claim["p_failure_holm"] = adjusted, adjusted_failure
         claim["verdict"] = claim_decision.verdict(
-            {**claim, "gain": claim.get("gain_paper")}, claim, adjusted, adjusted_failure, way, claim["power"]
+            {**claim, "gain": claim.get("gain_paper")},
+            claim,
+            adjusted,
+            adjusted_failure,
+            way,
+            claim["power"],
+            one_sided.get(id(claim), claim_tests.ALPHA),
         )
         if claim["parts_run"] < claim["parts_total"]:  # a part of the sentence only: no verdict on it
             claim["verdict_on_parts_run"], claim["verdict"] = claim["verdict"], claim_tests.PARTIAL
+    for claims in claims_per_experiment:  # decided at look 1: that verdict stands
+        for claim in claims:
+            if id(claim) in first:
+                decided = first[id(claim)]
+                claim.clear()
+                claim.update(decided)

@@ -47,6 +47,7 @@ REPRODUCED, BELOW, ABOVE, INCONCLUSIVE, FAILED, NOT_RUN = (
     "not run",
 )
 VERDICTS = (REPRODUCED, BELOW, ABOVE, INCONCLUSIVE, FAILED, NOT_RUN)
+DECIDED = (REPRODUCED, BELOW, ABOVE)  # a verdict of a test (one decided at a second wave's look 1 stands)
 SYMBOLS = {REPRODUCED: "✓", BELOW: "▼", ABOVE: "▲", INCONCLUSIVE: "?", FAILED: "✗", NOT_RUN: "∅"}
 MEANINGS = {
     REPRODUCED: "equivalent to the paper's number within ±δ (the 90 % interval of this suite − paper "

@@ -6,7 +6,9 @@ preset's design at look 1) and gives a cell (row × dataset) more seeds only for
 number or an *underpowered* claim at look 1 that a second look decides with probability 0.8 within
 the cap `max_seeds`: a number at its `seeds_needed` (computed at look 2's levels), a claim at the
 fewest seeds at which its power before the data, at look 2's nominal level over the paper's
-family, reaches 0.8 (a claim *not significant* had that power already: more seeds are no remedy).
+family, reaches 0.8 (`claim_family.second_look_seeds`; a claim *not significant* had that power
+already: more seeds are no remedy; one that no seeds within the cap give it had one look,
+`claim_family.one_look`).
 A cell takes the most seeds any of them asks for, and a planned claim's cells the most any of them
 takes; new seeds are the smallest not yet trained, so a planned claim's paired rows stay paired. What was
 decided, what is at look 2 already and what the cap cannot decide gets nothing. The seeds are
@@ -50,17 +52,6 @@ def _certificate(plan, paper: str, root: Path) -> tuple[dict, dict]:
     return cert, spec
 
 
-def _claim_seeds(claim: dict, spec_exp: dict, design: sequential.Design, family: int) -> int | None:
-    """The fewest seeds per run cell (≤ the cap) at which the claim's look 2 has power 0.8."""
-    n1, _ = claim_family.seeds_at_looks(claim, spec_exp)
-    for m in range(n1 + 1, design.max_seeds + 1):
-        alpha = design.level(claim_tests.ALPHA, 2, n1, m) / family
-        chance = claim_family.power_of(claim, spec_exp, lambda row, dataset, m=m: set(range(m)), alpha)
-        if chance is not None and chance >= claim_tests.POWER:
-            return m
-    return None
-
-
 def wanted(plan, root: Path = Path("."), papers=None) -> dict[tuple[str, str, str], tuple[int, list[str]]]:
     """(experiment, row, dataset) → (the seeds its cell needs, what they decide), from the
     certificates of `papers` (default: every paper the preset certifies)."""
@@ -87,7 +78,7 @@ def wanted(plan, root: Path = Path("."), papers=None) -> dict[tuple[str, str, st
             for c in exp["claims"]:
                 if c["verdict"] != claim_tests.UNDERPOWERED or c.get("look") != 1:
                     continue
-                seeds = _claim_seeds(c, spec_exp, design, family)
+                seeds = claim_family.second_look_seeds(c, spec_exp, design, family)
                 cells = [] if seeds is None else claim_kinds.part_rows(c)
                 run = [
                     (exp["id"], row, d) for rows, d, _ in cells for row in rows if f"{d}/{row}" in spec_exp["wave_one"]

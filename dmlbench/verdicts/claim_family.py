@@ -4,6 +4,8 @@ the verdicts from the p-values Holm-adjusted over the paper's family (`claim_dec
 
 from __future__ import annotations
 
+import copy
+
 from dmlbench.verdicts import claim_decision, claim_kinds, numbers, power
 from dmlbench.verdicts import claims as claim_tests
 
@@ -118,6 +120,35 @@ def seeds_at_looks(claim: dict, spec_exp: dict) -> tuple[int, int] | None:
     return min(first[f"{d}/{row}"] for row, d in cells), max(len(planned(row, d)) for row, d in cells)
 
 
+def second_look_seeds(claim: dict, spec_exp: dict, design, family: int) -> int | None:
+    """The fewest seeds per run cell (≤ the cap `max_seeds`) at which the claim's look 2 has power
+    0.8 before the data, at look 2's nominal level over the `family`; None where none does."""
+    looks = seeds_at_looks(claim, spec_exp)
+    if looks is None:
+        return None
+    for m in range(looks[0] + 1, design.max_seeds + 1):
+        alpha = design.level(claim_tests.ALPHA, 2, looks[0], m) / family
+        chance = power_of(claim, spec_exp, lambda row, dataset, m=m: set(range(m)), alpha)
+        if chance is not None and chance >= claim_tests.POWER:
+            return m
+    return None
+
+
+def one_look(claim: dict, spec_exp: dict, design, family: int) -> bool:
+    """A claim no second look could decide (`second_look_seeds` None, known before the data): it
+    has one look, the plain test at α on its first wave's seeds, whatever else wave 2 trains."""
+    looks = seeds_at_looks(claim, spec_exp)
+    return (
+        looks is not None and looks[0] < design.max_seeds and second_look_seeds(claim, spec_exp, design, family) is None
+    )
+
+
+def _first_wave(spec_exp: dict):
+    """(row, dataset) → the seeds the first wave trains it on."""
+    first = spec_exp.get("wave_one_seeds") or {}
+    return lambda row, dataset: set(first.get(f"{dataset}/{row}", ()))
+
+
 def _decided(claim: dict) -> str:
     """A claim's verdict, or of a claim partly run the verdict on its parts run."""
     return claim.get("verdict_on_parts_run", claim["verdict"])
@@ -130,17 +161,26 @@ def decide(claims_per_experiment: list[list[dict]], spec_experiments: list[dict]
     over the same family. Under a second-wave `design` (`sequential.Design`) a claim's p-values
     enter Holm scaled by α over its look's nominal level, so that Holm at α is its look's test, its
     power is computed at that level (a strict look 1 leaves a claim underpowered, not a miss), and
-    *gain reproduced*'s interval is its look's too. `stopped`: the same claims decided at look 1
-    (on the first wave's seeds), after a second wave: a claim decided there keeps that verdict, and
-    one rejected there enters Holm at look 2 as rejected (p = 0: its α passed on to the others,
-    as group-sequential Holm does)."""
+    *gain reproduced*'s interval is its look's too; a claim of `one_look` has the plain test, at
+    its first wave's seeds. `stopped`: the same claims at look 1 (tested on the first wave's
+    seeds), after a second wave: a claim decided there keeps that verdict, one rejected there
+    enters Holm at look 2 as rejected (p = 0: its α passed on to the others, as group-sequential
+    Holm does), and a claim of one look enters with its test there."""
     family = sum(len(claims) for claims in claims_per_experiment)
+    for claims, earlier in zip(claims_per_experiment, stopped or []):  # one look: its test on wave 1's seeds
+        for claim, first_test in zip(claims, earlier):
+            if first_test.get("one_look"):
+                claim.clear()
+                claim.update(copy.deepcopy(first_test))
     scale, one_sided = {}, {}  # per claim under a design: α over its look's level; its one-sided level
     for claims, spec_exp in zip(claims_per_experiment, spec_experiments):
         for claim in claims:  # at α/m (Holm's strictest step), for every claim, run or not; at its look's level
             looks = seeds_at_looks(claim, spec_exp) if design and "p" in claim else None  # tested claims
+            planned = _planned(spec_exp)
+            if looks and one_look(claim, spec_exp, design, family):
+                looks, planned, claim["one_look"] = None, _first_wave(spec_exp), True
             level = design.level(claim_tests.ALPHA, 2, *looks) if looks else claim_tests.ALPHA
-            claim["power"] = power_of(claim, spec_exp, _planned(spec_exp), level / family)
+            claim["power"] = power_of(claim, spec_exp, planned, level / family)
             if looks:
                 claim["look"] = design.look(*looks)
                 scale[id(claim)] = claim_tests.ALPHA / level

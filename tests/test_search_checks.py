@@ -89,7 +89,7 @@ def test_every_value_of_a_searched_training_setting_is_checked_as_its_run_is():
 
 
 def test_a_job_spec_over_the_os_argument_limit_is_refused_with_the_largest_setting_that_fits():
-    config = {"preset": "smoke", "subset": {"suite.fair": {"fair": {"parallel": 10**9, "trials": 100000}}}}
+    config = {"preset": "smoke", "subset": {"suite.fair": {"fair": {"parallel": 10**9, "trials": 1000}}}}
     with pytest.raises(ConfigError) as error:
         Plan.load(CONFIG_DIR, config)
     said = str(error.value)
@@ -98,6 +98,9 @@ def test_a_job_spec_over_the_os_argument_limit_is_refused_with_the_largest_setti
     fits = int(said.rsplit(" ", 1)[1])
     config["subset"]["suite.fair"]["fair"]["parallel"] = fits
     Plan.load(CONFIG_DIR, config)  # the largest that fits is accepted
+    config["subset"]["suite.fair"]["fair"]["parallel"] = fits + 1
+    with pytest.raises(ConfigError, match=f"parallel: {fits + 1}: .* set it to at most {fits}$"):
+        Plan.load(CONFIG_DIR, config)  # and one more is not
 
 
 def test_joining_an_experiment_without_methods_is_named(tmp_path):

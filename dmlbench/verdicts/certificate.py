@@ -36,13 +36,13 @@ def _per_seed(runs: pd.DataFrame | None, row: str, dataset: str, column: str, se
 
 
 def _judged_seeds(exp: dict, row: str, dataset: str) -> set[int]:
-    """The first wave's seeds of a cell: all a number of one look is judged on (`second_look: claims`)."""
+    """The first wave's seeds of a cell: what look 1 judges, and all a test of one look ever is
+    (a number under `second_look: claims`, a claim of `claim_family.one_look`)."""
     return set(exp["wave_one_seeds"].get(f"{dataset}/{row}", ()))
 
 
-def _look_one(exp: dict, root: Path):
+def _look_one(exp: dict, runs: pd.DataFrame | None):
     """(row, dataset, column) → {seed: number} of the experiment's first-wave seeds (`first_look`)."""
-    runs = _runs(root / exp["runs"], exp["fingerprints"]) if exp["ran"] else None
     return lambda row, d, column: _per_seed(runs, row, d, _column(exp, column), _judged_seeds(exp, row, d))
 
 
@@ -90,9 +90,10 @@ def _numbers(exp: dict, runs: pd.DataFrame | None, design: sequential.Design | N
 
 def build(spec: dict, commit: str, root: Path = Path(".")) -> dict:
     """The certificate of `spec` (`dmlbench.config.verdict_spec`) from the runs under `root`."""
-    experiments, design = [], sequential.design_of(spec.get("second_wave"))
+    experiments, design, frames = [], sequential.design_of(spec.get("second_wave")), []
     for exp in spec["experiments"]:
         runs = _runs(root / exp["runs"], exp["fingerprints"]) if exp["ran"] else None
+        frames.append(runs)
         experiments.append(
             {
                 "id": exp["id"],
@@ -108,7 +109,7 @@ def build(spec: dict, commit: str, root: Path = Path(".")) -> dict:
     stopped = None
     if any(firsts):  # a second wave ran: each claim at look 1 first (one decided there stands)
         firsts = [first or exp for first, exp in zip(firsts, spec["experiments"])]
-        stopped = [claim_family.tested(exp, _look_one(exp, root)) for exp in firsts]
+        stopped = [claim_family.tested(exp, _look_one(exp, runs)) for exp, runs in zip(firsts, frames)]
         claim_family.decide(stopped, firsts, design)
     claim_family.decide([e["claims"] for e in experiments], spec["experiments"], design, stopped)
     every_number = [n for e in experiments for n in e["numbers"]]

@@ -176,6 +176,7 @@ def finished(tmp_path_factory):
     return work
 
 
+@pytest.mark.xdist_group("test_scale_finished")  # one worker: the finished run once
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "change",
@@ -193,6 +194,7 @@ def test_a_setting_that_changes_no_number_reruns_nothing(finished, change):
     assert planned(result) == {}, result.stdout[-3000:]
 
 
+@pytest.mark.xdist_group("test_scale_finished")  # one worker: the finished run once
 @pytest.mark.slow
 def test_a_moved_checkout_working_folder_and_environment_rerun_nothing(finished, tmp_path):
     work = tmp_path / "moved work"
@@ -214,6 +216,7 @@ def test_a_moved_checkout_working_folder_and_environment_rerun_nothing(finished,
     assert planned(result) == {}, result.stdout[-3000:]
 
 
+@pytest.mark.xdist_group("test_scale_finished")  # one worker: the finished run once
 @pytest.mark.slow
 def test_regrouping_the_final_repetitions_reruns_no_training_job(finished):
     """A final job's output is its last repetition's record, which that repetition writes under any
@@ -238,6 +241,7 @@ def numbers_on_disk(work: Path) -> dict:
     return found
 
 
+@pytest.mark.xdist_group("test_scale_finished")  # one worker: the finished run once
 @pytest.mark.slow
 def test_four_loader_workers_give_the_numbers_of_none_through_snakemake(finished, tmp_path):
     """`loader.workers` and `gpu_per_device` are number-free: the finished narrowed smoke run (0
@@ -266,6 +270,7 @@ def test_four_loader_workers_give_the_numbers_of_none_through_snakemake(finished
     assert after == before
 
 
+@pytest.mark.xdist_group("test_scale_finished")  # one worker: the finished run once
 @pytest.mark.slow
 def test_a_changed_learning_rate_reruns_exactly_the_runs_it_changes(finished):
     change = "subset={suite.baselines: {methods: [ms], train: {optimizer: {lr: 3.0e-4}}}}"

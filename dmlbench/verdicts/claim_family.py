@@ -143,12 +143,6 @@ def one_look(claim: dict, spec_exp: dict, design, family: int) -> bool:
     )
 
 
-def _first_wave(spec_exp: dict):
-    """(row, dataset) → the seeds the first wave trains it on."""
-    first = spec_exp.get("wave_one_seeds") or {}
-    return lambda row, dataset: set(first.get(f"{dataset}/{row}", ()))
-
-
 def _decided(claim: dict) -> str:
     """A claim's verdict, or of a claim partly run the verdict on its parts run."""
     return claim.get("verdict_on_parts_run", claim["verdict"])
@@ -178,7 +172,7 @@ def decide(claims_per_experiment: list[list[dict]], spec_experiments: list[dict]
             looks = seeds_at_looks(claim, spec_exp) if design and "p" in claim else None  # tested claims
             planned = _planned(spec_exp)
             if looks and one_look(claim, spec_exp, design, family):
-                looks, planned, claim["one_look"] = None, _first_wave(spec_exp), True
+                looks, planned, claim["one_look"] = None, _planned(first_look(spec_exp) or spec_exp), True
             level = design.level(claim_tests.ALPHA, 2, *looks) if looks else claim_tests.ALPHA
             claim["power"] = power_of(claim, spec_exp, planned, level / family)
             if looks:

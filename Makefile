@@ -13,17 +13,15 @@ WHEELHOUSE ?= wheelhouse
 
 .PHONY: demo test smoke dry-run doctor preflight test-slurm clean-demo wheelhouse install-offline docs format
 
-# what the pipeline needs (the demo's install); the tests' own needs come on top (`.dev`)
-$(VENV)/.installed: pyproject.toml
-	@started=$$(date +%s) && set -x \
-	  && python3 -m venv $(VENV) \
-	  && $(VENV)/bin/python -m pip install --quiet --upgrade pip \
-	  && $(VENV)/bin/python -m pip install --quiet -e '.[tensorboard]' \
-	  && { set +x; } 2>/dev/null && echo "install: $$(( $$(date +%s) - started )) s"
+# what the pipeline needs (the demo's install); the tests' own needs come on top (`.dev`).
+# envs/install-venv installs with uv from pip's settings (pip where uv cannot be had: DMLBENCH_INSTALLER=pip)
+$(VENV)/.installed: pyproject.toml envs/install-venv
+	@started=$$(date +%s) && envs/install-venv $(VENV) -e '.[tensorboard]' \
+	  && echo "install: $$(( $$(date +%s) - started )) s"
 	touch $@
 
 $(VENV)/.dev: $(VENV)/.installed
-	$(VENV)/bin/python -m pip install --quiet -e '.[dev]'
+	envs/install-venv $(VENV) -e '.[dev]'
 	touch $@
 
 demo: $(VENV)/.installed  ## fixtures of the four datasets + digits, every rule, on CPU
@@ -59,8 +57,9 @@ docs: $(VENV)/.dev  ## the documentation site (site/index.html): generated pages
 	NO_MKDOCS_2_WARNING=1 python -m mkdocs build --strict --quiet
 	@echo "Documentation: site/index.html"
 
-wheelhouse: $(VENV)/.dev  ## every wheel of the project and its needs, for this Python and platform
-	$(VENV)/bin/python -m pip wheel --quiet --wheel-dir '$(WHEELHOUSE)' '.[dev]'
+wheelhouse: $(VENV)/.dev  ## every wheel of the project and its needs, at this environment's versions
+	$(VENV)/bin/python -m pip freeze --exclude-editable > $(VENV)/versions.txt
+	$(VENV)/bin/python -m pip wheel --quiet --wheel-dir '$(WHEELHOUSE)' --constraint $(VENV)/versions.txt '.[dev]'
 	@echo "$(WHEELHOUSE)/: $$(ls '$(WHEELHOUSE)' | wc -l) wheels for $$($(VENV)/bin/python -c 'import platform; print("Python", platform.python_version(), platform.system(), platform.machine())')."
 	@echo "Copy it with this checkout; there: make install-offline WHEELHOUSE=<folder>"
 

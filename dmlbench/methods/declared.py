@@ -27,7 +27,7 @@ from pathlib import Path
 from dmlbench.core.errors import ConfigError
 from dmlbench.methods import limits as declared_limits
 from dmlbench.methods.limits import shown as shown_limit  # what a limit allows, in words (the checks' messages)
-from dmlbench.methods import plugin_source, pml, source_reading
+from dmlbench.methods import plugin_source, pml, pml_cache, source_reading
 from dmlbench.core.registry import did_you_mean, entry_points, importable
 
 METHODS = Path(__file__).resolve().parent
@@ -126,7 +126,7 @@ def external(family: str, target: str, name: str) -> Component:
     not a class it defines (a function, a class it imports: where it is defined) or the class is no
     dmlbench component (a subclass of the family's documented base)."""
     if family in pml.FAMILIES and pml.is_pml(target):  # pytorch-metric-learning's, by its own prefix
-        return Component(**pml.component(target, family))
+        return Component(**pml_cache.remembered("component", [target, family], lambda: pml.component(target, family)))
     module, _, attribute = target.partition(":")
     said = f"{family} {name!r}"
     own = plugin_source.checkout_own(module)
@@ -233,10 +233,15 @@ def check(family: str, entry, where: str) -> None:
     missing = [p for p in known[name].required if p not in entry and p not in known[name].needs]
     if missing:
         raise ConfigError(f"{where}: {family} {name!r} needs {', '.join(missing)} ({known[name].source})")
-    if pml.is_pml(name):
-        from dmlbench.methods import pml_loss  # torch and PML: only for a pml: name
+    if pml.is_pml(name):  # what PML itself refuses, before any job (imports torch and PML where not kept)
+        needs = known[name].needs
+        pml_cache.remembered("build", [entry, needs, family], lambda: _build(entry, where, needs, family))
 
-        pml_loss.check_build(entry, where, known[name].needs, family)  # what PML itself refuses, before any job
+
+def _build(entry: dict, where: str, needs: tuple, family: str) -> None:
+    from dmlbench.methods import pml_loss  # torch and PML: only for a pml: name
+
+    pml_loss.check_build(entry, where, needs, family)
 
 
 def check_method(method: dict, where: str) -> None:

@@ -250,6 +250,30 @@ def test_profile_values_come_from_the_environment(monkeypatch):
         slurm_profile.job_minutes(1.0)
 
 
+def test_the_profiles_jobs_follow_the_gpu_partition(monkeypatch):
+    """`jobs`: two per GPU of the partition sinfo reads (a made-up one here), 64 where it reads
+    none or no GPU, DMLBENCH_SLURM_JOBS where set, checked."""
+    from dmlbench.orchestration import slurm_limits, slurm_profile
+
+    read = {"a100": slurm_limits.Partition("a100", 720, 4, 8), "cpu": slurm_limits.Partition("cpu", None, 9, 0)}
+    monkeypatch.setattr(slurm_limits, "read_partition", read.get)
+    monkeypatch.setenv("DMLBENCH_SLURM_GPU_PARTITION", "a100")
+    assert slurm_profile.queued_jobs() == 64  # 4 nodes × 8 GPUs, two each
+    monkeypatch.setenv("DMLBENCH_SLURM_GPU_PARTITION", "cpu")
+    assert slurm_profile.queued_jobs() == slurm_profile.UNREAD_PARTITION_JOBS  # no GPU declared
+    monkeypatch.setenv("DMLBENCH_SLURM_GPU_PARTITION", "absent")
+    assert slurm_profile.queued_jobs() == slurm_profile.UNREAD_PARTITION_JOBS
+    read["h100"] = slurm_limits.Partition("h100", 2880, 2, 4)
+    monkeypatch.setenv("DMLBENCH_SLURM_GPU_PARTITION", "h100")
+    assert slurm_profile.queued_jobs() == 16
+    monkeypatch.setenv("DMLBENCH_SLURM_JOBS", "12")
+    assert slurm_profile.queued_jobs() == 12
+    for wrong in ("0", "many"):
+        monkeypatch.setenv("DMLBENCH_SLURM_JOBS", wrong)
+        with pytest.raises(ValueError, match=f"DMLBENCH_SLURM_JOBS='{wrong}' must be"):
+            slurm_profile.queued_jobs()
+
+
 @pytest.mark.parametrize(
     "text, minutes",
     [
@@ -289,6 +313,9 @@ def test_doctor_reads_the_test_clusters_partition_and_qos(running, monkeypatch):
     checks = {c.item: c for c in slurm_checks()}
     assert checks["partition gpu"].status == OK, checks
     assert "no MaxTime, 1 node(s), 1 GPU(s) per node; a GPU job asks at most 1440 min" in checks["partition gpu"].detail
+    from dmlbench.orchestration.slurm_profile import queued_jobs
+
+    assert queued_jobs() == 2  # the profile's `jobs`: two per GPU of the partition sinfo reads
     monkeypatch.setattr(slurm_limits, "read_partition", lambda name: slurm_limits.Partition(name, 720, 4, 8))
     short = {c.item: c for c in slurm_checks()}["partition gpu"]
     assert short.status == ACTION and "export DMLBENCH_SLURM_TRAIN_MINUTES=720" in short.detail

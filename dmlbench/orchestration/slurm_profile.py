@@ -12,6 +12,7 @@ cluster is described by environment variables instead of edits of the profile:
 | `DMLBENCH_SLURM_TRAIN_MEM_MB` | memory of a training or evaluation job | 32000 |
 | `DMLBENCH_SLURM_CPUS_PER_GPU` | CPUs of a training or evaluation job (its one GPU) | 8 |
 | `DMLBENCH_SLURM_STATUS` | `sacct` or `squeue` (empty: sacct where accounting answers) | empty |
+| `DMLBENCH_SLURM_JOBS` | submissions queued or running at once (empty: two per GPU of the GPU partition) | empty |
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ DEFAULTS = {
     "TRAIN_MEM_MB": "32000",
     "CPUS_PER_GPU": "8",
     "STATUS": "",
+    "JOBS": "",
 }
+UNREAD_PARTITION_JOBS = 64  # the profile's `jobs` where sinfo does not answer
 
 
 def setting(name: str) -> str:
@@ -69,6 +72,22 @@ def status_command() -> str:
             raise ValueError(f"DMLBENCH_SLURM_STATUS={chosen!r} must be sacct or squeue")
         return chosen
     return "sacct" if accounting_answers() else "squeue"
+
+
+def queued_jobs() -> int:
+    """The profile's `jobs`: DMLBENCH_SLURM_JOBS, else two per GPU of the GPU partition (its nodes ×
+    GPUs per node, `sinfo`: each GPU busy and its next job queued), 64 where sinfo does not answer
+    or the partition declares no GPU."""
+    from dmlbench.orchestration.slurm_limits import read_partition
+
+    if setting("JOBS"):
+        if number("JOBS") < 1:
+            raise ValueError(f"DMLBENCH_SLURM_JOBS={setting('JOBS')!r} must be 1 or more")
+        return number("JOBS")
+    partition = read_partition(setting("GPU_PARTITION"))
+    if partition is None or partition.nodes * partition.gpus_per_node == 0:
+        return UNREAD_PARTITION_JOBS
+    return 2 * partition.nodes * partition.gpus_per_node
 
 
 def gpu_job() -> dict:

@@ -1,5 +1,6 @@
 # The README's two commands: `make demo` and `make test`. Both create .venv on first use.
 VENV ?= .venv
+unexport PYTHONDONTWRITEBYTECODE  # Python keeps the bytecode it compiles on first import (the install compiles none)
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 CORES ?= 2
 # crop side of the preflight's probes on CPU; `make preflight PREFLIGHT_SIDE=` probes at the real size (GPU)

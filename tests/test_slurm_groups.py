@@ -4,9 +4,12 @@ cap; one round per submission without a projection; a group sent again asks the 
 
 from __future__ import annotations
 
-import pytest
+import math
 
-from dmlbench.orchestration import slurm_groups
+import pytest
+from conftest import REPO
+
+from dmlbench.orchestration import slurm_groups, slurm_profile
 from dmlbench.orchestration.slurm_profile import job_minutes
 
 
@@ -72,3 +75,132 @@ def test_without_a_projection_each_round_is_a_submission_asking_the_cap(monkeypa
     assert slurm_groups.search_groups(plan, "e", "d", "m") == [[0], [1], [2]]
     assert slurm_groups.group_id(plan, "e", "d", "m", 1) is None
     assert slurm_groups.round_minutes(plan, "e", "d", "m", 1) == 600
+
+
+# --- short trainings packed into submissions (`dmlbench.orchestration.slurm_packs`) ------------
+
+
+class PackPlan:
+    """What the packing reads of a plan: its `train` runs, their projected hours, whether any exist."""
+
+    name = "fake"
+
+    def __init__(self, hours: dict, budget: bool = True):
+        self.hours, self.budget = hours, budget  # Run → hours (None: no projection)
+
+    def has_budget(self):
+        return self.budget
+
+    def train_job_runs(self):
+        return list(reversed(list(self.hours)))  # not in order: the packing sorts them
+
+    def projected_hours(self, folders):
+        (folder,) = folders
+        if not self.budget:
+            return None  # as a plan's: no budget, no finished runs, no projection
+        return next(h for run, h in self.hours.items() if run.path(self.name) == folder)
+
+
+def runs_with(hours: list[float | None]) -> dict:
+    """Runs in the packing's order (experiment, dataset, method, seed) with these hours; seed 10
+    after seed 2 (a number, not a name)."""
+    from dmlbench.config.run import Run
+
+    seeds = [0, 1, 2, 10, 11, 12, 20, 21, 22]
+    return {Run("e", "d", "m", seeds[i]) if i < 9 else Run("f", "d", "m", i): h for i, h in enumerate(hours)}
+
+
+def packs_by_hand(minutes: list[int | None], floor: int, cap: int) -> list[list[int]]:
+    """The rule as docs/slurm.md states it, on each run's asked minutes (None: no projection):
+    only runs under the floor are packed, consecutive ones, a pack closed once its sum reaches the
+    floor and never over the cap; a pack left with one run is no pack."""
+    packs, current = [], []
+    for i, m in enumerate(minutes):
+        if m is None or m >= floor:
+            continue
+        if current and sum(minutes[j] for j in current) + m > cap:
+            packs.append(current)
+            current = []
+        current.append(i)
+        if sum(minutes[j] for j in current) >= floor:
+            packs.append(current)
+            current = []
+    packs.append(current)
+    return [p for p in packs if len(p) > 1]
+
+
+@pytest.mark.parametrize(
+    "hours, floor, cap, expected",
+    [
+        # minutes × 1.5: 9, 18, 5 | 36 alone | 18, None alone, 18 | 9, 5 (the last: 14, padded to 30)
+        ([0.1, 0.2, 0.05, 0.4, 0.2, None, 0.2, 0.1, 0.05], 30, 1440, [[0, 1, 2], [4, 6], [7, 8]]),
+        ([0.1, 0.2, 0.05, 0.4, 0.2, None, 0.2, 0.1], 30, 1440, [[0, 1, 2], [4, 6]]),  # 9 alone: the floor
+        ([0.3] * 7, 30, 1440, [[0, 1], [2, 3], [4, 5]]),  # 27 each: two reach the floor
+        ([0.01] * 10, 30, 1440, [list(range(10))]),  # 1 minute each: one pack, padded to 30
+        ([0.3, 0.3, 0.3], 30, 40, []),  # 27 + 27 would pass a 40-minute cap: each alone
+        ([0.1, 0.3, 0.1, 0.1], 30, 40, [[0, 1], [2, 3]]),  # 9 + 27 = 36 within 40; 9 + 9, padded
+        ([0.3, 0.1, 0.3, 0.3], 30, 40, [[0, 1]]),  # 27 + 9 = 36; 27 + 27 = 54 passes 40: each alone
+        ([0.5, 1.0, None], 30, 1440, []),  # at or over the floor: alone
+        ([0.1, 0.2, 0.1, 0.1], 18, 1440, [[0, 2]]),  # a floor of 18: 18 alone; 9 + 9 reaches it; 9 alone
+    ],
+)
+def test_short_trainings_are_packed_as_the_rule_states(monkeypatch, hours, floor, cap, expected):
+    from dmlbench.orchestration import slurm_packs
+
+    monkeypatch.setenv("DMLBENCH_SLURM_MIN_MINUTES", str(floor))
+    monkeypatch.setenv("DMLBENCH_SLURM_TRAIN_MINUTES", str(cap))
+    plan = PackPlan(runs_with(hours))
+    folders = [run.path("fake") for run in plan.hours]
+    minutes = [None if h is None else math.ceil(h * 60 * 1.5) for h in hours]
+    assert packs_by_hand(minutes, floor, cap) == expected
+    packs = slurm_packs.packs(plan)
+    assert packs == [[folders[i] for i in pack] for pack in expected]
+    packed = [f for pack in packs for f in pack]
+    assert len(packed) == len(set(packed))  # each in one pack
+    assert set(packed) <= {folders[i] for i, m in enumerate(minutes) if m is not None and m < floor}  # short only
+    for i, folder in enumerate(folders):
+        found = slurm_packs.pack_of(plan, folder)
+        if minutes[i] is None or minutes[i] >= floor:
+            assert found is None  # alone, as before
+        if found is None:
+            assert slurm_packs.group_id(plan, folder) is None
+            assert slurm_packs.minutes(plan, folder) == slurm_profile.job_minutes(hours[i])
+    for k, pack in enumerate(packs):
+        asked = [slurm_packs.minutes(plan, folder) for folder in pack]
+        assert floor <= sum(asked) <= cap, (pack, asked)
+        own = [minutes[folders.index(folder)] for folder in pack]
+        assert asked[1:] == own[1:] and asked[0] == own[0] + max(0, floor - sum(own))  # no floor each
+        assert {slurm_packs.group_id(plan, folder) for folder in pack} == {f"train_pack.{k}"}
+        again = [slurm_packs.minutes(plan, folder, attempt=2) for folder in pack]
+        assert again == [cap // len(pack)] * len(pack)  # sent again: the cap shared
+
+
+def test_no_packs_without_a_projection_and_none_of_finished_runs(monkeypatch, tmp_path):
+    from dmlbench.orchestration import slurm_packs
+
+    monkeypatch.setenv("DMLBENCH_SLURM_TRAIN_MINUTES", "1440")
+    plan = PackPlan(runs_with([0.1] * 6), budget=False)
+    assert slurm_packs.packs(plan) == []
+    folder = next(iter(plan.hours)).path("fake")
+    assert slurm_packs.group_id(plan, folder) is None and slurm_packs.minutes(plan, folder) == 1440
+    monkeypatch.chdir(tmp_path)
+    plan = PackPlan(runs_with([0.1] * 6))
+    folders = [run.path("fake") for run in plan.hours]
+    for done in folders[:2]:  # finished: not packed again (a run taken up again packs what is left)
+        (tmp_path / done).mkdir(parents=True)
+        (tmp_path / done / "metrics.json").write_text("{}")
+    assert slurm_packs.packs(plan) == [folders[2:6]]  # 9 × 4 = 36
+
+
+def test_a_group_id_names_its_parent_for_the_profiles_group_components():
+    from dmlbench.orchestration import slurm_packs
+
+    class Workflow:
+        parent_groupids: dict = {}
+
+    plan = PackPlan(runs_with([0.1] * 4))
+    folder = next(iter(plan.hours)).path("fake")
+    assert slurm_packs.group_id(plan, folder, Workflow) == "train_pack.0"
+    assert Workflow.parent_groupids == {"train_pack.0": "train_pack"}
+    profile = (REPO / "workflow/profiles/slurm/config.yaml").read_text()
+    assert 'group-components: ["train_pack=1000000"]' in profile

@@ -4,7 +4,9 @@ cap; one round per submission without a projection; a group sent again asks the 
 
 from __future__ import annotations
 
+import json
 import math
+import re
 
 import pytest
 from conftest import REPO
@@ -204,3 +206,74 @@ def test_a_group_id_names_its_parent_for_the_profiles_group_components():
     assert Workflow.parent_groupids == {"train_pack.0": "train_pack"}
     profile = (REPO / "workflow/profiles/slurm/config.yaml").read_text()
     assert 'group-components: ["train_pack=1000000"]' in profile
+
+
+# what Snakemake's own dry run forms: each group job of the DAG with its members' outputs and the
+# resources it would be submitted with (GroupJob.resources, what the SLURM executor reads)
+GROUP_PROBE = """
+import json, sys
+from snakemake.cli import main  # first: the package imports its modules in its own order
+import snakemake.dag
+formed = snakemake.dag.DAG._update_group_components
+def printed(dag):
+    formed(dag)
+    for group in set(dag._group.values()):
+        outputs = sorted(str(f) for job in group.jobs for f in job.output)
+        asked = {"gpu": group.resources.get("gpu"), "runtime": group.resources.get("runtime")}
+        print("GROUP " + json.dumps({"id": group.groupid, "outputs": outputs, **asked}), flush=True)
+snakemake.dag.DAG._update_group_components = printed
+main(sys.argv[1:])
+"""
+
+
+def dry_run_groups(workdir, *config: str) -> tuple[list[dict], str]:
+    import subprocess
+    import sys
+
+    from conftest import python_env
+
+    command = [sys.executable, "-c", GROUP_PROBE, "-n", "-s", str(REPO / "Snakefile"), "-d", str(workdir)]
+    command += ["--workflow-profile", str(REPO / "workflow/profiles/slurm"), "--config", "preset=smoke", *config]
+    command += ["--cores", "1000"]  # a dry run's default, 1, would lay a group's jobs in series by itself (the
+    # SLURM executor's main process counts no cores): only the profile's gpu=1 may do it here
+    env = dict(python_env(), PYTHONPATH=str(REPO), DMLBENCH_SLURM_STATUS="squeue")  # no sacct asked
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    groups = [json.loads(line[6:]) for line in done.stdout.splitlines() if line.startswith("GROUP ")]
+    return groups, done.stdout
+
+
+@pytest.mark.slow
+def test_a_dry_run_with_a_budget_forms_the_packs_each_asking_one_gpu_and_their_summed_time(tmp_path, monkeypatch):
+    """The smoke preset's baselines (15 trainings on 5 datasets) through the SLURM profile with a
+    made-up budget: Snakemake forms one group job per pack, the plan's packs exactly, each asking one
+    GPU and the sum of its trainings' minutes, at least the floor; without the budget, no group."""
+    from dmlbench.config.plan import Plan
+    from dmlbench.orchestration import slurm_packs
+
+    config = ["experiments=[suite.baselines]"]
+    plan = Plan.load(REPO / "workflow/config", {"preset": "smoke", "experiments": ["suite.baselines"]})
+    runs = [run.path("smoke") for run in sorted(plan.train_job_runs())]
+    hours = [0.1, 0.2, 0.05, 0.4, 0.02]  # 9, 18, 5, 36 (alone), 2 minutes asked; every fifth run not in the budget
+    budget = tmp_path / "reports/smoke/preflight/budget.csv"
+    budget.parent.mkdir(parents=True)
+    budget.write_text("run,hours\n" + "".join(f"{run},{hours[i % 5]}\n" for i, run in enumerate(runs) if i % 5 != 4))
+    groups, out = dry_run_groups(tmp_path, *config)
+    monkeypatch.chdir(tmp_path)
+    packs = slurm_packs.packs(
+        Plan.load(REPO / "workflow/config", {"preset": "smoke", "experiments": ["suite.baselines"]})
+    )
+    assert len(packs) >= 3 and out.count("Group job train_pack.") == len(packs), out[-3000:]
+    assert sorted(g["outputs"] for g in groups) == sorted(sorted(f"{r}/metrics.json" for r in p) for p in packs)
+    minutes = {
+        m.group(1): int(m.group(2))
+        for m in re.finditer(r"output: (\S+)/metrics.json\n(?:.*\n)*?\s+resources: .*runtime=(\d+)", out)
+    }
+    for group in groups:
+        asked = [minutes[o.removesuffix("/metrics.json")] for o in group["outputs"]]
+        assert group["gpu"] == 1 and group["runtime"] == sum(asked) >= 30, (group, asked)
+    alone = [r for r in runs if not any(r in p for p in packs)]
+    assert [minutes[r] for r in alone] and all(minutes[r] >= 30 for r in alone)  # the floor, or the cap unbudgeted
+    budget.unlink()
+    groups, out = dry_run_groups(tmp_path, *config)
+    assert groups == [] and "Group job" not in out and set(re.findall(r"runtime=(\d+)", out)) >= {"1440"}

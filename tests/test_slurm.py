@@ -172,7 +172,7 @@ def test_small_chain_through_the_slurm_profile(running, tmp_path):
     packed = [f"{base}/contrastive/seed0", f"{base}/triplet_semihard/seed0"]
     budget = tmp_path / "reports/smoke/preflight/budget.csv"
     budget.parent.mkdir(parents=True)
-    budget.write_text(f"run,hours\n{packed[0]},0.15\n{packed[1]},0.2\n")
+    budget.write_text(f"run,experiment,hours\n{packed[0]},suite.baselines,0.15\n{packed[1]},suite.baselines,0.2\n")
     planned = subprocess.run(
         [
             sys.executable,
@@ -211,8 +211,13 @@ def test_small_chain_through_the_slurm_profile(running, tmp_path):
     references = [limit for name, limit in limits.items() if "rule_reference" in name]
     assert alone == ["1-00:00:00"] and packs == ["00:32:00"] and references == ["00:30:00"], limits
     recorded = running.jobs()
-    gpus = {name: fields.get("TRES", "") for name, fields in recorded.items() if "rule_train_pack." in name}
-    assert all("gres/gpu=1" in tres for tres in gpus.values()), gpus  # the pack: one GPU
+    gpus = {
+        name: {key: value for key, value in fields.items() if key.startswith("Tres") or key == "TRES"}
+        for name, fields in recorded.items()
+        if "rule_train_pack." in name
+    }
+    assert gpus and all(re.search(r"gres[:/]gpu[:=]1\b", " ".join(f.values())) for f in gpus.values()), gpus
+    # the pack asked one GPU (TresPerJob=gres:gpu:1: --gpus=1)
     gpu_jobs = [f for name, f in recorded.items() if re.search(r"rule_(train|reference)", name)]
     assert any(a["SubmitTime"] < b["EndTime"] for a in gpu_jobs for b in gpu_jobs if a is not b), gpu_jobs
     # queued side by side (the one GPU of this node runs them in turn): gpu=1 holds per submission only
@@ -226,8 +231,9 @@ def test_small_chain_through_the_slurm_profile(running, tmp_path):
     assert len(env) == 3 and all(e["slurm_job_id"] for e in env.values())
     assert env[packed[0]]["slurm_job_id"] == env[packed[1]]["slurm_job_id"] != env[f"{base}/ms/seed0"]["slurm_job_id"]
     first, second = sorted(packed, key=lambda run: (tmp_path / run / "env.json").stat().st_mtime)
-    assert (tmp_path / first / "metrics.json").stat().st_mtime <= (tmp_path / second / "env.json").stat().st_mtime
-    # in turn: the second began (its env.json) once the first had written its metrics
+    assert (tmp_path / first / "cost.json").stat().st_mtime <= (tmp_path / second / "env.json").stat().st_mtime
+    # in turn: the second began (its env.json) once the first had ended (its cost.json; not metrics.json,
+    # which the submitting Snakemake touches once the submission is done)
     assert all((tmp_path / run / "metrics.json").exists() for run in env)
 
 

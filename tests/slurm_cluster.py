@@ -230,18 +230,22 @@ class Cluster:
             parts += [f"--- {log.name} (last {lines} lines)", *log.read_text(errors="replace").splitlines()[-lines:]]
         return "\n".join(parts)
 
-    def time_limits(self) -> dict[str, str]:
-        """ "<job id> <comment>" (the SLURM plugin's comment names the rule: rule_<name>_…) → the
-        time limit the job asked for (SLURM's own text, e.g. 1-00:00:00), as the controller
-        recorded it (scontrol's recent records)."""
+    def jobs(self) -> dict[str, dict[str, str]]:
+        """ "<job id> <comment>" (the SLURM plugin's comment names the rule: rule_<name>_…, a group's
+        rule_<group id>_<rules>) → the job's fields as the controller recorded them (scontrol's
+        recent records: TimeLimit, TRES, SubmitTime, …)."""
         out = subprocess.run(
             ["scontrol", "show", "job", "-o"], capture_output=True, text=True, env=self.env, timeout=60
         ).stdout
-        limits = {}
+        found = {}
         for line in out.splitlines():
             fields = dict(part.split("=", 1) for part in line.split() if "=" in part)
-            limits[f"{fields.get('JobId', '?')} {fields.get('Comment', '?')}"] = fields.get("TimeLimit", "?")
-        return limits
+            found[f"{fields.get('JobId', '?')} {fields.get('Comment', '?')}"] = fields
+        return found
+
+    def time_limits(self) -> dict[str, str]:
+        """ "<job id> <comment>" → the time limit the job asked for (SLURM's own text, e.g. 1-00:00:00)."""
+        return {name: fields.get("TimeLimit", "?") for name, fields in self.jobs().items()}
 
     def completed_jobs(self) -> dict[str, str]:
         """State of every job SLURM ran (sacct with accounting, else scontrol's recent records)."""

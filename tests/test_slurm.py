@@ -164,8 +164,15 @@ def running_with(marker: str) -> list[int]:
 @pytest.mark.slow
 def test_small_chain_through_the_slurm_profile(running, tmp_path):
     # digits: prepare, cache, store (CPU partition), train (writes metrics.json), reference (one GPU
-    # each), aggregate, analyse, report (local rules)
+    # each), aggregate, analyse, report (local rules). A made-up budget projects two of the three
+    # trainings short (14 and 18 minutes asked): packed, one submission asking 32 minutes, running
+    # them in turn (dmlbench/orchestration/slurm_packs.py); the third has no projection: the cap.
     config = ["preset=smoke", "experiments=[suite.baselines,ms.f1]", "datasets=[digits]"]
+    base = "results/smoke/suite.baselines/digits"
+    packed = [f"{base}/contrastive/seed0", f"{base}/triplet_semihard/seed0"]
+    budget = tmp_path / "reports/smoke/preflight/budget.csv"
+    budget.parent.mkdir(parents=True)
+    budget.write_text(f"run,experiment,hours\n{packed[0]},suite.baselines,0.15\n{packed[1]},suite.baselines,0.2\n")
     planned = subprocess.run(
         [
             sys.executable,
@@ -196,17 +203,38 @@ def test_small_chain_through_the_slurm_profile(running, tmp_path):
         pytest.fail(f"the chain ran past 900 s; its last words:\n{told[-3000:]}\n{running.diagnostics()}")
     assert result.returncode == 0, result.stderr[-5000:] + "\n" + running.diagnostics()
     jobs = running.completed_jobs()
-    assert len(jobs) == sum(submitted.values()), (jobs, submitted)  # the plan's count: no evaluate jobs
+    assert len(jobs) == sum(submitted.values()) - 1, (jobs, submitted)  # no evaluate jobs; two trainings one job
     assert set(jobs.values()) == {"COMPLETED"}, jobs
-    limits = running.time_limits()  # no preflight budget here: a training asks for the cap, a reference the floor
-    trains = [limit for name, limit in limits.items() if "rule_train" in name]
+    limits = running.time_limits()  # a training without a projection asks for the cap, a reference the floor
+    alone = [limit for name, limit in limits.items() if "rule_train_wildcards" in name]
+    packs = [limit for name, limit in limits.items() if "rule_train_pack." in name]  # the group job's comment
     references = [limit for name, limit in limits.items() if "rule_reference" in name]
-    assert trains == ["1-00:00:00"] * 3 and references == ["00:30:00"], limits
+    assert alone == ["1-00:00:00"] and packs == ["00:32:00"] and references == ["00:30:00"], limits
+    recorded = running.jobs()
+    gpus = {
+        name: {key: value for key, value in fields.items() if key.startswith("Tres") or key == "TRES"}
+        for name, fields in recorded.items()
+        if "rule_train_pack." in name
+    }
+    assert gpus and all(re.search(r"gres[:/]gpu[:=]1\b", " ".join(f.values())) for f in gpus.values()), gpus
+    # the pack asked one GPU (TresPerJob=gres:gpu:1: --gpus=1)
+    gpu_jobs = [f for name, f in recorded.items() if re.search(r"rule_(train|reference)", name)]
+    assert any(a["SubmitTime"] < b["EndTime"] for a in gpu_jobs for b in gpu_jobs if a is not b), gpu_jobs
+    # queued side by side (the one GPU of this node runs them in turn): gpu=1 holds per submission only
     assert (tmp_path / "reports/smoke/index.html").exists()
     logs = "\n".join(p.read_text() for p in tmp_path.glob("logs/smoke/train/**/*.log"))
     assert "[gpu-slot]" not in logs  # under SLURM the wrapper keeps SLURM's device assignment
-    env = [json.loads(p.read_text()) for p in tmp_path.glob("results/smoke/**/env.json")]
-    assert len(env) == 3 and all(e["slurm_job_id"] for e in env)
+    env = {
+        str(p.parent.relative_to(tmp_path)): json.loads(p.read_text())
+        for p in tmp_path.glob("results/smoke/**/env.json")
+    }
+    assert len(env) == 3 and all(e["slurm_job_id"] for e in env.values())
+    assert env[packed[0]]["slurm_job_id"] == env[packed[1]]["slurm_job_id"] != env[f"{base}/ms/seed0"]["slurm_job_id"]
+    first, second = sorted(packed, key=lambda run: (tmp_path / run / "env.json").stat().st_mtime)
+    assert (tmp_path / first / "cost.json").stat().st_mtime <= (tmp_path / second / "env.json").stat().st_mtime
+    # in turn: the second began (its env.json) once the first had ended (its cost.json; not metrics.json,
+    # which the submitting Snakemake touches once the submission is done)
+    assert all((tmp_path / run / "metrics.json").exists() for run in env)
 
 
 def test_status_command_follows_accounting(running):

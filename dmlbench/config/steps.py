@@ -53,8 +53,7 @@ class StepSpecs:
         for run in self.runs():
             if self.trained_as(run) != run:
                 continue  # a link to the earlier run it is (`run_dedup`): no training job
-            fold = self.is_knobs(run.experiment) and self.knob_run_index(run.experiment)[run].fold is not None
-            if fold:  # <method>@<paper>-<step>.fold<k>: one job per step and seed trains its folds
+            if self._joined_fold(run):  # <method>@<paper>-<step>.fold<k>: one job per step and seed trains its folds
                 key = (run.experiment, run.dataset, run.method.rsplit(".fold", 1)[0], run.seed)
                 joined.setdefault(key, []).append(run.path(self.name))
             else:
@@ -84,6 +83,14 @@ class StepSpecs:
                     for g in range(self.fair_final_groups(experiment))
                 ]
         return jobs
+
+    def train_job_runs(self) -> list[Run]:
+        """The runs rule `train` trains, one job each: no link to an earlier run's training
+        (`run_dedup`), no fold of a joined knob step (`knob_joined` trains those)."""
+        return [run for run in self.runs() if self.trained_as(run) == run and not self._joined_fold(run)]
+
+    def _joined_fold(self, run: Run) -> bool:
+        return self.is_knobs(run.experiment) and self.knob_run_index(run.experiment)[run].fold is not None
 
     def has_budget(self) -> bool:
         """Whether a time can be projected for some run: the preflight's budget of this preset is

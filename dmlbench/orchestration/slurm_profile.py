@@ -111,13 +111,20 @@ def job_minutes(projected_hours: float | None, attempt: int = 1) -> int:
     floor, cap = number("MIN_MINUTES"), number("TRAIN_MINUTES")
     if projected_hours is None or attempt > 1:
         return cap
+    return max(floor, projected_minutes(projected_hours))
+
+
+def projected_minutes(projected_hours: float) -> int:
+    """The projection × DMLBENCH_SLURM_TIME_FACTOR in whole minutes, at least 1, at most the cap:
+    what a training packed with others asks (`slurm_packs`), without the floor."""
+    cap = number("TRAIN_MINUTES")
     try:
         factor = float(setting("TIME_FACTOR"))
     except ValueError:
         factor = -1.0
     if not factor > 0:
         raise ValueError(f"DMLBENCH_SLURM_TIME_FACTOR={setting('TIME_FACTOR')!r} must be a number above 0")
-    return max(floor, min(cap, math.ceil(projected_hours * 60 * factor)))
+    return max(1, min(cap, math.ceil(projected_hours * 60 * factor)))
 
 
 def cpu_job(minutes: int, mem_mb: int = 16000, cpus: int = 4) -> dict:

@@ -1,3 +1,10 @@
+from dmlbench.orchestration import slurm_packs
+
+
+def train_folder(w):
+    return run_of(w).path(PRESET)
+
+
 rule train:
     input:
         lambda w: JOBS.train_inputs(run_of(w)),   # manifest, store, fold splits (suite.knobs)
@@ -7,9 +14,11 @@ rule train:
     params:
         spec=lambda w: as_json(run_numbers(w)),   # the rerun trigger
         side=lambda w: Untracked(lambda: as_json(run_side(w))),
+    group:   # under SLURM, once projected: short trainings packed, in turn in one submission (local runs ignore groups)
+        lambda w: slurm_packs.group_id(PLAN, train_folder(w), workflow)
     resources:
         gpu=1,
-        runtime=job_runtime(lambda w: [run_of(w).path(PRESET)]),   # minutes (SLURM)
+        runtime=lambda w, attempt: slurm_packs.minutes(PLAN, train_folder(w), attempt),   # minutes (SLURM)
     log:
         TRAIN_LOG,
     shell:

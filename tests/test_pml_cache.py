@@ -71,3 +71,17 @@ def test_a_change_in_pmls_sources_runs_the_check_again(tmp_path, monkeypatch):
     pml_cache.remembered("component", ["x"], check)
     pml_cache.remembered("component", ["y"], check)  # another entry
     assert len(runs) == 3
+
+
+@pytest.mark.parametrize("garbled", ["", '{"kind": "component", "res', "true", '{"kind": "build", "result": null}'])
+def test_a_kept_file_cut_short_emptied_or_of_another_check_is_checked_again_and_replaced(
+    tmp_path, monkeypatch, garbled
+):
+    monkeypatch.setenv("DMLBENCH_CACHE", str(tmp_path))
+    runs = []
+    check = lambda: runs.append(1) or {"params": ("m",)}  # noqa: E731
+    pml_cache.remembered("component", ["x"], check)
+    (kept,) = (tmp_path / "pml-checks").glob("*.json")
+    kept.write_text(garbled)
+    assert pml_cache.remembered("component", ["x"], check) == {"params": ("m",)} and len(runs) == 2
+    assert pml_cache.remembered("component", ["x"], check) == {"params": ("m",)} and len(runs) == 2  # healed

@@ -67,11 +67,12 @@ def remembered(kind: str, payload, check):
     path = folder() / f"{_key(kind, payload)}.json"
     try:
         kept = json.loads(path.read_text())
-        return {k: _tuples(v) for k, v in kept.items()} if isinstance(kept, dict) else None
+        if isinstance(kept, dict) and kept.get("kind") == kind and isinstance(kept.get("result"), (dict, type(None))):
+            return None if kept["result"] is None else {k: _tuples(v) for k, v in kept["result"].items()}
     except (OSError, ValueError):
-        pass
+        pass  # not kept, cut short or garbled: the check runs and its result replaces the file
     result = check()
-    text = json.dumps(True if result is None else result)
+    text = json.dumps({"kind": kind, "result": result})
     part = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -227,6 +227,25 @@ def test_regrouping_the_final_repetitions_reruns_no_training_job(finished):
     assert set(planned(result)) == {"fair_summary", "fair_aggregate", "report", "all"}, result.stdout[-3000:]
 
 
+@pytest.mark.xdist_group("test_scale_finished")  # one worker: the finished run once
+@pytest.mark.slow
+def test_packing_trainings_for_slurm_reruns_nothing_finished(finished, tmp_path):
+    """A budget appearing under the SLURM profile (every training projected short: what each asks
+    changes, and unfinished ones would be packed, dmlbench/orchestration/slurm_packs.py): on a
+    finished run, nothing to do."""
+    work = tmp_path / "work"
+    shutil.copytree(finished, work, symlinks=True)
+    plan = Plan.load(CONFIG_DIR, {"preset": "smoke", "experiments": ["suite.baselines"], "datasets": ["cub"]})
+    rows = [f"{run.path('smoke')},{run.experiment},0.05" for run in plan.runs()]
+    budget = work / "reports/smoke/preflight/budget.csv"
+    budget.parent.mkdir(parents=True, exist_ok=True)
+    budget.write_text("run,experiment,hours\n" + "\n".join(rows) + "\n")
+    profile = str(REPO / "workflow/profiles/slurm")
+    result = snakemake(REPO / "Snakefile", work, "--workflow-profile", profile, "--dry-run")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert planned(result) == {}, result.stdout[-3000:]
+
+
 def numbers_on_disk(work: Path) -> dict:
     """Every number the runs wrote: each run's test metrics and each fair fold's validation curve
     and test metrics (what the tables are computed from), by file."""

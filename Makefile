@@ -1,6 +1,6 @@
 # The README's two commands: `make demo` and `make test`. Both create .venv on first use.
 VENV ?= .venv
-unexport PYTHONDONTWRITEBYTECODE  # Python keeps the bytecode it compiles on first import (the install compiles none)
+unexport PYTHONDONTWRITEBYTECODE  # Python keeps the bytecode it compiles (the install compiles only what the pipeline imports)
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 CORES ?= 2
 # crop side of the preflight's probes on CPU; `make preflight PREFLIGHT_SIDE=` probes at the real size (GPU)
@@ -18,6 +18,7 @@ WHEELHOUSE ?= wheelhouse
 # envs/install-venv installs with uv from pip's settings (pip where uv cannot be had: DMLBENCH_INSTALLER=pip)
 $(VENV)/.installed: pyproject.toml envs/install-venv
 	@started=$$(date +%s) && envs/install-venv $(VENV) -e '.[tensorboard]' \
+	  && python -m dmlbench.orchestration.bytecode \
 	  && echo "install: $$(( $$(date +%s) - started )) s"
 	touch $@
 

@@ -1,6 +1,6 @@
 # The README's two commands: `make demo` and `make test`. Both create .venv on first use.
 VENV ?= .venv
-unexport PYTHONDONTWRITEBYTECODE  # Python keeps the bytecode it compiles (the install compiles only what the pipeline imports)
+unexport PYTHONDONTWRITEBYTECODE  # Python keeps the bytecode it compiles (the install compiles what the pipeline imports)
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 CORES ?= 2
 # crop side of the preflight's probes on CPU; `make preflight PREFLIGHT_SIDE=` probes at the real size (GPU)

@@ -12,42 +12,25 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import os
-import subprocess
 import sys
 import time
 
-# two halves compiled side by side: Snakemake, the plan and the table/figure libraries in a second
-# process; torch and every step's imports (the warm-start server's) here
-LIBRARIES = ("snakemake.cli", "dmlbench.config.plan", "pandas", "scipy.stats", "sklearn.metrics", "matplotlib.pyplot")
+# Snakemake's command line and the plan it loads; then every step's imports (the warm-start server's)
+FIRST = ("snakemake.cli", "dmlbench.config.plan", "dmlbench.data.prepare", "dmlbench.data.store")
 
 
-def import_all(modules) -> None:
-    for module in modules:
-        importlib.import_module(module)
-
-
-def main(argv=None) -> None:
+def main() -> None:
     sys.dont_write_bytecode = False  # whatever PYTHONDONTWRITEBYTECODE says: this is what it is for
-    if (argv if argv is not None else sys.argv[1:]) == ["--libraries"]:
-        import_all(LIBRARIES)
-        return
     from dmlbench.orchestration.warm_start import PRELOAD
     from dmlbench.training import OPTIONAL_IMPORTS
 
     started = time.monotonic()
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
-    libraries = subprocess.Popen([sys.executable, "-m", "dmlbench.orchestration.bytecode", "--libraries"], env=env)
-    try:
-        import_all(PRELOAD)
-        for module in OPTIONAL_IMPORTS:
-            with contextlib.suppress(ImportError):
-                importlib.import_module(module)
-    finally:
-        code = libraries.wait()
-    if code:
-        raise SystemExit(f"compiling {', '.join(LIBRARIES)} failed (exit status {code})")
-    print(f"bytecode: what the pipeline imports, compiled in {time.monotonic() - started:.0f} s")
+    for module in (*FIRST, *PRELOAD):
+        importlib.import_module(module)
+    for module in OPTIONAL_IMPORTS:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
+    print(f"bytecode: {len(sys.modules)} modules imported in {time.monotonic() - started:.0f} s")
 
 
 if __name__ == "__main__":

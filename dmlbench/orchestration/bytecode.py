@@ -10,7 +10,6 @@ one process, before any run: only the modules the pipeline uses are compiled.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import sys
 import time
@@ -21,15 +20,12 @@ FIRST = ("snakemake.cli", "dmlbench.config.plan", "dmlbench.data.prepare", "dmlb
 
 def main() -> None:
     sys.dont_write_bytecode = False  # whatever PYTHONDONTWRITEBYTECODE says: this is what it is for
-    from dmlbench.orchestration.warm_start import PRELOAD
-    from dmlbench.training import OPTIONAL_IMPORTS
+    from dmlbench.orchestration import warm_start
 
     started = time.monotonic()
-    for module in (*FIRST, *PRELOAD):
+    for module in FIRST:
         importlib.import_module(module)
-    for module in OPTIONAL_IMPORTS:
-        with contextlib.suppress(ImportError):
-            importlib.import_module(module)
+    warm_start.preload()
     print(f"bytecode: {len(sys.modules)} modules imported in {time.monotonic() - started:.0f} s")
 
 

@@ -10,7 +10,6 @@ nothing but that job: the server goes on serving the others.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import select
@@ -19,8 +18,7 @@ import socket
 import sys
 from pathlib import Path
 
-from dmlbench import training
-from dmlbench.orchestration.warm_start import PRELOAD, VARIABLE, remove_socket
+from dmlbench.orchestration.warm_start import VARIABLE, preload, remove_socket
 
 REQUEST_SECONDS = 30  # a job sends its request as soon as it has connected
 
@@ -37,7 +35,6 @@ def serve(path: Path, owner: int, command_line) -> None:
     """Import what the jobs share, then fork one child per request until SIGTERM or `owner` ends;
     each child runs `command_line(argv)` (the command line's `main`, handed in: this module does
     not import the command line that starts it)."""
-    import importlib
 
     from dmlbench.core.children import die_with_parent
 
@@ -52,11 +49,7 @@ def serve(path: Path, owner: int, command_line) -> None:
         listener.bind(str(path) + ".tmp")
         listener.listen(64)
         os.replace(str(path) + ".tmp", path)  # the socket appears once it accepts connections:
-        for module in PRELOAD:  # the run goes on meanwhile; a job arriving early waits for the imports
-            importlib.import_module(module)
-        for module in training.OPTIONAL_IMPORTS:  # a step says what is missing when it needs it
-            with contextlib.suppress(ImportError):
-                importlib.import_module(module)
+        preload()  # the run goes on meanwhile; a job arriving early waits for the imports
         while True:
             connections = {job.connection: job for job in jobs if job.connection}
             ended = {job.pidfd: job for job in jobs}

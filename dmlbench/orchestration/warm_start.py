@@ -73,6 +73,18 @@ PRELOAD = (
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
+def preload() -> None:
+    """Import `PRELOAD`, then the optional extras that are installed (a step says what is missing
+    when it needs it): the server's start, and the install's bytecode step (`bytecode`)."""
+    import importlib
+
+    for module in PRELOAD:
+        importlib.import_module(module)
+    for module in training.OPTIONAL_IMPORTS:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
+
+
 # --- the workflow's side ----------------------------------------------------------------------
 
 

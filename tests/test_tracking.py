@@ -133,6 +133,48 @@ def test_a_tracker_that_cannot_reach_its_server_is_logged_and_the_training_is_un
     assert list((tmp_path / "tracked" / "tensorboard").glob("events.out.tfevents.*"))  # the other tracker kept on
 
 
+def test_a_tracker_stuck_when_sigterm_lands_holds_the_stop_only_its_stop_timeout(small_run, tmp_path, monkeypatch):
+    """SLURM's time limit while a tracker hangs (a slow disk, a server gone): the stop writes the
+    last finished epoch and waits for the trackers STOP_TIMEOUT_S, not the finished run's
+    CLOSE_TIMEOUT_S, which outlasts the stop's grace (then the process ends as stuck, code 1)."""
+    import faulthandler
+    import os
+    import signal
+    import threading
+
+    from dmlbench.training import tracking, train
+
+    assert tracking.STOP_TIMEOUT_S < train.STOP_GRACE_S < tracking.CLOSE_TIMEOUT_S
+    stuck = threading.Event()
+
+    class Hanging:  # the TensorBoard tracker, stuck on its first epoch after SIGTERM was sent
+        def __init__(self, *_):
+            pass
+
+        def epoch(self, *_):
+            os.kill(os.getpid(), signal.SIGTERM)
+            stuck.wait()
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(tracking, "_TensorBoard", Hanging)
+    monkeypatch.setattr(train, "STOP_TIMEOUT_S", 0.5)
+    logs = []
+    cfg = dict(
+        small_run, tracking={"tensorboard": True, "mlflow": None}, keep=dict(small_run["keep"], checkpoint_minutes=60)
+    )
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            train.train(cfg, tmp_path / "run", log=logs.append)
+    finally:
+        faulthandler.cancel_dump_traceback_later()  # the stop's grace timer: this process goes on
+        stuck.set()
+    assert stopped.value.code == 128 + signal.SIGTERM
+    assert "tracking: still busy after 0.5 s; the training ends without waiting" in logs
+    assert torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)["epochs_done"] >= 1
+
+
 def test_a_resumed_run_counts_each_epoch_once_in_its_cost_and_keeps_no_checkpoint(small_run, tmp_path):
     from dmlbench.training.train import train
 

@@ -416,7 +416,7 @@ def test_a_time_bounded_checkpoint_is_written_at_sigterm_and_resumes_exactly(run
         assert epochs_done(stopped) == 0  # an epoch finished, its state held in memory only
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=120)
-        assert process.returncode == 128 + signal.SIGTERM
+        assert process.returncode == 128 + signal.SIGTERM, err[-3000:]
     finally:
         stop(process)
     done = epochs_done(stopped)

@@ -19,6 +19,9 @@ from pathlib import Path
 
 MLFLOW_RUN_ID = "mlflow_run_id"
 CLOSE_TIMEOUT_S = 120  # the most a finished training waits for its trackers (the model's upload)
+# the most a stopped one waits (an error, SIGTERM at SLURM's time limit): well under SLURM's default
+# KillWait (30 s before SIGKILL) and the stop's own grace (`train.STOP_GRACE_S`)
+STOP_TIMEOUT_S = 10
 
 
 def mlflow_key(name: str) -> str:
@@ -116,7 +119,8 @@ class _MLflow:
 
 class Tracking:
     """The run's trackers, fed from a background thread. `epoch` and `finished` return at once;
-    `close` waits for what is queued (at most CLOSE_TIMEOUT_S)."""
+    `close` waits for what is queued (at most `timeout`: CLOSE_TIMEOUT_S, or STOP_TIMEOUT_S for
+    a training that stopped)."""
 
     def __init__(self, cfg: dict, run_dir: Path, first_epoch: int, log=print):
         self._log = log
@@ -142,13 +146,14 @@ class Tracking:
         if self._thread:
             self._queue.put(("finished", (dict(metrics), step, Path(model))))
 
-    def close(self) -> None:
+    def close(self, timeout: float = CLOSE_TIMEOUT_S) -> None:
         if not self._thread:
             return
         self._queue.put(("close", None))
-        self._thread.join(CLOSE_TIMEOUT_S)
-        if self._thread.is_alive():
-            self._log(f"tracking: still busy after {CLOSE_TIMEOUT_S} s; the training ends without waiting")
+        thread, self._thread = self._thread, None  # closed once: a later close returns at once
+        thread.join(timeout)
+        if thread.is_alive():
+            self._log(f"tracking: still busy after {timeout} s; the training ends without waiting")
 
     def _work(self) -> None:
         while True:

@@ -33,8 +33,7 @@ from dmlbench.methods.criterion import Criterion
 from dmlbench.run_config import RunConfig
 from dmlbench.training import checkpoint, cost, early_stopping, optimisers, recording, run_folder, schemes
 from dmlbench.training.step import DivergedError, UntrainableError, check_first_epoch, train_step
-from dmlbench.training.tracking import Tracking
-
+from dmlbench.training.tracking import STOP_TIMEOUT_S, Tracking
 
 STOP_GRACE_S = 60  # a stop that has not ended by then is stuck: its stacks are printed, the process ends
 
@@ -232,6 +231,7 @@ def _train(cfg: RunConfig, run_dir: Path, log, state: dict | None, final_evaluat
         return final
     except BaseException:
         writer.flush()  # the last finished epoch, whatever stopped this one
+        tracking.close(STOP_TIMEOUT_S)  # a slow tracker does not hold the stop past its grace
         raise
     finally:
         tracking.close()

@@ -238,7 +238,7 @@ def main(argv=None) -> None:
     results["gpu_feed"] = gpu_feed.run(
         steps=3 if tiny else 20, configs=gpu_feed.CONFIGS[:1] if tiny else gpu_feed.CONFIGS
     )
-    results["preflight"] = preflight_time.run()
+    results["preflight"] = preflight_time.run(cpu_side=32 if tiny else 64)
     results["budget"] = budget_check.run(
         epochs=2 if tiny else 3, batches=3 if tiny else 20, warm_steps=2 if tiny else 5
     )

@@ -56,6 +56,18 @@ def evaluate(run_dir):
     return json.loads((run_dir / "metrics.json").read_text())["metrics"]
 
 
+def losses(run_dir) -> list[float]:
+    return [json.loads(line)["loss"] for line in (run_dir / "epochs.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(run_config, tmp_path_factory):
+    """The run of `run_config` trained without a stop, once for the module: (epoch losses, metrics)."""
+    whole = tmp_path_factory.mktemp("whole")
+    run(train_cmd(run_config, whole), timeout=900, check=True, env=python_env())
+    return losses(whole), evaluate(whole)
+
+
 def epochs_done(run_dir):
     path = run_dir / "checkpoint.pt"
     if not path.exists():
@@ -66,10 +78,7 @@ def epochs_done(run_dir):
         return 0
 
 
-def test_resume_after_kill_gives_the_same_result(run_config, tmp_path):
-    whole = tmp_path / "whole"
-    run(train_cmd(run_config, whole), timeout=900, check=True, env=python_env())
-
+def test_resume_after_kill_gives_the_same_result(run_config, uninterrupted, tmp_path):
     killed = tmp_path / "killed"
     process = start(train_cmd(run_config, killed), env=python_env())
     try:
@@ -87,9 +96,7 @@ def test_resume_after_kill_gives_the_same_result(run_config, tmp_path):
         train_cmd(run_config, killed), timeout=900, check=True, env=python_env(), capture_output=True, text=True
     )
     assert f"after epoch {done}" in resumed.stderr
-    history = lambda d: [json.loads(line)["loss"] for line in (d / "epochs.jsonl").read_text().splitlines()]
-    assert history(killed) == history(whole)
-    assert evaluate(killed) == evaluate(whole)
+    assert (losses(killed), evaluate(killed)) == uninterrupted
 
 
 def test_same_seed_same_numbers_other_seed_differs(run_config, tmp_path):
@@ -400,12 +407,10 @@ def test_margin_beta_learns_at_its_own_rate_as_in_wu_et_al(method):
     assert moved[False] > 0.05 and moved[True] <= 30 * cfg["optimizer"]["lr"] * 1.01
 
 
-def test_a_time_bounded_checkpoint_is_written_at_sigterm_and_resumes_exactly(run_config, tmp_path):
+def test_a_time_bounded_checkpoint_is_written_at_sigterm_and_resumes_exactly(run_config, uninterrupted, tmp_path):
     """keep.checkpoint_minutes: no checkpoint while the minutes have not passed; SIGTERM (SLURM's
     time limit) writes the last finished epoch's state and ends the step; the resumed run gives the
     uninterrupted run's numbers."""
-    whole = tmp_path / "whole"
-    run(train_cmd(run_config, whole), timeout=900, check=True, env=python_env())
     bounded = dict(run_config, keep=dict(run_config["keep"], checkpoint_minutes=60))
     stopped = tmp_path / "stopped"
     process = start(train_cmd(bounded, stopped), env=python_env(), stderr=subprocess.PIPE, text=True)
@@ -427,9 +432,7 @@ def test_a_time_bounded_checkpoint_is_written_at_sigterm_and_resumes_exactly(run
         train_cmd(bounded, stopped), timeout=900, check=True, env=python_env(), capture_output=True, text=True
     )
     assert f"after epoch {done}" in resumed.stderr
-    history = lambda d: [json.loads(line)["loss"] for line in (d / "epochs.jsonl").read_text().splitlines()]
-    assert history(stopped) == history(whole)
-    assert evaluate(stopped) == evaluate(whole)
+    assert (losses(stopped), evaluate(stopped)) == uninterrupted
 
 
 def test_a_second_sigterm_does_not_cut_the_stops_cleanup_short():

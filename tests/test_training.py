@@ -316,7 +316,6 @@ def test_changed_setting_trains_afresh_instead_of_resuming(run_config, tmp_path,
     assert len((tmp_path / "run" / "epochs.jsonl").read_text().splitlines()) == 2
     fresh = []
     train(changed, tmp_path / "fresh", log=fresh.append)
-    losses = lambda d: [json.loads(line)["loss"] for line in (d / "epochs.jsonl").read_text().splitlines()]
     assert losses(tmp_path / "run") == losses(tmp_path / "fresh")
     assert json.loads((tmp_path / "run" / "config.json").read_text())["optimizer"]["lr"] == changed["optimizer"]["lr"]
     old = list(tmp_path.glob("run.superseded-*"))

@@ -1,8 +1,12 @@
+import functools
+import json
 import os
 import sys
 from pathlib import Path
 
 import pytest
+
+import dmlbench  # noqa: F401  (first: sets the OpenMP wait policy before any test module imports torch)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = REPO.parent / "shared" / "datasets"
@@ -24,6 +28,32 @@ def pytest_collection_modifyitems(items):
     """The slow tests first, so that side by side (pytest-xdist) the longest start early and the
     many short ones fill in around them."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+@functools.cache
+def full_plan():
+    """The full preset's plan, loaded once per test process and shared by the tests that read it
+    (loading checks its 12,000 runs: seconds each time). To be read, never changed:
+    `shared_full_plan_unchanged` fails the test process that changed it."""
+    from dmlbench.config.plan import Plan
+
+    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan.__dict__["_as_loaded"] = plan_text(plan)
+    return plan
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_full_plan_unchanged():
+    """At the end of each test process: the shared full plan (if a test loaded it) is as loaded."""
+    yield
+    if full_plan.cache_info().currsize:
+        plan = full_plan()
+        assert plan_text(plan) == plan.__dict__["_as_loaded"], "a test changed the shared full_plan(): copy it first"
+
+
+def plan_text(plan) -> str:
+    """What a plan was loaded with, as text (its preset, experiments and methods)."""
+    return json.dumps([plan.preset, plan.experiments, plan.methods], sort_keys=True, default=str)
 
 
 @pytest.fixture

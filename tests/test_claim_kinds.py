@@ -180,10 +180,9 @@ def test_a_claims_direction_is_its_rows_whatever_the_sign_of_the_papers_gain(pla
     """profs's 'Hard negative class mining boosts C-PROFS further': the paper's own table gives its
     smallest part as −0.9; HNCM planted 3 points above C-PROFS on every part holds, 3 below is
     reversed (the sign of `gain` once turned the claim round)."""
-    from conftest import CONFIG_DIR
-    from dmlbench.config.plan import Plan
+    from conftest import full_plan
 
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     claim = next(c for c in plan.experiments["profs.t1"]["claims"] if c["id"] == "hncm-over-profs-c")
     assert claim["gain"] < 0 and claim["better"] == "c_profs_hncm"
     noise = np.random.default_rng(0).normal(0.0, 0.4, size=(2, 5))

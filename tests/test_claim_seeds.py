@@ -6,7 +6,7 @@ import shutil
 from collections import Counter
 
 import pytest
-from conftest import CONFIG_DIR
+from conftest import CONFIG_DIR, full_plan
 
 from dmlbench.config import claim_seeds, verdict_spec
 from dmlbench.config.plan import Plan
@@ -16,7 +16,7 @@ from dmlbench.verdicts import claims
 
 @pytest.fixture(scope="module")
 def full():
-    return Plan.load(CONFIG_DIR, {"preset": "full"})
+    return full_plan()
 
 
 def _seeds(plan, key):

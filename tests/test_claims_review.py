@@ -9,7 +9,7 @@ import yaml
 from dmlbench.config.loading import load_yaml
 from dmlbench.config.plan import Plan
 
-from conftest import CONFIG_DIR
+from conftest import CONFIG_DIR, full_plan
 
 PAPERS = list(load_yaml(CONFIG_DIR / "papers.yaml"))
 
@@ -46,7 +46,7 @@ def review_problems(plan: Plan, review: dict, paper: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def catalogue():
-    return Plan.load(CONFIG_DIR, {"preset": "full"}), yaml.safe_load((CONFIG_DIR / "claims_review.yaml").read_text())
+    return full_plan(), yaml.safe_load((CONFIG_DIR / "claims_review.yaml").read_text())
 
 
 @pytest.mark.parametrize("paper", PAPERS)

@@ -8,7 +8,7 @@ from dmlbench.config.plan import Plan
 from dmlbench.core.errors import ConfigError
 from dmlbench.run_config import RunConfig
 
-from conftest import CONFIG_DIR
+from conftest import CONFIG_DIR, full_plan
 from dmlbench.config.jobs import of as jobs_of
 
 
@@ -46,7 +46,7 @@ def test_unknown_method_in_catalogue(tmp_path):
 
 
 def test_merge_order_defaults_experiment_dataset_preset():
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     cfg = plan.resolve(plan.find_run("suite.baselines", "sop", "ms", 0))
     assert cfg["model"]["backbone"] == "bninception"  # experiment
     assert cfg["batch"]["per_class"] == 4  # per-dataset
@@ -58,7 +58,7 @@ def test_merge_order_defaults_experiment_dataset_preset():
 
 
 def test_every_experiment_expands_into_runs_or_is_an_analysis():
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     for experiment in plan.experiment_ids:
         trains = bool(plan.runs(experiment)) or bool(plan.fair_runs(experiment))
         assert plan.is_analysis(experiment) != trains, experiment
@@ -69,7 +69,7 @@ def test_catalogue_ids_follow_reproduction_md():
     """Experiment ids are REPRODUCTION.md's (paper.t<n> / .f<n> / .eq / .grad) or the suite's own."""
     import re
 
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     for experiment in plan.experiment_ids:
         assert re.fullmatch(r"(dro|ephn|fastap|ms|profs)\.(t\d|f\d|eq|grad)|suite\.\w+", experiment)
 
@@ -80,7 +80,7 @@ def test_every_method_builds():
     from dmlbench.methods import plugin_code
     from dmlbench.methods.criterion import Criterion
 
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     labels = torch.arange(4).repeat_interleave(4)
     for name, method in plan.methods.items():
         parts = {"loss": method["loss"], "miner": method.get("miner")}
@@ -93,7 +93,7 @@ def test_every_full_run_resolves_to_a_buildable_criterion():
     from dmlbench.methods.criterion import Criterion
     from dmlbench.training import schemes
 
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     labels = [c for c in range(200) for _ in range(6)]
     for run in plan.runs():
         cfg = RunConfig.from_dict(plan.resolve(run))
@@ -102,7 +102,7 @@ def test_every_full_run_resolves_to_a_buildable_criterion():
 
 
 def test_sweeps_expand_into_variants():
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     runs = plan.runs("dro.f1")
     assert {r.variant for r in runs} == {"B80", "B160", "B320", "B480", "B640"}
     cfg = plan.resolve(plan.find_run("dro.f1", "inshop", "dro_topk_m@B320", 0))

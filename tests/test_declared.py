@@ -18,7 +18,7 @@ from dmlbench.methods.losses import LOSSES
 from dmlbench.methods.miners import MINERS
 from dmlbench.methods.samplers import SAMPLERS
 
-from conftest import CONFIG_DIR, REPO, python_env
+from conftest import CONFIG_DIR, REPO, full_plan, python_env
 
 REGISTRIES = {"loss": LOSSES, "miner": MINERS, "sampler": SAMPLERS}
 
@@ -252,7 +252,7 @@ def test_the_declared_types_are_the_constructors_annotations_and_every_default_i
 
 
 def test_a_misspelt_parameter_of_an_experiments_sweep_is_refused(tmp_path):
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     key, label, part = next(
         (k, v, p)
         for k, e in plan.experiments.items()
@@ -383,7 +383,7 @@ def test_a_methods_settings_on_one_dataset_are_checked_by_name_and_value(tmp_pat
 
 
 def test_a_methods_settings_on_one_dataset_reach_its_runs_there_alone():
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     seen = {}
     for run in plan.runs("suite.modern"):
         if run.base_method == "proxy_nca_rc":

@@ -3,14 +3,13 @@
 import pytest
 import torch
 
-from dmlbench.config.plan import Plan
 from dmlbench.methods import plugin_code
 from dmlbench.methods.criterion import Criterion
 
-from conftest import CONFIG_DIR
+from conftest import full_plan
 
 B, D = 8, 16
-METHODS = Plan.load(CONFIG_DIR, {"preset": "full"}).methods
+METHODS = full_plan().methods
 
 
 def degenerate_batch(case: str) -> tuple[torch.Tensor, torch.Tensor]:

@@ -11,22 +11,21 @@ import sys
 import pytest
 
 from dmlbench import run_config
-from dmlbench.config.plan import Plan
 from dmlbench.methods import declared
 from dmlbench.report import docs_pages
 
-from conftest import CONFIG_DIR, REPO
+from conftest import REPO, full_plan
 
 
 def test_the_generated_pages_name_every_experiment_and_every_component(tmp_path):
     catalogue, reference, settings_page, knobs_page, claims_page = docs_pages.write(tmp_path)
     text = claims_page.read_text()
-    for exp in Plan.load(CONFIG_DIR, {"preset": "full"}).experiments.values():
+    for exp in full_plan().experiments.values():
         for claim in exp.get("claims") or []:
             assert f"| `{claim['id']}` |" in text, claim["id"]
     assert "Default band: **1.0 points**" in text and "median of" in text
     text = catalogue.read_text()
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     for key in plan.experiments:
         assert f"### `{key}`: " in text, key
     text = reference.read_text()

@@ -9,7 +9,7 @@ from dmlbench.data import datasets, fixtures
 from dmlbench.data.datasets import Layout, SourceFile
 from dmlbench.run_config import Model
 
-from conftest import CONFIG_DIR
+from conftest import CONFIG_DIR, full_plan
 
 
 def plan_for(tmp_path, **extra):
@@ -234,7 +234,7 @@ def test_the_results_disk_need_of_full_is_its_trainings_models_and_embeddings():
     from dmlbench.data import datasets
     from dmlbench.preflight.disk import RECORDS_BYTES
 
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     sizes = {}
     expected = 0
     for run in plan.trainings():

@@ -278,11 +278,10 @@ def test_zero_loss_pairs_are_dropped():
 
 def test_loss_timing_measures_both_scopes():
     from dmlbench.analysis import loss_timing
-    from dmlbench.config.plan import Plan
 
-    from conftest import CONFIG_DIR
+    from conftest import full_plan
 
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     methods = jobs_of(plan).analysis_spec("dro.f3")["methods"]
     frame = loss_timing.measure(
         methods, repeats=1, batches=(10,), whole_iteration=True, backbone="small_cnn", image_size=16
@@ -293,11 +292,9 @@ def test_loss_timing_measures_both_scopes():
 
 
 def test_dro_f3_times_the_same_baselines_as_the_other_figures():
-    from dmlbench.config.plan import Plan
+    from conftest import full_plan
 
-    from conftest import CONFIG_DIR
-
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     timed = jobs_of(plan).analysis_spec("dro.f3")["methods"]
     for name in ("sh_m", "dws_m", "ms", "dro_topk_m", "dro_topk_pn_m"):
         assert name in plan.experiments["dro.f1"]["methods"] + plan.experiments["dro.t1"]["methods"]
@@ -308,11 +305,9 @@ def test_dro_f3_times_the_same_baselines_as_the_other_figures():
 
 
 def test_the_tables_dro_kl_m_samples_k_pairs_and_the_closed_form_is_its_own_method():
-    from dmlbench.config.plan import Plan
+    from conftest import full_plan
 
-    from conftest import CONFIG_DIR
-
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     sampled = losses.build(**plan.methods["dro_kl_m"]["loss"])
     closed = losses.build(**plan.methods["dro_kl_m_weights"]["loss"])
     assert sampled.sample and not closed.sample

@@ -213,11 +213,9 @@ def ephn_code_loss(e, y, semi=False, sigma=0.1):
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("method, semi", [("ephn_1st_code", False), ("epshn_1st_code", True)])
 def test_ephn_code_variant_drops_triplets_with_non_positive_similarities(seed, method, semi):
-    from dmlbench.config.plan import Plan
+    from conftest import full_plan
 
-    from conftest import CONFIG_DIR
-
-    spec = Plan.load(CONFIG_DIR, {"preset": "full"}).methods[method]
+    spec = full_plan().methods[method]
     e, y = random_batch(seed, n_classes=4, per_class=4, dim=6)
     e = e.double()
     ours = Criterion(spec)(e, y)

@@ -7,8 +7,7 @@ import json
 import pytest
 import torch
 
-from conftest import CONFIG_DIR
-from dmlbench.config.plan import Plan
+from conftest import full_plan
 from dmlbench.evaluation import evaluate_run
 from dmlbench.knobs import attribution, paths
 from dmlbench.run_config import RunConfig
@@ -91,7 +90,7 @@ def test_the_test_set_optimism_is_booked_to_epoch_selection_not_to_data(tmp_path
 
 @pytest.fixture(scope="module")
 def full():
-    return Plan.load(CONFIG_DIR, {"preset": "full"})
+    return full_plan()
 
 
 def test_the_profs_paths_at_full_score_their_epochs_on_the_test_half_where_they_move_data_alone(full):

@@ -89,11 +89,9 @@ def test_category_pairs_refuses_data_without_categories():
 
 
 def test_every_configured_sampler_exists():
-    from dmlbench.config.plan import Plan
+    from conftest import full_plan
 
-    from conftest import CONFIG_DIR
-
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     for name, method in plan.methods.items():
         samplers.SAMPLERS.get(method.get("sampler", "m_per_class"))
 

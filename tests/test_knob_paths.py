@@ -15,7 +15,7 @@ from dmlbench.config.run import Run
 from dmlbench.knobs import attribution, landing, paired, paths, shares
 from dmlbench.knobs.derive import setting_values
 
-from conftest import CONFIG_DIR
+from conftest import CONFIG_DIR, full_plan
 
 
 def test_the_paths_over_four_knobs_written_out_by_hand():
@@ -73,7 +73,7 @@ def test_a_knob_whose_need_is_not_moved_before_it_is_refused():
 
 @pytest.fixture(scope="module")
 def full():
-    return Plan.load(CONFIG_DIR, {"preset": "full"})
+    return full_plan()
 
 
 def _settings_between(plan, a: Run, b: Run) -> set[str]:

@@ -14,7 +14,7 @@ from dmlbench.core.errors import ConfigError
 from dmlbench.knobs import catalogue as knob_catalogue
 from dmlbench.knobs.derive import derive
 
-from conftest import CONFIG_DIR
+from conftest import CONFIG_DIR, full_plan
 
 # the fair recipe, as workflow/config/experiments/suite.yaml writes suite.fair's `train`
 FAIR = {
@@ -41,7 +41,7 @@ PROTOCOL_KNOBS = {"data", "evaluation"}
 
 @pytest.fixture(scope="module")
 def full():
-    return Plan.load(CONFIG_DIR, {"preset": "full"})
+    return full_plan()
 
 
 def knobs_by_hand(paper: dict) -> dict:

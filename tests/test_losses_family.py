@@ -202,11 +202,10 @@ def test_the_catalogues_npair_methods_train_unnormalised_embeddings_as_sohn():
     """Sohn's N-pair (profs Table 1's N-pair rows) is defined on unnormalised embeddings with an
     L2 penalty: the model feeds the loss unnormalised vectors, and the penalty is not constant."""
     from dmlbench import models
-    from dmlbench.config.plan import Plan
 
-    from conftest import CONFIG_DIR
+    from conftest import full_plan
 
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     for method in ("npair", "n_profs", "n_profs_hncm"):
         run = next(r for r in plan.runs("profs.t1") if r.method == method)
         cfg = plan.resolve(run)

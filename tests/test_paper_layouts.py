@@ -14,7 +14,7 @@ from test_report import fake_run
 from dmlbench.config.plan import Plan
 from dmlbench.report import aggregate, index, layout
 
-from conftest import CONFIG_DIR
+from conftest import CONFIG_DIR, full_plan
 from dmlbench.config.jobs import of as jobs_of
 
 
@@ -27,7 +27,7 @@ def paper_tables(plan: Plan) -> list[str]:
     ]
 
 
-FULL = Plan.load(CONFIG_DIR, {"preset": "full"})
+FULL = full_plan()
 TABLES = paper_tables(FULL)
 
 
@@ -225,7 +225,7 @@ def test_a_joined_row_shows_the_quoted_numbers_and_says_so(tmp_path):
 
 
 def test_a_layout_label_wins_over_the_methods_label():
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     assert plan.methods["ms"]["label"] != "MS"
     for key in ("dro.t2", "dro.t4"):
         grid = layout.table_layout(plan.experiments[key], index._labels(plan, plan.experiments[key]))
@@ -255,7 +255,7 @@ def test_ours_is_only_the_papers_and_the_suite_is_this_suite(tmp_path):
 
 
 def test_the_markdown_table_names_both_header_levels_and_prints_the_papers_digits(tmp_path):
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     runs = [r for r in plan.runs("fastap.t2") if r.dataset == "sop"]
     files = [fake_run(tmp_path, run, {"recall@1": 0.5}) for run in runs]
     aggregate.aggregate(jobs_of(plan).aggregate_spec("fastap.t2"), files, tmp_path / "t2")
@@ -281,7 +281,7 @@ def test_settings_that_reach_training_are_plain_numbers_the_papers_keep_their_di
             return [w for i, value in enumerate(tree) for w in carriers(value, where + (i,))]
         return [where] if isinstance(tree, PaperNumber) else []
 
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     runs = plan.runs("ms.t2") + plan.runs("profs.t1") + plan.runs("dro.t1")
     assert runs and not [w for run in runs for w in carriers(plan.resolve(run))]
     assert isinstance(plan.experiments["ms.t2"]["reported"]["ms"]["cub"]["recall@4"], PaperNumber)

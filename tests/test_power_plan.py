@@ -9,10 +9,9 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import CONFIG_DIR, python_env
+from conftest import full_plan, python_env
 
 from dmlbench.config import verdict_spec
-from dmlbench.config.plan import Plan
 from dmlbench.verdicts import claim_family, numbers, power, power_plan
 
 
@@ -54,7 +53,7 @@ def test_two_seeds_have_no_power_and_the_seeds_for_80_percent_are_the_fewest():
 
 
 def test_a_claims_power_is_the_certificates_at_the_planned_seeds():
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     spec = verdict_spec.certificate_spec(plan, "ms")
     claims = [claim_family.tested(exp, lambda row, dataset, metric: {}) for exp in spec["experiments"]]
     claim_family.decide(claims, spec["experiments"])

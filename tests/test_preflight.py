@@ -13,14 +13,14 @@ from dmlbench.preflight.coverage import bounded, structure
 from dmlbench.preflight.runner import probe_all
 from dmlbench.run_config import RunConfig
 
-from conftest import CONFIG_DIR
+from conftest import CONFIG_DIR, full_plan
 
 pytestmark = pytest.mark.xdist_group("test_preflight")  # one worker: its module fixture once
 
 
 @pytest.fixture(scope="module")
 def full():
-    return Plan.load(CONFIG_DIR, {"preset": "full"})
+    return full_plan()
 
 
 def test_runs_differing_only_in_seed_share_a_group(full):
@@ -409,7 +409,7 @@ def test_bounded_preflight_of_the_full_catalogue_passes(tmp_path):
     table = pd.read_csv(out / "preflight.csv")
     failed = table[table["status"] != "passed"]
     assert done.returncode == 0 and failed.empty, failed[["code_path", "error"]].to_string() + done.stderr[-3000:]
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     part = bounded(group_runs(plan))
     assert list(table["group"]) == [g.key for g in part]
     assert (table["seconds_per_step"] > 0).all() and (table["peak_mb"] > 0).all()

@@ -18,7 +18,7 @@ from dmlbench.evaluation import reference
 from dmlbench.run_config import Model, RunConfig
 
 import processes
-from conftest import python_env
+from conftest import full_plan, python_env
 from dmlbench.config.jobs import of as jobs_of
 
 CONFIG_DIR = "workflow/config"
@@ -126,7 +126,7 @@ def test_a_reference_uses_the_runs_protocol_query_gallery_for_inshop(tmp_path):
 
 
 def test_every_table_of_the_full_plan_has_its_reference_jobs():
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     for experiment in plan.experiment_ids:
         if plan.is_analysis(experiment) or plan.is_fair(experiment):
             continue  # the fair table compares tuned methods with each other, without reference rows
@@ -142,7 +142,7 @@ def test_every_table_of_the_full_plan_has_its_reference_jobs():
 
 
 def test_runs_that_differ_in_backbone_get_different_references_and_share_otherwise():
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     mapping = plan.reference_map("fastap.t2")
     r18 = {n for (d, m), n in mapping.items() if d == "sop" and m.endswith("r18")}
     r50 = {n for (d, m), n in mapping.items() if d == "sop" and m.endswith("r50")}

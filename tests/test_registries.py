@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from dmlbench.analysis import ANALYSES
-from dmlbench.config.plan import Plan
 from dmlbench.methods import plugin_code
 from dmlbench.methods.criterion import Criterion
 from dmlbench.methods.losses import LOSSES
@@ -18,9 +17,9 @@ from dmlbench.methods.samplers import SAMPLERS
 from dmlbench.plots import FIGURES
 from dmlbench.training.schemes import SCHEMES
 
-from conftest import CONFIG_DIR
+from conftest import full_plan
 
-METHODS = Plan.load(CONFIG_DIR, {"preset": "full"}).methods
+METHODS = full_plan().methods
 TESTS = Path(__file__).resolve().parent
 
 

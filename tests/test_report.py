@@ -9,7 +9,7 @@ from scipy import stats
 from dmlbench.config.plan import Plan
 from dmlbench.report import aggregate, index
 
-from conftest import CONFIG_DIR
+from conftest import CONFIG_DIR, full_plan
 from dmlbench.config.jobs import of as jobs_of
 
 
@@ -42,7 +42,7 @@ def fake_run(root, run, metrics, epochs=2):
 
 
 def test_seeds_aggregate_with_paper_numbers(tmp_path):
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     spec = jobs_of(plan).aggregate_spec("dro.f4")
     files = []
     values = {0: 0.60, 1: 0.62, 2: 0.64, 3: 0.66, 4: 0.68}
@@ -65,7 +65,7 @@ def test_seeds_aggregate_with_paper_numbers(tmp_path):
 
 
 def test_sweep_experiment_draws_its_figure(tmp_path):
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     files = [fake_run(tmp_path, run, {"recall@1": 0.5}) for run in plan.runs("dro.f1")]
     out = tmp_path / "reports" / "full" / "dro.f1"
     aggregate.aggregate(jobs_of(plan).aggregate_spec("dro.f1"), files, out)
@@ -79,7 +79,7 @@ def test_sweep_experiment_draws_its_figure(tmp_path):
 
 
 def test_quoted_rows_are_marked_as_quoted(tmp_path):
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     files = [fake_run(tmp_path, run, {f"recall@{k}": 0.5 for k in (1, 2, 4, 8, 16, 32)}) for run in plan.runs("ms.t2")]
     aggregate.aggregate(jobs_of(plan).aggregate_spec("ms.t2"), files, tmp_path / "out")
     text = (tmp_path / "out/table.md").read_text()
@@ -151,7 +151,7 @@ def test_dro_f1_f5_mark_the_recalls_the_supplement_prints(tmp_path, monkeypatch,
     the figure's table and drawn as crosses at x = 0.006."""
     from dmlbench.report import figures
 
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     files = [fake_run(tmp_path, run, {"recall@1": 0.5}) for run in plan.runs(key)]
     drawn = {}
     monkeypatch.setattr(figures, "save", lambda fig, path, spec=None: drawn.setdefault(path.name, fig))
@@ -262,7 +262,7 @@ def test_fair_paper_numbers_keep_the_papers_digits(tmp_path):
     )
     from dmlbench.config import fair_catalogue
 
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     recall = fair_catalogue.paper_recall_at_1(plan, "suite.fair", ["cub", "cars"])
     assert recall["ms"]["cub"][0] == "66.85"
     recall["raw_dw"] = {"cars": [printed(plan.experiments["ms.t1"]["reported"]["raw_dw"]["cars"]["recall@1"]), "ms.t1"]}
@@ -276,14 +276,14 @@ def test_fair_paper_numbers_keep_the_papers_digits(tmp_path):
 
 
 def test_dro_f4_leaves_out_the_recalls_the_paper_does_not_plot():
-    metrics = Plan.load(CONFIG_DIR, {"preset": "full"}).experiments["dro.f4"]["table"]["metrics"]
+    metrics = full_plan().experiments["dro.f4"]["table"]["metrics"]
     assert "recall@4" not in metrics and "recall@16" not in metrics
 
 
 def test_dro_f2_plots_every_recall_of_its_table(tmp_path, monkeypatch):
     from dmlbench.report import figures
 
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     ks = (1, 10, 20, 30, 40, 50)
     files = [fake_run(tmp_path, run, {f"recall@{k}": 0.5 + k / 200 for k in ks}) for run in plan.runs("dro.f2")]
     drawn = {}
@@ -294,7 +294,7 @@ def test_dro_f2_plots_every_recall_of_its_table(tmp_path, monkeypatch):
 
 
 def test_dro_quotes_wang_et_al_rows_as_quoted_not_as_its_own(tmp_path):
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     ks = (1, 2, 4, 8, 16, 32)
     files = [fake_run(tmp_path, run, {f"recall@{k}": 0.5 for k in ks}) for run in plan.runs("dro.t1")]
     aggregate.aggregate(jobs_of(plan).aggregate_spec("dro.t1"), files, tmp_path / "out")
@@ -324,7 +324,7 @@ def test_test_selected_epoch_is_the_best_recall_at_1_and_shown_beside_the_last(t
     history.write_text(json.dumps({"epoch": 1, "loss": 1.0}) + "\n")
     assert test_selected_epoch(history) is None
 
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     spec = jobs_of(plan).aggregate_spec("profs.f3")
     files = []
     seed0 = [run for run in plan.runs("profs.f3") if run.seed == 0]  # one per cell (claims' cells have more)
@@ -417,7 +417,7 @@ def test_the_provenance_panel_reads_only_the_preset_it_reports(tmp_path):
     paper = plan.paper_setting(run)
     assert paper["epochs"] != plan.resolve(run)["epochs"]  # smoke shortens the training; the paper's does not
     row = next(r for r in provenance.experiment_rows(plan) if r["experiment"] == "ms.t1")
-    full = Plan.load(CONFIG_DIR, {"preset": "full"})
+    full = full_plan()
     assert (
         row["paper"]["epochs"]
         == paper["epochs"]

@@ -21,7 +21,7 @@ from dmlbench.report import index, retrieved
 from dmlbench.run_config import RunConfig
 from dmlbench.training import run_folder
 
-from conftest import CONFIG_DIR
+from conftest import CONFIG_DIR, full_plan
 
 
 def brute_force(queries, gallery, k, own=None):
@@ -190,7 +190,7 @@ def test_the_plan_names_headline_and_baseline_runs_and_their_metrics_as_inputs()
     assert (
         jobs_of(Plan.load(CONFIG_DIR, {"preset": "demo", "experiments": ["suite.baselines"]})).retrieved_pairs() == []
     )
-    assert jobs_of(Plan.load(CONFIG_DIR, {"preset": "full"})).retrieved_outputs() == []  # full: no such jobs
+    assert jobs_of(full_plan()).retrieved_outputs() == []  # full: no such jobs
     narrowed = Plan.load(CONFIG_DIR, {"preset": "demo", "subset": {"ms.t1": {"methods": ["ms"]}}})
     assert jobs_of(narrowed).retrieved_pairs() == []  # no baseline run: no figure, and no error
 

@@ -7,12 +7,11 @@ import pytest
 
 from dmlbench import run_config
 from dmlbench.run_config import values
-from dmlbench.config.plan import Plan
 from dmlbench.core.errors import ConfigError
 from dmlbench.run_config import Optimizer, RunConfig, TrainingSettings
 from dmlbench.training.optimisers import OPTIMISERS
 
-from conftest import CONFIG_DIR
+from conftest import full_plan
 
 
 def leaves(tree: dict, prefix: str = "") -> list[str]:
@@ -60,7 +59,7 @@ def test_the_generated_schema_refuses_values_outside_each_fields_rules(key, valu
 def test_every_resolved_run_of_full_round_trips_through_the_typed_config():
     """What the rules pass on (the plan's resolved mapping) is exactly the typed config's JSON form:
     nothing the plan resolves is lost or added by the typed view training reads."""
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     runs = plan.runs()
     assert len(runs) > 500
     for run in runs:
@@ -69,7 +68,7 @@ def test_every_resolved_run_of_full_round_trips_through_the_typed_config():
 
 
 def test_the_typed_view_reads_the_plans_values():
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     run = next(r for r in plan.runs("dro.t1") if r.method == "dro_topk_m")
     resolved = plan.resolve(run)
     typed = RunConfig.from_dict(resolved)

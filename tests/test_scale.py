@@ -20,7 +20,7 @@ from dmlbench.core.machine import check_paths
 from dmlbench.training import run_folder
 
 import processes
-from conftest import CONFIG_DIR, REPO, python_env, snakemake_command
+from conftest import CONFIG_DIR, REPO, full_plan, python_env, snakemake_command
 from dmlbench.config.jobs import of as jobs_of
 from trainings_digest import digest
 
@@ -64,7 +64,7 @@ def test_the_fair_jobs_train_every_fold_once_with_its_planned_settings(preset):
 
 
 def test_a_round_asks_its_slots_in_order_after_the_round_before_was_told():
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     s = plan.fair_settings("suite.fair")
     n_rounds = plan.fair_rounds("suite.fair")
     assert n_rounds == -(-s["trials"] // s["parallel"])
@@ -359,7 +359,7 @@ def test_a_gpu_jobs_spec_carries_the_shared_settings_once_and_stays_far_below_th
     once and each fold's changes."""
     from dmlbench.run_config import delta
 
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     search = jobs_of(plan).fair_round_job("suite.fair", "sop", "ms", 0)
     group = jobs_of(plan).fair_group_spec("suite.fair", "sop", "ms", 0)
     whole = [

@@ -15,7 +15,7 @@ from dmlbench.data.prepare import prepare
 from dmlbench.methods import samplers
 from dmlbench.run_config import LossParams, Optimizer, RunConfig
 
-from conftest import CONFIG_DIR, python_env
+from conftest import CONFIG_DIR, full_plan, python_env
 from processes import run, start, stop
 
 pytestmark = pytest.mark.xdist_group("test_training")  # one worker: its module fixture once
@@ -379,7 +379,7 @@ def test_margin_beta_learns_at_its_own_rate_as_in_wu_et_al(method):
     from dmlbench.models.embedding import EmbeddingNet
     from dmlbench.training.optimisers import build_loss_optimizer, build_optimizer
 
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     run = next(r for e in plan.experiment_ids if not plan.is_analysis(e) for r in plan.runs(e) if r.method == method)
     cfg = plan.resolve(run)
     assert cfg["optimizer"]["loss_params"] == {"optimizer": "sgd", "lr": 0.1, "momentum": 0.9}

@@ -12,7 +12,7 @@ import pytest
 
 from dmlbench.config.plan import Plan
 
-from conftest import CONFIG_DIR, REPO, python_env
+from conftest import CONFIG_DIR, REPO, full_plan, python_env
 from dmlbench.config.jobs import of as jobs_of
 from processes import run
 
@@ -327,7 +327,7 @@ def test_a_label_with_a_bar_or_a_line_break_stays_in_its_markdown_cell(tmp_path)
 
     label = "MS | margin\nλ=0.5"
     assert markdown.cells(markdown.row([label, "1.00"])) == ["MS | margin λ=0.5", "1.00"]
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     spec = jobs_of(plan).aggregate_spec("dro.f4")
     method = plan.runs("dro.f4")[0].method
     spec["method_labels"][method] = label

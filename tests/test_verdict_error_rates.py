@@ -5,13 +5,13 @@ passes, a method planted 2 points low is caught, a claim planted 3 points up hol
 import pytest
 
 from benchmarks import verdict_oc
-from conftest import CONFIG_DIR
+from conftest import CONFIG_DIR, full_plan
 from dmlbench.config.plan import Plan
 
 
 @pytest.fixture(scope="module")
 def simulated():
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     return {row["scenario"]: row for row in verdict_oc.simulate(plan, "ms", 0.4, replicates=3, seed=1)}
 
 
@@ -51,7 +51,7 @@ def test_the_suites_holm_family_is_the_catalogues_whatever_trunks_a_preset_runs(
         plan = Plan.load(CONFIG_DIR, {"preset": "full", "subset": subset})
         return sum(len(e["claims"]) for e in verdict_spec.certificate_spec(plan, "suite")["experiments"])
 
-    sweep = list(Plan.load(CONFIG_DIR, {"preset": "full"}).experiments["suite.modern"]["sweep"])
+    sweep = list(full_plan().experiments["suite.modern"]["sweep"])
     assert len(sweep) >= 2 and family(sweep[:1]) == family(sweep)
 
 
@@ -64,5 +64,5 @@ def test_the_margins_stated_source_figure_is_the_catalogues_median_claimed_gain(
 
     source = margins.default(CONFIG_DIR)["source"]
     median, count = re.search(r"([\d.]+) points over\s+the (\d+) claimed gains", source).groups()
-    gains = claimed_gains(Plan.load(CONFIG_DIR, {"preset": "full"}))
+    gains = claimed_gains(full_plan())
     assert (float(median), int(count)) == (round(statistics.median(gains), 2), len(gains))

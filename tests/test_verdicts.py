@@ -18,7 +18,7 @@ from dmlbench.fair.intervals import mean_interval
 from dmlbench.verdicts import claim_decision, claim_kinds, claims, numbers, power
 
 import processes
-from conftest import CONFIG_DIR, REPO, python_env, snakemake_command
+from conftest import CONFIG_DIR, REPO, full_plan, python_env, snakemake_command
 from dmlbench.config.jobs import of as jobs_of
 
 T_975_4 = 2.7764451051977987  # Student t, 0.975 quantile, 4 degrees of freedom (tables: 2.776)
@@ -313,7 +313,7 @@ def test_a_claim_id_twice_in_a_paper_is_refused(tmp_path):
 
 
 def test_every_claim_of_the_catalogue_names_rows_datasets_and_metrics_of_its_experiment():
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})  # loading checks them (the test above: it can fail)
+    plan = full_plan()  # loading checks them (the test above: it can fail)
     found = [c for exp in plan.experiments.values() for c in exp.get("claims") or []]
     assert found, "the catalogue has claims"
     for key, exp in plan.experiments.items():
@@ -616,7 +616,7 @@ def test_numbers_that_cannot_reach_a_verdict_at_the_planned_seeds_are_named_befo
     expected = sum(len(metrics) for row, per in reported.items() for d, metrics in per.items() if (row, d) in trained)
     assert found["dro.t1"] == (expected, expected) and expected > 0  # one seed each
     assert "cannot reach a verdict at the planned seeds" in verdict_spec.undecidable_line(demo)
-    full = Plan.load(CONFIG_DIR, {"preset": "full"})
+    full = full_plan()
     assert verdict_spec.undecidable_numbers(full) == {}  # five seeds wherever the paper prints numbers
     # every cell a claim reads has the seeds its test needs (`claim_seeds`): none untestable at full
     assert verdict_spec.untestable_claims(full) == {} and verdict_spec.undecidable_line(full) is None

@@ -14,7 +14,7 @@ from dmlbench.config.plan import Plan
 
 import processes
 from report_cells import cells_showing_ids
-from conftest import CONFIG_DIR, REPO, python_env, snakemake_command
+from conftest import CONFIG_DIR, REPO, full_plan, python_env, snakemake_command
 from dmlbench.config.jobs import of as jobs_of
 
 
@@ -35,7 +35,7 @@ def test_full_preset_dry_run_lists_every_job(full_dry_run):
     result, workdir = full_dry_run
     counts = job_counts(result.stdout)
     listed = "\n".join(line for line in result.stdout.splitlines() if "metrics.json" in line or "summary.md" in line)
-    plan = Plan.load(CONFIG_DIR, {"preset": "full"})
+    plan = full_plan()
     assert counts["prepare"] == len(plan.datasets) == 6
     fold_runs = [run for run in plan.runs("suite.knobs") if plan.knob_run_index("suite.knobs")[run].fold is not None]
     # train writes metrics.json; a joined knob step's fold runs are its knob_joined job's; a run
@@ -565,7 +565,7 @@ def seen_in_a_browser(page, plan, contents) -> None:
 def test_gpu_smoke_plans_each_papers_real_backbone_and_input_size_with_cuda(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # as on a GPU machine
     plan = Plan.load(CONFIG_DIR, {"preset": "gpu-smoke"})
-    full = Plan.load(CONFIG_DIR, {"preset": "full"})
+    full = full_plan()
     papers = {run.experiment.split(".")[0] for run in plan.runs()}
     assert papers == {"ms", "dro", "ephn", "fastap", "profs", "suite"}  # suite.modern: ViT-S/16 at 224
     for run in plan.runs():

@@ -41,7 +41,8 @@ def test_every_timm_trunk_builds_on_cpu_with_the_embedding_size_asked_for(name):
     assert out.shape == (2, 24)
     assert torch.allclose(out.norm(dim=1), torch.ones(2), atol=1e-5)
     trunk = timm_trunks.TRUNKS[name]
-    reference = timm.create_model(trunk.model, pretrained=False, num_classes=0)
+    with torch.device("meta"):  # timm's network for its attributes alone: no weights drawn
+        reference = timm.create_model(trunk.model, pretrained=False, num_classes=0)
     assert net.head.in_features == reference.num_features
     assert (reference.global_pool == "token") == trunk.cls_token
 
@@ -49,7 +50,8 @@ def test_every_timm_trunk_builds_on_cpu_with_the_embedding_size_asked_for(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_the_registered_input_convention_is_timms(name):
     trunk = timm_trunks.TRUNKS[name]
-    config = timm.data.resolve_data_config({}, model=timm.create_model(trunk.model, pretrained=False))
+    with torch.device("meta"):
+        config = timm.data.resolve_data_config({}, model=timm.create_model(trunk.model, pretrained=False))
     assert config["mean"] == pytest.approx(trunk.mean)
     assert config["std"] == pytest.approx(trunk.std)
     assert config["interpolation"] == trunk.interpolation
@@ -237,9 +239,11 @@ def test_the_trunk_feature_is_timms_pooled_feature_with_the_head_removed(name):
     trunk = timm_trunks.TRUNKS[name]
     sized = {"img_size": trunk.img_size} if trunk.img_size else {}
     options = {"dynamic_img_size": True, "dynamic_img_pad": True} if trunk.cls_token else {}
-    reference = timm.create_model(trunk.model, pretrained=False, num_classes=0, **sized, **options).eval()
+    with torch.device("meta"):  # its weights are the trunk's own, assigned below: none drawn
+        reference = timm.create_model(trunk.model, pretrained=False, num_classes=0, **sized, **options).eval()
     inner = net.trunk.net if trunk.cls_token else net.trunk
-    reference.load_state_dict(inner.state_dict())
+    reference.load_state_dict(inner.state_dict(), assign=True)
+    assert not any(t.is_meta for t in [*reference.parameters(), *reference.buffers()])
     images = torch.rand(2, 3, 64, 64)
     with torch.no_grad():
         feature = TrunkFeatures(net)(images)

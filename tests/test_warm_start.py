@@ -1,6 +1,7 @@
 """Training steps forked from the warm-start server: handed off, streams and exit status passed
 through, signals passed on, nothing left running (dmlbench/orchestration/warm_start.py)."""
 
+import gzip
 import json
 import os
 import signal
@@ -272,3 +273,47 @@ def test_ctrl_c_to_the_whole_group_lets_each_step_say_where_it_resumes(server, t
     assert server.poll() is None, "the server ended on Ctrl-C"
     assert job.returncode == -signal.SIGINT
     assert "dmlbench train: interrupted;" in err and "Traceback" not in err
+
+
+def test_the_data_steps_run_warm_write_what_they_write_cold(server, tmp_path):
+    """prepare and store handed to the server (`hand_off` gives their exit status) write the
+    files a cold process writes, byte for byte."""
+
+    def data_steps(folder: Path) -> list[list[str]]:
+        spec = {"dataset": "cub", "source": "fixture", "root": str(folder), "fixture": {"n_classes": 6, "per_class": 3}}
+        manifest = folder / "fixture/cub/manifest.csv"
+        return [
+            ["prepare", "--spec", json.dumps(spec), "--output", str(manifest)],
+            [
+                "store",
+                "--manifest",
+                str(manifest),
+                "--side",
+                "32",
+                "--output",
+                str(folder / "store32"),
+                "--workers",
+                "2",
+            ],
+        ]
+
+    for step in data_steps(tmp_path / "warm"):
+        assert warm_start.hand_off(step) == 0, step[0]
+    cold_env = python_env() | {warm_start.VARIABLE: "off"}
+    for step in data_steps(tmp_path / "cold"):
+        cold = run([sys.executable, "-m", "dmlbench", *step], timeout=300, capture_output=True, text=True, env=cold_env)
+        assert cold.returncode == 0, cold.stderr[-2000:]
+
+    def content(path: Path, folder: str) -> bytes:  # an archive's gzip header holds its time; a record its folder
+        data = gzip.decompress(path.read_bytes()) if path.suffix == ".tgz" else path.read_bytes()
+        return data.replace(str(tmp_path / folder).encode(), b"<folder>")
+
+    written = {
+        folder: {
+            p.relative_to(tmp_path / folder): content(p, folder) for p in (tmp_path / folder).rglob("*") if p.is_file()
+        }
+        for folder in ("warm", "cold")
+    }
+    assert written["warm"].keys() == written["cold"].keys() and len(written["warm"]) > 3
+    differing = [path for path in written["warm"] if written["warm"][path] != written["cold"][path]]
+    assert not differing, differing

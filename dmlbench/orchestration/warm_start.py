@@ -6,7 +6,7 @@ figure steps spend 2-4 s importing pandas, scipy and matplotlib); the demo and t
 start over a hundred of them. When Snakemake runs a preset whose every run is on the CPU on this
 machine, the Snakefile starts `python -m dmlbench warm-start` (`start_for`, `stop_started`); jobs
 find its socket in `DMLBENCH_WARM_START`, and `python -m dmlbench <step>` (`COMMANDS`: the
-training, evaluation, reference, summary, table, analysis and report steps) hands the server its arguments,
+data, training, evaluation, reference, summary, table, analysis and report steps) hands the server its arguments,
 working directory, environment and standard streams (`hand_off`). The server forks a child that
 runs the step as a new process would, and the step exits with the child's status.
 
@@ -35,7 +35,7 @@ from dmlbench import training
 
 VARIABLE = "DMLBENCH_WARM_START"
 PREFIX = "dmlbench-warm-"  # the server's socket is <temporary folder>/dmlbench-warm-*/socket
-# the steps that start torch, pandas, scipy or matplotlib for seconds of work, and what they import
+# the steps that start torch, pandas, scipy, PIL or matplotlib for seconds of work, and what they import
 COMMANDS = (
     "train",
     "fair-round",
@@ -52,6 +52,12 @@ COMMANDS = (
     "report",
     "results-table",
     "retrieved",
+    "prepare",
+    "cache",
+    "store",
+    "fair-splits",
+    "fair-best",
+    "ranking-vs-fair",
 )
 PRELOAD = (
     "torch",
@@ -68,6 +74,12 @@ PRELOAD = (
     "dmlbench.report.index",
     "dmlbench.report.retrieved",
     "dmlbench.verdicts.certificate",
+    "dmlbench.data.prepare",
+    "dmlbench.data.cache",
+    "dmlbench.data.store",
+    "dmlbench.data.folds",
+    "dmlbench.fair.study",
+    "dmlbench.report.ranking_vs_fair",
     *training.IMPORTS,
 )
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)

@@ -23,6 +23,12 @@ def full():
     return full_plan()
 
 
+@pytest.fixture(scope="module")
+def full_groups(full):
+    """The full plan's groups, grouped once for the module (about 5 s)."""
+    return group_runs(full)
+
+
 def test_runs_differing_only_in_seed_share_a_group(full):
     runs = full.runs("dro.f4")  # 6 methods on cub, each its seeds (a claim's cells more: claim_seeds)
     groups = group_runs(full, runs)
@@ -90,10 +96,10 @@ def _skeleton(settings):
     )
 
 
-def test_bounded_part_covers_every_paper_backbone_loss_miner_sampler_scheme_and_layout(full):
+def test_bounded_part_covers_every_paper_backbone_loss_miner_sampler_scheme_and_layout(full_groups):
     from dmlbench.data import datasets
 
-    groups = group_runs(full)
+    groups = full_groups
     part = bounded(groups)
     assert len(part) < len(groups) / 4
     assert [g.key for g in part] == [g.key for g in groups if g in part]  # the plan's order
@@ -109,8 +115,8 @@ def test_bounded_part_covers_every_paper_backbone_loss_miner_sampler_scheme_and_
         assert {of(g) for g in part} == {of(g) for g in groups}, name
 
 
-def test_the_bounded_part_prefers_the_cheaper_of_two_groups_with_the_same_features(full):
-    groups = group_runs(full)
+def test_the_bounded_part_prefers_the_cheaper_of_two_groups_with_the_same_features(full_groups):
+    groups = full_groups
     twin = copy.deepcopy(groups[0])
     twin.key, twin.cfg["batch"]["size"] = "twin", groups[0].cfg["batch"]["size"] // 2
     assert twin in bounded([groups[0], twin]) and groups[0] not in bounded([groups[0], twin])
@@ -374,7 +380,7 @@ def test_budget_of_a_hand_computed_plan():
 
 
 @pytest.mark.slow
-def test_bounded_preflight_of_the_full_catalogue_passes(tmp_path):
+def test_bounded_preflight_of_the_full_catalogue_passes(tmp_path, full_groups):
     """Every paper, backbone, loss, miner, sampler and scheme of `full` at its real batch and
     parameters, on fixtures at 32-pixel crops (`make preflight` runs every group)."""
     import sys
@@ -409,8 +415,7 @@ def test_bounded_preflight_of_the_full_catalogue_passes(tmp_path):
     table = pd.read_csv(out / "preflight.csv")
     failed = table[table["status"] != "passed"]
     assert done.returncode == 0 and failed.empty, failed[["code_path", "error"]].to_string() + done.stderr[-3000:]
-    plan = full_plan()
-    part = bounded(group_runs(plan))
+    part = bounded(full_groups)
     assert list(table["group"]) == [g.key for g in part]
     assert (table["seconds_per_step"] > 0).all() and (table["peak_mb"] > 0).all()
     projection = pd.read_csv(out / "budget.csv")

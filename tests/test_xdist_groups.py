@@ -1,4 +1,4 @@
-"""`make test` runs side by side (`pytest -n auto --dist loadgroup`), and some modules count on
+"""`make test` runs side by side (`pytest -n <cores + 1> --dist loadgroup`), and some modules count on
 their `xdist_group` keeping them on one worker: the SLURM tests share one machine-wide cluster,
 others a module fixture. pytest-xdist passes the group to its scheduler inside the test's id, which
 pytest 9.2 no longer lets a plugin change (pytest-xdist issue 1386): the groups are then dropped

@@ -8,7 +8,7 @@ PREFLIGHT_SIDE ?= 64
 
 # test processes side by side (pytest-xdist; `make test TEST_WORKERS=0` runs them one by one): one more
 # than the cores, so that a core is not left idle while a worker waits on SLURM or a preflight's probes
-# (2 cores: 1,059 s with 3 workers, 1,163 s with 2; docs/benchmarks.md)
+# (2 cores: 0.61-0.62 s of wall per CPU second with 3 workers, 0.65 s with 2; docs/benchmarks.md)
 TEST_WORKERS ?= $(shell echo $$(( $$( (nproc || getconf _NPROCESSORS_ONLN) 2>/dev/null ) + 1 )))
 
 # where `make wheelhouse` writes every wheel the project needs (for machines without a package index)

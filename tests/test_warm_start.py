@@ -298,12 +298,9 @@ def test_the_data_steps_run_warm_write_what_they_write_cold(server, tmp_path):
         ]
 
     handlers = {signum: signal.getsignal(signum) for signum in warm_start.FORWARDED}
-    try:  # as a job would (hand_off passes on this process's signals while its step runs)
-        for step in data_steps(tmp_path / "warm"):
-            assert warm_start.hand_off(step) == 0, step[0]
-    finally:
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
+    for step in data_steps(tmp_path / "warm"):
+        assert warm_start.hand_off(step) == 0, step[0]
+    assert {signum: signal.getsignal(signum) for signum in warm_start.FORWARDED} == handlers  # given back
     cold_env = python_env() | {warm_start.VARIABLE: "off"}
     for step in data_steps(tmp_path / "cold"):
         cold = run([sys.executable, "-m", "dmlbench", *step], timeout=300, capture_output=True, text=True, env=cold_env)

@@ -216,9 +216,13 @@ def hand_off(argv: list[str]) -> int | None:
     replies = connection.makefile("r")
     if not replies.readline().startswith("started"):
         return None
-    for signum in FORWARDED:  # passed on to the child, which decides how to end
-        signal.signal(signum, lambda received, frame: connection.sendall(f"{received}\n".encode()))
-    status = replies.readline().split()
+    forward = lambda received, frame: connection.sendall(f"{received}\n".encode())  # noqa: E731
+    previous = {signum: signal.signal(signum, forward) for signum in FORWARDED}  # the child decides how to end
+    try:
+        status = replies.readline().split()
+    finally:  # the caller's own handlers again once the child has ended
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     if not status:  # the server ended first: the child was ended with it
         print(
             f"dmlbench {argv[0]}: error: the warm-start server ({path}) ended while this step ran, and the "

@@ -24,6 +24,30 @@ def snakemake_command(workdir: Path, *args: str, snakefile: Path = REPO / "Snake
     return [python, "-m", "snakemake", "-s", str(snakefile), "-d", str(workdir), "--scheduler", "greedy", *args]
 
 
+_warm_server = []  # the shared warm-start server this process started
+
+
+def pytest_configure(config):
+    """One warm-start server for the whole test run, its socket in DMLBENCH_WARM_SERVER: the CPU
+    Snakemake runs of every test (pytest-xdist's workers inherit it) use it rather than each start
+    its own (about 5 s of imports each). It runs only the jobs of its interpreter, checkout and
+    import path (dmlbench/orchestration/warm_identity.py); the others, and `python -m dmlbench
+    <step>` that a test runs outside Snakemake, start cold as before."""
+    from dmlbench.orchestration import warm_start
+
+    if os.environ.get(warm_start.VARIABLE) == "off" or os.environ.get(warm_start.SHARED):
+        return  # warm starts off, or a server of an enclosing test run
+    _warm_server.append(warm_start.start())
+    os.environ[warm_start.SHARED] = os.environ.pop(warm_start.VARIABLE)
+
+
+def pytest_unconfigure(config):
+    from dmlbench.orchestration import warm_start
+
+    while _warm_server:
+        warm_start.stop(_warm_server.pop(), Path(os.environ.pop(warm_start.SHARED)))
+
+
 def pytest_collection_modifyitems(items):
     """The slow tests first, so that side by side (pytest-xdist) the longest start early and the
     many short ones fill in around them."""

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from dmlbench.orchestration import warm_start
+from dmlbench.orchestration import warm_identity, warm_start
 from dmlbench.config.plan import Plan
 
-from conftest import CONFIG_DIR, REPO, python_env
+from conftest import CONFIG_DIR, REPO, python_env, snakemake_command
 from processes import run, start, stop
 
 
@@ -226,15 +226,86 @@ def test_warm_starts_are_for_cpu_presets_and_can_be_switched_off(monkeypatch):
     assert warm_start.hand_off(["train", "--spec", "{}"]) is None  # the job runs itself
 
 
-def test_a_server_that_cannot_start_leaves_the_steps_cold(monkeypatch, capsys):
+def test_a_server_that_cannot_start_leaves_the_steps_cold(monkeypatch, capsys, tmp_path):
     def fails():
         raise OSError("No space left on device")
 
     monkeypatch.setattr(warm_start, "start", fails)
     monkeypatch.delenv(warm_start.VARIABLE, raising=False)
+    monkeypatch.setenv(warm_start.SHARED, str(tmp_path / "socket"))  # named, but nothing listens there
     warm_start.start_for(Plan.load(CONFIG_DIR, {"preset": "smoke"}))
     assert "no warm starts (No space left on device); each step starts cold" in capsys.readouterr().err
     assert not warm_start._started and warm_start.VARIABLE not in os.environ
+
+
+def test_runs_use_the_shared_server_and_leave_it_serving_and_gpu_runs_start_cold(server, monkeypatch, capsys):
+    shared = os.environ.pop(warm_start.VARIABLE)
+    monkeypatch.setenv(warm_start.SHARED, shared)
+    warm_start.start_for(Plan.load(CONFIG_DIR, {"preset": "smoke"}))
+    assert os.environ[warm_start.VARIABLE] == shared and not warm_start._started  # none of its own
+    assert f"forked from the server at {shared} ({warm_start.SHARED})" in capsys.readouterr().err
+    warm_start.stop_started()  # the run's end
+    assert server.poll() is None and Path(shared).exists()
+    warm_start.start_for(Plan.load(CONFIG_DIR, {"preset": "gpu-smoke"}))
+    assert warm_start.VARIABLE not in os.environ and not warm_start._started  # its jobs start cold
+    os.environ[warm_start.VARIABLE] = shared  # for the fixture's stop
+
+
+def reaped_cpu_seconds(pid: int) -> float:
+    """The CPU time of the children `pid` has reaped (cutime + cstime of /proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_a_snakemake_run_of_this_checkout_hands_its_steps_to_the_shared_server(server, tmp_path):
+    """What the test run's shared server (tests/conftest.py) is for: a Snakemake run, whose jobs'
+    import path names the checkout and their folder again, gives it its steps; none starts cold
+    (a child's CPU time is its server's once reaped)."""
+    shared = os.environ.pop(warm_start.VARIABLE)
+    before = reaped_cpu_seconds(server.pid)
+    command = snakemake_command(
+        tmp_path, "--cores", "1", "--until", "prepare", "--config", "preset=smoke", "experiments=[suite.baselines]"
+    )
+    result = run(command, timeout=600, capture_output=True, text=True, env={**python_env(), warm_start.SHARED: shared})
+    os.environ[warm_start.VARIABLE] = shared  # for the fixture's stop
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"forked from the server at {shared}" in result.stderr
+    logs = [path.read_text() for path in tmp_path.glob("logs/smoke/prepare/*.log")]
+    assert len(logs) == 5 and not any("starts cold" in log for log in logs), logs
+    assert reaped_cpu_seconds(server.pid) > before
+
+
+def test_a_job_of_another_checkout_import_path_or_thread_runtime_is_refused_and_starts_cold(
+    server, monkeypatch, capsys, tmp_path
+):
+    """The server's children keep what it imported: a job that would import other code, or load
+    torch's OpenMP under another setting, runs itself (`hand_off` gives None) and says why."""
+    step = ["verdict", "--help"]
+    real = warm_identity.code()
+    others = {
+        "dmlbench": {**real, "dmlbench": str(tmp_path / "dmlbench")},
+        "path": {**real, "path": [str(tmp_path), *real["path"]]},
+        "runtime": {**real, "runtime": {**real["runtime"], "OMP_WAIT_POLICY": "ACTIVE"}},
+    }
+    for key, other in others.items():
+        monkeypatch.setattr(warm_start, "code", lambda other=other: other)
+        assert warm_start.hand_off(step) is None
+        assert f"dmlbench verdict: starts cold: its {key} is " in capsys.readouterr().err
+    monkeypatch.setattr(warm_start, "code", warm_identity.code)
+    assert warm_start.hand_off(step) == 0  # the same code: the server's child ran it
+
+
+def test_a_dmlbench_source_changed_after_the_server_imported_it_is_a_refusal(tmp_path):
+    module = tmp_path / "module.py"
+    module.write_text("")
+    imported = {str(module): module.stat().st_mtime_ns}
+    request = {"code": warm_identity.code()}
+    assert warm_identity.refusal(request, imported) is None
+    os.utime(module, ns=(module.stat().st_atime_ns, module.stat().st_mtime_ns + 1))
+    assert warm_identity.refusal(request, imported) == f"{module} changed after the warm-start server imported it"
+    module.unlink()
+    assert "changed after" in warm_identity.refusal(request, imported)
+    assert str(Path(warm_identity.__file__)) in warm_identity.sources()  # what the server records
 
 
 @pytest.mark.parametrize("what", ["the server", "the child"])

@@ -10,6 +10,8 @@ nothing but that job: the server goes on serving the others.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
 import os
 import select
@@ -18,6 +20,7 @@ import socket
 import sys
 from pathlib import Path
 
+from dmlbench.orchestration.warm_identity import refusal, sources
 from dmlbench.orchestration.warm_start import VARIABLE, preload, remove_socket
 
 REQUEST_SECONDS = 30  # a job sends its request as soon as it has connected
@@ -50,12 +53,13 @@ def serve(path: Path, owner: int, command_line) -> None:
         listener.listen(64)
         os.replace(str(path) + ".tmp", path)  # the socket appears once it accepts connections:
         preload()  # the run goes on meanwhile; a job arriving early waits for the imports
+        imported = sources()
         while True:
             connections = {job.connection: job for job in jobs if job.connection}
             ended = {job.pidfd: job for job in jobs}
             for ready in select.select([listener, *connections, *ended], [], [])[0]:
                 if ready is listener:
-                    job = _fork(listener, jobs, command_line)
+                    job = _fork(listener, jobs, command_line, imported)
                     if job:
                         jobs.append(job)
                 elif ready in connections:
@@ -69,12 +73,21 @@ def serve(path: Path, owner: int, command_line) -> None:
         remove_socket(path)
 
 
-def _fork(listener: socket.socket, jobs: list[_Job], command_line) -> _Job | None:
-    """Fork the child of the next job; None when the job went away before sending its request."""
+def _fork(listener: socket.socket, jobs: list[_Job], command_line, imported: dict) -> _Job | None:
+    """Fork the child of the next job; None when the job went away before sending its request, or
+    was refused (`refusal`: it then starts cold)."""
     connection = listener.accept()[0]
     try:
         request, fds = _request(connection)
     except (OSError, ValueError):  # gone, silent past the time limit, or not a job of ours
+        connection.close()
+        return None
+    refused = refusal(request, imported)
+    if refused:
+        for fd in fds:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            connection.sendall(f"cold {refused}\n".encode())
         connection.close()
         return None
     sys.stdout.flush()
@@ -136,6 +149,8 @@ def _run_child(request: dict, fds: list[int], server: int, command_line) -> None
             os.dup2(fd, target)
             os.close(fd)
         os.chdir(request["cwd"])
+        sys.path[:] = request["path"]  # where a new process would find the user's modules
+        importlib.invalidate_caches()
         os.environ.clear()
         os.environ.update(request["env"])
         os.environ.pop(VARIABLE, None)

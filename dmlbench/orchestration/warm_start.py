@@ -15,6 +15,12 @@ on `stop`; a child ends when its job's process ends (the server kills it when th
 connection closes) and a signal the job receives (SIGTERM, SIGINT, SIGHUP) is passed on to it.
 The server forks from one thread and has run no torch operation, so no thread pool is copied
 half-way. Set `DMLBENCH_WARM_START=off` to run every job cold.
+
+Several Snakemake runs in turn (the test suite's) can share one server: started once, its socket
+in `DMLBENCH_WARM_SERVER`, each run uses it rather than start its own. A server runs only the code
+it imported: a job of another interpreter or checkout, or one that comes after the server's
+dmlbench sources changed, is refused and starts cold (`warm_identity`); a child takes its job's
+`sys.path`, so that the user's modules are found as a new process finds them.
 """
 
 from __future__ import annotations
@@ -32,8 +38,10 @@ import time
 from pathlib import Path
 
 from dmlbench import training
+from dmlbench.orchestration.warm_identity import code
 
 VARIABLE = "DMLBENCH_WARM_START"
+SHARED = "DMLBENCH_WARM_SERVER"  # the socket of a server that several Snakemake runs share
 PREFIX = "dmlbench-warm-"  # the server's socket is <temporary folder>/dmlbench-warm-*/socket
 # the steps that start torch, pandas, scipy, PIL or matplotlib for seconds of work, and what they import
 COMMANDS = (
@@ -112,19 +120,38 @@ _started: list[subprocess.Popen] = []
 
 
 def start_for(plan) -> None:
-    """The Snakefile's `onstart`: a server for this run when the plan `wanted` one."""
-    if wanted(plan):
+    """The Snakefile's `onstart`: when the plan `wanted` a server, the shared one if it answers,
+    or one for this run."""
+    if not wanted(plan):
+        if os.environ.get(VARIABLE) != "off":
+            os.environ.pop(VARIABLE, None)  # this run's jobs start cold
+        return
+    shared = os.environ.get(SHARED)
+    if shared and answers(shared):
+        os.environ[VARIABLE] = shared
+        print(f"dmlbench: training steps start warm, forked from the server at {shared} ({SHARED})", file=sys.stderr)
+        return
+    try:
+        _started.append(start())
+    except (OSError, RuntimeError) as error:  # the steps start cold, as without it
+        print(f"dmlbench: warning: no warm starts ({error}); each step starts cold", file=sys.stderr)
+        return
+    atexit.register(stop_started)  # however Snakemake ends
+    print(
+        f"dmlbench: training steps start warm, forked from one process (pid {_started[-1].pid}) that has "
+        f"imported torch; DMLBENCH_WARM_START=off starts each cold",
+        file=sys.stderr,
+    )
+
+
+def answers(path: str) -> bool:
+    """Whether a server listens at `path` (a connection without a request costs it nothing)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
         try:
-            _started.append(start())
-        except (OSError, RuntimeError) as error:  # the steps start cold, as without it
-            print(f"dmlbench: warning: no warm starts ({error}); each step starts cold", file=sys.stderr)
-            return
-        atexit.register(stop_started)  # however Snakemake ends
-        print(
-            f"dmlbench: training steps start warm, forked from one process (pid {_started[-1].pid}) that has "
-            f"imported torch; DMLBENCH_WARM_START=off starts each cold",
-            file=sys.stderr,
-        )
+            probe.connect(path)
+        except OSError:
+            return False
+    return True
 
 
 def stop_started() -> None:
@@ -210,11 +237,16 @@ def hand_off(argv: list[str]) -> int | None:
     except OSError:
         connection.close()
         return None
-    request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+    request = json.dumps(
+        {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "path": sys.path, "code": code()}
+    ).encode()
     socket.send_fds(connection, [len(request).to_bytes(8, "big")], [0, 1, 2])
     connection.sendall(request)
     replies = connection.makefile("r")
-    if not replies.readline().startswith("started"):
+    reply = replies.readline()
+    if not reply.startswith("started"):
+        if reply.startswith("cold"):
+            print(f"dmlbench {argv[0]}: starts cold: {reply[4:].strip()}", file=sys.stderr)
         return None
     forward = lambda received, frame: connection.sendall(f"{received}\n".encode())  # noqa: E731
     previous = {signum: signal.signal(signum, forward) for signum in FORWARDED}  # the child decides how to end

@@ -248,6 +248,17 @@ def test_runs_use_the_shared_server_and_leave_it_serving_and_gpu_runs_start_cold
     assert server.poll() is None and Path(shared).exists()
     warm_start.start_for(Plan.load(CONFIG_DIR, {"preset": "gpu-smoke"}))
     assert warm_start.VARIABLE not in os.environ and not warm_start._started  # its jobs start cold
+    other = {**warm_identity.code(), "dmlbench": "/elsewhere/dmlbench"}  # a run of another checkout
+    monkeypatch.setattr(warm_start, "code", lambda run=False: other)
+    own = subprocess.Popen(["true"])  # stands for the server of its own that the run starts
+    own.wait()
+    monkeypatch.setattr(warm_start, "start", lambda: own)
+    monkeypatch.setattr(warm_start, "_started", [])
+    monkeypatch.setattr(warm_start.atexit, "register", lambda function: None)
+    warm_start.start_for(Plan.load(CONFIG_DIR, {"preset": "smoke"}))
+    assert warm_start._started == [own]
+    err = capsys.readouterr().err
+    assert f"the warm-start server in {warm_start.SHARED} does not take this run's steps: its dmlbench is " in err
     os.environ[warm_start.VARIABLE] = shared  # for the fixture's stop
 
 
@@ -299,7 +310,7 @@ def test_a_dmlbench_source_changed_after_the_server_imported_it_is_a_refusal(tmp
     module = tmp_path / "module.py"
     module.write_text("")
     imported = {str(module): module.stat().st_mtime_ns}
-    request = {"code": warm_identity.code()}
+    request = {"argv": ["train"], "code": warm_identity.code()}  # a job's
     assert warm_identity.refusal(request, imported) is None
     os.utime(module, ns=(module.stat().st_atime_ns, module.stat().st_mtime_ns + 1))
     assert warm_identity.refusal(request, imported) == f"{module} changed after the warm-start server imported it"

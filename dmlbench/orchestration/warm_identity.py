@@ -16,18 +16,20 @@ PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this dm
 RUNTIME_PREFIXES = ("OMP_", "KMP_", "GOMP_", "MKL_")  # read once, when torch loads its thread runtimes
 
 
-def code() -> dict:
+def code(run: bool = False) -> dict:
     """What a forked child takes from its server rather than from its job, and must therefore be
     the job's: the interpreter, the dmlbench package, the import path the server's modules were
     found on (less its first entry and the folder it runs in, which a job's PYTHONPATH ending in
     `:` names again, and the checkout that holds dmlbench, which the Snakefile's jobs put first)
     and the OpenMP and MKL settings read when torch loads (the thread counts aside: the child sets
-    those)."""
-    here = (os.path.dirname(PACKAGE), os.getcwd())
+    those). With `run`, what a Snakemake process can tell of its jobs: PYTHONPATH, not its own
+    import path (to which Snakemake adds folders of its own)."""
+    here = (os.path.dirname(PACKAGE), os.getcwd(), "")
+    given = os.environ.get("PYTHONPATH", "").split(os.pathsep) if run else sys.path[1:]
     return {
         "python": sys.executable,
         "dmlbench": PACKAGE,
-        "path": [entry for entry in sys.path[1:] if entry not in here],
+        "pythonpath" if run else "path": [entry for entry in given if entry not in here],
         "runtime": {
             name: value
             for name, value in sorted(os.environ.items())
@@ -49,9 +51,10 @@ def sources() -> dict[str, int]:
 
 
 def refusal(request: dict, imported: dict[str, int]) -> str | None:
-    """Why the server (that imported `imported`, from `sources`) must not run this job: another
-    interpreter or checkout, or its dmlbench sources changed since; None when it may."""
-    ours, theirs = code(), request.get("code") or {}
+    """Why the server (that imported `imported`, from `sources`) must not run this job (or, for a
+    request without `argv`, this Snakemake run's jobs): another interpreter, checkout, import path
+    or thread runtime, or its dmlbench sources changed since; None when it may."""
+    ours, theirs = code(run="argv" not in request), request.get("code") or {}
     for key, value in ours.items():
         if theirs.get(key) != value:
             return f"its {key} is {theirs.get(key)!r}, the warm-start server's {value!r}"

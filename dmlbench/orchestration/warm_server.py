@@ -75,7 +75,7 @@ def serve(path: Path, owner: int, command_line) -> None:
 
 def _fork(listener: socket.socket, jobs: list[_Job], command_line, imported: dict) -> _Job | None:
     """Fork the child of the next job; None when the job went away before sending its request, or
-    was refused (`refusal`: it then starts cold)."""
+    was refused (`refusal`: it then starts cold), or asked only whether it would be taken."""
     connection = listener.accept()[0]
     try:
         request, fds = _request(connection)
@@ -83,11 +83,11 @@ def _fork(listener: socket.socket, jobs: list[_Job], command_line, imported: dic
         connection.close()
         return None
     refused = refusal(request, imported)
-    if refused:
+    if refused or "argv" not in request:  # refused, or a run asking whether its steps would be taken
         for fd in fds:
             os.close(fd)
         with contextlib.suppress(OSError):
-            connection.sendall(f"cold {refused}\n".encode())
+            connection.sendall(f"cold {refused}\n".encode() if refused else b"accepted\n")
         connection.close()
         return None
     sys.stdout.flush()

@@ -120,17 +120,20 @@ _started: list[subprocess.Popen] = []
 
 
 def start_for(plan) -> None:
-    """The Snakefile's `onstart`: when the plan `wanted` a server, the shared one if it answers,
-    or one for this run."""
+    """The Snakefile's `onstart`: when the plan `wanted` a server, the shared one if it takes this
+    run's steps (`refused_by`), or one for this run."""
     if not wanted(plan):
         if os.environ.get(VARIABLE) != "off":
             os.environ.pop(VARIABLE, None)  # this run's jobs start cold
         return
     shared = os.environ.get(SHARED)
-    if shared and answers(shared):
+    refused = shared and refused_by(shared)
+    if shared and not refused:
         os.environ[VARIABLE] = shared
         print(f"dmlbench: training steps start warm, forked from the server at {shared} ({SHARED})", file=sys.stderr)
         return
+    if refused:
+        print(f"dmlbench: the warm-start server in {SHARED} does not take this run's steps: {refused}", file=sys.stderr)
     try:
         _started.append(start())
     except (OSError, RuntimeError) as error:  # the steps start cold, as without it
@@ -144,14 +147,17 @@ def start_for(plan) -> None:
     )
 
 
-def answers(path: str) -> bool:
-    """Whether a server listens at `path` (a connection without a request costs it nothing)."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        try:
-            probe.connect(path)
-        except OSError:
-            return False
-    return True
+def refused_by(path: str) -> str | None:
+    """Why the server at `path` would not run this process's steps (nothing listens there, or its
+    `warm_identity.refusal`, as for another checkout's run); None when it would."""
+    try:
+        connection, reply = _ask(path, {"code": code(run=True)})  # no argv: a question, nothing forked
+    except OSError as error:
+        return f"no server at {path} ({error})"
+    connection.close()
+    if reply.startswith("accepted"):
+        return None
+    return reply.removeprefix("cold").strip() or f"the server at {path} did not say"
 
 
 def stop_started() -> None:
@@ -222,6 +228,27 @@ def remove_socket(path: Path) -> None:
             pass
 
 
+def _ask(path: str, request: dict) -> tuple[socket.socket, str]:
+    """Send the server `request` with this process's standard streams; the open connection and
+    the server's first reply line."""
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        connection.connect(path)
+        message = json.dumps(request).encode()
+        socket.send_fds(connection, [len(message).to_bytes(8, "big")], [0, 1, 2])
+        connection.sendall(message)
+        reply = b""
+        while not reply.endswith(b"\n"):
+            chunk = connection.recv(1)
+            if not chunk:
+                break
+            reply += chunk
+    except OSError:
+        connection.close()
+        raise
+    return connection, reply.decode(errors="replace")
+
+
 # --- the job's side -----------------------------------------------------------------------------
 
 
@@ -231,19 +258,12 @@ def hand_off(argv: list[str]) -> int | None:
     path = os.environ.get(VARIABLE)
     if not path or path == "off" or not argv or argv[0] not in COMMANDS:
         return None
-    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    request = {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "path": sys.path, "code": code()}
     try:
-        connection.connect(path)
+        connection, reply = _ask(path, request)
     except OSError:
-        connection.close()
         return None
-    request = json.dumps(
-        {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "path": sys.path, "code": code()}
-    ).encode()
-    socket.send_fds(connection, [len(request).to_bytes(8, "big")], [0, 1, 2])
-    connection.sendall(request)
     replies = connection.makefile("r")
-    reply = replies.readline()
     if not reply.startswith("started"):
         if reply.startswith("cold"):
             print(f"dmlbench {argv[0]}: starts cold: {reply[4:].strip()}", file=sys.stderr)

@@ -17,10 +17,11 @@ The server forks from one thread and has run no torch operation, so no thread po
 half-way. Set `DMLBENCH_WARM_START=off` to run every job cold.
 
 Several Snakemake runs in turn (the test suite's) can share one server: started once, its socket
-in `DMLBENCH_WARM_SERVER`, each run uses it rather than start its own. A server runs only the code
-it imported: a job of another interpreter or checkout, or one that comes after the server's
-dmlbench sources changed, is refused and starts cold (`warm_identity`); a child takes its job's
-`sys.path`, so that the user's modules are found as a new process finds them.
+in `DMLBENCH_WARM_SERVER`, each run uses it rather than start its own when the server takes its
+steps (`refused_by`). A server runs only the code it imported: a job of another interpreter,
+checkout, import path or thread runtime, or one that comes after the server's dmlbench sources
+changed, is refused and starts cold (`warm_identity`); a child takes its job's `sys.path`, so that
+the user's modules are found as a new process finds them.
 """
 
 from __future__ import annotations
@@ -263,11 +264,12 @@ def hand_off(argv: list[str]) -> int | None:
         connection, reply = _ask(path, request)
     except OSError:
         return None
-    replies = connection.makefile("r")
     if not reply.startswith("started"):
+        connection.close()
         if reply.startswith("cold"):
-            print(f"dmlbench {argv[0]}: starts cold: {reply[4:].strip()}", file=sys.stderr)
+            print(f"dmlbench {argv[0]}: starts cold: {reply.removeprefix('cold').strip()}", file=sys.stderr)
         return None
+    replies = connection.makefile("r")
     forward = lambda received, frame: connection.sendall(f"{received}\n".encode())  # noqa: E731
     previous = {signum: signal.signal(signum, forward) for signum in FORWARDED}  # the child decides how to end
     try:
